@@ -1,0 +1,1 @@
+//! Strata storage engine (in progress).
