@@ -1,0 +1,50 @@
+//! The document crate's one error enum.
+//!
+//! Errors name what went wrong in the document layer's own words; `code()` and `code_name()`
+//! map each to the MongoDB error the server reports for it.
+
+use thiserror::Error;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A compound index key would need the cross product of two arrays.
+    #[error("cannot index parallel arrays [{first}] [{second}]")]
+    ParallelArrays { first: String, second: String },
+    /// An index specification is not a document of `path: 1 | -1` fields.
+    #[error("bad index key pattern: {0}")]
+    BadIndexSpec(String),
+    /// A field path that MongoDB rejects (empty, empty component, ...).
+    #[error("{0}")]
+    InvalidPath(String),
+    /// Index-key bytes that are not a valid encoding (from disk: corruption, not a panic).
+    #[error("corrupt index key: {0}")]
+    CorruptKey(String),
+    /// A stored document's bytes are not valid BSON.
+    #[error("invalid BSON: {0}")]
+    InvalidBson(String),
+}
+
+impl Error {
+    /// MongoDB's numeric error code for this error.
+    pub fn code(&self) -> i32 {
+        match self {
+            Error::ParallelArrays { .. } => 171,
+            Error::BadIndexSpec(_) => 67,
+            Error::InvalidPath(_) => 2,
+            Error::CorruptKey(_) | Error::InvalidBson(_) => 22,
+        }
+    }
+
+    /// MongoDB's `codeName` for [`Error::code`].
+    pub fn code_name(&self) -> &'static str {
+        match self {
+            Error::ParallelArrays { .. } => "CannotIndexParallelArrays",
+            Error::BadIndexSpec(_) => "CannotCreateIndex",
+            Error::InvalidPath(_) => "BadValue",
+            Error::CorruptKey(_) | Error::InvalidBson(_) => "InvalidBSON",
+        }
+    }
+}

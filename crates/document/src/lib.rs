@@ -1,0 +1,15 @@
+//! Strata's document layer: pure functions over BSON values, no I/O.
+//!
+//! - [`order`]: MongoDB's cross-type comparison order ([`compare_values`]).
+//! - [`number`]: the exact form in which all BSON numeric types compare.
+//! - [`keycodec`]: index keys as bytes whose `memcmp` order is that order.
+//! - [`path`]: dotted field paths and the index keys a document yields.
+//! - [`error`]: the crate's one error enum.
+
+pub mod number;
+pub mod order;
+
+pub use order::{canonical_type_rank, compare_documents, compare_values, values_equal};
+pub mod error;
+
+pub use error::{Error, Result};
