@@ -1,0 +1,138 @@
+//! MongoDB command error codes and their `codeName`s.
+//!
+//! Numbers and names follow MongoDB's `error_codes.yml`; only the codes Strata can report are
+//! listed. This is the only place in Strata that knows them: the server maps its own errors
+//! onto `ErrorCode` in one module.
+
+macro_rules! error_codes {
+    ($($name:ident = $code:literal,)*) => {
+        /// A MongoDB command error code. `code()` is the number, `name()` the `codeName`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        #[allow(clippy::upper_case_acronyms)]
+        pub enum ErrorCode {
+            $($name,)*
+        }
+
+        impl ErrorCode {
+            /// Every code in the table, in numeric order.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$name,)*];
+
+            pub fn code(self) -> i32 {
+                match self {
+                    $(ErrorCode::$name => $code,)*
+                }
+            }
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$name => stringify!($name),)*
+                }
+            }
+
+            pub fn from_code(code: i32) -> Option<ErrorCode> {
+                match code {
+                    $($code => Some(ErrorCode::$name),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    InternalError = 1,
+    BadValue = 2,
+    NoSuchKey = 4,
+    UnknownError = 8,
+    FailedToParse = 9,
+    CannotMutateObject = 10,
+    UserNotFound = 11,
+    UnsupportedFormat = 12,
+    Unauthorized = 13,
+    TypeMismatch = 14,
+    Overflow = 15,
+    InvalidLength = 16,
+    ProtocolError = 17,
+    AuthenticationFailed = 18,
+    IllegalOperation = 20,
+    EmptyArrayOperation = 21,
+    InvalidBSON = 22,
+    LockTimeout = 24,
+    NamespaceNotFound = 26,
+    IndexNotFound = 27,
+    PathNotViable = 28,
+    NonExistentPath = 29,
+    InvalidPath = 30,
+    ConflictingUpdateOperators = 40,
+    CursorNotFound = 43,
+    NoMatchingDocument = 47,
+    NamespaceExists = 48,
+    MaxTimeMSExpired = 50,
+    DollarPrefixedFieldName = 52,
+    InvalidIdField = 53,
+    NotSingleValueField = 54,
+    InvalidDBRef = 55,
+    EmptyFieldName = 56,
+    DottedFieldName = 57,
+    CommandNotFound = 59,
+    WriteConcernTimeout = 64,
+    ImmutableField = 66,
+    CannotCreateIndex = 67,
+    IndexAlreadyExists = 68,
+    InvalidOptions = 72,
+    InvalidNamespace = 73,
+    IndexOptionsConflict = 85,
+    IndexKeySpecsConflict = 86,
+    NetworkTimeout = 89,
+    ShutdownInProgress = 91,
+    OperationFailed = 96,
+    WriteConflict = 112,
+    CommandNotSupported = 115,
+    DocTooLargeForCapped = 116,
+    ConflictingOperationInProgress = 117,
+    DocumentValidationFailure = 121,
+    CommandFailed = 125,
+    CursorInUse = 143,
+    ExceededMemoryLimit = 146,
+    ZLibError = 147,
+    CommandNotSupportedOnView = 166,
+    OptionNotSupportedOnView = 167,
+    InvalidPipelineOperator = 168,
+    CannotIndexParallelArrays = 171,
+    ClientMetadataMissingField = 183,
+    ClientMetadataAppNameTooLarge = 184,
+    ClientMetadataDocumentTooLarge = 185,
+    ClientMetadataCannotBeMutated = 186,
+    InvalidIndexSpecificationOption = 197,
+    NoSuchSession = 206,
+    InvalidUUID = 207,
+    IllegalOpMsgFlag = 223,
+    TooManyDocumentSequences = 233,
+    CursorKilled = 237,
+    NotImplemented = 238,
+    ConversionFailure = 241,
+    CannotCreateCollection = 242,
+    NoSuchTransaction = 251,
+    ExceededTimeLimit = 262,
+    OperationNotSupportedInTransaction = 263,
+    ClientDisconnect = 279,
+    ChecksumMismatch = 288,
+    QueryExceededMemoryLimitNoDiskUseAllowed = 292,
+    UnsupportedOpQueryCommand = 352,
+    InvalidBSONType = 357,
+    NotWritablePrimary = 10107,
+    BSONObjectTooLarge = 10334,
+    DuplicateKey = 11000,
+    InterruptedAtShutdown = 11600,
+    Interrupted = 11601,
+    OutOfDiskSpace = 14031,
+    IDLDuplicateField = 40413,
+    IDLFailedToParse = 40414,
+    IDLUnknownField = 40415,
+}
+
+/// The `codeName` MongoDB gives `code`, if the table knows it.
+pub fn code_name(code: i32) -> Option<&'static str> {
+    ErrorCode::from_code(code).map(ErrorCode::name)
+}

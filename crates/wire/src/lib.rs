@@ -1,0 +1,36 @@
+//! Strata's MongoDB wire protocol, as pure code: no I/O, no async, no knowledge of storage.
+//!
+//! The server's connection loop feeds received bytes to `decode_frame`, turns each frame into a
+//! `Request` with `Request::parse`, runs the command, and frames the answer with
+//! `encode_reply`. Every decoder treats its input as hostile: malformed bytes are a
+//! `WireError`, never a panic, and no length field is trusted beyond `Limits`.
+//!
+//! Modules: `header` (MsgHeader, OpCode), `frame` (cutting messages from a byte stream),
+//! `op_msg`, `op_query`, `op_reply`, `compression` (OP_COMPRESSED and negotiation), `validate`
+//! (BSON validation), `codes` and `replies` (MongoDB error codes and reply documents), `error`.
+
+pub mod codes;
+pub mod compression;
+pub mod error;
+pub mod frame;
+pub mod header;
+pub mod limits;
+pub mod op_msg;
+pub mod op_query;
+pub mod op_reply;
+mod reader;
+pub mod replies;
+pub mod request;
+pub mod validate;
+
+pub use codes::{code_name, ErrorCode};
+pub use compression::{negotiate, Compressor, SUPPORTED_COMPRESSORS};
+pub use error::WireError;
+pub use frame::{decode_frame, message_length, Frame};
+pub use header::{MsgHeader, OpCode, HEADER_LENGTH};
+pub use limits::Limits;
+pub use op_msg::{DocumentSequence, MsgFlags, OpMsg};
+pub use op_query::{OpQuery, QueryFlags};
+pub use op_reply::{OpReply, ReplyFlags};
+pub use replies::{error_reply, ok_reply, write_reply, WriteError};
+pub use request::{encode_reply, Message, Request};
