@@ -6,6 +6,7 @@
 //! - [`path`]: dotted field paths and the index keys a document yields.
 //! - [`error`]: the crate's one error enum.
 
+pub mod keycodec;
 pub mod number;
 pub mod order;
 
