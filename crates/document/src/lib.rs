@@ -9,6 +9,7 @@
 pub mod keycodec;
 pub mod number;
 pub mod order;
+pub mod path;
 
 pub use order::{canonical_type_rank, compare_documents, compare_values, values_equal};
 pub mod error;

@@ -1,0 +1,117 @@
+//! Goal: field paths read documents as MongoDB does, for filters and for index keys.
+//! Method: table tests from the manual's examples and the edge cases (arrays of documents,
+//! nested and empty arrays, numeric components, missing fields, sparse, parallel arrays).
+
+use bson::{Bson, Document, doc};
+use document::keycodec::decode_key;
+use document::path::{Candidate, FieldPath, IndexSpec, Sparseness, get_dotted, match_candidates};
+
+fn path(text: &str) -> FieldPath {
+    FieldPath::parse(text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn describe(candidates: &[Candidate<'_>]) -> Vec<String> {
+    candidates
+        .iter()
+        .map(|c| match c {
+            Candidate::Missing => "missing".to_string(),
+            Candidate::Value(v) => format!("{v}"),
+            Candidate::ArrayElement(v) => format!("elem {v}"),
+        })
+        .collect()
+}
+
+#[test]
+fn match_candidates_table() {
+    let cases: Vec<(Document, &str, Vec<&str>)> = vec![
+        (doc! {"a": 1}, "a", vec!["1"]),
+        (doc! {}, "a", vec!["missing"]),
+        (doc! {"a": 1}, "a.b", vec!["missing"]),
+        (doc! {"a": [1, 2]}, "a", vec!["elem 1", "elem 2", "[1, 2]"]),
+        (doc! {"a": [1, 2]}, "a.b", vec![]),
+        (doc! {"a": [{"b": 1}, {"c": 1}]}, "a.b", vec!["1", "missing"]),
+        (doc! {"a": [{"b": 1}, {"b": [2, 3]}]}, "a.b", vec!["1", "elem 2", "elem 3", "[2, 3]"]),
+        (doc! {"a": [[1, 2], 3]}, "a", vec!["elem [1, 2]", "elem 3", "[[1, 2], 3]"]),
+        (doc! {"a": [5, 6]}, "a.1", vec!["6"]),
+        (doc! {"a": [5, 6]}, "a.2", vec![]),
+        (doc! {"a": [{"x": 1}, {"x": 2}]}, "a.0.x", vec!["1"]),
+        (doc! {"a": {"0": 7}}, "a.0", vec!["7"]),
+        (doc! {"a": [{"b": [{"c": 1}, {"c": 2}]}]}, "a.b.c", vec!["1", "2"]),
+    ];
+    for (document, text, expected) in cases {
+        let got = describe(&match_candidates(&document, path(text).parts()));
+        assert_eq!(got, expected, "{document} {text}");
+    }
+}
+
+#[test]
+fn get_dotted_table() {
+    let document = doc! {"a": {"b": [10, {"c": 3}]}};
+    assert_eq!(get_dotted(&document, path("a.b.0").parts()), Some(&Bson::Int32(10)));
+    assert_eq!(get_dotted(&document, path("a.b.1.c").parts()), Some(&Bson::Int32(3)));
+    assert_eq!(get_dotted(&document, path("a.b.c").parts()), None);
+    assert!(FieldPath::parse("a..b").is_err());
+    assert!(FieldPath::parse("").is_err());
+}
+
+fn key_values(pattern: Document, sparseness: Sparseness, document: Document) -> Vec<Vec<Bson>> {
+    let spec = IndexSpec::from_key_pattern(&pattern, sparseness).unwrap_or_else(|e| panic!("{e}"));
+    spec.key_values(&document).unwrap_or_else(|e| panic!("{e}")).values
+}
+
+// Goal: the keys of the manual's multikey examples, missing → null, [] → undefined.
+#[test]
+fn index_keys_table() {
+    let dense = Sparseness::Dense;
+    let cases: Vec<(Document, Document, Vec<Vec<Bson>>)> = vec![
+        (doc! {"a": 1}, doc! {"a": 5}, vec![vec![Bson::Int32(5)]]),
+        (doc! {"a": 1}, doc! {}, vec![vec![Bson::Null]]),
+        (doc! {"a": 1}, doc! {"a": []}, vec![vec![Bson::Undefined]]),
+        (doc! {"a": 1}, doc! {"a": [3, 1, 3, 1.0]}, vec![vec![Bson::Int32(1)], vec![Bson::Int32(3)]]),
+        (doc! {"a": -1}, doc! {"a": [1, 2]}, vec![vec![Bson::Int32(2)], vec![Bson::Int32(1)]]),
+        (doc! {"a": 1}, doc! {"a": [[1, 2]]}, vec![vec![Bson::Array(vec![Bson::Int32(1), Bson::Int32(2)])]]),
+        (doc! {"a.b": 1}, doc! {"a": [{"b": 2}, {"c": 1}, {"b": [3, 4]}]}, vec![vec![Bson::Int32(2)], vec![Bson::Int32(3)], vec![Bson::Int32(4)]]),
+        (doc! {"a.b": 1}, doc! {"a": [{"c": 1}]}, vec![vec![Bson::Null]]),
+        (doc! {"a.1": 1}, doc! {"a": [7, 8]}, vec![vec![Bson::Int32(8)]]),
+        (
+            doc! {"a": 1, "b": 1},
+            doc! {"a": 1, "b": [2, 3]},
+            vec![vec![Bson::Int32(1), Bson::Int32(2)], vec![Bson::Int32(1), Bson::Int32(3)]],
+        ),
+        (
+            doc! {"a.x": 1, "a.z": 1},
+            doc! {"a": [{"x": 1, "z": 2}, {"x": 3, "z": 4}]},
+            vec![
+                vec![Bson::Int32(1), Bson::Int32(2)],
+                vec![Bson::Int32(1), Bson::Int32(4)],
+                vec![Bson::Int32(3), Bson::Int32(2)],
+                vec![Bson::Int32(3), Bson::Int32(4)],
+            ],
+        ),
+    ];
+    for (pattern, document, expected) in cases {
+        assert_eq!(key_values(pattern.clone(), dense, document.clone()), expected, "{pattern} {document}");
+    }
+}
+
+#[test]
+fn sparse_parallel_and_raw() {
+    assert!(key_values(doc! {"a": 1}, Sparseness::Sparse, doc! {"b": 1}).is_empty());
+    assert_eq!(key_values(doc! {"a": 1}, Sparseness::Sparse, doc! {"a": null}), vec![vec![Bson::Null]]);
+    assert_eq!(key_values(doc! {"a": 1, "b": 1}, Sparseness::Sparse, doc! {"b": 1}), vec![vec![Bson::Null, Bson::Int32(1)]]);
+
+    let spec = IndexSpec::from_key_pattern(&doc! {"a": 1, "b": 1}, Sparseness::Dense).unwrap_or_else(|e| panic!("{e}"));
+    let error = spec.key_values(&doc! {"a": [1], "b": [2]}).err().unwrap_or_else(|| panic!("parallel arrays accepted"));
+    assert_eq!(error.code(), 171);
+    assert_eq!(error.to_string(), "cannot index parallel arrays [b] [a]");
+
+    let raw = bson::RawDocumentBuf::try_from(&doc! {"bio": "long", "a": [2, 1], "b": "x"}).unwrap_or_else(|e| panic!("{e}"));
+    let keys = spec.keys_raw(&raw).unwrap_or_else(|e| panic!("{e}"));
+    assert!(keys.multikey);
+    assert_eq!(keys.keys.len(), 2);
+    let first = decode_key(&keys.keys[0].order, &keys.keys[0].types, &spec.directions()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(first, vec![Bson::Int32(1), Bson::String("x".into())]);
+
+    assert!(IndexSpec::from_key_pattern(&doc! {"a": 0}, Sparseness::Dense).is_err());
+    assert!(IndexSpec::from_key_pattern(&doc! {"a": "hashed"}, Sparseness::Dense).is_err());
+}
