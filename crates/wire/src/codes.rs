@@ -136,3 +136,47 @@ error_codes! {
 pub fn code_name(code: i32) -> Option<&'static str> {
     ErrorCode::from_code(code).map(ErrorCode::name)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Goal: the codes the server relies on carry MongoDB's numbers and names (checked against
+    /// MongoDB's error_codes.yml).
+    #[test]
+    fn codes_match_mongodb() {
+        let expected = [
+            (1, "InternalError"), (2, "BadValue"), (4, "NoSuchKey"), (9, "FailedToParse"),
+            (10, "CannotMutateObject"), (11, "UserNotFound"), (13, "Unauthorized"),
+            (14, "TypeMismatch"), (16, "InvalidLength"), (17, "ProtocolError"),
+            (20, "IllegalOperation"), (22, "InvalidBSON"), (26, "NamespaceNotFound"),
+            (27, "IndexNotFound"), (40, "ConflictingUpdateOperators"), (43, "CursorNotFound"),
+            (48, "NamespaceExists"), (50, "MaxTimeMSExpired"), (52, "DollarPrefixedFieldName"),
+            (59, "CommandNotFound"), (66, "ImmutableField"), (67, "CannotCreateIndex"),
+            (68, "IndexAlreadyExists"), (72, "InvalidOptions"), (73, "InvalidNamespace"),
+            (85, "IndexOptionsConflict"), (86, "IndexKeySpecsConflict"), (96, "OperationFailed"),
+            (115, "CommandNotSupported"), (166, "CommandNotSupportedOnView"),
+            (223, "IllegalOpMsgFlag"), (288, "ChecksumMismatch"),
+            (292, "QueryExceededMemoryLimitNoDiskUseAllowed"), (10334, "BSONObjectTooLarge"),
+            (11000, "DuplicateKey"),
+        ];
+        for (code, name) in expected {
+            let found = ErrorCode::from_code(code).unwrap_or_else(|| panic!("code {code} missing"));
+            assert_eq!(found.name(), name);
+            assert_eq!(found.code(), code);
+            assert_eq!(code_name(code), Some(name));
+        }
+        assert_eq!(code_name(3), None);
+    }
+
+    /// Goal: the table is a bijection, sorted by number, so `from_code` finds every entry.
+    #[test]
+    fn table_is_sorted_and_unique() {
+        for pair in ErrorCode::ALL.windows(2) {
+            assert!(pair[0].code() < pair[1].code(), "{:?} before {:?}", pair[0], pair[1]);
+        }
+        for &code in ErrorCode::ALL {
+            assert_eq!(ErrorCode::from_code(code.code()), Some(code));
+        }
+    }
+}

@@ -213,3 +213,41 @@ pub fn compress(message: &[u8], compressor: Compressor) -> Result<Vec<u8>, WireE
     wrapped.extend_from_slice(&compressed);
     finish_message(wrapped)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Goal: negotiation keeps the client's order, drops unknown and disabled names and repeats.
+    #[test]
+    fn negotiate_keeps_client_order() {
+        let chosen = negotiate(["zlib", "lz4", "snappy", "zlib", "zstd"], &SUPPORTED_COMPRESSORS);
+        assert_eq!(chosen, [Compressor::Zlib, Compressor::Snappy, Compressor::Zstd]);
+        assert_eq!(negotiate(["zstd", "snappy"], &[Compressor::Snappy]), [Compressor::Snappy]);
+        assert!(negotiate(["noop", "lz4"], &SUPPORTED_COMPRESSORS).is_empty());
+        assert!(negotiate([], &SUPPORTED_COMPRESSORS).is_empty());
+    }
+
+    /// Goal: ids and names map both ways.
+    #[test]
+    fn ids_and_names_round_trip() {
+        for id in 0..=3u8 {
+            let compressor = Compressor::from_id(id).expect("known id");
+            assert_eq!(compressor.id(), id);
+            assert_eq!(Compressor::from_name(compressor.name()), Some(compressor));
+        }
+        assert_eq!(Compressor::from_id(4), None);
+        assert_eq!(Compressor::from_name("lz4"), None);
+    }
+
+    /// Goal: handshake and authentication commands are exempt, whatever their case.
+    #[test]
+    fn exempt_commands() {
+        for name in ["hello", "isMaster", "ismaster", "saslStart", "saslContinue", "authenticate"] {
+            assert!(is_compression_exempt(name), "{name}");
+        }
+        for name in ["find", "insert", "ping", "helloWorld"] {
+            assert!(!is_compression_exempt(name), "{name}");
+        }
+    }
+}

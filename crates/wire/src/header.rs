@@ -113,3 +113,35 @@ pub(crate) fn finish_message(mut message: Vec<u8>) -> Result<Vec<u8>, WireError>
     }
     Ok(message)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Goal: a header encodes little-endian and parses back.
+    #[test]
+    fn header_round_trips() {
+        let header = MsgHeader { message_length: 0x0102_0304, request_id: -7, response_to: 9, op_code: OpCode::Msg };
+        let bytes = header.to_bytes();
+        assert_eq!(&bytes[..4], &[4, 3, 2, 1]);
+        assert_eq!(&bytes[12..], &2013i32.to_le_bytes());
+        assert_eq!(MsgHeader::parse(&bytes), Ok(header));
+    }
+
+    /// Goal: every opcode maps both ways; others are unknown.
+    #[test]
+    fn op_codes_round_trip() {
+        for value in [1, 2001, 2002, 2003, 2004, 2005, 2006, 2007, 2012, 2013] {
+            assert_eq!(OpCode::from_i32(value).map(OpCode::as_i32), Some(value));
+        }
+        for value in [0, 2, 2000, 2008, 2011, 2014, -1] {
+            assert_eq!(OpCode::from_i32(value), None);
+        }
+    }
+
+    /// Goal: a short header is truncated, not a panic.
+    #[test]
+    fn short_header_is_truncated() {
+        assert!(matches!(MsgHeader::parse(&[0; 15]), Err(WireError::Truncated { .. })));
+    }
+}

@@ -9,6 +9,12 @@
 //! `op_msg`, `op_query`, `op_reply`, `compression` (OP_COMPRESSED and negotiation), `validate`
 //! (BSON validation), `codes` and `replies` (MongoDB error codes and reply documents), `error`.
 
+// Network bytes are input: library code may not panic on them. Tests may.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
+)]
+
 pub mod codes;
 pub mod compression;
 pub mod error;

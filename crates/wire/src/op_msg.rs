@@ -222,7 +222,7 @@ fn parse_sequence(reader: &mut Reader<'_>, limits: &Limits) -> Result<DocumentSe
 
 fn encode_sequence(message: &mut Vec<u8>, sequence: &DocumentSequence) -> Result<(), WireError> {
     let documents_length: usize = sequence.documents.iter().map(|d| d.as_bytes().len()).sum();
-    let size = 4 + sequence.identifier.len() + 1 + documents_length;
+    let size = documents_length.saturating_add(sequence.identifier.len()).saturating_add(4 + 1);
     let size = i32::try_from(size)
         .map_err(|_| WireError::MessageTooLarge { length: size as i64, max: i32::MAX as usize })?;
     if sequence.identifier.contains('\0') {

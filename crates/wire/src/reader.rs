@@ -100,3 +100,29 @@ impl<'a> Reader<'a> {
         validate_document(bytes, limit, what)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Goal: a failed read reports truncation and leaves the position unchanged.
+    #[test]
+    fn failed_read_does_not_advance() {
+        let mut reader = Reader::new(&[1, 2, 3]);
+        assert!(matches!(reader.i32("x"), Err(WireError::Truncated { what: "x" })));
+        assert_eq!(reader.remaining(), 3);
+        assert_eq!(reader.u8("x"), Ok(1));
+        assert_eq!(reader.rest(), &[2, 3]);
+        assert!(reader.is_empty());
+    }
+
+    /// Goal: cstrings need a NUL and UTF-8.
+    #[test]
+    fn cstrings() {
+        let mut reader = Reader::new(b"ab\0c");
+        assert_eq!(reader.cstring("x"), Ok("ab"));
+        assert!(matches!(reader.cstring("x"), Err(WireError::InvalidCString { .. })));
+        let mut reader = Reader::new(b"\xff\0");
+        assert!(matches!(reader.cstring("x"), Err(WireError::InvalidCString { .. })));
+    }
+}

@@ -127,3 +127,68 @@ fn format_value(value: &Bson) -> String {
         other => other.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Goal: the error reply has MongoDB's fields, types and order.
+    #[test]
+    fn error_reply_shape() {
+        let reply = error_reply(ErrorCode::CommandNotFound, "no such command: 'frobnicate'");
+        assert_eq!(
+            reply,
+            doc! { "ok": 0.0, "errmsg": "no such command: 'frobnicate'", "code": 59, "codeName": "CommandNotFound" }
+        );
+        let keys: Vec<&str> = reply.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["ok", "errmsg", "code", "codeName"]);
+    }
+
+    /// Goal: ok comes last and is a double, replacing any earlier ok.
+    #[test]
+    fn ok_reply_puts_ok_last() {
+        let reply = ok_reply(doc! { "ok": 0, "n": 3 });
+        assert_eq!(reply, doc! { "n": 3, "ok": 1.0 });
+        assert_eq!(reply.keys().last().map(String::as_str), Some("ok"));
+    }
+
+    /// Goal: a duplicate key write error matches MongoDB's writeErrors entry and E11000 text.
+    #[test]
+    fn duplicate_key_write_error() {
+        let error = WriteError::duplicate_key(2, "test.users", "name_1", doc! { "name": 1 }, doc! { "name": "x" });
+        assert_eq!(
+            error.errmsg,
+            r#"E11000 duplicate key error collection: test.users index: name_1 dup key: { name: "x" }"#
+        );
+        assert_eq!(
+            error.to_document(),
+            doc! {
+                "index": 2, "code": 11000, "errmsg": error.errmsg.clone(),
+                "keyPattern": { "name": 1 }, "keyValue": { "name": "x" },
+            }
+        );
+        let reply = write_reply(2, &[error]);
+        assert_eq!(reply.get_i32("n").ok(), Some(2));
+        assert_eq!(reply.get_array("writeErrors").map(Vec::len).ok(), Some(1));
+        assert_eq!(reply.get_f64("ok").ok(), Some(1.0));
+    }
+
+    /// Goal: compound and typed keys print as the server prints them.
+    #[test]
+    fn key_values_format_like_mongodb() {
+        let id = bson::oid::ObjectId::parse_str("65a1b2c3d4e5f60718293a4b").expect("oid");
+        let key = doc! { "a": 1, "b": 2.5, "c": 3.0, "d": id, "e": null, "f": { "g": [1, "h"] }, "i": 7i64 };
+        assert_eq!(
+            format_document(&key),
+            r#"{ a: 1, b: 2.5, c: 3.0, d: ObjectId('65a1b2c3d4e5f60718293a4b'), e: null, f: { g: [ 1, "h" ] }, i: 7 }"#
+        );
+        assert_eq!(format_document(&doc! {}), "{}");
+    }
+
+    /// Goal: a write reply without errors has no writeErrors field.
+    #[test]
+    fn write_reply_without_errors() {
+        assert_eq!(write_reply(5, &[]), doc! { "n": 5, "ok": 1.0 });
+        assert_eq!(write_reply(i64::MAX, &[]), doc! { "n": i64::MAX, "ok": 1.0 });
+    }
+}
