@@ -1,1 +1,30 @@
-//! Strata storage engine (in progress).
+//! Strata's storage engine: an ordered key/value store whose writes are messages buffered in
+//! the internal nodes of a Bε-tree and flushed down in bulk.
+//!
+//! Entry points: [`Engine`] (named trees, transactions, snapshots, `verify`, `stats`),
+//! [`Transaction`] (atomic multi-tree writes), [`Snapshot`] (consistent reads and scans).
+//! The engine knows bytes only: keys compare with `memcmp`, values are opaque.
+//!
+//! Layers inside: `message` (what a write is and how a key's history resolves), `node` (nodes,
+//! buffers, leaves and their encoding), `store` (nodes by id), `tree` (one Bε-tree: writes,
+//! flushes, reads, verify), `engine` / `transaction` / `snapshot` (the public surface).
+
+mod engine;
+mod error;
+pub mod message;
+mod node;
+mod options;
+mod snapshot;
+mod stats;
+mod store;
+mod transaction;
+mod tree;
+
+pub use engine::Engine;
+pub use error::{Error, Result};
+pub use message::{counter_update, Seq, UpdateFn};
+pub use options::{Durability, FlushMode, Options};
+pub use snapshot::{RangeIter, Snapshot};
+pub use stats::Stats;
+pub use transaction::{Transaction, MAX_KEY_BYTES, MAX_VALUE_BYTES};
+pub use tree::TreeId;

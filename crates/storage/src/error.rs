@@ -1,0 +1,32 @@
+//! The storage engine's one error type.
+
+use thiserror::Error;
+
+/// What can go wrong inside the engine, in the engine's own words.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A transaction or read named a tree that does not exist (or was dropped meanwhile).
+    #[error("tree not found: {0}")]
+    TreeNotFound(String),
+    /// `create_tree` with a name that is taken.
+    #[error("tree already exists: {0}")]
+    TreeExists(String),
+    /// An `insert_if_absent` found the key present; the whole transaction was not applied.
+    #[error("key already exists in tree {tree}")]
+    KeyExists { tree: String, key: Vec<u8> },
+    /// Bytes that should describe a node, a block or a log record do not.
+    #[error("corruption: {0}")]
+    Corruption(String),
+    /// A key or value past the engine's bounds.
+    #[error("too large: {0}")]
+    TooLarge(String),
+    /// An invalid option or argument.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The engine found one of its own invariants broken (reported by `verify`).
+    #[error("invariant violated: {0}")]
+    Invariant(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

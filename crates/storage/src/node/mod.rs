@@ -1,0 +1,122 @@
+//! Tree nodes. A node is addressed by its [`NodeId`] through the node store, never by a Rust
+//! reference, so that it can be written out, evicted and read back without the tree noticing.
+//!
+//! An internal node of height `h >= 1` has `n` children (height `h - 1`), `n - 1` strictly
+//! ascending pivots and one message buffer per child. Child `i` owns the keys in
+//! `[pivots[i - 1], pivots[i])` (unbounded at the ends, within the node's own range).
+
+pub mod buffer;
+// The durable engine writes nodes through `codec`; until it lands only its tests use it.
+#[cfg_attr(not(test), allow(dead_code))]
+pub mod codec;
+pub mod leaf;
+
+use crate::message::{Event, Seq};
+use buffer::{Buffer, RangeDelete};
+use leaf::Leaf;
+
+/// The name of a node in the node store; never reused while the engine runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u64);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Node {
+    Internal(Internal),
+    Leaf(Leaf),
+}
+
+impl Node {
+    pub fn size_bytes(&self) -> usize {
+        match self {
+            Node::Internal(internal) => internal.size_bytes(),
+            Node::Leaf(leaf) => leaf.size_bytes(),
+        }
+    }
+
+    pub fn height(&self) -> u32 {
+        match self {
+            Node::Internal(internal) => internal.height,
+            Node::Leaf(_) => 0,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Internal {
+    pub height: u32,
+    pub pivots: Vec<Vec<u8>>,
+    pub children: Vec<NodeId>,
+    pub buffers: Vec<Buffer>,
+}
+
+/// Bytes charged per pivot beyond its key, for the child id and the buffer header.
+const PIVOT_OVERHEAD_BYTES: usize = 24;
+
+impl Internal {
+    /// The child that owns `key`.
+    pub fn child_index(&self, key: &[u8]) -> usize {
+        self.pivots.partition_point(|pivot| pivot.as_slice() <= key)
+    }
+
+    /// The child holding the greatest keys below `key`.
+    pub fn child_index_below(&self, key: &[u8]) -> usize {
+        self.pivots.partition_point(|pivot| pivot.as_slice() < key)
+    }
+
+    /// The key range `[lo, hi)` of child `index`, given this node's own range.
+    pub fn child_range<'a>(
+        &'a self,
+        index: usize,
+        lo: Option<&'a [u8]>,
+        hi: Option<&'a [u8]>,
+    ) -> (Option<&'a [u8]>, Option<&'a [u8]>) {
+        let child_lo = if index == 0 { lo } else { self.pivots.get(index - 1).map(Vec::as_slice) };
+        let child_hi = self.pivots.get(index).map(Vec::as_slice).or(hi);
+        (child_lo, child_hi)
+    }
+
+    pub fn buffered_bytes(&self) -> usize {
+        self.buffers.iter().map(Buffer::size_bytes).sum()
+    }
+
+    pub fn size_bytes(&self) -> usize {
+        let pivots: usize = self.pivots.iter().map(|p| p.len() + PIVOT_OVERHEAD_BYTES).sum();
+        pivots + self.buffered_bytes()
+    }
+
+    /// The child whose buffer holds the most bytes.
+    pub fn heaviest_child(&self) -> usize {
+        let mut best = 0;
+        let mut best_size = 0;
+        for (index, buffer) in self.buffers.iter().enumerate() {
+            if buffer.size_bytes() > best_size {
+                best = index;
+                best_size = buffer.size_bytes();
+            }
+        }
+        best
+    }
+
+    /// Routes a point message to its child's buffer.
+    pub fn push_point(&mut self, key: Vec<u8>, events: Vec<(Seq, Event)>, horizon: Seq) {
+        let index = self.child_index(&key);
+        if let Some(buffer) = self.buffers.get_mut(index) {
+            buffer.push_all(key, events, horizon);
+        }
+    }
+
+    /// Routes a range delete to the buffers of every child it overlaps, clipped to each.
+    pub fn push_range(&mut self, range: &RangeDelete) {
+        let first = self.child_index(&range.start);
+        let last = match &range.end {
+            Some(end) => self.child_index_below(end),
+            None => self.children.len().saturating_sub(1),
+        };
+        for index in first..=last {
+            let (lo, hi) = self.child_range(index, None, None);
+            if let (Some(piece), Some(buffer)) = (range.clip(lo, hi), self.buffers.get_mut(index)) {
+                buffer.push_range(piece);
+            }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! Engine counters, read without locks; they feed `serverStatus` and the benchmark reports.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Levels tracked separately in per-level counters; deeper levels share the last slot.
+pub const TRACKED_LEVELS: usize = 8;
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub commits: AtomicU64,
+    pub messages: AtomicU64,
+    pub direct_leaf_writes: AtomicU64,
+    pub flushes: AtomicU64,
+    pub cascades: AtomicU64,
+    pub leaf_splits: AtomicU64,
+    pub internal_splits: AtomicU64,
+    pub merges: AtomicU64,
+    pub flushed_bytes_by_height: [AtomicU64; TRACKED_LEVELS],
+}
+
+impl Counters {
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Relaxed);
+    }
+
+    pub fn flushed(&self, height: u32, bytes: usize) {
+        let slot = (height as usize).min(TRACKED_LEVELS - 1);
+        if let Some(counter) = self.flushed_bytes_by_height.get(slot) {
+            counter.fetch_add(bytes as u64, Relaxed);
+        }
+    }
+
+    pub fn snapshot(&self) -> Stats {
+        Stats {
+            commits: self.commits.load(Relaxed),
+            messages: self.messages.load(Relaxed),
+            direct_leaf_writes: self.direct_leaf_writes.load(Relaxed),
+            flushes: self.flushes.load(Relaxed),
+            cascades: self.cascades.load(Relaxed),
+            leaf_splits: self.leaf_splits.load(Relaxed),
+            internal_splits: self.internal_splits.load(Relaxed),
+            merges: self.merges.load(Relaxed),
+            flushed_bytes_by_height: self.flushed_bytes_by_height.each_ref().map(|c| c.load(Relaxed)),
+            node_count: 0,
+            buffered_bytes_by_height: [0; TRACKED_LEVELS],
+        }
+    }
+}
+
+/// A point-in-time copy of the engine's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub commits: u64,
+    /// Messages written (one per put, delete, update or range delete).
+    pub messages: u64,
+    /// Messages applied straight to a leaf because every buffer above was empty.
+    pub direct_leaf_writes: u64,
+    /// Buffers moved one level down.
+    pub flushes: u64,
+    /// Flushes that overfilled the child and so flushed it in turn.
+    pub cascades: u64,
+    pub leaf_splits: u64,
+    pub internal_splits: u64,
+    pub merges: u64,
+    /// Bytes of messages flushed out of nodes of each height (index = height of the parent).
+    pub flushed_bytes_by_height: [u64; TRACKED_LEVELS],
+    pub node_count: u64,
+    /// Bytes of messages waiting in buffers, by height of the node holding them.
+    pub buffered_bytes_by_height: [u64; TRACKED_LEVELS],
+}

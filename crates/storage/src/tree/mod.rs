@@ -1,0 +1,97 @@
+//! One Bε-tree: a root node id behind the tree's lock, and the operations on its nodes.
+//!
+//! Locking: the tree's `RwLock` guards its shape. Readers hold it shared while they walk from
+//! the root (a point read, or one basement-sized batch of a scan) and release it between
+//! batches; writers hold it exclusively while they put messages into the root and while they
+//! flush. No lock is held across batches, so a long scan never stalls inserts.
+//!
+//! Policy and action are apart: `flush::needs_flush` decides, `flush::flush_node` acts.
+
+mod flush;
+mod read;
+mod verify;
+mod write;
+
+use parking_lot::RwLock;
+
+use crate::error::{Error, Result};
+use crate::message::{Seq, UpdateFn};
+use crate::node::leaf::Leaf;
+use crate::node::{Node, NodeId};
+use crate::options::Options;
+use crate::stats::Counters;
+use crate::store::NodeStore;
+
+pub(crate) use read::Direction;
+pub(crate) use write::{FlushNeed, TreeMessage};
+
+/// A tree's stable number within the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TreeId(pub u64);
+
+/// What the tree operations need from the engine.
+pub(crate) struct Ctx<'a> {
+    pub store: &'a NodeStore,
+    pub options: &'a Options,
+    pub counters: &'a Counters,
+    /// The oldest snapshot any reader may hold: versions and messages older than the newest one
+    /// at or below it are invisible to everyone and may be dropped.
+    pub horizon: Seq,
+}
+
+impl Ctx<'_> {
+    fn update(&self) -> &UpdateFn {
+        &self.options.update
+    }
+}
+
+pub(crate) struct Tree {
+    pub id: TreeId,
+    pub name: String,
+    /// `None` once the tree is dropped: readers that found it before see `TreeNotFound`.
+    root: RwLock<Option<NodeId>>,
+}
+
+impl Tree {
+    pub fn create(id: TreeId, name: String, store: &NodeStore) -> Tree {
+        let root = store.allocate(Node::Leaf(Leaf::default()));
+        Tree { id, name, root: RwLock::new(Some(root)) }
+    }
+
+    fn not_found(&self) -> Error {
+        Error::TreeNotFound(self.name.clone())
+    }
+
+    /// Frees every node; later operations on this tree fail with `TreeNotFound`. Visits nodes,
+    /// never keys.
+    pub fn drop_nodes(&self, store: &NodeStore) -> Result<()> {
+        let mut root = self.root.write();
+        let Some(id) = root.take() else { return Ok(()) };
+        let mut pending = vec![id];
+        while let Some(id) = pending.pop() {
+            if let Node::Internal(internal) = &*store.get(id)? {
+                pending.extend(internal.children.iter().copied());
+            }
+            store.free(id);
+        }
+        Ok(())
+    }
+
+    /// Adds this tree's buffered bytes per height and its node count to the statistics.
+    pub fn gather_sizes(&self, store: &NodeStore, buffered: &mut [u64], nodes: &mut u64) -> Result<()> {
+        let root = self.root.read();
+        let Some(id) = *root else { return Ok(()) };
+        let mut pending = vec![id];
+        while let Some(id) = pending.pop() {
+            *nodes += 1;
+            if let Node::Internal(internal) = &*store.get(id)? {
+                let slot = (internal.height as usize).min(buffered.len().saturating_sub(1));
+                if let Some(total) = buffered.get_mut(slot) {
+                    *total += internal.buffered_bytes() as u64;
+                }
+                pending.extend(internal.children.iter().copied());
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,197 @@
+//! Reading a tree at a snapshot: point reads, and scans one basement-sized window at a time.
+//!
+//! A key's value is the fold of its versions in the leaf and the messages for it in every buffer
+//! on the root-to-leaf path, in sequence order, up to the snapshot. A scan reads one *window* per
+//! call: the key range of one basement (intersected with the scan's bounds) together with the
+//! buffered messages above that fall in it; the caller continues from the window's edge, under a
+//! fresh lock, so a long scan never holds the tree.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use crate::error::Result;
+use crate::message::{resolve, Event, Seq};
+use crate::node::buffer::RangeDelete;
+use crate::node::leaf::Leaf;
+use crate::node::{Node, NodeId};
+use crate::tree::{Ctx, Tree};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    Forward,
+    Backward,
+}
+
+/// One window of a scan: its live entries in ascending key order, and the window's edges
+/// (`None`: the tree's end on that side).
+pub(crate) struct Batch {
+    pub entries: Vec<(Vec<u8>, Vec<u8>)>,
+    pub window_lo: Option<Vec<u8>>,
+    pub window_hi: Option<Vec<u8>>,
+}
+
+impl Tree {
+    pub fn get(&self, ctx: &Ctx<'_>, key: &[u8], snapshot: Seq) -> Result<Option<Vec<u8>>> {
+        let guard = self.root.read();
+        let mut id = guard.ok_or_else(|| self.not_found())?;
+        let mut events = Vec::new();
+        loop {
+            let node = ctx.store.get(id)?;
+            match &*node {
+                Node::Internal(internal) => {
+                    let index = internal.child_index(key);
+                    if let Some(buffer) = internal.buffers.get(index) {
+                        buffer.collect_events(key, &mut events);
+                    }
+                    match internal.children.get(index) {
+                        Some(child) => id = *child,
+                        None => break,
+                    }
+                }
+                Node::Leaf(leaf) => {
+                    leaf.collect_events(key, &mut events);
+                    break;
+                }
+            }
+        }
+        Ok(resolve(key, &mut events, snapshot, &ctx.options.update))
+    }
+
+    /// Reads the window at the start (forward) or end (backward) of `[lower, upper]`.
+    pub fn read_window(
+        &self,
+        ctx: &Ctx<'_>,
+        snapshot: Seq,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        direction: Direction,
+    ) -> Result<Batch> {
+        let guard = self.root.read();
+        let root = guard.ok_or_else(|| self.not_found())?;
+        let target = match direction {
+            Direction::Forward => Target::AtOrAfter(lower),
+            Direction::Backward => Target::AtOrBefore(upper),
+        };
+        let path = descend(ctx, root, target)?;
+        let (window_lo, window_hi) = (path.window_lo.clone(), path.window_hi.clone());
+        let lo = tighter_lower(lower, window_lo.as_deref());
+        let hi = tighter_upper(upper, window_hi.as_deref());
+        let mut keys: BTreeMap<Vec<u8>, Vec<(Seq, Event)>> = BTreeMap::new();
+        let mut ranges: Vec<RangeDelete> = Vec::new();
+        if let Some(Node::Leaf(leaf)) = path.leaf.as_deref() {
+            collect_leaf(leaf, lo, hi, &mut keys);
+        }
+        for (node, index) in &path.internals {
+            let Node::Internal(internal) = &**node else { continue };
+            let Some(buffer) = internal.buffers.get(*index) else { continue };
+            for (key, events) in buffer.points_in(lo, hi) {
+                keys.entry(key.clone()).or_default().extend(events.iter().cloned());
+            }
+            ranges.extend(buffer.ranges().iter().cloned());
+        }
+        let mut entries = Vec::with_capacity(keys.len());
+        for (key, mut events) in keys {
+            events.extend(ranges.iter().filter(|r| r.contains(&key)).map(|r| (r.seq, Event::Delete)));
+            if let Some(value) = resolve(&key, &mut events, snapshot, &ctx.options.update) {
+                entries.push((key, value));
+            }
+        }
+        Ok(Batch { entries, window_lo, window_hi })
+    }
+}
+
+enum Target<'a> {
+    /// The window holding the least keys within this lower bound.
+    AtOrAfter(Bound<&'a [u8]>),
+    /// The window holding the greatest keys within this upper bound.
+    AtOrBefore(Bound<&'a [u8]>),
+}
+
+struct Path {
+    /// The internal nodes walked through and the child taken at each.
+    internals: Vec<(std::sync::Arc<Node>, usize)>,
+    leaf: Option<std::sync::Arc<Node>>,
+    window_lo: Option<Vec<u8>>,
+    window_hi: Option<Vec<u8>>,
+}
+
+fn descend(ctx: &Ctx<'_>, root: NodeId, target: Target<'_>) -> Result<Path> {
+    let mut internals = Vec::new();
+    let (mut lo, mut hi): (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
+    let mut id = root;
+    loop {
+        let node = ctx.store.get(id)?;
+        let internal = match &*node {
+            Node::Internal(internal) => internal,
+            Node::Leaf(leaf) => {
+                let index = basement_for(leaf, &target);
+                let window_lo = leaf.basement_lower(index).map(<[u8]>::to_vec).or(lo);
+                let window_hi = leaf.basement_upper(index).map(<[u8]>::to_vec).or(hi);
+                return Ok(Path { internals, leaf: Some(node.clone()), window_lo, window_hi });
+            }
+        };
+        let index = match target {
+            Target::AtOrAfter(bound) => bound_key(bound).map_or(0, |k| internal.child_index(k)),
+            Target::AtOrBefore(bound) => match bound {
+                Bound::Included(k) => internal.child_index(k),
+                Bound::Excluded(k) => internal.child_index_below(k),
+                Bound::Unbounded => internal.children.len().saturating_sub(1),
+            },
+        };
+        let (child_lo, child_hi) = internal.child_range(index, lo.as_deref(), hi.as_deref());
+        let (child_lo, child_hi) = (child_lo.map(<[u8]>::to_vec), child_hi.map(<[u8]>::to_vec));
+        let Some(&child) = internal.children.get(index) else { return Ok(Path { internals, leaf: None, window_lo: lo, window_hi: hi }) };
+        lo = child_lo;
+        hi = child_hi;
+        internals.push((node.clone(), index));
+        id = child;
+    }
+}
+
+fn basement_for(leaf: &Leaf, target: &Target<'_>) -> usize {
+    match *target {
+        Target::AtOrAfter(bound) => bound_key(bound).map_or(0, |k| leaf.basement_index(k)),
+        Target::AtOrBefore(bound) => match bound {
+            Bound::Included(k) => leaf.basement_index(k),
+            Bound::Excluded(k) => leaf.basement_index_below(k),
+            Bound::Unbounded => leaf.basements().len().saturating_sub(1),
+        },
+    }
+}
+
+fn bound_key(bound: Bound<&[u8]>) -> Option<&[u8]> {
+    match bound {
+        Bound::Included(k) | Bound::Excluded(k) => Some(k),
+        Bound::Unbounded => None,
+    }
+}
+
+fn tighter_lower<'a>(bound: Bound<&'a [u8]>, window_lo: Option<&'a [u8]>) -> Bound<&'a [u8]> {
+    match (bound, window_lo) {
+        (Bound::Unbounded, Some(w)) => Bound::Included(w),
+        (Bound::Included(k) | Bound::Excluded(k), Some(w)) if w > k => Bound::Included(w),
+        _ => bound,
+    }
+}
+
+fn tighter_upper<'a>(bound: Bound<&'a [u8]>, window_hi: Option<&'a [u8]>) -> Bound<&'a [u8]> {
+    match (bound, window_hi) {
+        (Bound::Unbounded, Some(w)) => Bound::Excluded(w),
+        (Bound::Included(k) | Bound::Excluded(k), Some(w)) if w <= k => Bound::Excluded(w),
+        _ => bound,
+    }
+}
+
+fn collect_leaf(
+    leaf: &Leaf,
+    lo: Bound<&[u8]>,
+    hi: Bound<&[u8]>,
+    keys: &mut BTreeMap<Vec<u8>, Vec<(Seq, Event)>>,
+) {
+    for entry in leaf.entries_in(lo, hi) {
+        let events = entry.versions.iter().map(|(seq, value)| {
+            (*seq, value.as_ref().map_or(Event::Delete, |v| Event::Put(v.clone())))
+        });
+        keys.entry(entry.key.clone()).or_default().extend(events);
+    }
+}

@@ -1,0 +1,163 @@
+//! Putting a commit's messages into a tree.
+//!
+//! A message enters at the root's buffer for its child. When every buffer on its path is
+//! empty it goes further down instead, as far as the leaf: there is no older message for its key
+//! above, so applying it lower keeps sequence order, and an append of increasing keys (the
+//! ObjectId `_id` case) is written straight into the rightmost leaf without paying for buffering
+//! and flushing it does not need.
+
+use crate::error::Result;
+use crate::message::{Event, Seq};
+use crate::node::buffer::{Buffer, RangeDelete};
+use crate::node::leaf::Incoming;
+use crate::node::{Node, NodeId};
+use crate::options::FlushMode;
+use crate::stats::Counters;
+use crate::tree::flush::{fix_path, fix_root, flush_node, needs_flush};
+use crate::tree::{Ctx, Tree};
+
+pub(crate) enum TreeMessage {
+    Point { key: Vec<u8>, seq: Seq, event: Event },
+    Range(RangeDelete),
+}
+
+/// After a write, how urgently the root wants flushing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FlushNeed {
+    None,
+    /// Over the node size: the background flusher should take it.
+    Wanted,
+    /// Over twice the node size: the writer flushes it itself before its next commit.
+    Urgent,
+}
+
+impl Tree {
+    /// Applies a commit's messages to this tree, in order.
+    pub fn write(&self, ctx: &Ctx<'_>, messages: Vec<TreeMessage>) -> Result<FlushNeed> {
+        let mut guard = self.root.write();
+        let mut root = guard.ok_or_else(|| self.not_found())?;
+        let result = write_all(ctx, &mut root, messages);
+        *guard = Some(root);
+        result?;
+        let node = ctx.store.get(root)?;
+        let buffered = match &*node {
+            Node::Internal(internal) => internal.buffered_bytes(),
+            Node::Leaf(_) => 0,
+        };
+        Ok(if buffered > 2 * ctx.options.node_size_bytes {
+            FlushNeed::Urgent
+        } else if buffered > ctx.options.node_size_bytes {
+            FlushNeed::Wanted
+        } else {
+            FlushNeed::None
+        })
+    }
+
+    /// Flushes the root if its buffers are over the node size.
+    pub fn flush_if_needed(&self, ctx: &Ctx<'_>) -> Result<()> {
+        let mut guard = self.root.write();
+        let Some(mut root) = *guard else { return Ok(()) };
+        let result = flush_root(ctx, &mut root);
+        *guard = Some(root);
+        result
+    }
+}
+
+fn write_all(ctx: &Ctx<'_>, root: &mut NodeId, messages: Vec<TreeMessage>) -> Result<()> {
+    for message in messages {
+        Counters::add(&ctx.counters.messages, 1);
+        match message {
+            TreeMessage::Point { key, seq, event } => inject_point(ctx, root, key, seq, event)?,
+            TreeMessage::Range(range) => inject_range(ctx, root, range)?,
+        }
+    }
+    if ctx.options.flush_mode == FlushMode::Inline {
+        flush_root(ctx, root)?;
+    }
+    Ok(())
+}
+
+fn flush_root(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
+    if needs_flush(ctx, &*ctx.store.get(*root)?) {
+        flush_node(ctx, *root)?;
+        fix_root(ctx, root)?;
+    }
+    Ok(())
+}
+
+fn inject_point(ctx: &Ctx<'_>, root: &mut NodeId, key: Vec<u8>, seq: Seq, event: Event) -> Result<()> {
+    let mut path: Vec<(NodeId, usize)> = Vec::new();
+    let mut id = *root;
+    loop {
+        let node = ctx.store.get(id)?;
+        let step = match &*node {
+            Node::Leaf(_) => Step::Leaf,
+            Node::Internal(internal) => {
+                let index = internal.child_index(&key);
+                let open = internal.buffers.get(index).is_some_and(Buffer::is_empty);
+                match internal.children.get(index) {
+                    Some(child) if open => Step::Descend(index, *child),
+                    _ => Step::Buffer,
+                }
+            }
+        };
+        drop(node);
+        match step {
+            Step::Descend(index, child) => {
+                path.push((id, index));
+                id = child;
+            }
+            Step::Leaf => {
+                Counters::add(&ctx.counters.direct_leaf_writes, 1);
+                let mut node = ctx.store.take(id)?;
+                if let Node::Leaf(leaf) = &mut node {
+                    let b = ctx.options.basement_size_bytes;
+                    leaf.apply_point(key, vec![(seq, event)], ctx.horizon, ctx.update(), b);
+                }
+                ctx.store.put(id, node);
+                return fix_path(ctx, root, path);
+            }
+            Step::Buffer => {
+                let mut node = ctx.store.take(id)?;
+                let over = match &mut node {
+                    Node::Internal(internal) => {
+                        internal.push_point(key, vec![(seq, event)], ctx.horizon);
+                        needs_flush_internal(ctx, internal.buffered_bytes())
+                    }
+                    Node::Leaf(_) => false,
+                };
+                ctx.store.put(id, node);
+                // The root is the flusher's business; a deeper node filled by messages that
+                // descended past empty buffers is flushed here, or nobody would notice it.
+                if over && !path.is_empty() {
+                    flush_node(ctx, id)?;
+                    return fix_path(ctx, root, path);
+                }
+                return Ok(());
+            }
+        }
+    }
+}
+
+enum Step {
+    Descend(usize, NodeId),
+    Leaf,
+    Buffer,
+}
+
+fn needs_flush_internal(ctx: &Ctx<'_>, buffered_bytes: usize) -> bool {
+    buffered_bytes > ctx.options.node_size_bytes
+}
+
+fn inject_range(ctx: &Ctx<'_>, root: &mut NodeId, range: RangeDelete) -> Result<()> {
+    let mut node = ctx.store.take(*root)?;
+    match &mut node {
+        Node::Internal(internal) => internal.push_range(&range),
+        Node::Leaf(leaf) => {
+            let incoming = Incoming { points: Default::default(), ranges: vec![range] };
+            leaf.apply(incoming, ctx.horizon, ctx.update(), ctx.options.basement_size_bytes);
+        }
+    }
+    ctx.store.put(*root, node);
+    fix_root(ctx, root)
+}
