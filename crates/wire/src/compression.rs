@@ -31,6 +31,9 @@ use crate::reader::Reader;
 const ZLIB_LEVEL: u32 = 6;
 /// zstd level; 0 asks the library for its default.
 const ZSTD_LEVEL: i32 = 0;
+/// Largest zstd window a frame may ask the decoder to allocate: 2^25 = 32 MiB, below the
+/// message limit. Compressors below level 20 use much smaller windows.
+const ZSTD_WINDOW_LOG_MAX: u32 = 25;
 
 /// A compressor of the MongoDB wire protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -172,8 +175,10 @@ fn decompress_into(
                 .map_err(|error| failed(error.to_string()))?;
         }
         Compressor::Zstd => {
-            zstd::stream::read::Decoder::with_buffer(input)
-                .map_err(|error| failed(error.to_string()))?
+            let mut decoder = zstd::stream::read::Decoder::with_buffer(input)
+                .map_err(|error| failed(error.to_string()))?;
+            decoder.window_log_max(ZSTD_WINDOW_LOG_MAX).map_err(|error| failed(error.to_string()))?;
+            decoder
                 .take(bound)
                 .read_to_end(output)
                 .map_err(|error| failed(error.to_string()))?;

@@ -28,7 +28,7 @@ pub enum WireError {
     UnknownOpCode(i32),
 
     /// A recognised legacy opcode (OP_INSERT, OP_GET_MORE, ...) that this server does not serve.
-    #[error("unsupported opCode {0:?}; use OP_MSG")]
+    #[error("unsupported opCode {}; use OP_MSG", .0.name())]
     UnsupportedOpCode(OpCode),
 
     /// A field runs past the end of its enclosing message, section or document.
@@ -120,7 +120,6 @@ impl WireError {
             WireError::UnknownRequiredFlags { .. } => ErrorCode::IllegalOpMsgFlag,
             WireError::ChecksumMismatch { .. } => ErrorCode::ChecksumMismatch,
             WireError::DuplicateField(_) => ErrorCode::IDLDuplicateField,
-            WireError::UnsupportedOpCode(_) => ErrorCode::UnsupportedOpQueryCommand,
             WireError::InvalidLength { .. } => ErrorCode::InvalidLength,
             _ => ErrorCode::ProtocolError,
         }

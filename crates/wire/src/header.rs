@@ -48,6 +48,22 @@ impl OpCode {
         })
     }
 
+    /// The name the protocol documentation uses, e.g. `OP_MSG`.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpCode::Reply => "OP_REPLY",
+            OpCode::Update => "OP_UPDATE",
+            OpCode::Insert => "OP_INSERT",
+            OpCode::Reserved => "OP_RESERVED",
+            OpCode::Query => "OP_QUERY",
+            OpCode::GetMore => "OP_GET_MORE",
+            OpCode::Delete => "OP_DELETE",
+            OpCode::KillCursors => "OP_KILL_CURSORS",
+            OpCode::Compressed => "OP_COMPRESSED",
+            OpCode::Msg => "OP_MSG",
+        }
+    }
+
     pub fn as_i32(self) -> i32 {
         match self {
             OpCode::Reply => 1,

@@ -39,4 +39,4 @@ pub use op_msg::{DocumentSequence, MsgFlags, OpMsg};
 pub use op_query::{OpQuery, QueryFlags};
 pub use op_reply::{OpReply, ReplyFlags};
 pub use replies::{error_reply, ok_reply, write_reply, WriteError};
-pub use request::{encode_reply, Message, Request};
+pub use request::{encode_reply, Message, ReplyStream, Request};

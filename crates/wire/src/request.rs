@@ -12,7 +12,7 @@ use crate::error::WireError;
 use crate::frame::Frame;
 use crate::header::{MsgHeader, OpCode};
 use crate::limits::Limits;
-use crate::op_msg::{reply_flags, OpMsg};
+use crate::op_msg::{reply_flags, MsgFlags, OpMsg};
 use crate::op_query::OpQuery;
 use crate::op_reply::OpReply;
 
@@ -64,6 +64,16 @@ fn parse_uncompressed(
     Ok(Request { header: frame.header, message, compressor })
 }
 
+/// Whether more replies follow this one without a request (OP_MSG exhaust streams).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyStream {
+    /// The last (or only) reply: the client sends the next request.
+    Last,
+    /// Set `moreToCome`: the server will send another reply to the same request. Honoured only
+    /// if the request is an OP_MSG with `exhaustAllowed`; otherwise the reply is `Last`.
+    MoreToCome,
+}
+
 /// Encode `body` as the reply to `request`: OP_REPLY for OP_QUERY, OP_MSG (with a checksum if
 /// the request had one) for OP_MSG, then compressed with the request's compressor unless
 /// `command_name` is exempt from compression.
@@ -72,13 +82,17 @@ pub fn encode_reply(
     request_id: i32,
     command_name: &str,
     body: RawDocumentBuf,
+    stream: ReplyStream,
 ) -> Result<Vec<u8>, WireError> {
     let response_to = request.header.request_id;
     let message = match &request.message {
         Message::Query(_) => OpReply::command_reply(body).encode(request_id, response_to)?,
         Message::Msg(msg) => {
-            let reply = OpMsg { flags: reply_flags(msg.flags), body, sequences: Vec::new() };
-            reply.encode(request_id, response_to)?
+            let mut flags = reply_flags(msg.flags);
+            if stream == ReplyStream::MoreToCome && msg.flags.exhaust_allowed() {
+                flags.0 |= MsgFlags::MORE_TO_COME;
+            }
+            OpMsg { flags, body, sequences: Vec::new() }.encode(request_id, response_to)?
         }
     };
     match request.compressor {

@@ -483,3 +483,21 @@ fn frame_from_message_rejects_wrong_length() {
     message.push(0);
     assert!(matches!(Frame::from_message(message, &Limits::default()), Err(WireError::TrailingBytes { .. })));
 }
+
+#[test]
+fn zstd_frame_demanding_a_huge_window_is_rejected() {
+    // A frame header asking for a 2 GiB window (window descriptor exponent 21 + 10 = 31) and no
+    // content size: the decoder must refuse rather than allocate it.
+    // magic | frame header descriptor 0x00 (no content size, not single segment) | window 0xA8
+    let mut payload = vec![0x28, 0xB5, 0x2F, 0xFD, 0x00, 0xA8];
+    payload.extend_from_slice(&[0x01, 0x00, 0x00]); // last raw block of size 0
+    let mut message = vec![0u8; 16];
+    message[12..16].copy_from_slice(&2012i32.to_le_bytes());
+    message.extend_from_slice(&2013i32.to_le_bytes());
+    message.extend_from_slice(&100i32.to_le_bytes());
+    message.push(Compressor::Zstd.id());
+    message.extend_from_slice(&payload);
+    fix_length(&mut message);
+    let error = decode(&message).expect_err("huge window");
+    assert!(matches!(&error, WireError::Decompression { reason, .. } if reason.contains("memory")), "{error:?}");
+}

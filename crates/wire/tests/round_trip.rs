@@ -6,7 +6,7 @@ mod common;
 use bson::{doc, Document};
 use common::{insert_msg, raw};
 use wire::{
-    decode_frame, encode_reply, Compressor, Frame, Limits, Message, MsgFlags, OpCode, OpMsg,
+    decode_frame, encode_reply, Compressor, Frame, Limits, Message, MsgFlags, OpCode, OpMsg, ReplyStream,
     OpQuery, OpReply, QueryFlags, ReplyFlags, Request,
 };
 
@@ -147,7 +147,7 @@ fn reply_to_op_query_is_op_reply() {
     };
     let request = parse(query.encode(77).expect("encode"));
     let body = raw(wire::ok_reply(doc! { "ismaster": true }));
-    let bytes = encode_reply(&request, 1, "isMaster", body.clone()).expect("reply");
+    let bytes = encode_reply(&request, 1, "isMaster", body.clone(), ReplyStream::Last).expect("reply");
     let limits = Limits::default();
     let frame = Frame::from_message(bytes, &limits).expect("frame");
     assert_eq!(frame.header.op_code, OpCode::Reply);
@@ -164,7 +164,7 @@ fn reply_to_compressed_op_msg_is_compressed_unless_exempt() {
     let body = raw(wire::ok_reply(doc! { "n": 1 }));
     let limits = Limits::default();
 
-    let compressed = encode_reply(&request, 2, "insert", body.clone()).expect("reply");
+    let compressed = encode_reply(&request, 2, "insert", body.clone(), ReplyStream::Last).expect("reply");
     let frame = Frame::from_message(compressed, &limits).expect("frame");
     assert_eq!(frame.header.op_code, OpCode::Compressed);
     let reply = Request::parse(&frame, &limits).expect("reply parses");
@@ -173,7 +173,7 @@ fn reply_to_compressed_op_msg_is_compressed_unless_exempt() {
     assert!(reply.flags.checksum_present());
     assert_eq!(reply.body, body);
 
-    let exempt = encode_reply(&request, 3, "hello", body).expect("reply");
+    let exempt = encode_reply(&request, 3, "hello", body, ReplyStream::Last).expect("reply");
     let frame = Frame::from_message(exempt, &limits).expect("frame");
     assert_eq!(frame.header.op_code, OpCode::Msg);
 }
@@ -211,4 +211,18 @@ fn document_at_size_limit_is_accepted() {
     assert_eq!(message.sequences[0].documents[0].as_bytes().len(), limits.max_document_size_bytes);
     let request = parse(message.encode(1, 0).expect("encode"));
     assert_eq!(request.message, Message::Msg(message));
+}
+
+/// Goal: moreToCome is set on a streamed reply only when the request allowed exhaust.
+#[test]
+fn streamed_reply_needs_exhaust_allowed() {
+    let limits = Limits::default();
+    let body = raw(wire::ok_reply(doc! { "cursor": { "id": 0i64 } }));
+    for (request_flags, expect_more) in [(MsgFlags::EXHAUST_ALLOWED, true), (0, false)] {
+        let request = parse(insert_msg(1, request_flags).encode(4, 0).expect("encode"));
+        let bytes = encode_reply(&request, 5, "getMore", body.clone(), ReplyStream::MoreToCome).expect("reply");
+        let frame = Frame::from_message(bytes, &limits).expect("frame");
+        let parsed = OpMsg::parse(&frame, &limits).expect("parse");
+        assert_eq!(parsed.flags.more_to_come(), expect_more);
+    }
 }
