@@ -94,60 +94,88 @@ impl<'a> Candidate<'a> {
 
 /// The values a filter on `path` compares against, in MongoDB's iteration order.
 pub fn match_candidates<'a>(document: &'a Document, path: &[String]) -> Vec<Candidate<'a>> {
+    located_candidates(document, path).into_iter().map(|located| located.candidate).collect()
+}
+
+/// A candidate and, when the path went through an array, the index of the element of the
+/// first such array it came from (what the positional `$` operator refers to).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Located<'a> {
+    pub candidate: Candidate<'a>,
+    pub position: Option<usize>,
+}
+
+/// [`match_candidates`] with the positions of the first array traversed.
+pub fn located_candidates<'a>(document: &'a Document, path: &[String]) -> Vec<Located<'a>> {
     let mut out = Vec::new();
-    candidates_in_document(document, path, &mut out);
+    candidates_in_document(document, path, None, &mut out);
     out
 }
 
-/// The candidates of `path` below one value (for `$elemMatch` on scalars and `$pull`).
-pub fn match_candidates_in_value<'a>(value: &'a Bson, path: &[String]) -> Vec<Candidate<'a>> {
-    let mut out = Vec::new();
-    candidates_in_value(value, path, &mut out);
-    out
+fn push<'a>(out: &mut Vec<Located<'a>>, candidate: Candidate<'a>, position: Option<usize>) {
+    out.push(Located { candidate, position });
 }
 
-fn candidates_in_document<'a>(document: &'a Document, path: &[String], out: &mut Vec<Candidate<'a>>) {
+fn candidates_in_document<'a>(
+    document: &'a Document,
+    path: &[String],
+    position: Option<usize>,
+    out: &mut Vec<Located<'a>>,
+) {
     let Some((head, rest)) = path.split_first() else {
         return;
     };
     match document.get(head) {
-        None => out.push(Candidate::Missing),
-        Some(value) => candidates_in_value(value, rest, out),
+        None => push(out, Candidate::Missing, position),
+        Some(value) => candidates_in_value(value, rest, position, out),
     }
 }
 
-fn candidates_in_value<'a>(value: &'a Bson, rest: &[String], out: &mut Vec<Candidate<'a>>) {
+fn candidates_in_value<'a>(
+    value: &'a Bson,
+    rest: &[String],
+    position: Option<usize>,
+    out: &mut Vec<Located<'a>>,
+) {
     match value {
         Bson::Array(array) if rest.is_empty() => {
-            out.extend(array.iter().map(Candidate::ArrayElement));
-            out.push(Candidate::Value(value));
+            for (index, element) in array.iter().enumerate() {
+                push(out, Candidate::ArrayElement(element), position.or(Some(index)));
+            }
+            push(out, Candidate::Value(value), position);
         }
-        _ if rest.is_empty() => out.push(Candidate::Value(value)),
-        Bson::Document(document) => candidates_in_document(document, rest, out),
-        Bson::Array(array) => candidates_in_array(array, rest, out),
-        _ => out.push(Candidate::Missing),
+        _ if rest.is_empty() => push(out, Candidate::Value(value), position),
+        Bson::Document(document) => candidates_in_document(document, rest, position, out),
+        Bson::Array(array) => candidates_in_array(array, rest, position, out),
+        _ => push(out, Candidate::Missing, position),
     }
 }
 
-fn candidates_in_array<'a>(array: &'a [Bson], rest: &[String], out: &mut Vec<Candidate<'a>>) {
+fn candidates_in_array<'a>(
+    array: &'a [Bson],
+    rest: &[String],
+    position: Option<usize>,
+    out: &mut Vec<Located<'a>>,
+) {
     let Some((head, after)) = rest.split_first() else {
         return;
     };
-    let position = array_index(head);
+    let wanted = array_index(head);
     for (index, element) in array.iter().enumerate() {
-        if position == Some(index) {
+        let here = position.or(Some(index));
+        if wanted == Some(index) {
             // Positional: the element itself, then a plain dotted lookup below it.
             match get_dotted_value(element, after) {
-                Some(found) => out.push(Candidate::Value(found)),
-                None => out.push(Candidate::Missing),
+                Some(found) => push(out, Candidate::Value(found), here),
+                None => push(out, Candidate::Missing, here),
             }
         }
         if let Bson::Document(document) = element {
-            if position.is_some() && !document.contains_key(head) {
+            if wanted.is_some() && !document.contains_key(head) {
                 // A numeric component meant the position, not a missing field of each element.
                 continue;
             }
-            candidates_in_document(document, rest, out);
+            candidates_in_document(document, rest, here, out);
         }
     }
 }

@@ -7,3 +7,4 @@
 //! - [`error`]: the crate's error enum, carrying MongoDB codes.
 
 pub mod error;
+pub mod filter;

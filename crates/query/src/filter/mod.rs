@@ -1,0 +1,153 @@
+//! Query filters: parsed once into a validated tree, then matched against documents.
+//!
+//! [`Filter::parse`] turns a filter document (`{a: {$gt: 1}, $or: [...]}`) into a
+//! [`MatchExpr`] tree, rejecting malformed filters with MongoDB's errors; matching never fails
+//! afterwards except through `$expr`. [`Filter::matches`] evaluates it on a document,
+//! [`Filter::matches_raw`] on stored bytes, decoding only the top-level fields the filter reads
+//! (all of them for `$expr` and `$jsonSchema`).
+//!
+//! Semantics are MongoDB's: a path predicate holds when any value the path reaches satisfies it
+//! (implicit array traversal, [`document::path::match_candidates`]); a missing field equals
+//! `null`; comparisons only match values of the same canonical type (type bracketing) except
+//! against MinKey/MaxKey; NaN only equals NaN; `$ne`, `$nin` and `$not` negate the whole path
+//! predicate, so `{a: {$ne: 1}}` rejects `{a: [1, 2]}`.
+
+mod bson_type;
+mod eval;
+mod json_schema;
+mod parse;
+mod regex;
+
+use bson::{Bson, Document, RawDocument};
+use document::path::FieldPath;
+
+use crate::error::{QueryError, Result};
+
+pub use bson_type::{BsonTypeSet, type_code, type_name};
+pub use json_schema::Schema;
+pub use regex::FilterRegex;
+
+/// A parsed filter.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    root: MatchExpr,
+    /// Top-level fields read, or `None` when the whole document is needed.
+    heads: Option<Vec<String>>,
+}
+
+/// One node of the filter tree.
+#[derive(Debug, Clone)]
+pub enum MatchExpr {
+    And(Vec<MatchExpr>),
+    Or(Vec<MatchExpr>),
+    Nor(Vec<MatchExpr>),
+    /// A predicate on the values at a path.
+    Path { path: FieldPath, predicate: Predicate },
+    JsonSchema(Box<Schema>),
+    AlwaysTrue,
+    AlwaysFalse,
+}
+
+/// What a path's values must satisfy.
+#[derive(Debug, Clone)]
+pub enum Predicate {
+    Eq(Bson),
+    Compare(Comparison, Bson),
+    In(Vec<InItem>),
+    Exists(bool),
+    Type(BsonTypeSet),
+    Regex(FilterRegex),
+    Mod { divisor: i64, remainder: i64 },
+    Size(i64),
+    /// `$all`: every value is contained (equality, or regex for regex items).
+    All(Vec<InItem>),
+    /// `$all: [{$elemMatch: …}, …]`: every element match holds.
+    AllElemMatch(Vec<Predicate>),
+    /// `$elemMatch: {field: …}`: some array element, as a document, matches.
+    ElemMatchObject(Box<MatchExpr>),
+    /// `$elemMatch: {$gt: 1, …}`: some array element satisfies all the predicates.
+    ElemMatchValue(Vec<Predicate>),
+    /// Several operators on one path, all of which must hold.
+    And(Vec<Predicate>),
+    /// `$ne`, `$nin`, `$not`: the negation of the whole path predicate.
+    Not(Box<Predicate>),
+}
+
+/// `$gt`, `$gte`, `$lt`, `$lte`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparison {
+    Greater,
+    GreaterOrEqual,
+    Less,
+    LessOrEqual,
+}
+
+/// An element of `$in`/`$nin`/`$all`: a value to equal, or a regex to match.
+#[derive(Debug, Clone)]
+pub enum InItem {
+    Value(Bson),
+    Regex(FilterRegex),
+}
+
+impl Filter {
+    /// Parses and validates a filter document.
+    pub fn parse(filter: &Document) -> Result<Filter> {
+        let root = parse::parse_document(filter)?;
+        let heads = top_level_heads(&root);
+        Ok(Filter { root, heads })
+    }
+
+    pub fn root(&self) -> &MatchExpr {
+        &self.root
+    }
+
+    /// Whether the document matches.
+    pub fn matches(&self, document: &Document) -> Result<bool> {
+        Ok(eval::matches(&self.root, document)?.is_some())
+    }
+
+    /// Whether the document matches, and the index of the array element the match went
+    /// through (for the positional `$` of projections and updates).
+    pub fn matches_with_position(&self, document: &Document) -> Result<Option<Option<usize>>> {
+        eval::matches(&self.root, document)
+    }
+
+    /// Whether stored bytes match, decoding only the fields the filter reads.
+    pub fn matches_raw(&self, raw: &RawDocument) -> Result<bool> {
+        let document = match &self.heads {
+            Some(heads) => document::path::decode_fields(raw, heads.iter().map(String::as_str))?,
+            None => Document::try_from(raw).map_err(|e| QueryError::bad_value(e.to_string()))?,
+        };
+        self.matches(&document)
+    }
+
+    /// The top-level fields the filter reads, or `None` when it needs the whole document.
+    pub fn fields_read(&self) -> Option<&[String]> {
+        self.heads.as_deref()
+    }
+}
+
+fn top_level_heads(root: &MatchExpr) -> Option<Vec<String>> {
+    let mut heads = Vec::new();
+    collect_heads(root, &mut heads)?;
+    heads.sort();
+    heads.dedup();
+    Some(heads)
+}
+
+fn collect_heads(expr: &MatchExpr, heads: &mut Vec<String>) -> Option<()> {
+    match expr {
+        MatchExpr::And(children) | MatchExpr::Or(children) | MatchExpr::Nor(children) => {
+            for child in children {
+                collect_heads(child, heads)?;
+            }
+            Some(())
+        }
+        MatchExpr::Path { path, .. } => {
+            heads.push(path.head().to_string());
+            Some(())
+        }
+        MatchExpr::JsonSchema(_) => None,
+        MatchExpr::AlwaysTrue | MatchExpr::AlwaysFalse => Some(()),
+    }
+}
