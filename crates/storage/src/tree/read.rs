@@ -76,26 +76,54 @@ impl Tree {
         let (window_lo, window_hi) = (path.window_lo.clone(), path.window_hi.clone());
         let lo = tighter_lower(lower, window_lo.as_deref());
         let hi = tighter_upper(upper, window_hi.as_deref());
-        let mut keys: BTreeMap<Vec<u8>, Vec<(Seq, Event)>> = BTreeMap::new();
+        // Buffered messages in the window are few (buffers are bounded); leaf entries are many,
+        // and most have no message above them, so those are read straight from their versions.
+        let mut buffered: BTreeMap<Vec<u8>, Vec<(Seq, Event)>> = BTreeMap::new();
         let mut ranges: Vec<RangeDelete> = Vec::new();
-        if let Some(Node::Leaf(leaf)) = path.leaf.as_deref() {
-            collect_leaf(leaf, lo, hi, &mut keys);
-        }
         for (node, index) in &path.internals {
             let Node::Internal(internal) = &**node else { continue };
             let Some(buffer) = internal.buffers.get(*index) else { continue };
             for (key, events) in buffer.points_in(lo, hi) {
-                keys.entry(key.clone()).or_default().extend(events.iter().cloned());
+                buffered.entry(key.clone()).or_default().extend(events.iter().cloned());
             }
             ranges.extend(buffer.ranges().iter().cloned());
         }
-        let mut entries = Vec::with_capacity(keys.len());
-        for (key, mut events) in keys {
+        let leaf = match path.leaf.as_deref() {
+            Some(Node::Leaf(leaf)) => Some(leaf),
+            _ => None,
+        };
+        let mut leaf_entries = leaf.into_iter().flat_map(|leaf| leaf.entries_in(lo, hi)).peekable();
+        let mut messages = buffered.into_iter().peekable();
+        let mut entries = Vec::new();
+        loop {
+            let take_leaf = match (leaf_entries.peek(), messages.peek()) {
+                (None, None) => break,
+                (Some(entry), Some((key, _))) => entry.key.as_slice() <= key.as_slice(),
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+            };
+            let (key, mut events) = if take_leaf {
+                let Some(entry) = leaf_entries.next() else { break };
+                let same_key = messages.next_if(|(key, _)| *key == entry.key);
+                if same_key.is_none() && ranges.is_empty() {
+                    if let Some(value) = visible_version(&entry.versions, snapshot) {
+                        entries.push((entry.key.clone(), value.clone()));
+                    }
+                    continue;
+                }
+                let mut events = version_events(&entry.versions);
+                events.extend(same_key.into_iter().flat_map(|(_, e)| e));
+                (entry.key.clone(), events)
+            } else {
+                let Some(next) = messages.next() else { break };
+                next
+            };
             events.extend(ranges.iter().filter(|r| r.contains(&key)).map(|r| (r.seq, Event::Delete)));
             if let Some(value) = resolve(&key, &mut events, snapshot, &ctx.options.update) {
                 entries.push((key, value));
             }
         }
+        drop(leaf_entries);
         Ok(Batch { entries, window_lo, window_hi })
     }
 }
@@ -182,16 +210,11 @@ fn tighter_upper<'a>(bound: Bound<&'a [u8]>, window_hi: Option<&'a [u8]>) -> Bou
     }
 }
 
-fn collect_leaf(
-    leaf: &Leaf,
-    lo: Bound<&[u8]>,
-    hi: Bound<&[u8]>,
-    keys: &mut BTreeMap<Vec<u8>, Vec<(Seq, Event)>>,
-) {
-    for entry in leaf.entries_in(lo, hi) {
-        let events = entry.versions.iter().map(|(seq, value)| {
-            (*seq, value.as_ref().map_or(Event::Delete, |v| Event::Put(v.clone())))
-        });
-        keys.entry(entry.key.clone()).or_default().extend(events);
-    }
+/// The value a reader at `snapshot` sees in a leaf entry's versions.
+fn visible_version(versions: &[(Seq, Option<Vec<u8>>)], snapshot: Seq) -> Option<&Vec<u8>> {
+    versions.iter().rev().find(|(seq, _)| *seq <= snapshot).and_then(|(_, value)| value.as_ref())
+}
+
+fn version_events(versions: &[(Seq, Option<Vec<u8>>)]) -> Vec<(Seq, Event)> {
+    versions.iter().map(|(seq, value)| (*seq, value.as_ref().map_or(Event::Delete, |v| Event::Put(v.clone())))).collect()
 }

@@ -1,10 +1,11 @@
 //! Putting a commit's messages into a tree.
 //!
-//! A message enters at the root's buffer for its child. When every buffer on its path is
-//! empty it goes further down instead, as far as the leaf: there is no older message for its key
-//! above, so applying it lower keeps sequence order, and an append of increasing keys (the
-//! ObjectId `_id` case) is written straight into the rightmost leaf without paying for buffering
-//! and flushing it does not need.
+//! A message enters at the root's buffer for its child. An append (a key that goes to the
+//! rightmost child at every level, whose buffers are all empty) goes straight down to the
+//! rightmost leaf instead: there is no older message for its key above, so applying it lower
+//! keeps sequence order, and increasing keys (the ObjectId `_id` case) do not pay for buffering
+//! and flushing they do not need. Every other key is buffered, which is what makes random
+//! inserts cheap once the tree is larger than memory.
 
 use crate::error::Result;
 use crate::message::{Event, Seq};
@@ -94,7 +95,8 @@ fn inject_point(ctx: &Ctx<'_>, root: &mut NodeId, key: Vec<u8>, seq: Seq, event:
             Node::Leaf(_) => Step::Leaf,
             Node::Internal(internal) => {
                 let index = internal.child_index(&key);
-                let open = internal.buffers.get(index).is_some_and(Buffer::is_empty);
+                let rightmost = index + 1 == internal.children.len();
+                let open = rightmost && internal.buffers.get(index).is_some_and(Buffer::is_empty);
                 match internal.children.get(index) {
                     Some(child) if open => Step::Descend(index, *child),
                     _ => Step::Buffer,
