@@ -87,8 +87,11 @@ impl OpMsg {
         let flags = MsgFlags(reader.u32("OP_MSG flagBits")?);
         flags.check_required()?;
         let sections = if flags.checksum_present() {
+            let sections_length = reader
+                .remaining()
+                .checked_sub(4)
+                .ok_or(WireError::Truncated { what: "OP_MSG checksum" })?;
             verify_checksum(frame.as_bytes())?;
-            let sections_length = reader.remaining().saturating_sub(4);
             reader.take(sections_length, "OP_MSG sections")?
         } else {
             reader.rest()

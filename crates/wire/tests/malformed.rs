@@ -119,7 +119,7 @@ fn checksum_flag_without_room_for_checksum_is_rejected() {
     message.extend_from_slice(&MsgFlags::CHECKSUM_PRESENT.to_le_bytes());
     message.extend_from_slice(&[0, 0]);
     fix_length(&mut message);
-    assert!(decode(&message).is_err());
+    assert_eq!(decode(&message), Err(WireError::Truncated { what: "OP_MSG checksum" }));
 }
 
 #[test]
