@@ -112,6 +112,13 @@ pub fn located_candidates<'a>(document: &'a Document, path: &[String]) -> Vec<Lo
     out
 }
 
+/// The candidates of a value taken as a whole field value (its elements, then itself).
+pub fn match_candidates_of_value(value: &Bson) -> Vec<Located<'_>> {
+    let mut out = Vec::new();
+    candidates_in_value(value, &[], None, &mut out);
+    out
+}
+
 fn push<'a>(out: &mut Vec<Located<'a>>, candidate: Candidate<'a>, position: Option<usize>) {
     out.push(Located { candidate, position });
 }
@@ -211,6 +218,13 @@ pub fn decode_fields<'h>(raw: &RawDocument, heads: impl IntoIterator<Item = &'h 
         }
     }
     Ok(document)
+}
+
+/// The values an index on `path` would hold for the document: the last array expanded, `[]`
+/// as `undefined`, nothing found as an empty list (the caller decides: `null`, or skip).
+/// Sorting uses these too: MongoDB sorts by the smallest (ascending) or largest key.
+pub fn index_values(document: &Document, path: &[String]) -> Vec<Bson> {
+    FieldValues::collect(document, path).values
 }
 
 /// Whether a sparse index skips documents missing every indexed field.

@@ -8,3 +8,5 @@
 
 pub mod error;
 pub mod filter;
+pub mod projection;
+pub mod sort;

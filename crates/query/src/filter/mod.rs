@@ -16,6 +16,8 @@ mod bson_type;
 mod eval;
 mod json_schema;
 mod parse;
+
+pub use parse::parse_field_value;
 mod regex;
 
 use bson::{Bson, Document, RawDocument};
@@ -124,6 +126,16 @@ impl Filter {
     /// The top-level fields the filter reads, or `None` when it needs the whole document.
     pub fn fields_read(&self) -> Option<&[String]> {
         self.heads.as_deref()
+    }
+}
+
+impl Predicate {
+    /// Whether the predicate holds on one value, as if it were a field's whole value; the
+    /// position is the matching array element's index (used by `$elemMatch` projections and
+    /// `$pull`).
+    pub fn holds_on(&self, value: &Bson) -> Result<eval::MatchResult> {
+        let candidates = document::path::match_candidates_of_value(value);
+        eval::holds(self, &candidates)
     }
 }
 
