@@ -130,3 +130,24 @@ impl WireError {
 pub(crate) fn invalid_bson(what: &'static str, error: impl std::fmt::Display) -> WireError {
     WireError::InvalidBson { what, reason: error.to_string() }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Goal: the wire errors a client can provoke map onto MongoDB's codes for them.
+    #[test]
+    fn codes_for_error_replies() {
+        let too_large = WireError::DocumentTooLarge { size: 20_000_000, max: 16_777_216 };
+        assert_eq!(too_large.code(), ErrorCode::BSONObjectTooLarge);
+        assert_eq!(WireError::UnknownRequiredFlags { bits: 4 }.code(), ErrorCode::IllegalOpMsgFlag);
+        let mismatch = WireError::ChecksumMismatch { declared: 1, computed: 2 };
+        assert_eq!(mismatch.code(), ErrorCode::ChecksumMismatch);
+        assert_eq!(WireError::NestingTooDeep { max: 200 }.code(), ErrorCode::Overflow);
+        assert_eq!(WireError::MissingBody.code(), ErrorCode::ProtocolError);
+        assert_eq!(
+            WireError::UnsupportedOpCode(OpCode::Insert).to_string(),
+            "unsupported opCode OP_INSERT; use OP_MSG"
+        );
+    }
+}
