@@ -10,3 +10,5 @@ pub mod error;
 pub mod filter;
 pub mod projection;
 pub mod sort;
+pub mod expr;
+pub mod pipeline;

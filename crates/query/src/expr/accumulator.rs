@@ -1,0 +1,205 @@
+//! Accumulators: the per-group state machines of `$group` (`$sum $avg $min $max $first $last
+//! $push $addToSet $count $stdDevPop $stdDevSamp $mergeObjects`), and the same operators used
+//! as expressions over an array or an argument list (`{$sum: "$scores"}`, `{$max: [1, 5]}`).
+//!
+//! Semantics: `$sum`/`$avg`/`$stdDev*` ignore non-numeric values; `$min`/`$max` ignore null and
+//! missing; `$push`/`$addToSet` skip missing values; `$first`/`$last` keep null and turn missing
+//! into null. Sums promote types like `$add` (int → long → double; decimal wins).
+
+use std::cmp::Ordering;
+
+use bson::{Bson, Document};
+
+use super::compare::compare;
+use super::number::{ArithOp, Dec, Num, NumType, arith, dec_divide};
+use super::value::{EvalResult, Value, fail};
+use super::{Arity, Func, OpDef};
+use crate::error::QueryError;
+
+/// Which accumulator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccumulatorKind {
+    Sum,
+    Avg,
+    Min,
+    Max,
+    First,
+    Last,
+    Push,
+    AddToSet,
+    StdDevPop,
+    StdDevSamp,
+    MergeObjects,
+}
+
+impl AccumulatorKind {
+    /// The `$group` accumulator named `name` (`$count` is rewritten to `$sum: 1` by the caller).
+    pub fn from_name(name: &str) -> Option<AccumulatorKind> {
+        Some(match name {
+            "$sum" => AccumulatorKind::Sum,
+            "$avg" => AccumulatorKind::Avg,
+            "$min" => AccumulatorKind::Min,
+            "$max" => AccumulatorKind::Max,
+            "$first" => AccumulatorKind::First,
+            "$last" => AccumulatorKind::Last,
+            "$push" => AccumulatorKind::Push,
+            "$addToSet" => AccumulatorKind::AddToSet,
+            "$stdDevPop" => AccumulatorKind::StdDevPop,
+            "$stdDevSamp" => AccumulatorKind::StdDevSamp,
+            "$mergeObjects" => AccumulatorKind::MergeObjects,
+            _ => return None,
+        })
+    }
+}
+
+/// Running state of one accumulator for one group.
+#[derive(Debug, Clone)]
+pub struct Accumulator {
+    kind: AccumulatorKind,
+    total: Num,
+    count: u64,
+    /// Welford's running mean and sum of squared deviations, for `$stdDev*`.
+    mean: f64,
+    squares: f64,
+    best: Option<Bson>,
+    seen_first: bool,
+    items: Vec<Bson>,
+    merged: Document,
+}
+
+impl Accumulator {
+    pub fn new(kind: AccumulatorKind) -> Accumulator {
+        Accumulator {
+            kind,
+            total: Num::Int(0),
+            count: 0,
+            mean: 0.0,
+            squares: 0.0,
+            best: None,
+            seen_first: false,
+            items: Vec::new(),
+            merged: Document::new(),
+        }
+    }
+
+    pub fn process(&mut self, value: &Value) -> Result<(), QueryError> {
+        match self.kind {
+            AccumulatorKind::Sum | AccumulatorKind::Avg => {
+                if let Some(n) = value.as_ref().and_then(Num::from_bson) {
+                    self.total = arith(ArithOp::Add, &self.total, &n);
+                    self.count += 1;
+                }
+            }
+            AccumulatorKind::StdDevPop | AccumulatorKind::StdDevSamp => {
+                if let Some(n) = value.as_ref().and_then(Num::from_bson) {
+                    self.count += 1;
+                    let x = n.to_f64();
+                    let delta = x - self.mean;
+                    self.mean += delta / self.count as f64;
+                    self.squares += delta * (x - self.mean);
+                }
+            }
+            AccumulatorKind::Min | AccumulatorKind::Max => self.keep_extreme(value),
+            AccumulatorKind::First => {
+                if !self.seen_first {
+                    self.seen_first = true;
+                    self.best = Some(value.clone().unwrap_or(Bson::Null));
+                }
+            }
+            AccumulatorKind::Last => self.best = Some(value.clone().unwrap_or(Bson::Null)),
+            AccumulatorKind::Push => self.items.extend(value.iter().cloned()),
+            AccumulatorKind::AddToSet => {
+                if let Some(v) = value
+                    && !self.items.iter().any(|seen| compare(&Some(seen.clone()), value) == Ordering::Equal)
+                {
+                    self.items.push(v.clone());
+                }
+            }
+            AccumulatorKind::MergeObjects => super::object::merge_into(&mut self.merged, value)?,
+        }
+        Ok(())
+    }
+
+    fn keep_extreme(&mut self, value: &Value) {
+        let Some(v) = value else { return };
+        if matches!(v, Bson::Null | Bson::Undefined) {
+            return;
+        }
+        let wanted = if self.kind == AccumulatorKind::Min { Ordering::Less } else { Ordering::Greater };
+        let replace = match &self.best {
+            None => true,
+            Some(best) => document::compare_values(v, best) == wanted,
+        };
+        if replace {
+            self.best = Some(v.clone());
+        }
+    }
+
+    pub fn finish(self) -> Bson {
+        match self.kind {
+            AccumulatorKind::Sum => self.total.to_bson(),
+            AccumulatorKind::Avg => average(&self.total, self.count),
+            AccumulatorKind::StdDevPop if self.count > 0 => Bson::Double((self.squares / self.count as f64).sqrt()),
+            AccumulatorKind::StdDevSamp if self.count > 1 => {
+                Bson::Double((self.squares / (self.count - 1) as f64).sqrt())
+            }
+            AccumulatorKind::StdDevPop | AccumulatorKind::StdDevSamp => Bson::Null,
+            AccumulatorKind::Min | AccumulatorKind::Max | AccumulatorKind::First | AccumulatorKind::Last => {
+                self.best.unwrap_or(Bson::Null)
+            }
+            AccumulatorKind::Push | AccumulatorKind::AddToSet => Bson::Array(self.items),
+            AccumulatorKind::MergeObjects => Bson::Document(self.merged),
+        }
+    }
+}
+
+fn average(total: &Num, count: u64) -> Bson {
+    if count == 0 {
+        return Bson::Null;
+    }
+    if total.num_type() == NumType::Decimal {
+        let quotient = dec_divide(&total.to_dec(), &Dec::from_i64(count as i64));
+        return Num::Decimal(quotient).to_bson();
+    }
+    Bson::Double(total.to_f64() / count as f64)
+}
+
+pub(crate) fn lookup(name: &str) -> Option<OpDef> {
+    let (name, func): (&'static str, Func) = match name {
+        "$sum" => ("$sum", |a| over_values(a, AccumulatorKind::Sum)),
+        "$avg" => ("$avg", |a| over_values(a, AccumulatorKind::Avg)),
+        "$min" => ("$min", |a| over_values(a, AccumulatorKind::Min)),
+        "$max" => ("$max", |a| over_values(a, AccumulatorKind::Max)),
+        "$stdDevPop" => ("$stdDevPop", |a| over_values(a, AccumulatorKind::StdDevPop)),
+        "$stdDevSamp" => ("$stdDevSamp", |a| over_values(a, AccumulatorKind::StdDevSamp)),
+        "$first" => ("$first", |a| one_array_arg(a, "$first", false)),
+        "$last" => ("$last", |a| one_array_arg(a, "$last", true)),
+        _ => return None,
+    };
+    Some(OpDef::Strict { name, arity: Arity::Any, func })
+}
+
+fn one_array_arg(args: &[Value], op: &str, last: bool) -> EvalResult {
+    if args.len() != 1 {
+        return Err(fail(16020, format!("Expression {op} takes exactly 1 arguments. {} were passed in.", args.len())));
+    }
+    super::array::first_or_last(args, op, last)
+}
+
+/// An accumulator as an expression: over the one array operand, or over the operands.
+fn over_values(args: &[Value], kind: AccumulatorKind) -> EvalResult {
+    let mut accumulator = Accumulator::new(kind);
+    match args {
+        [Some(Bson::Array(items))] => {
+            for item in items {
+                accumulator.process(&Some(item.clone()))?;
+            }
+        }
+        _ => {
+            for arg in args {
+                accumulator.process(arg)?;
+            }
+        }
+    }
+    Ok(Some(accumulator.finish()))
+}

@@ -1,0 +1,316 @@
+//! Array operators: `$size $arrayElemAt $first $last $in $slice $concatArrays $range
+//! $reverseArray $zip $isArray $indexOfArray $arrayToObject`; `$filter $map $reduce` are
+//! control forms in [`super::control`].
+//!
+//! Equality inside arrays (`$in`, `$indexOfArray`) is MongoDB's value equality
+//! ([`super::compare::compare`] == Equal), so `1`, `1.0` and `NumberLong(1)` match.
+//! Indexes must be whole numbers fitting int32; negative indexes count from the end.
+
+use std::cmp::Ordering;
+
+use bson::{Bson, Document};
+
+use super::compare::compare;
+use super::number::{Num, long_or_int};
+use super::parse::{parse, positional_args};
+use super::value::{EvalResult, Value, bson_type_name, display, fail, is_nullish, to_i32_arg, type_name};
+use super::{Arity, Call, Expr, Func, OpDef};
+use crate::error::QueryError;
+
+pub fn lookup(name: &str) -> Option<OpDef> {
+    let (name, arity, func): (&'static str, Arity, Func) = match name {
+        "$size" => ("$size", Arity::Exact(1), size),
+        "$arrayElemAt" => ("$arrayElemAt", Arity::Exact(2), array_elem_at),
+        "$in" => ("$in", Arity::Exact(2), in_array),
+        "$slice" => ("$slice", Arity::Range(2, 3), slice),
+        "$concatArrays" => ("$concatArrays", Arity::Any, concat_arrays),
+        "$range" => ("$range", Arity::Range(2, 3), range),
+        "$reverseArray" => ("$reverseArray", Arity::Exact(1), reverse_array),
+        "$isArray" => ("$isArray", Arity::Exact(1), |a| Ok(Some(Bson::Boolean(matches!(a[0], Some(Bson::Array(_))))))),
+        "$indexOfArray" => ("$indexOfArray", Arity::Range(2, 4), index_of_array),
+        "$arrayToObject" => ("$arrayToObject", Arity::Exact(1), array_to_object),
+        "$zip" => return Some(OpDef::Custom("$zip", parse_zip)),
+        _ => return None,
+    };
+    Some(OpDef::Strict { name, arity, func })
+}
+
+/// `$first`/`$last` as expressions (an array operand), used by [`super::accumulator`].
+pub fn first_or_last(args: &[Value], op: &str, last: bool) -> EvalResult {
+    match &args[0] {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(Some(Bson::Null)),
+        Some(Bson::Array(items)) => Ok(if last { items.last() } else { items.first() }.cloned()),
+        other => Err(fail(28689, format!("{op}'s argument must be an array, but is {}", type_name(other)))),
+    }
+}
+
+fn size(args: &[Value]) -> EvalResult {
+    match &args[0] {
+        Some(Bson::Array(items)) => Ok(Some(long_or_int(items.len() as i64))),
+        other => Err(fail(17124, format!("The argument to $size must be an array. Type of argument: {}", type_name(other)))),
+    }
+}
+
+/// Resolves a possibly negative index against a length.
+fn resolve_index(index: i32, length: usize) -> Option<usize> {
+    if index >= 0 {
+        let i = index as usize;
+        (i < length).then_some(i)
+    } else {
+        length.checked_sub(index.unsigned_abs() as usize)
+    }
+}
+
+fn array_elem_at(args: &[Value]) -> EvalResult {
+    if is_nullish(&args[0]) || is_nullish(&args[1]) {
+        return Ok(Some(Bson::Null));
+    }
+    let Some(Bson::Array(items)) = &args[0] else {
+        return Err(fail(28689, format!("$arrayElemAt's first argument must be an array, but is {}", type_name(&args[0]))));
+    };
+    let index_value = args[1].as_ref().unwrap_or(&Bson::Null);
+    let index = to_i32_arg(
+        index_value,
+        (28690, "$arrayElemAt's second argument must be a numeric value"),
+        (28691, "$arrayElemAt's second argument must be representable as a 32-bit integer"),
+    )?;
+    Ok(resolve_index(index, items.len()).and_then(|i| items.get(i)).cloned())
+}
+
+fn in_array(args: &[Value]) -> EvalResult {
+    let Some(Bson::Array(items)) = &args[1] else {
+        return Err(fail(40081, format!("$in requires an array as a second argument, found: {}", type_name(&args[1]))));
+    };
+    let found = items.iter().any(|item| compare(&args[0], &Some(item.clone())) == Ordering::Equal);
+    Ok(Some(Bson::Boolean(found)))
+}
+
+fn slice(args: &[Value]) -> EvalResult {
+    if args.iter().any(is_nullish) {
+        return Ok(Some(Bson::Null));
+    }
+    let Some(Bson::Array(items)) = &args[0] else {
+        return Err(fail(28724, format!("First argument to $slice must be an array, but is of type: {}", type_name(&args[0]))));
+    };
+    let second = args[1].as_ref().unwrap_or(&Bson::Null);
+    let second = to_i32_arg(
+        second,
+        (28725, "Second argument to $slice must be a numeric value"),
+        (28726, "Second argument to $slice can't be represented as a 32-bit integer"),
+    )?;
+    let length = items.len() as i64;
+    let (start, count) = match args.get(2) {
+        None if second >= 0 => (0, i64::from(second)),
+        None => ((length + i64::from(second)).max(0), length),
+        Some(third) => {
+            let third = to_i32_arg(
+                third.as_ref().unwrap_or(&Bson::Null),
+                (28727, "Third argument to $slice must be numeric"),
+                (28728, "Third argument to $slice can't be represented as a 32-bit integer"),
+            )?;
+            if third <= 0 {
+                return Err(fail(28729, format!("Third argument to $slice must be positive: {third}")));
+            }
+            let start = if second >= 0 { i64::from(second) } else { (length + i64::from(second)).max(0) };
+            (start, i64::from(third))
+        }
+    };
+    let taken = items.iter().skip(start as usize).take(count.max(0) as usize).cloned().collect();
+    Ok(Some(Bson::Array(taken)))
+}
+
+fn concat_arrays(args: &[Value]) -> EvalResult {
+    let mut out = Vec::new();
+    for arg in args {
+        match arg {
+            None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+            Some(Bson::Array(items)) => out.extend(items.iter().cloned()),
+            other => return Err(fail(28664, format!("$concatArrays only supports arrays, not {}", type_name(other)))),
+        }
+    }
+    Ok(Some(Bson::Array(out)))
+}
+
+/// Upper bound on `$range`'s output, as MongoDB bounds its memory (64 MiB of values).
+const RANGE_LIMIT: i64 = 64 * 1024 * 1024 / 16;
+
+fn range_arg(value: &Value, what: &str, codes: (i32, i32)) -> Result<i64, QueryError> {
+    let Some(n) = value.as_ref().and_then(Num::from_bson) else {
+        return Err(fail(codes.0, format!("$range requires a numeric {what}, found value of type: {}", type_name(value))));
+    };
+    n.to_exact_i64()
+        .filter(|i| i32::try_from(*i).is_ok())
+        .ok_or_else(|| fail(codes.1, format!("$range requires a {what} that can be represented as a 32-bit integer, found value: {}", display(value))))
+}
+
+fn range(args: &[Value]) -> EvalResult {
+    let start = range_arg(&args[0], "starting value", (34443, 34444))?;
+    let end = range_arg(&args[1], "ending value", (34445, 34446))?;
+    let step = match args.get(2) {
+        Some(v) => range_arg(v, "step value", (34447, 34448))?,
+        None => 1,
+    };
+    if step == 0 {
+        return Err(fail(34449, "$range requires a non-zero step value"));
+    }
+    let count = if (step > 0 && start < end) || (step < 0 && start > end) {
+        ((end - start).abs() + step.abs() - 1) / step.abs()
+    } else {
+        0
+    };
+    if count > RANGE_LIMIT {
+        return Err(fail(5617800, format!("$range would use too much memory ({} bytes) and cannot spill to disk", count * 16)));
+    }
+    let out = (0..count).map(|i| Bson::Int32((start + i * step) as i32)).collect();
+    Ok(Some(Bson::Array(out)))
+}
+
+fn reverse_array(args: &[Value]) -> EvalResult {
+    match &args[0] {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(Some(Bson::Null)),
+        Some(Bson::Array(items)) => Ok(Some(Bson::Array(items.iter().rev().cloned().collect()))),
+        other => Err(fail(34435, format!("The argument to $reverseArray must be an array, but was of type: {}", type_name(other)))),
+    }
+}
+
+fn index_bound(value: Option<&Value>, default: usize) -> Result<usize, QueryError> {
+    let Some(value) = value else { return Ok(default) };
+    let n = value.as_ref().and_then(Num::from_bson).and_then(|n| n.to_exact_i64());
+    match n {
+        None => Err(fail(40096, format!("$indexOfArray requires an integral starting index, found a value of type: {}, with value: {}", type_name(value), display(value)))),
+        Some(i) if i < 0 => Err(fail(40097, format!("$indexOfArray requires a nonnegative starting index, found: {i}"))),
+        Some(i) => Ok(usize::try_from(i).unwrap_or(usize::MAX)),
+    }
+}
+
+fn index_of_array(args: &[Value]) -> EvalResult {
+    let items = match &args[0] {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+        Some(Bson::Array(items)) => items,
+        other => return Err(fail(40090, format!("$indexOfArray requires an array as a first argument, found: {}", type_name(other)))),
+    };
+    let start = index_bound(args.get(2), 0)?;
+    let end = index_bound(args.get(3), items.len())?.min(items.len());
+    for (i, item) in items.iter().enumerate().take(end).skip(start) {
+        if compare(&args[1], &Some(item.clone())) == Ordering::Equal {
+            return Ok(Some(long_or_int(i as i64)));
+        }
+    }
+    Ok(Some(Bson::Int32(-1)))
+}
+
+fn array_to_object(args: &[Value]) -> EvalResult {
+    let items = match &args[0] {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+        Some(Bson::Array(items)) => items,
+        other => return Err(fail(40386, format!("$arrayToObject requires an array input, found: {}", type_name(other)))),
+    };
+    let pairs_form = matches!(items.first(), Some(Bson::Array(_)));
+    let mut out = Document::new();
+    for item in items {
+        let (key, value) = match (item, pairs_form) {
+            (Bson::Array(pair), true) => pair_entry(pair)?,
+            (Bson::Document(kv), false) => kv_entry(kv)?,
+            (Bson::Array(_) | Bson::Document(_), _) => {
+                return Err(fail(40391, "$arrayToObject requires a consistent input format. Elements must all be arrays or all be objects."));
+            }
+            (other, _) => return Err(fail(40398, format!("Unrecognised input type format for $arrayToObject: {}", bson_type_name(other)))),
+        };
+        if key.contains('\0') {
+            return Err(fail(4940400, "Key field cannot contain an embedded null byte"));
+        }
+        out.insert(key, value);
+    }
+    Ok(Some(Bson::Document(out)))
+}
+
+fn pair_entry(pair: &[Bson]) -> Result<(String, Bson), QueryError> {
+    match pair {
+        [Bson::String(k), v] => Ok((k.clone(), v.clone())),
+        [k, _] => Err(fail(40395, format!("$arrayToObject requires an array of key-value pairs, where the key must be of type string. Found key type: {}", bson_type_name(k)))),
+        _ => Err(fail(40397, format!("$arrayToObject requires an array of size 2 arrays,found array of size: {}", pair.len()))),
+    }
+}
+
+fn kv_entry(kv: &Document) -> Result<(String, Bson), QueryError> {
+    if kv.len() != 2 {
+        return Err(fail(40392, format!("$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:{}", kv.len())));
+    }
+    let (Some(k), Some(v)) = (kv.get("k"), kv.get("v")) else {
+        return Err(fail(40393, format!("$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: {kv}")));
+    };
+    match k {
+        Bson::String(k) => Ok((k.clone(), v.clone())),
+        other => Err(fail(40394, format!("$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string. Found type: {}", bson_type_name(other)))),
+    }
+}
+
+fn parse_zip(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
+    let Bson::Document(spec) = arg else {
+        return Err(fail(34460, format!("$zip only supports an object as an argument, found {}", bson_type_name(arg))));
+    };
+    let (mut inputs, mut longest, mut defaults) = (None, false, None);
+    for (key, value) in spec {
+        match key.as_str() {
+            "inputs" => {
+                let Bson::Array(_) = value else {
+                    return Err(fail(34461, format!("inputs must be an array of expressions, found {value}")));
+                };
+                inputs = Some(positional_args(value)?);
+            }
+            "useLongestLength" => match value {
+                Bson::Boolean(b) => longest = *b,
+                _ => return Err(fail(34463, format!("useLongestLength must be a bool, found {value}"))),
+            },
+            "defaults" => {
+                let Bson::Array(_) = value else {
+                    return Err(fail(34462, format!("defaults must be an array of expressions, found {value}")));
+                };
+                defaults = Some(parse(value)?);
+            }
+            other => return Err(fail(34464, format!("$zip found an unknown argument: {other}"))),
+        }
+    }
+    let inputs = inputs.ok_or_else(|| fail(34465, "$zip requires at least one input array"))?;
+    if defaults.is_some() && !longest {
+        return Err(fail(34466, "cannot specify defaults unless useLongestLength is true"));
+    }
+    if let Some(Expr::Array(d)) = &defaults
+        && d.len() != inputs.len()
+    {
+        return Err(fail(34467, "defaults and inputs must have the same length"));
+    }
+    let mut args = vec![Expr::Literal(Bson::Boolean(longest)), defaults.unwrap_or(Expr::Absent)];
+    args.extend(inputs);
+    Ok(Expr::Call(Call { name, func: zip, args }))
+}
+
+/// Arguments: `[useLongestLength, defaults, input...]`.
+fn zip(args: &[Value]) -> EvalResult {
+    let longest = matches!(args[0], Some(Bson::Boolean(true)));
+    let defaults = match &args[1] {
+        Some(Bson::Array(d)) => d.clone(),
+        _ => Vec::new(),
+    };
+    let mut arrays = Vec::new();
+    for input in &args[2..] {
+        match input {
+            None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+            Some(Bson::Array(items)) => arrays.push(items),
+            other => return Err(fail(34468, format!("$zip found a non-array expression in input: {}", display(other)))),
+        }
+    }
+    let lengths = arrays.iter().map(|a| a.len());
+    let rows = if longest { lengths.max() } else { lengths.min() }.unwrap_or(0);
+    let out = (0..rows)
+        .map(|row| {
+            let tuple = arrays
+                .iter()
+                .enumerate()
+                .map(|(col, a)| a.get(row).or_else(|| defaults.get(col)).cloned().unwrap_or(Bson::Null))
+                .collect();
+            Bson::Array(tuple)
+        })
+        .collect();
+    Ok(Some(Bson::Array(out)))
+}

@@ -1,0 +1,487 @@
+//! Date operators: parts (`$year $month $dayOfMonth $dayOfWeek $dayOfYear $hour $minute
+//! $second $millisecond $week $isoWeek $isoWeekYear $isoDayOfWeek`), `$dateToString
+//! $dateFromString $dateAdd $dateSubtract $dateDiff $dateTrunc`.
+//!
+//! Time zones are `UTC`/`GMT` or fixed offsets (`+05:30`, `-0500`, `+03`); Olson names other
+//! than UTC are rejected (code 40485) until the tz database is linked in. All calendar work is
+//! done on the local time (UTC + offset) and converted back, so results match MongoDB for every
+//! fixed-offset zone. Dates chrono cannot represent (beyond ±262,000 years) are errors.
+
+use bson::{Bson, DateTime};
+use chrono::{Datelike, Months, NaiveDate, NaiveDateTime, TimeDelta, Timelike};
+
+use super::control::{Control, control};
+use super::date_format::{DEFAULT_FORMAT, format_local, parse_with_format, sunday_week};
+use super::eval::Scope;
+use super::number::Num;
+use super::parse::{NamedArgCodes, named_args, parse};
+use super::value::{EvalResult, Value, bson_type_name, display, fail, is_nullish, type_name};
+use super::{Call, Expr, Func, OpDef};
+use crate::error::QueryError;
+
+type Parser = fn(&'static str, &Bson) -> Result<Expr, QueryError>;
+
+const PARTS: &[(&str, Func)] = &[
+    ("$year", |a| part(a, |d| i64::from(d.year()))),
+    ("$month", |a| part(a, |d| i64::from(d.month()))),
+    ("$dayOfMonth", |a| part(a, |d| i64::from(d.day()))),
+    ("$dayOfWeek", |a| part(a, |d| i64::from(d.weekday().num_days_from_sunday() + 1))),
+    ("$dayOfYear", |a| part(a, |d| i64::from(d.ordinal()))),
+    ("$hour", |a| part(a, |d| i64::from(d.hour()))),
+    ("$minute", |a| part(a, |d| i64::from(d.minute()))),
+    ("$second", |a| part(a, |d| i64::from(d.second()))),
+    ("$millisecond", |a| part(a, |d| i64::from(d.nanosecond() / 1_000_000))),
+    ("$week", |a| part(a, |d| i64::from(sunday_week(d)))),
+    ("$isoWeek", |a| part(a, |d| i64::from(d.iso_week().week()))),
+    ("$isoWeekYear", |a| part_long(a, |d| i64::from(d.iso_week().year()))),
+    ("$isoDayOfWeek", |a| part(a, |d| i64::from(d.weekday().number_from_monday()))),
+];
+
+const FORMS: &[(&str, Parser)] = &[
+    ("$dateToString", parse_date_to_string),
+    ("$dateFromString", parse_date_from_string),
+    ("$dateAdd", parse_date_add),
+    ("$dateSubtract", parse_date_add),
+    ("$dateDiff", parse_date_diff),
+    ("$dateTrunc", parse_date_trunc),
+];
+
+pub fn lookup(name: &str) -> Option<OpDef> {
+    if let Some((n, _)) = PARTS.iter().find(|(n, _)| *n == name) {
+        return Some(OpDef::Custom(n, parse_part));
+    }
+    FORMS.iter().find(|(n, _)| *n == name).map(|(n, p)| OpDef::Custom(n, *p))
+}
+
+/// A date operand in milliseconds: dates, timestamps and ObjectIds; `Ok(None)` for null.
+pub fn date_millis(value: &Value) -> Result<Option<i64>, QueryError> {
+    match value {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(None),
+        Some(Bson::DateTime(d)) => Ok(Some(d.timestamp_millis())),
+        Some(Bson::Timestamp(t)) => Ok(Some(i64::from(t.time) * 1000)),
+        Some(Bson::ObjectId(o)) => Ok(Some(o.timestamp().timestamp_millis())),
+        Some(other) => Err(fail(16006, format!("can't convert from BSON type {} to Date", bson_type_name(other)))),
+    }
+}
+
+/// A time zone argument as minutes east of UTC; `Ok(None)` for null.
+pub fn zone_offset(value: &Value) -> Result<Option<i32>, QueryError> {
+    let text = match value {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(None),
+        Some(Bson::String(s)) => s.as_str(),
+        Some(other) => {
+            return Err(fail(40517, format!("timezone must evaluate to a string, found {}", bson_type_name(other))));
+        }
+    };
+    if matches!(text, "UTC" | "GMT" | "Z" | "Etc/UTC" | "Etc/GMT" | "Zulu") {
+        return Ok(Some(0));
+    }
+    match super::date_format::read_offset(text) {
+        Some((offset, "")) => Ok(Some(offset)),
+        _ => Err(fail(40485, format!("unrecognized time zone identifier: \"{text}\""))),
+    }
+}
+
+fn out_of_range() -> QueryError {
+    fail(18537, "date is outside the range the calendar functions support")
+}
+
+/// Local calendar time of an instant in a fixed-offset zone.
+pub fn to_local(millis: i64, offset_minutes: i32) -> Result<NaiveDateTime, QueryError> {
+    let utc = chrono::DateTime::from_timestamp_millis(millis).ok_or_else(out_of_range)?.naive_utc();
+    utc.checked_add_signed(TimeDelta::minutes(i64::from(offset_minutes))).ok_or_else(out_of_range)
+}
+
+/// The instant of a local calendar time in a fixed-offset zone.
+pub fn from_local(local: &NaiveDateTime, offset_minutes: i32) -> i64 {
+    local.and_utc().timestamp_millis() - i64::from(offset_minutes) * 60_000
+}
+
+fn date_result(millis: i64) -> EvalResult {
+    Ok(Some(Bson::DateTime(DateTime::from_millis(millis))))
+}
+
+/// `{$year: <date>}`, `{$year: [<date>]}` or `{$year: {date, timezone}}`.
+fn parse_part(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
+    let func = PARTS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f).ok_or_else(|| fail(168, "unknown date part"))?;
+    let args = match arg {
+        Bson::Document(d) if d.contains_key("date") => {
+            let codes = NamedArgCodes { not_object: 40024, unknown: 40535, missing: 40539 };
+            named_args(name, arg, &["date", "timezone"], &["date"], codes)?
+        }
+        Bson::Array(items) if items.len() != 1 => {
+            return Err(fail(40536, format!("{name} accepts exactly one argument if given an array, but was given {}", items.len())));
+        }
+        Bson::Array(items) => vec![parse(items.first().unwrap_or(&Bson::Null))?, Expr::Absent],
+        other => vec![parse(other)?, Expr::Absent],
+    };
+    Ok(Expr::Call(Call { name, func, args }))
+}
+
+fn part(args: &[Value], extract: fn(&NaiveDateTime) -> i64) -> EvalResult {
+    let Some(millis) = date_millis(&args[0])? else { return Ok(Some(Bson::Null)) };
+    let offset = match &args[1] {
+        None => 0,
+        tz => match zone_offset(tz)? {
+            Some(o) => o,
+            None => return Ok(Some(Bson::Null)),
+        },
+    };
+    let value = extract(&to_local(millis, offset)?);
+    Ok(Some(Bson::Int32(i32::try_from(value).unwrap_or(i32::MAX))))
+}
+
+fn part_long(args: &[Value], extract: fn(&NaiveDateTime) -> i64) -> EvalResult {
+    let result = part(args, extract)?;
+    Ok(match result {
+        Some(Bson::Int32(i)) => Some(Bson::Int64(i64::from(i))),
+        other => other,
+    })
+}
+
+fn parse_date_to_string(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
+    let codes = NamedArgCodes { not_object: 18629, unknown: 18534, missing: 18628 };
+    let args = named_args(name, arg, &["date", "format", "timezone", "onNull"], &["date"], codes)?;
+    if let Some(Expr::Literal(Bson::String(format))) = args.get(1) {
+        super::date_format::validate_format(format)?;
+    }
+    Ok(Expr::Call(Call { name, func: date_to_string, args }))
+}
+
+/// Arguments: `[date, format, timezone, onNull]`.
+fn date_to_string(args: &[Value]) -> EvalResult {
+    let format = match &args[1] {
+        None => DEFAULT_FORMAT.to_string(),
+        Some(Bson::String(f)) => f.clone(),
+        Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+        other => return Err(fail(18533, format!("$dateToString requires that 'format' be a string, found: {} with value {}", type_name(other), display(other)))),
+    };
+    let Some(millis) = date_millis(&args[0])? else {
+        // onNull given (even evaluating to missing) replaces a null date.
+        return Ok(if args[3].is_some() { args[3].clone() } else { Some(Bson::Null) });
+    };
+    let offset = match &args[2] {
+        None => 0,
+        tz => match zone_offset(tz)? {
+            Some(o) => o,
+            None => return Ok(Some(Bson::Null)),
+        },
+    };
+    let local = to_local(millis, offset)?;
+    Ok(Some(Bson::String(format_local(&local, &format, offset)?)))
+}
+
+#[derive(Debug, Clone)]
+pub struct DateFromStringSpec {
+    date_string: Expr,
+    format: Expr,
+    timezone: Expr,
+    on_error: Option<Expr>,
+    on_null: Option<Expr>,
+}
+
+fn parse_date_from_string(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
+    let codes = NamedArgCodes { not_object: 40540, unknown: 40541, missing: 40542 };
+    let names = ["dateString", "format", "timezone", "onError", "onNull"];
+    let mut args = named_args(name, arg, &names, &["dateString"], codes)?.into_iter();
+    let mut next = || args.next().unwrap_or(Expr::Absent);
+    let present = |e: Expr| if matches!(e, Expr::Absent) { None } else { Some(e) };
+    let (date_string, format, timezone) = (next(), next(), next());
+    let (on_error, on_null) = (present(next()), present(next()));
+    Ok(control(Control::DateFromString(DateFromStringSpec { date_string, format, timezone, on_error, on_null })))
+}
+
+pub fn eval_date_from_string(spec: &DateFromStringSpec, scope: &mut Scope<'_>) -> EvalResult {
+    let text = scope.eval(&spec.date_string)?;
+    let format = scope.eval(&spec.format)?;
+    let timezone = scope.eval(&spec.timezone)?;
+    let offset = match &timezone {
+        None => None,
+        tz => match zone_offset(tz)? {
+            Some(o) => Some(o),
+            None => return Ok(Some(Bson::Null)),
+        },
+    };
+    let text = match text {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => {
+            return match &spec.on_null {
+                Some(e) => scope.eval(e),
+                None => Ok(Some(Bson::Null)),
+            };
+        }
+        Some(Bson::String(s)) => s,
+        other => {
+            let message = format!("$dateFromString requires that 'dateString' be a string, found: {} with value {}", type_name(&other), display(&other));
+            return on_error(spec, scope, fail(241, message));
+        }
+    };
+    let format = match &format {
+        None => None,
+        Some(Bson::String(f)) => Some(f.clone()),
+        Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+        other => return Err(fail(40684, format!("$dateFromString requires that 'format' be a string, found: {}", type_name(other)))),
+    };
+    match parse_date_text(&text, format.as_deref(), offset) {
+        Some(millis) => date_result(millis),
+        None => on_error(spec, scope, fail(241, format!("Error parsing date string '{text}'"))),
+    }
+}
+
+fn on_error(spec: &DateFromStringSpec, scope: &mut Scope<'_>, error: QueryError) -> EvalResult {
+    match &spec.on_error {
+        Some(e) => scope.eval(e),
+        None => Err(error),
+    }
+}
+
+const DEFAULT_PARSE_FORMATS: &[&str] = &[
+    "%Y-%m-%dT%H:%M:%S.%L%z",
+    "%Y-%m-%dT%H:%M:%S.%L",
+    "%Y-%m-%dT%H:%M:%S%z",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%dT%H:%M%z",
+    "%Y-%m-%dT%H:%M",
+    "%Y-%m-%d %H:%M:%S.%L%z",
+    "%Y-%m-%d %H:%M:%S.%L",
+    "%Y-%m-%d %H:%M:%S %z",
+    "%Y-%m-%d %H:%M:%S%z",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%d",
+    "%Y/%m/%d %H:%M:%S",
+    "%Y/%m/%d",
+];
+
+/// ISO-8601-like date strings, for `$toDate` and `$dateFromString` without a format.
+pub fn parse_date_string(text: &str, zone_offset: Option<i32>) -> Option<i64> {
+    parse_date_text(text, None, zone_offset)
+}
+
+fn parse_date_text(text: &str, format: Option<&str>, zone_offset: Option<i32>) -> Option<i64> {
+    let fields = match format {
+        Some(f) => parse_with_format(text, f)?,
+        None => DEFAULT_PARSE_FORMATS.iter().find_map(|f| parse_with_format(text, f))?,
+    };
+    let date = match fields.day_of_year {
+        Some(doy) => NaiveDate::from_yo_opt(fields.year?, doy)?,
+        None => NaiveDate::from_ymd_opt(fields.year.unwrap_or(1970), fields.month.unwrap_or(1), fields.day.unwrap_or(1))?,
+    };
+    let local = date.and_hms_milli_opt(fields.hour, fields.minute, fields.second, fields.millisecond)?;
+    let offset = fields.offset_minutes.or(zone_offset).unwrap_or(0);
+    Some(from_local(&local, offset))
+}
+
+/// Calendar units of `$dateAdd`, `$dateDiff`, `$dateTrunc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Millisecond,
+    Second,
+    Minute,
+    Hour,
+    Day,
+    Week,
+    Month,
+    Quarter,
+    Year,
+}
+
+impl Unit {
+    fn parse(value: &Value, op: &str) -> Result<Unit, QueryError> {
+        let Some(Bson::String(s)) = value else {
+            return Err(fail(5439013, format!("{op} requires 'unit' to be a string, but got {}", type_name(value))));
+        };
+        Ok(match s.as_str() {
+            "millisecond" => Unit::Millisecond,
+            "second" => Unit::Second,
+            "minute" => Unit::Minute,
+            "hour" => Unit::Hour,
+            "day" => Unit::Day,
+            "week" => Unit::Week,
+            "month" => Unit::Month,
+            "quarter" => Unit::Quarter,
+            "year" => Unit::Year,
+            other => return Err(fail(9, format!("{op} parameter 'unit' value parsing failed :: caused by :: unknown time unit value: {other}"))),
+        })
+    }
+
+    /// Fixed length in milliseconds, for units below a month.
+    fn millis(self) -> Option<i64> {
+        match self {
+            Unit::Millisecond => Some(1),
+            Unit::Second => Some(1_000),
+            Unit::Minute => Some(60_000),
+            Unit::Hour => Some(3_600_000),
+            Unit::Day => Some(86_400_000),
+            Unit::Week => Some(7 * 86_400_000),
+            _ => None,
+        }
+    }
+
+    fn months(self) -> Option<i64> {
+        match self {
+            Unit::Month => Some(1),
+            Unit::Quarter => Some(3),
+            Unit::Year => Some(12),
+            _ => None,
+        }
+    }
+}
+
+fn parse_date_add(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
+    let codes = NamedArgCodes { not_object: 5166400, unknown: 5166401, missing: 5166402 };
+    let names = ["startDate", "unit", "amount", "timezone"];
+    let args = named_args(name, arg, &names, &["startDate", "unit", "amount"], codes)?;
+    let func: Func = if name == "$dateAdd" { |a| date_add(a, "$dateAdd", 1) } else { |a| date_add(a, "$dateSubtract", -1) };
+    Ok(Expr::Call(Call { name, func, args }))
+}
+
+/// Arguments: `[startDate, unit, amount, timezone]`.
+fn date_add(args: &[Value], op: &str, sign: i64) -> EvalResult {
+    if args.iter().take(3).any(is_nullish) {
+        return Ok(Some(Bson::Null));
+    }
+    let start = date_millis(&args[0])?.unwrap_or(0);
+    let unit = Unit::parse(&args[1], op)?;
+    let amount = args[2].as_ref().and_then(Num::from_bson).and_then(|n| n.to_exact_i64()).ok_or_else(|| {
+        fail(5166405, format!("{op} expects integer amount of time units, but got {}", display(&args[2])))
+    })?;
+    let offset = zone_or_utc(&args[3])?;
+    let Some(offset) = offset else { return Ok(Some(Bson::Null)) };
+    let amount = amount.checked_mul(sign).ok_or_else(|| overflow(op))?;
+    let result = match (unit.millis(), unit.months()) {
+        (Some(ms), _) => amount.checked_mul(ms).and_then(|d| start.checked_add(d)).ok_or_else(|| overflow(op))?,
+        (_, Some(months)) => {
+            let local = to_local(start, offset)?;
+            let total = amount.checked_mul(months).ok_or_else(|| overflow(op))?;
+            from_local(&add_months(&local, total).ok_or_else(|| overflow(op))?, offset)
+        }
+        _ => start,
+    };
+    date_result(result)
+}
+
+fn overflow(op: &str) -> QueryError {
+    fail(5166406, format!("{op} overflowed"))
+}
+
+/// Adds months, clamping the day to the end of a shorter month (Jan 31 + 1 month = Feb 28/29).
+fn add_months(local: &NaiveDateTime, months: i64) -> Option<NaiveDateTime> {
+    let magnitude = Months::new(u32::try_from(months.unsigned_abs()).ok()?);
+    if months >= 0 { local.checked_add_months(magnitude) } else { local.checked_sub_months(magnitude) }
+}
+
+fn zone_or_utc(value: &Value) -> Result<Option<i32>, QueryError> {
+    match value {
+        None => Ok(Some(0)),
+        tz => zone_offset(tz),
+    }
+}
+
+fn parse_date_diff(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
+    let codes = NamedArgCodes { not_object: 5166301, unknown: 5166302, missing: 5166303 };
+    let names = ["startDate", "endDate", "unit", "timezone", "startOfWeek"];
+    let args = named_args(name, arg, &names, &["startDate", "endDate", "unit"], codes)?;
+    Ok(Expr::Call(Call { name, func: date_diff, args }))
+}
+
+fn week_start(value: &Value) -> Result<chrono::Weekday, QueryError> {
+    let Some(Bson::String(s)) = value else { return Ok(chrono::Weekday::Sun) };
+    let day = match s.to_ascii_lowercase().as_str() {
+        "sunday" | "sun" => chrono::Weekday::Sun,
+        "monday" | "mon" => chrono::Weekday::Mon,
+        "tuesday" | "tue" => chrono::Weekday::Tue,
+        "wednesday" | "wed" => chrono::Weekday::Wed,
+        "thursday" | "thu" => chrono::Weekday::Thu,
+        "friday" | "fri" => chrono::Weekday::Fri,
+        "saturday" | "sat" => chrono::Weekday::Sat,
+        other => return Err(fail(5439019, format!("unknown day of week value: {other}"))),
+    };
+    Ok(day)
+}
+
+/// Arguments: `[startDate, endDate, unit, timezone, startOfWeek]`; counts unit boundaries crossed.
+fn date_diff(args: &[Value]) -> EvalResult {
+    if args.iter().take(3).any(is_nullish) {
+        return Ok(Some(Bson::Null));
+    }
+    let (Some(start), Some(end)) = (date_millis(&args[0])?, date_millis(&args[1])?) else {
+        return Ok(Some(Bson::Null));
+    };
+    let unit = Unit::parse(&args[2], "$dateDiff")?;
+    let Some(offset) = zone_or_utc(&args[3])? else { return Ok(Some(Bson::Null)) };
+    let first_day = week_start(&args[4])?;
+    let (a, b) = (to_local(start, offset)?, to_local(end, offset)?);
+    let diff = match unit {
+        Unit::Year => i64::from(b.year() - a.year()),
+        Unit::Quarter => quarter_index(&b) - quarter_index(&a),
+        Unit::Month => month_index(&b) - month_index(&a),
+        Unit::Week => {
+            let week_of = |d: &NaiveDateTime| {
+                let back = (7 + d.weekday().num_days_from_monday() - first_day.num_days_from_monday()) % 7;
+                d.date().num_days_from_ce() as i64 - i64::from(back)
+            };
+            (week_of(&b) - week_of(&a)) / 7
+        }
+        Unit::Day => i64::from(b.date().num_days_from_ce() - a.date().num_days_from_ce()),
+        fixed => {
+            let ms = fixed.millis().unwrap_or(1);
+            let local_ms = |d: &NaiveDateTime| d.and_utc().timestamp_millis();
+            local_ms(&b).div_euclid(ms) - local_ms(&a).div_euclid(ms)
+        }
+    };
+    Ok(Some(Bson::Int64(diff)))
+}
+
+fn month_index(d: &NaiveDateTime) -> i64 {
+    i64::from(d.year()) * 12 + i64::from(d.month0())
+}
+
+fn quarter_index(d: &NaiveDateTime) -> i64 {
+    i64::from(d.year()) * 4 + i64::from(d.month0() / 3)
+}
+
+fn parse_date_trunc(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
+    let codes = NamedArgCodes { not_object: 5439007, unknown: 5439008, missing: 5439009 };
+    let names = ["date", "unit", "binSize", "timezone", "startOfWeek"];
+    let args = named_args(name, arg, &names, &["date", "unit"], codes)?;
+    Ok(Expr::Call(Call { name, func: date_trunc, args }))
+}
+
+/// Arguments: `[date, unit, binSize, timezone, startOfWeek]`; bins count from 2000-01-01 local.
+fn date_trunc(args: &[Value]) -> EvalResult {
+    if is_nullish(&args[0]) || is_nullish(&args[1]) {
+        return Ok(Some(Bson::Null));
+    }
+    let Some(millis) = date_millis(&args[0])? else { return Ok(Some(Bson::Null)) };
+    let unit = Unit::parse(&args[1], "$dateTrunc")?;
+    let bin = match &args[2] {
+        None => 1,
+        v => v.as_ref().and_then(Num::from_bson).and_then(|n| n.to_exact_i64()).filter(|b| *b > 0).ok_or_else(|| {
+            fail(5439017, format!("$dateTrunc requires 'binSize' to be a positive 64-bit integer, but got value '{}'", display(v)))
+        })?,
+    };
+    let Some(offset) = zone_or_utc(&args[3])? else { return Ok(Some(Bson::Null)) };
+    let first_day = week_start(&args[4])?;
+    let local = to_local(millis, offset)?;
+    let reference = NaiveDate::from_ymd_opt(2000, 1, 1).and_then(|d| d.and_hms_opt(0, 0, 0)).ok_or_else(out_of_range)?;
+    let truncated = match (unit, unit.months()) {
+        (_, Some(months)) => {
+            let span = months * bin;
+            let index = (month_index(&local) - month_index(&reference)).div_euclid(span) * span;
+            add_months(&reference, index).ok_or_else(out_of_range)?
+        }
+        (Unit::Week, _) => {
+            let ahead = (7 + first_day.num_days_from_monday() - reference.weekday().num_days_from_monday()) % 7;
+            let week_reference = reference + TimeDelta::days(i64::from(ahead));
+            truncate_fixed(&local, &week_reference, 7 * 86_400_000 * bin)?
+        }
+        _ => truncate_fixed(&local, &reference, unit.millis().unwrap_or(1).saturating_mul(bin))?,
+    };
+    date_result(from_local(&truncated, offset))
+}
+
+fn truncate_fixed(local: &NaiveDateTime, reference: &NaiveDateTime, span: i64) -> Result<NaiveDateTime, QueryError> {
+    let since = local.and_utc().timestamp_millis() - reference.and_utc().timestamp_millis();
+    let kept = since.div_euclid(span) * span;
+    reference.checked_add_signed(TimeDelta::milliseconds(kept)).ok_or_else(out_of_range)
+}

@@ -1,0 +1,183 @@
+//! The evaluator: variables, field paths, and the walk over an [`Expr`] tree.
+//!
+//! A [`Scope`] holds the root document, the caller's [`Variables`] and a stack of local
+//! bindings pushed by `$let`, `$map`, `$filter` and `$reduce` (innermost last, so a lookup
+//! searches from the end and inner bindings shadow outer ones). Binding `CURRENT` locally
+//! re-roots `"$field"` paths, which is how `$redact` descends into subdocuments.
+//!
+//! Field paths follow aggregation semantics, not the find-filter ones: a path through an array
+//! maps over the array's documents (skipping non-documents and missing results), and numeric
+//! path components are field names, never array indexes.
+
+use bson::{Bson, DateTime, Document};
+
+use super::value::{EvalResult, Value, fail};
+use super::{Expr, control};
+
+/// Variables supplied by the caller: `$$NOW` and user variables (`let` of aggregate or
+/// `$lookup`).
+#[derive(Debug, Clone)]
+pub struct Variables {
+    now: DateTime,
+    bindings: Vec<(String, Bson)>,
+}
+
+impl Default for Variables {
+    fn default() -> Self {
+        Variables::new()
+    }
+}
+
+impl Variables {
+    /// `$$NOW` is the current time.
+    pub fn new() -> Variables {
+        Variables::with_now(DateTime::now())
+    }
+
+    /// A fixed `$$NOW`, for tests and for one statement's consistent clock.
+    pub fn with_now(now: DateTime) -> Variables {
+        Variables { now, bindings: Vec::new() }
+    }
+
+    /// Binds (or rebinds) a user variable.
+    pub fn set(&mut self, name: impl Into<String>, value: Bson) {
+        let name = name.into();
+        match self.bindings.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = value,
+            None => self.bindings.push((name, value)),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Bson> {
+        self.bindings.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    pub fn now(&self) -> DateTime {
+        self.now
+    }
+}
+
+/// Evaluation state for one document.
+pub struct Scope<'a> {
+    root: &'a Document,
+    vars: &'a Variables,
+    locals: Vec<(String, Value)>,
+}
+
+impl<'a> Scope<'a> {
+    pub fn new(root: &'a Document, vars: &'a Variables) -> Scope<'a> {
+        Scope { root, vars, locals: Vec::new() }
+    }
+
+    pub fn push_local(&mut self, name: &str, value: Value) {
+        self.locals.push((name.to_string(), value));
+    }
+
+    pub fn pop_local(&mut self) {
+        self.locals.pop();
+    }
+
+    pub fn vars(&self) -> &Variables {
+        self.vars
+    }
+
+    pub fn eval(&mut self, expr: &Expr) -> EvalResult {
+        match expr {
+            Expr::Literal(v) => Ok(Some(v.clone())),
+            Expr::Absent => Ok(None),
+            Expr::FieldPath(path) => Ok(self.current_path(path)),
+            Expr::Variable { name, path } => {
+                let base = self.variable(name)?;
+                Ok(base.and_then(|v| get_path(&v, path)))
+            }
+            Expr::Object(fields) => self.eval_object(fields),
+            Expr::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    out.push(self.eval(item)?.unwrap_or(Bson::Null));
+                }
+                Ok(Some(Bson::Array(out)))
+            }
+            Expr::Call(call) => {
+                let mut args = Vec::with_capacity(call.args.len());
+                for arg in &call.args {
+                    args.push(self.eval(arg)?);
+                }
+                (call.func)(&args)
+            }
+            Expr::Control(form) => control::eval(form, self),
+        }
+    }
+
+    fn eval_object(&mut self, fields: &[(String, Expr)]) -> EvalResult {
+        let mut out = Document::new();
+        for (name, field) in fields {
+            if let Some(v) = self.eval(field)? {
+                out.insert(name.clone(), v);
+            }
+        }
+        Ok(Some(Bson::Document(out)))
+    }
+
+    fn local(&self, name: &str) -> Option<&Value> {
+        self.locals.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    fn current_path(&self, path: &[String]) -> Value {
+        match self.local("CURRENT") {
+            Some(current) => current.as_ref().and_then(|c| get_path(c, path)),
+            None => document_path(self.root, path),
+        }
+    }
+
+    fn variable(&self, name: &str) -> EvalResult {
+        if let Some(v) = self.local(name) {
+            return Ok(v.clone());
+        }
+        match name {
+            "ROOT" => Ok(Some(Bson::Document(self.root.clone()))),
+            "CURRENT" => Ok(Some(Bson::Document(self.root.clone()))),
+            "REMOVE" => Ok(None),
+            "NOW" => Ok(Some(Bson::DateTime(self.vars.now))),
+            "CLUSTER_TIME" => Ok(Some(Bson::Timestamp(bson::Timestamp {
+                time: (self.vars.now.timestamp_millis() / 1000).clamp(0, i64::from(u32::MAX)) as u32,
+                increment: 1,
+            }))),
+            "DESCEND" => Ok(Some(Bson::String("descend".into()))),
+            "PRUNE" => Ok(Some(Bson::String("prune".into()))),
+            "KEEP" => Ok(Some(Bson::String("keep".into()))),
+            _ => match self.vars.get(name) {
+                Some(v) => Ok(Some(v.clone())),
+                None => Err(fail(17276, format!("Use of undefined variable: {name}"))),
+            },
+        }
+    }
+}
+
+/// Aggregation field-path lookup from a document.
+pub fn document_path(document: &Document, path: &[String]) -> Value {
+    let (first, rest) = path.split_first()?;
+    let value = document.get(first)?;
+    get_path(value, rest)
+}
+
+/// Aggregation field-path lookup from any value (arrays map over their documents).
+pub fn get_path(value: &Bson, path: &[String]) -> Value {
+    if path.is_empty() {
+        return Some(value.clone());
+    }
+    match value {
+        Bson::Document(d) => document_path(d, path),
+        Bson::Array(items) => {
+            let found = items
+                .iter()
+                .filter_map(|item| match item {
+                    Bson::Document(d) => document_path(d, path),
+                    _ => None,
+                })
+                .collect();
+            Some(Bson::Array(found))
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,148 @@
+//! Object operators: `$mergeObjects $objectToArray $getField $setField`.
+//!
+//! `$mergeObjects` overwrites earlier fields with later ones, keeping the position of a field's
+//! first appearance, and skips null or missing operands. `$getField` reads a field by its
+//! literal name, so names with `.` or a leading `$` are reachable.
+
+use bson::{Bson, Document};
+
+use super::parse::parse;
+use super::value::{EvalResult, Value, bson_type_name, display, fail, type_name};
+use super::{Arity, Call, Expr, Func, OpDef};
+use crate::error::QueryError;
+
+pub fn lookup(name: &str) -> Option<OpDef> {
+    let (name, arity, func): (&'static str, Arity, Func) = match name {
+        "$mergeObjects" => ("$mergeObjects", Arity::Any, merge_objects),
+        "$objectToArray" => ("$objectToArray", Arity::Exact(1), object_to_array),
+        "$getField" => return Some(OpDef::Custom("$getField", parse_get_field)),
+        "$setField" => return Some(OpDef::Custom("$setField", parse_set_field)),
+        _ => return None,
+    };
+    Some(OpDef::Strict { name, arity, func })
+}
+
+/// Merges `value` (an object, or null/missing) into `target`.
+pub fn merge_into(target: &mut Document, value: &Value) -> Result<(), QueryError> {
+    match value {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(()),
+        Some(Bson::Document(d)) => {
+            for (k, v) in d {
+                target.insert(k.clone(), v.clone());
+            }
+            Ok(())
+        }
+        other => Err(fail(
+            40400,
+            format!("$mergeObjects requires object inputs, but input {} is of type {}", display(other), type_name(other)),
+        )),
+    }
+}
+
+fn merge_objects(args: &[Value]) -> EvalResult {
+    let mut out = Document::new();
+    for arg in args {
+        merge_into(&mut out, arg)?;
+    }
+    Ok(Some(Bson::Document(out)))
+}
+
+fn object_to_array(args: &[Value]) -> EvalResult {
+    match &args[0] {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(Some(Bson::Null)),
+        Some(Bson::Document(d)) => {
+            let pairs = d
+                .iter()
+                .map(|(k, v)| {
+                    let mut pair = Document::new();
+                    pair.insert("k", k.clone());
+                    pair.insert("v", v.clone());
+                    Bson::Document(pair)
+                })
+                .collect();
+            Ok(Some(Bson::Array(pairs)))
+        }
+        other => Err(fail(40390, format!("$objectToArray requires a document input, found: {}", type_name(other)))),
+    }
+}
+
+fn current() -> Expr {
+    Expr::Variable { name: "CURRENT".to_string(), path: Vec::new() }
+}
+
+/// `field` must be a constant string (a `$literal` may hide a leading `$`).
+fn literal_field(value: &Bson, op: &str) -> Result<String, QueryError> {
+    match parse(value)? {
+        Expr::Literal(Bson::String(s)) => Ok(s),
+        _ => Err(fail(4161102, format!("{op} requires 'field' to evaluate to a constant, but got a non-constant argument"))),
+    }
+}
+
+fn parse_get_field(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
+    let (field, input) = match arg {
+        Bson::Document(spec) if !spec.keys().next().is_some_and(|k| k.starts_with('$')) => {
+            let mut field = None;
+            let mut input = current();
+            for (key, value) in spec {
+                match key.as_str() {
+                    "field" => field = Some(literal_field(value, name)?),
+                    "input" => input = parse(value)?,
+                    other => return Err(fail(3041701, format!("$getField found an unknown argument: {other}"))),
+                }
+            }
+            (field.ok_or_else(|| fail(3041702, "$getField requires 'field' to be specified"))?, input)
+        }
+        other => (literal_field(other, name)?, current()),
+    };
+    let args = vec![Expr::Literal(Bson::String(field)), input];
+    Ok(Expr::Call(Call { name, func: get_field, args }))
+}
+
+fn get_field(args: &[Value]) -> EvalResult {
+    let Some(Bson::String(field)) = &args[0] else { return Ok(None) };
+    match &args[1] {
+        None => Ok(None),
+        Some(Bson::Null) | Some(Bson::Undefined) => Ok(Some(Bson::Null)),
+        Some(Bson::Document(d)) => Ok(d.get(field).cloned()),
+        other => Err(fail(3041705, format!("$getField requires 'input' to evaluate to type Object, but got {}", type_name(other)))),
+    }
+}
+
+fn parse_set_field(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
+    let Bson::Document(spec) = arg else {
+        return Err(fail(4161100, format!("$setField only supports an object as its argument, found {}", bson_type_name(arg))));
+    };
+    let (mut field, mut input, mut value) = (None, None, None);
+    for (key, v) in spec {
+        match key.as_str() {
+            "field" => field = Some(literal_field(v, name)?),
+            "input" => input = Some(parse(v)?),
+            "value" => value = Some(parse(v)?),
+            other => return Err(fail(4161101, format!("$setField found an unknown argument: {other}"))),
+        }
+    }
+    let (Some(field), Some(input), Some(value)) = (field, input, value) else {
+        return Err(fail(4161106, "$setField requires 'field', 'input' and 'value' to be specified"));
+    };
+    let args = vec![Expr::Literal(Bson::String(field)), input, value];
+    Ok(Expr::Call(Call { name, func: set_field, args }))
+}
+
+/// `value` = `$$REMOVE` (missing) removes the field.
+fn set_field(args: &[Value]) -> EvalResult {
+    let Some(Bson::String(field)) = &args[0] else { return Ok(None) };
+    let mut doc = match &args[1] {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
+        Some(Bson::Document(d)) => d.clone(),
+        other => return Err(fail(4161105, format!("$setField requires 'input' to evaluate to type Object, but got {}", type_name(other)))),
+    };
+    match &args[2] {
+        Some(v) => {
+            doc.insert(field.clone(), v.clone());
+        }
+        None => {
+            doc.remove(field);
+        }
+    }
+    Ok(Some(Bson::Document(doc)))
+}

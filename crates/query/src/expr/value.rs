@@ -1,0 +1,138 @@
+//! Small facts about values shared by every operator family: the "missing" value, type names,
+//! truthiness, numeric argument checks, and the one constructor of expression errors.
+//!
+//! Aggregation distinguishes a missing value from `null` (`$type` says "missing", `$project`
+//! drops a missing field), so an evaluated value is an [`Value`] = `Option<Bson>`, `None` being
+//! missing. Operators that treat both alike call [`is_nullish`].
+
+use bson::Bson;
+
+use crate::error::QueryError;
+
+/// An evaluated expression: `None` is a missing value.
+pub type Value = Option<Bson>;
+
+/// Result of evaluating an expression.
+pub type EvalResult = Result<Value, QueryError>;
+
+/// An expression or stage error with MongoDB's code and `codeName`.
+pub fn fail(code: i32, message: impl Into<String>) -> QueryError {
+    QueryError::Coded { code, code_name: code_name(code), message: message.into() }
+}
+
+/// MongoDB's `codeName`: named codes by name, the numbered assertion codes as `Location<code>`.
+/// The `Location` names are interned once per code (a bounded set: the codes in this crate).
+fn code_name(code: i32) -> &'static str {
+    match code {
+        2 => "BadValue",
+        9 => "FailedToParse",
+        14 => "TypeMismatch",
+        15 => "Overflow",
+        20 => "IllegalOperation",
+        26 => "NamespaceNotFound",
+        40 => "ConflictingUpdateOperators",
+        52 => "DollarPrefixedFieldName",
+        66 => "ImmutableField",
+        72 => "InvalidOptions",
+        73 => "InvalidNamespace",
+        146 => "ExceededMemoryLimit",
+        168 => "InvalidPipelineOperator",
+        241 => "ConversionFailure",
+        11000 => "DuplicateKey",
+        _ => interned_location(code),
+    }
+}
+
+fn interned_location(code: i32) -> &'static str {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashMap<i32, &'static str>>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut names = match names.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    names.entry(code).or_insert_with(|| Box::leak(format!("Location{code}").into_boxed_str()))
+}
+
+/// MongoDB's `$type` name of a value.
+pub fn type_name(value: &Value) -> &'static str {
+    match value {
+        None => "missing",
+        Some(v) => bson_type_name(v),
+    }
+}
+
+pub fn bson_type_name(value: &Bson) -> &'static str {
+    match value {
+        Bson::Double(_) => "double",
+        Bson::String(_) => "string",
+        Bson::Document(_) => "object",
+        Bson::Array(_) => "array",
+        Bson::Binary(_) => "binData",
+        Bson::Undefined => "undefined",
+        Bson::ObjectId(_) => "objectId",
+        Bson::Boolean(_) => "bool",
+        Bson::DateTime(_) => "date",
+        Bson::Null => "null",
+        Bson::RegularExpression(_) => "regex",
+        Bson::DbPointer(_) => "dbPointer",
+        Bson::JavaScriptCode(_) => "javascript",
+        Bson::Symbol(_) => "symbol",
+        Bson::JavaScriptCodeWithScope(_) => "javascriptWithScope",
+        Bson::Int32(_) => "int",
+        Bson::Timestamp(_) => "timestamp",
+        Bson::Int64(_) => "long",
+        Bson::Decimal128(_) => "decimal",
+        Bson::MinKey => "minKey",
+        Bson::MaxKey => "maxKey",
+    }
+}
+
+/// Missing, null and undefined: the values most operators answer with `null`.
+pub fn is_nullish(value: &Value) -> bool {
+    matches!(value, None | Some(Bson::Null) | Some(Bson::Undefined))
+}
+
+/// MongoDB's coercion to bool: false, zero, null, undefined and missing are false.
+pub fn is_truthy(value: &Bson) -> bool {
+    match value {
+        Bson::Boolean(b) => *b,
+        Bson::Null | Bson::Undefined => false,
+        Bson::Int32(i) => *i != 0,
+        Bson::Int64(i) => *i != 0,
+        Bson::Double(d) => *d != 0.0,
+        Bson::Decimal128(_) => {
+            super::number::Num::from_bson(value).is_some_and(|n| !n.is_zero())
+        }
+        _ => true,
+    }
+}
+
+pub fn value_truthy(value: &Value) -> bool {
+    value.as_ref().is_some_and(is_truthy)
+}
+
+pub fn is_numeric(value: &Bson) -> bool {
+    matches!(value, Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_))
+}
+
+/// A value for messages, in the shell's spelling where it matters (strings quoted).
+pub fn display(value: &Value) -> String {
+    match value {
+        None => "missing".to_string(),
+        Some(Bson::String(s)) => format!("\"{s}\""),
+        Some(v) => v.to_string(),
+    }
+}
+
+/// An argument that must be a whole number fitting int32 (array indexes, sizes).
+/// `what` names the operator and argument for the messages; codes are the operator's.
+pub fn to_i32_arg(value: &Bson, not_numeric: (i32, &str), not_integral: (i32, &str)) -> Result<i32, QueryError> {
+    let Some(num) = super::number::Num::from_bson(value) else {
+        return Err(fail(not_numeric.0, format!("{}, but is of type: {}", not_numeric.1, bson_type_name(value))));
+    };
+    num.to_exact_i64()
+        .and_then(|i| i32::try_from(i).ok())
+        .ok_or_else(|| fail(not_integral.0, format!("{}, but is {value}", not_integral.1)))
+}
