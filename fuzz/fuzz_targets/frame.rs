@@ -2,7 +2,8 @@
 //!
 //! Goal: no input panics `decode_frame`, `Request::parse` or `OpMsg::command_document`, and
 //! every OP_MSG or OP_QUERY that parses re-encodes to bytes that parse back to the same value.
-//! Run with `cargo +nightly fuzz run frame` from the repository root.
+//! Run with `cargo +nightly fuzz run frame` from the repository root; to start from real driver
+//! messages, copy `crates/wire/tests/fixtures/pymongo/*.bin` into `fuzz/corpus/frame/` first.
 
 #![no_main]
 
