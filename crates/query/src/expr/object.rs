@@ -74,7 +74,11 @@ fn current() -> Expr {
 fn literal_field(value: &Bson, op: &str) -> Result<String, QueryError> {
     match parse(value)? {
         Expr::Literal(Bson::String(s)) => Ok(s),
-        _ => Err(fail(4161102, format!("{op} requires 'field' to evaluate to a constant, but got a non-constant argument"))),
+        Expr::FieldPath(_) | Expr::Variable { .. } => Err(fail(
+            5654602,
+            format!("{op}: a field path reference is not allowed as 'field'. Did you mean {{$literal: {value}}}?"),
+        )),
+        _ => Err(fail(5654601, format!("{op} requires 'field' to evaluate to a constant, but got a non-constant argument"))),
     }
 }
 
