@@ -10,5 +10,6 @@ pub mod error;
 pub mod filter;
 pub mod projection;
 pub mod sort;
+pub mod update;
 pub mod expr;
 pub mod pipeline;

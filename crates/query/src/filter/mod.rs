@@ -139,6 +139,15 @@ impl Predicate {
     }
 }
 
+impl Predicate {
+    /// Whether the predicate holds on one value taken alone (no array expansion), as `$pull`
+    /// and `$elemMatch` test array elements.
+    pub fn holds_on_single(&self, value: &Bson) -> Result<bool> {
+        let single = [document::path::Located { candidate: document::path::Candidate::Value(value), position: None }];
+        Ok(eval::holds(self, &single)?.is_some())
+    }
+}
+
 fn top_level_heads(root: &MatchExpr) -> Option<Vec<String>> {
     let mut heads = Vec::new();
     collect_heads(root, &mut heads)?;
