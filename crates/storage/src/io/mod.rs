@@ -1,0 +1,112 @@
+//! File I/O: the one door through which the engine reaches the disk.
+//!
+//! Every read, write, sync, create, rename and remove the engine does goes through a
+//! [`FileSystem`] and the [`File`]s it opens. Two implementations:
+//!
+//! - [`RealFs`] (`real`): `std::fs` with positional I/O; what the engine uses in production.
+//! - [`SimFs`] (`sim`): an in-memory, deterministic file system for tests. It keeps what is
+//!   durable apart from what is merely written, so a test can cut the power at any point
+//!   ([`SimFs::crash`]) and fail any single I/O call ([`SimFs::fail_at`]).
+//!
+//! Contract both implementations keep, and the engine may rely on (nothing more):
+//!
+//! - A byte written with [`File::write_all_at`] is durable only once [`File::sync`] on that
+//!   file has returned `Ok`. Until then, after a power loss it may be there, missing, cut at
+//!   any point, or replaced with garbage; unsynced writes survive in any subset, not only in
+//!   the order they were made.
+//! - A file's size follows its data: `sync` makes both durable (`fdatasync` does this).
+//! - A name created, renamed or removed in a directory is durable only once
+//!   [`FileSystem::sync_dir`] on that directory has returned `Ok`. A new directory is itself a
+//!   name in its parent: sync the parent to keep it. Syncing a file does not make its name
+//!   durable.
+//! - [`FileSystem::rename`] replaces the target atomically: after a power loss the target name
+//!   holds the old file or the new one, never neither.
+//! - A failed `sync` is not retried: the writes it covered may be lost even though later reads
+//!   still see them (Linux marks the pages clean). Treat it as a crash.
+//!
+//! Threads: implementations are `Send + Sync`; calls on one file may come from many threads.
+//! Positional I/O means there is no shared cursor: concurrent writes to disjoint ranges do not
+//! interfere.
+
+// File bytes are input and every I/O call can fail: this code may not panic on either.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
+)]
+
+pub mod real;
+pub mod sim;
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use real::RealFs;
+pub use sim::{Fault, SimFs};
+
+/// How [`FileSystem::open`] treats a path that does or does not exist yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create the file; fail with `AlreadyExists` if it is there.
+    CreateNew,
+    /// Open the file, creating it empty if it is not there.
+    Create,
+    /// Open the file; fail with `NotFound` if it is not there.
+    Existing,
+}
+
+/// A directory tree of files. Paths are passed through as given; names are UTF-8.
+pub trait FileSystem: Send + Sync + 'static {
+    /// Opens a file for reading and writing.
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn File>>;
+    /// Removes a file's name. Durable after `sync_dir` of its directory.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Moves `from` to `to`, atomically replacing `to` if it exists. Durable after `sync_dir`
+    /// of both directories.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// The names (not paths) of the entries of `dir`, files and directories, sorted.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Creates `dir` and any missing ancestors; `Ok` if it exists already.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Makes the creates, renames and removes of names in `dir` durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Whether `path` names a file or directory.
+    fn exists(&self, path: &Path) -> io::Result<bool>;
+}
+
+/// An open file. All I/O is positional; there is no cursor.
+#[allow(clippy::len_without_is_empty, reason = "a file's size is read, not tested for zero")]
+pub trait File: Send + Sync {
+    /// Reads into `buf` from `offset`. Returns fewer bytes than `buf.len()` only at the end of
+    /// the file (0 at or past it).
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+
+    /// Fills `buf` from `offset`, or fails with `UnexpectedEof` if the file ends first.
+    fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+        while !buf.is_empty() {
+            let read = match self.read_at(buf, offset) {
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+                Ok(read) => read,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => return Err(error),
+            };
+            let rest = std::mem::take(&mut buf);
+            let asked = rest.len();
+            buf = rest.get_mut(read..).ok_or_else(|| {
+                io::Error::other(format!("read_at returned {read} bytes for {asked}"))
+            })?;
+            offset += read as u64;
+        }
+        Ok(())
+    }
+
+    /// Writes all of `buf` at `offset`, extending the file (with zeros in any gap) if needed.
+    /// Not durable until [`File::sync`].
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Makes this file's data and size durable.
+    fn sync(&self) -> io::Result<()>;
+    /// The file's current size in bytes.
+    fn len(&self) -> io::Result<u64>;
+    /// Truncates or extends (with zeros) the file. Not durable until [`File::sync`].
+    fn set_len(&self, len: u64) -> io::Result<()>;
+}
