@@ -285,6 +285,9 @@ impl IndexSpec {
 
     /// The keys of a document (see the module header for MongoDB's rules).
     pub fn keys(&self, document: &Document) -> Result<IndexKeys> {
+        if let Some(key) = self.single_key(document) {
+            return Ok(IndexKeys { keys: vec![key], multikey: false });
+        }
         let tuples = self.key_values(document)?;
         let multikey = tuples.multikey;
         let keys = tuples
@@ -299,6 +302,22 @@ impl IndexSpec {
             })
             .collect();
         Ok(IndexKeys { keys, multikey })
+    }
+
+    /// The common case without arrays: one value per field, encoded without copies.
+    fn single_key(&self, document: &Document) -> Option<EncodedKey> {
+        let mut encoder = KeyEncoder::new();
+        for (path, direction) in &self.fields {
+            match get_dotted(document, path.parts()) {
+                Some(Bson::Array(_)) => return None,
+                Some(value) => encoder.push(value, *direction),
+                None if self.sparseness == Sparseness::Dense && !path_has_array(document, path.parts()) => {
+                    encoder.push(&Bson::Null, *direction);
+                }
+                None => return None,
+            }
+        }
+        Some(encoder.finish())
     }
 
     /// The key tuples as values, sorted by the index's order and deduplicated.
@@ -352,6 +371,11 @@ impl IndexSpec {
         }
         Ok(())
     }
+}
+
+/// Whether any prefix of the path holds an array (then the general key generator decides).
+fn path_has_array(document: &Document, path: &[String]) -> bool {
+    (1..=path.len()).any(|length| matches!(get_dotted(document, &path[..length]), Some(Bson::Array(_))))
 }
 
 fn sign_direction(sign: i64) -> Direction {

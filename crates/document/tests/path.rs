@@ -91,6 +91,15 @@ fn index_keys_table() {
     ];
     for (pattern, document, expected) in cases {
         assert_eq!(key_values(pattern.clone(), dense, document.clone()), expected, "{pattern} {document}");
+        // The encoded keys (fast path for array-free documents included) decode to the same.
+        let spec = IndexSpec::from_key_pattern(&pattern, dense).unwrap_or_else(|e| panic!("{e}"));
+        let keys = spec.keys(&document).unwrap_or_else(|e| panic!("{e}"));
+        let decoded: Vec<Vec<Bson>> = keys
+            .keys
+            .iter()
+            .map(|k| decode_key(&k.order, &k.types, &spec.directions()).unwrap_or_else(|e| panic!("{e}")))
+            .collect();
+        assert_eq!(decoded, expected, "encoded {pattern} {document}");
     }
 }
 
