@@ -1,47 +1,64 @@
-//! The engine: named trees in one node store, commits in one order, snapshots.
+//! The engine: named trees in one node store, commits in one order, snapshots, and (when opened
+//! on a directory) the redo log, checkpoints and recovery.
 //!
 //! Commit order: a commit takes the commit lock, checks its insert-if-absent conditions against
-//! the latest state, takes a run of sequence numbers, puts its messages into each tree, and only
-//! then publishes its last sequence number as visible. A snapshot is a visible sequence number,
-//! so it sees every commit whole or not at all, across trees.
+//! the latest state, appends its record to the redo log, puts its messages into each tree, and
+//! only then publishes its last sequence number as visible. A snapshot is a visible sequence
+//! number, so it sees every commit whole or not at all, across trees. Durability waits happen
+//! after the commit lock is released, so many commits share one log sync.
 //!
 //! Snapshots are registered while alive; the oldest one is the *horizon* below which versions
 //! superseded by a newer one can be dropped. A snapshot registers under the same lock the
 //! horizon is computed under, and takes the visible sequence number then, which is never below a
 //! horizon computed earlier.
 //!
-//! Threads: any number of readers and committers; one background flusher thread (in
-//! `FlushMode::Background`) that takes trees whose root buffers are full.
+//! Threads: any number of readers and committers; a background flusher (in
+//! `FlushMode::Background`) that takes trees whose root buffers are full; and, for a durable
+//! engine, a maintenance thread that syncs the log for `Periodic` commits and runs checkpoints.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, RwLock};
 
+use crate::checkpoint::CheckpointState;
 use crate::error::{Error, Result};
+use crate::file::DataFile;
+use crate::io::{FileSystem, RealFs};
 use crate::message::Seq;
 use crate::options::{FlushMode, Options};
 use crate::snapshot::Snapshot;
 use crate::stats::{Counters, Stats, TRACKED_LEVELS};
 use crate::store::NodeStore;
 use crate::transaction::Transaction;
-use crate::tree::{Ctx, Tree, TreeId};
+use crate::tree::{Ctx, Tree, TreeId, TreeMessage};
+use crate::wal::record::{frame_create_tree, frame_drop_tree, LogWrite};
+use crate::wal::Log;
 
 #[derive(Default)]
-struct Catalog {
-    by_name: BTreeMap<String, Arc<Tree>>,
-    by_id: HashMap<TreeId, Arc<Tree>>,
-    next_id: u64,
+pub(crate) struct Catalog {
+    pub by_name: BTreeMap<String, Arc<Tree>>,
+    pub by_id: HashMap<TreeId, Arc<Tree>>,
+    pub next_id: u64,
+}
+
+/// The disk side of a durable engine.
+pub(crate) struct Durable {
+    pub data: Arc<DataFile>,
+    pub log: Log,
+    pub checkpoint: Mutex<CheckpointState>,
 }
 
 pub(crate) struct Shared {
     pub options: Options,
     pub store: NodeStore,
     pub counters: Counters,
-    catalog: RwLock<Catalog>,
+    pub catalog: RwLock<Catalog>,
     /// Held by a commit from its checks to its publication: commits are applied one at a time.
     pub commit_lock: Mutex<()>,
     /// The next sequence number to hand out; changed only under `commit_lock`.
@@ -52,10 +69,31 @@ pub(crate) struct Shared {
     snapshots: Mutex<BTreeMap<Seq, usize>>,
     flush_queue: Mutex<Option<Sender<TreeId>>>,
     flush_pending: Mutex<HashSet<TreeId>>,
-    pub shutting_down: AtomicBool,
+    /// Set once recovery is done, for an engine opened on a directory.
+    pub durable: OnceLock<Durable>,
+    stop_maintenance: Mutex<bool>,
+    maintenance_wake: Condvar,
 }
 
 impl Shared {
+    pub fn new(options: Options, store: NodeStore) -> Shared {
+        Shared {
+            options,
+            store,
+            counters: Counters::default(),
+            catalog: RwLock::new(Catalog::default()),
+            commit_lock: Mutex::new(()),
+            next_seq: AtomicU64::new(1),
+            visible: AtomicU64::new(0),
+            snapshots: Mutex::new(BTreeMap::new()),
+            flush_queue: Mutex::new(None),
+            flush_pending: Mutex::new(HashSet::new()),
+            durable: OnceLock::new(),
+            stop_maintenance: Mutex::new(false),
+            maintenance_wake: Condvar::new(),
+        }
+    }
+
     pub fn ctx(&self) -> Ctx<'_> {
         Ctx { store: &self.store, options: &self.options, counters: &self.counters, horizon: self.horizon() }
     }
@@ -86,6 +124,10 @@ impl Shared {
         self.catalog.read().by_id.get(&id).cloned().ok_or_else(|| Error::TreeNotFound(format!("#{}", id.0)))
     }
 
+    pub fn log(&self) -> Option<&Log> {
+        self.durable.get().map(|d| &d.log)
+    }
+
     /// Asks the flusher to look at a tree; a tree already queued is not queued twice.
     pub fn request_flush(&self, id: TreeId) {
         if !self.flush_pending.lock().insert(id) {
@@ -100,11 +142,79 @@ impl Shared {
         while let Ok(id) = queue.recv() {
             self.flush_pending.lock().remove(&id);
             if let Ok(tree) = self.tree(id) {
-                // An error here is the engine's own inconsistency; verify() reports it, and the
-                // next commit's flush meets it again, so the flusher just moves on.
+                // An error here is an I/O failure or the engine's own inconsistency; the next
+                // commit's flush of the same tree meets it again and reports it.
                 let _ = tree.flush_if_needed(&self.ctx());
             }
         }
+    }
+
+    fn run_maintenance(&self) {
+        let Some(durable) = self.durable.get() else { return };
+        let mut stop = self.stop_maintenance.lock();
+        while !*stop {
+            self.maintenance_wake.wait_for(&mut stop, self.options.log_sync_interval);
+            if *stop {
+                break;
+            }
+            drop(stop);
+            // A failed sync stops the log; commits report it, so the loop has nothing to add.
+            let _ = durable.log.sync_periodic();
+            if crate::checkpoint::due(self, durable) {
+                let _ = crate::checkpoint::checkpoint(self);
+            }
+            stop = self.stop_maintenance.lock();
+        }
+    }
+
+    /// Adds a tree with a given id (creation and replay). Caller holds the commit lock.
+    pub fn insert_tree(&self, id: TreeId, name: &str) -> Result<()> {
+        let mut catalog = self.catalog.write();
+        if catalog.by_name.contains_key(name) {
+            return Err(Error::TreeExists(name.to_string()));
+        }
+        let tree = Arc::new(Tree::create(id, name.to_string(), &self.store)?);
+        catalog.next_id = catalog.next_id.max(id.0);
+        catalog.by_name.insert(name.to_string(), Arc::clone(&tree));
+        catalog.by_id.insert(id, tree);
+        Ok(())
+    }
+
+    /// Removes a tree and frees its nodes (drops and replay). Caller holds the commit lock.
+    pub fn remove_tree(&self, id: TreeId) -> Result<()> {
+        let tree = {
+            let mut catalog = self.catalog.write();
+            let tree = catalog.by_id.remove(&id).ok_or_else(|| Error::TreeNotFound(format!("#{}", id.0)))?;
+            catalog.by_name.remove(&tree.name);
+            tree
+        };
+        tree.drop_nodes(&self.store)
+    }
+
+    /// Puts a commit's writes into their trees, write `i` with sequence number `first + i`.
+    /// Caller holds the commit lock. Returns each tree's need for a flush.
+    pub fn apply_writes(&self, first: Seq, writes: Vec<(TreeId, LogWrite)>) -> Result<Vec<(Arc<Tree>, crate::tree::FlushNeed)>> {
+        let mut by_tree: Vec<(TreeId, Vec<TreeMessage>)> = Vec::new();
+        for (offset, (id, write)) in writes.into_iter().enumerate() {
+            let message = TreeMessage::from_write(first + offset as u64, write);
+            match by_tree.iter_mut().find(|(t, _)| *t == id) {
+                Some((_, messages)) => messages.push(message),
+                None => by_tree.push((id, vec![message])),
+            }
+        }
+        let ctx = self.ctx();
+        let mut needs = Vec::with_capacity(by_tree.len());
+        for (id, messages) in by_tree {
+            let tree = self.tree(id)?;
+            let need = tree.write(&ctx, messages)?;
+            needs.push((tree, need));
+        }
+        Ok(needs)
+    }
+
+    pub fn publish(&self, last: Seq) {
+        self.next_seq.store(last + 1, Ordering::Release);
+        self.visible.store(last, Ordering::Release);
     }
 }
 
@@ -112,56 +222,85 @@ impl Shared {
 pub struct Engine {
     shared: Arc<Shared>,
     flusher: Option<JoinHandle<()>>,
+    maintenance: Option<JoinHandle<()>>,
 }
 
 impl Engine {
-    /// An engine whose nodes live in memory (the durable engine opens a directory instead).
+    /// An engine whose nodes live in memory only.
     pub fn open_in_memory(options: Options) -> Result<Engine> {
         options.validate()?;
-        let shared = Arc::new(Shared {
-            options,
-            store: NodeStore::new(),
-            counters: Counters::default(),
-            catalog: RwLock::new(Catalog::default()),
-            commit_lock: Mutex::new(()),
-            next_seq: AtomicU64::new(1),
-            visible: AtomicU64::new(0),
-            snapshots: Mutex::new(BTreeMap::new()),
-            flush_queue: Mutex::new(None),
-            flush_pending: Mutex::new(HashSet::new()),
-            shutting_down: AtomicBool::new(false),
-        });
+        let store = NodeStore::new(None, options.cache_size_bytes);
+        Engine::start(Arc::new(Shared::new(options, store)))
+    }
+
+    /// Opens (or creates) a durable engine in `dir`, recovering whatever a crash left there.
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Engine> {
+        Engine::open_with(Arc::new(RealFs), dir.as_ref(), options)
+    }
+
+    /// `open` through any file system (tests pass a simulated one).
+    pub fn open_with(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Result<Engine> {
+        options.validate()?;
+        let shared = crate::recovery::recover(fs, dir, options)?;
+        Engine::start(Arc::new(shared))
+    }
+
+    fn start(shared: Arc<Shared>) -> Result<Engine> {
+        let spawn = |name: &str, work: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(work)
+                .map_err(|e| Error::InvalidArgument(format!("cannot start {name}: {e}")))
+        };
         let flusher = match shared.options.flush_mode {
             FlushMode::Inline => None,
             FlushMode::Background => {
                 let (sender, receiver) = channel();
                 *shared.flush_queue.lock() = Some(sender);
                 let worker = Arc::clone(&shared);
-                let handle = std::thread::Builder::new()
-                    .name("strata-flusher".into())
-                    .spawn(move || worker.run_flusher(receiver))
-                    .map_err(|e| Error::InvalidArgument(format!("cannot start the flusher: {e}")))?;
-                Some(handle)
+                Some(spawn("strata-flusher", Box::new(move || worker.run_flusher(receiver)))?)
             }
         };
-        Ok(Engine { shared, flusher })
+        let maintenance = match shared.durable.get() {
+            None => None,
+            Some(_) => {
+                let worker = Arc::clone(&shared);
+                Some(spawn("strata-maintenance", Box::new(move || worker.run_maintenance()))?)
+            }
+        };
+        Ok(Engine { shared, flusher, maintenance })
     }
 
     pub fn options(&self) -> &Options {
         &self.shared.options
     }
 
+    /// Creates a tree; durable when it returns.
     pub fn create_tree(&self, name: &str) -> Result<TreeId> {
-        let mut catalog = self.shared.catalog.write();
-        if catalog.by_name.contains_key(name) {
-            return Err(Error::TreeExists(name.to_string()));
-        }
-        catalog.next_id += 1;
-        let id = TreeId(catalog.next_id);
-        let tree = Arc::new(Tree::create(id, name.to_string(), &self.shared.store));
-        catalog.by_name.insert(name.to_string(), Arc::clone(&tree));
-        catalog.by_id.insert(id, tree);
+        let (id, position) = {
+            let _commit = self.shared.commit_lock.lock();
+            if self.shared.catalog.read().by_name.contains_key(name) {
+                return Err(Error::TreeExists(name.to_string()));
+            }
+            let id = TreeId(self.shared.catalog.read().next_id + 1);
+            let seq = self.shared.next_seq.load(Ordering::Acquire);
+            let position = match self.shared.log() {
+                Some(log) => Some(log.append(|buffer| frame_create_tree(buffer, seq, id.0, name))?),
+                None => None,
+            };
+            self.shared.insert_tree(id, name)?;
+            self.shared.publish(seq);
+            (id, position)
+        };
+        self.sync_catalog_change(position)?;
         Ok(id)
+    }
+
+    fn sync_catalog_change(&self, position: Option<u64>) -> Result<()> {
+        match (self.shared.log(), position) {
+            (Some(log), Some(position)) => log.sync_to(position),
+            _ => Ok(()),
+        }
     }
 
     pub fn tree(&self, name: &str) -> Option<TreeId> {
@@ -172,16 +311,22 @@ impl Engine {
         self.shared.catalog.read().by_name.keys().cloned().collect()
     }
 
-    /// Drops a tree and frees its nodes without visiting its keys. Open snapshots and scans of
+    /// Drops a tree and frees its nodes without visiting its keys; durable when it returns. Open snapshots and scans of
     /// it see `TreeNotFound` from then on.
     pub fn drop_tree(&self, name: &str) -> Result<()> {
-        let tree = {
-            let mut catalog = self.shared.catalog.write();
-            let tree = catalog.by_name.remove(name).ok_or_else(|| Error::TreeNotFound(name.to_string()))?;
-            catalog.by_id.remove(&tree.id);
-            tree
+        let position = {
+            let _commit = self.shared.commit_lock.lock();
+            let id = self.tree(name).ok_or_else(|| Error::TreeNotFound(name.to_string()))?;
+            let seq = self.shared.next_seq.load(Ordering::Acquire);
+            let position = match self.shared.log() {
+                Some(log) => Some(log.append(|buffer| frame_drop_tree(buffer, seq, id.0))?),
+                None => None,
+            };
+            self.shared.publish(seq);
+            self.shared.remove_tree(id)?;
+            position
         };
-        tree.drop_nodes(&self.shared.store)
+        self.sync_catalog_change(position)
     }
 
     pub fn begin(&self) -> Transaction<'_> {
@@ -200,6 +345,27 @@ impl Engine {
             tree.flush_if_needed(&self.shared.ctx())?;
         }
         Ok(())
+    }
+
+    /// Makes everything committed so far durable in the data file, so that recovery replays
+    /// nothing before this point. Does nothing for an in-memory engine.
+    pub fn checkpoint(&self) -> Result<()> {
+        crate::checkpoint::checkpoint(&self.shared)
+    }
+
+    /// Syncs the log: every commit so far is durable when this returns.
+    pub fn sync(&self) -> Result<()> {
+        match self.shared.log() {
+            Some(log) => log.sync_all(),
+            None => Ok(()),
+        }
+    }
+
+    /// Clean shutdown: stops the background threads and checkpoints, so that the next open
+    /// replays nothing.
+    pub fn close(mut self) -> Result<()> {
+        self.stop_threads();
+        crate::checkpoint::checkpoint(&self.shared)
     }
 
     /// Checks every invariant of every tree and of the node store.
@@ -228,13 +394,16 @@ impl Engine {
         }
         stats.buffered_bytes_by_height = buffered;
         stats.node_count = nodes;
+        crate::stats::add_cache_and_disk(&mut stats, &self.shared);
         stats
     }
-}
 
-impl Drop for Engine {
-    fn drop(&mut self) {
-        self.shared.shutting_down.store(true, Ordering::Release);
+    fn stop_threads(&mut self) {
+        *self.shared.stop_maintenance.lock() = true;
+        self.shared.maintenance_wake.notify_all();
+        if let Some(handle) = self.maintenance.take() {
+            let _ = handle.join();
+        }
         self.shared.flush_queue.lock().take();
         if let Some(handle) = self.flusher.take() {
             let _ = handle.join();
@@ -242,8 +411,18 @@ impl Drop for Engine {
     }
 }
 
-impl Counters {
-    pub(crate) fn commit(&self) {
-        Counters::add(&self.commits, 1);
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let running = self.maintenance.is_some() || self.flusher.is_some();
+        self.stop_threads();
+        if running {
+            // Best effort; `close` reports the error.
+            let _ = crate::checkpoint::checkpoint(&self.shared);
+        }
     }
+}
+
+/// Seconds since an instant, for statistics.
+pub(crate) fn elapsed_micros(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)
 }

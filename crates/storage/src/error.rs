@@ -24,9 +24,22 @@ pub enum Error {
     /// An invalid option or argument.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The disk said no: the operation did not happen (or, for a sync, may not be durable).
+    #[error("i/o error: {0}")]
+    Io(String),
+    /// An earlier write or sync failed; nothing after it is acknowledged. Reopen the engine,
+    /// which recovers to the last durable state.
+    #[error("the engine stopped after an i/o failure and must be reopened: {0}")]
+    Stopped(String),
     /// The engine found one of its own invariants broken (reported by `verify`).
     #[error("invariant violated: {0}")]
     Invariant(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<std::io::Error> for Error {
+    fn from(error: std::io::Error) -> Error {
+        Error::Io(error.to_string())
+    }
+}

@@ -9,17 +9,24 @@
 //! buffers, leaves and their encoding), `store` (nodes by id), `tree` (one Bε-tree: writes,
 //! flushes, reads, verify), `engine` / `transaction` / `snapshot` (the public surface).
 
+mod checkpoint;
+mod compression;
 mod engine;
+mod file;
 mod error;
+pub mod io;
 pub mod message;
 mod node;
 mod options;
+mod recovery;
 mod snapshot;
 mod stats;
 mod store;
 mod transaction;
 mod tree;
+mod wal;
 
+pub use compression::Compression;
 pub use engine::Engine;
 pub use error::{Error, Result};
 pub use message::{counter_update, Seq, UpdateFn};

@@ -1,5 +1,8 @@
 //! Engine options: the tree's shape and the engine's policies, all easy to sweep.
 
+use std::time::Duration;
+
+use crate::compression::Compression;
 use crate::message::{counter_update, UpdateFn};
 
 /// Where flushes run.
@@ -12,15 +15,16 @@ pub enum FlushMode {
     Inline,
 }
 
-/// How much of a commit must reach the disk before `commit` returns (the redo log arrives with
-/// the durable engine; in memory every level is the same).
+/// How much of a commit must reach the disk before `commit` returns (in memory every level is
+/// the same).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
     /// Returns after the commit's log record is synced.
     Immediate,
     /// The log is synced at least every 100 ms.
     Periodic,
-    /// The log is synced when it happens to be.
+    /// Returns at once; the record reaches the disk with the next sync anyone asks for, or when
+    /// the log buffer fills. A process crash may lose it.
     None,
 }
 
@@ -35,6 +39,18 @@ pub struct Options {
     pub flush_mode: FlushMode,
     /// Resolves blind updates; the default treats values as little-endian i64 counters.
     pub update: UpdateFn,
+    /// The memory budget for nodes in memory (durable engines evict past it).
+    pub cache_size_bytes: usize,
+    /// How basements and buffers are compressed on disk.
+    pub compression: Compression,
+    /// A checkpoint starts at least this often...
+    pub checkpoint_interval: Duration,
+    /// ...and whenever this much log has been written since the last one.
+    pub checkpoint_log_bytes: u64,
+    /// A new log segment starts past this size.
+    pub log_segment_bytes: u64,
+    /// The log is synced at least this often while `Periodic` commits wait.
+    pub log_sync_interval: Duration,
 }
 
 impl Default for Options {
@@ -45,6 +61,12 @@ impl Default for Options {
             fanout: 16,
             flush_mode: FlushMode::Background,
             update: counter_update(),
+            cache_size_bytes: 512 << 20,
+            compression: Compression::Lz4,
+            checkpoint_interval: Duration::from_secs(60),
+            checkpoint_log_bytes: 256 << 20,
+            log_segment_bytes: 64 << 20,
+            log_sync_interval: Duration::from_millis(100),
         }
     }
 }
@@ -56,6 +78,11 @@ impl std::fmt::Debug for Options {
             .field("basement_size_bytes", &self.basement_size_bytes)
             .field("fanout", &self.fanout)
             .field("flush_mode", &self.flush_mode)
+            .field("cache_size_bytes", &self.cache_size_bytes)
+            .field("compression", &self.compression)
+            .field("checkpoint_interval", &self.checkpoint_interval)
+            .field("checkpoint_log_bytes", &self.checkpoint_log_bytes)
+            .field("log_segment_bytes", &self.log_segment_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -64,10 +91,12 @@ impl Options {
     /// Tiny nodes, so that flushes, splits and merges happen all the time (tests).
     pub fn tiny() -> Options {
         Options {
-            node_size_bytes: 512,
-            basement_size_bytes: 128,
+            node_size_bytes: 1024,
+            basement_size_bytes: 256,
             fanout: 4,
             flush_mode: FlushMode::Inline,
+            cache_size_bytes: 64 << 10,
+            log_segment_bytes: 16 << 10,
             ..Options::default()
         }
     }

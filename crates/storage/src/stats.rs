@@ -16,6 +16,9 @@ pub(crate) struct Counters {
     pub internal_splits: AtomicU64,
     pub merges: AtomicU64,
     pub flushed_bytes_by_height: [AtomicU64; TRACKED_LEVELS],
+    pub checkpoints: AtomicU64,
+    pub checkpoint_bytes: AtomicU64,
+    pub checkpoint_micros: AtomicU64,
 }
 
 impl Counters {
@@ -43,6 +46,10 @@ impl Counters {
             flushed_bytes_by_height: self.flushed_bytes_by_height.each_ref().map(|c| c.load(Relaxed)),
             node_count: 0,
             buffered_bytes_by_height: [0; TRACKED_LEVELS],
+            checkpoints: self.checkpoints.load(Relaxed),
+            checkpoint_bytes: self.checkpoint_bytes.load(Relaxed),
+            checkpoint_micros: self.checkpoint_micros.load(Relaxed),
+            ..Stats::default()
         }
     }
 }
@@ -67,4 +74,43 @@ pub struct Stats {
     pub node_count: u64,
     /// Bytes of messages waiting in buffers, by height of the node holding them.
     pub buffered_bytes_by_height: [u64; TRACKED_LEVELS],
+    pub checkpoints: u64,
+    /// Bytes of node and catalog blocks the checkpoints wrote.
+    pub checkpoint_bytes: u64,
+    /// Time spent in checkpoints, in total.
+    pub checkpoint_micros: u64,
+    /// Accounted bytes of nodes in memory, and the budget they are held to.
+    pub cache_used_bytes: u64,
+    pub cache_budget_bytes: u64,
+    /// Nodes dropped from memory, nodes read back, dirty nodes written to make room.
+    pub evictions: u64,
+    pub cache_loads: u64,
+    pub write_backs: u64,
+    /// Writers that waited for eviction because the cache was far over budget.
+    pub throttle_waits: u64,
+    /// Node bytes before and after compression, over every node block written.
+    pub node_bytes_uncompressed: u64,
+    pub node_bytes_written: u64,
+    pub log_syncs: u64,
+    pub log_bytes: u64,
+    /// Size of the data file (allocated extent end).
+    pub data_file_bytes: u64,
+}
+
+/// Fills in the cache, disk and log figures.
+pub(crate) fn add_cache_and_disk(stats: &mut Stats, shared: &crate::engine::Shared) {
+    let c = &shared.store.counters;
+    stats.cache_used_bytes = shared.store.used_bytes() as u64;
+    stats.cache_budget_bytes = shared.options.cache_size_bytes as u64;
+    stats.evictions = c.evictions.load(Relaxed);
+    stats.cache_loads = c.loads.load(Relaxed);
+    stats.write_backs = c.write_backs.load(Relaxed);
+    stats.throttle_waits = c.throttle_waits.load(Relaxed);
+    stats.node_bytes_uncompressed = c.bytes_before_compression.load(Relaxed);
+    stats.node_bytes_written = c.bytes_written.load(Relaxed);
+    if let Some(durable) = shared.durable.get() {
+        stats.log_syncs = durable.log.syncs();
+        stats.log_bytes = durable.log.appended();
+        stats.data_file_bytes = durable.data.allocated_end();
+    }
 }

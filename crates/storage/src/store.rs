@@ -1,66 +1,362 @@
-//! The node store: every node of every tree, by id.
+//! The node store and cache: every node of every tree, by id, in memory or on disk.
 //!
 //! Nodes are shared as `Arc<Node>`: a reader clones the `Arc` and reads without holding any
-//! store lock; a writer `take`s a node (copying it if a reader still holds it), changes it and
-//! `put`s it back. The tree's own lock orders the two (see `tree`), so a writer never changes a
-//! node a reader of the same tree is between looking up and reading. This is the seam where the
-//! durable engine puts its cache: `get` of an evicted node reads it back from disk.
+//! store lock; a writer `take`s a node (copying it if a reader or a checkpoint still holds it),
+//! changes it and `put`s it back. The tree's own lock orders the two, so a writer never changes a
+//! node a reader of the same tree is between looking up and reading.
+//!
+//! Cache: nodes in memory are charged their accounted size against one budget. Past it, the
+//! least recently used nodes are evicted: clean ones simply dropped, dirty ones first written to
+//! a new block (copy-on-write: never over a block a checkpoint may still name). A node evicted is
+//! read back, checked and decoded on its next `get`. Writers evict on their own path when over
+//! budget, which is the engine's backpressure; only one thread evicts at a time, and a writer far
+//! over budget waits for it rather than growing memory further.
+//!
+//! Blocks and checkpoints: a slot remembers the block holding the node's last written version. A
+//! block replaced by a newer one, or whose node is freed, is *superseded*: the last durable
+//! checkpoint may still name it, so it is only returned to the allocator once the next
+//! checkpoint is durable (`take_superseded` at its capture, freed at its completion).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::compression::Compression;
 use crate::error::{Error, Result};
+use crate::file::{BlockAddr, DataFile};
+use crate::node::codec::{decode_node, encode_node};
 use crate::node::{Node, NodeId};
 
 const SHARDS: usize = 16;
 
+/// Eviction brings the cache down to this share of the budget, so it does not run per insert.
+const EVICT_TARGET_PERCENT: usize = 90;
+
+/// Past this share of the budget, a writer waits for the running eviction (throttling).
+const THROTTLE_PERCENT: usize = 150;
+
+struct Slot {
+    node: Option<Arc<Node>>,
+    /// Accounted bytes while in memory.
+    size: usize,
+    dirty: bool,
+    /// Bumped on every `put`: a write-back or checkpoint of an older version does not clean it.
+    version: u64,
+    addr: Option<BlockAddr>,
+    /// Out with a writer between `take` and `put`.
+    taken: bool,
+    last_used: u64,
+}
+
+/// What the disk side of the cache needs.
+pub(crate) struct Disk {
+    pub file: Arc<DataFile>,
+    pub compression: Compression,
+}
+
+#[derive(Default)]
+pub(crate) struct CacheCounters {
+    pub loads: AtomicU64,
+    pub evictions: AtomicU64,
+    pub write_backs: AtomicU64,
+    pub throttle_waits: AtomicU64,
+    pub bytes_written: AtomicU64,
+    pub bytes_before_compression: AtomicU64,
+}
+
+/// What a checkpoint captures from the cache at its consistent point.
+pub(crate) struct Capture {
+    pub dirty: Vec<(NodeId, Arc<Node>, u64)>,
+    pub clean: Vec<(NodeId, BlockAddr)>,
+}
+
 pub(crate) struct NodeStore {
-    shards: [Mutex<HashMap<NodeId, Arc<Node>>>; SHARDS],
+    shards: [Mutex<HashMap<NodeId, Slot>>; SHARDS],
     next_id: AtomicU64,
+    disk: Option<Disk>,
+    budget_bytes: usize,
+    used_bytes: AtomicUsize,
+    clock: AtomicU64,
+    superseded: Mutex<Vec<BlockAddr>>,
+    evicting: Mutex<()>,
+    pub counters: CacheCounters,
 }
 
 impl NodeStore {
-    pub fn new() -> NodeStore {
-        NodeStore { shards: std::array::from_fn(|_| Mutex::new(HashMap::new())), next_id: AtomicU64::new(1) }
+    pub fn new(disk: Option<Disk>, budget_bytes: usize) -> NodeStore {
+        NodeStore {
+            shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+            next_id: AtomicU64::new(1),
+            disk,
+            budget_bytes,
+            used_bytes: AtomicUsize::new(0),
+            clock: AtomicU64::new(0),
+            superseded: Mutex::new(Vec::new()),
+            evicting: Mutex::new(()),
+            counters: CacheCounters::default(),
+        }
     }
 
-    fn shard(&self, id: NodeId) -> &Mutex<HashMap<NodeId, Arc<Node>>> {
+    fn shard(&self, id: NodeId) -> &Mutex<HashMap<NodeId, Slot>> {
         &self.shards[(id.0 as usize) % SHARDS]
     }
 
-    pub fn allocate(&self, node: Node) -> NodeId {
-        let id = NodeId(self.next_id.fetch_add(1, Ordering::Relaxed));
-        self.shard(id).lock().insert(id, Arc::new(node));
-        id
+    fn tick(&self) -> u64 {
+        self.clock.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn next_id(&self) -> u64 {
+        self.next_id.load(Ordering::Acquire)
+    }
+
+    pub fn set_next_id(&self, next: u64) {
+        self.next_id.store(next, Ordering::Release);
+    }
+
+    pub fn used_bytes(&self) -> usize {
+        self.used_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Registers the nodes of a checkpoint as on disk, not yet read (recovery).
+    pub fn load_blocks(&self, blocks: &[(u64, BlockAddr)]) {
+        for &(id, addr) in blocks {
+            let slot = Slot { node: None, size: 0, dirty: false, version: 0, addr: Some(addr), taken: false, last_used: 0 };
+            self.shard(NodeId(id)).lock().insert(NodeId(id), slot);
+        }
+    }
+
+    pub fn allocate(&self, node: Node) -> Result<NodeId> {
+        let id = NodeId(self.next_id.fetch_add(1, Ordering::AcqRel));
+        let size = node.size_bytes();
+        let slot = Slot { node: Some(Arc::new(node)), size, dirty: true, version: 1, addr: None, taken: false, last_used: self.tick() };
+        self.shard(id).lock().insert(id, slot);
+        self.used_bytes.fetch_add(size, Ordering::Relaxed);
+        self.maybe_evict()?;
+        Ok(id)
     }
 
     pub fn get(&self, id: NodeId) -> Result<Arc<Node>> {
-        self.shard(id).lock().get(&id).cloned().ok_or_else(|| missing(id))
+        let addr = {
+            let mut shard = self.shard(id).lock();
+            let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
+            if slot.taken {
+                return Err(Error::Invariant(format!("node {} read while a writer has it", id.0)));
+            }
+            slot.last_used = self.tick();
+            match (&slot.node, slot.addr) {
+                (Some(node), _) => return Ok(Arc::clone(node)),
+                (None, Some(addr)) => addr,
+                (None, None) => return Err(missing(id)),
+            }
+        };
+        let node = Arc::new(self.read_node(id, addr)?);
+        let size = node.size_bytes();
+        let mut shard = self.shard(id).lock();
+        let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
+        match &slot.node {
+            Some(loaded) => Ok(Arc::clone(loaded)),
+            None if slot.addr == Some(addr) && !slot.taken => {
+                slot.node = Some(Arc::clone(&node));
+                slot.size = size;
+                self.used_bytes.fetch_add(size, Ordering::Relaxed);
+                self.counters.loads.fetch_add(1, Ordering::Relaxed);
+                drop(shard);
+                self.maybe_evict()?;
+                Ok(node)
+            }
+            None => Err(Error::Invariant(format!("node {} changed while it was read", id.0))),
+        }
+    }
+
+    fn read_node(&self, id: NodeId, addr: BlockAddr) -> Result<Node> {
+        let disk = self.disk.as_ref().ok_or_else(|| missing(id))?;
+        let payload = disk.file.read_block(addr, id.0)?;
+        decode_node(&payload)
     }
 
     /// Removes the node for changing; the caller `put`s it back.
     pub fn take(&self, id: NodeId) -> Result<Node> {
-        let shared = self.shard(id).lock().remove(&id).ok_or_else(|| missing(id))?;
+        let shared = self.get(id)?;
+        let mut shard = self.shard(id).lock();
+        let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
+        slot.node = None;
+        slot.taken = true;
+        self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
+        slot.size = 0;
+        drop(shard);
         Ok(Arc::try_unwrap(shared).unwrap_or_else(|still_shared| (*still_shared).clone()))
     }
 
-    pub fn put(&self, id: NodeId, node: Node) {
-        self.shard(id).lock().insert(id, Arc::new(node));
+    pub fn put(&self, id: NodeId, node: Node) -> Result<()> {
+        let size = node.size_bytes();
+        {
+            let mut shard = self.shard(id).lock();
+            let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
+            self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
+            slot.node = Some(Arc::new(node));
+            slot.size = size;
+            slot.dirty = true;
+            slot.version += 1;
+            slot.taken = false;
+            slot.last_used = self.tick();
+        }
+        self.used_bytes.fetch_add(size, Ordering::Relaxed);
+        self.maybe_evict()
     }
 
     pub fn free(&self, id: NodeId) {
-        self.shard(id).lock().remove(&id);
+        if let Some(slot) = self.shard(id).lock().remove(&id) {
+            self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
+            if let Some(addr) = slot.addr {
+                self.superseded.lock().push(addr);
+            }
+        }
     }
 
     pub fn len(&self) -> usize {
         self.shards.iter().map(|shard| shard.lock().len()).sum()
+    }
+
+    /// Evicts least recently used nodes while the cache is over budget.
+    fn maybe_evict(&self) -> Result<()> {
+        if self.disk.is_none() || self.used_bytes() <= self.budget_bytes {
+            return Ok(());
+        }
+        let _evicting = if self.used_bytes() > self.budget_bytes / 100 * THROTTLE_PERCENT {
+            self.counters.throttle_waits.fetch_add(1, Ordering::Relaxed);
+            self.evicting.lock()
+        } else {
+            match self.evicting.try_lock() {
+                Some(guard) => guard,
+                None => return Ok(()),
+            }
+        };
+        let target = self.budget_bytes / 100 * EVICT_TARGET_PERCENT;
+        let mut candidates: Vec<(u64, NodeId)> = Vec::new();
+        for shard in &self.shards {
+            let shard = shard.lock();
+            candidates.extend(shard.iter().filter(|(_, s)| s.node.is_some() && !s.taken).map(|(id, s)| (s.last_used, *id)));
+        }
+        candidates.sort_unstable();
+        for (_, id) in candidates {
+            if self.used_bytes() <= target {
+                break;
+            }
+            self.evict(id)?;
+        }
+        Ok(())
+    }
+
+    /// Drops one node from memory, writing it to a new block first if it is dirty.
+    fn evict(&self, id: NodeId) -> Result<()> {
+        let (node, version, dirty) = {
+            let mut shard = self.shard(id).lock();
+            let Some(slot) = shard.get_mut(&id) else { return Ok(()) };
+            let Some(node) = slot.node.clone() else { return Ok(()) };
+            if slot.taken {
+                return Ok(());
+            }
+            if !slot.dirty {
+                slot.node = None;
+                self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
+                slot.size = 0;
+                self.counters.evictions.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            (node, slot.version, slot.dirty)
+        };
+        debug_assert!(dirty);
+        let addr = self.write_node(id, &node)?;
+        self.counters.write_backs.fetch_add(1, Ordering::Relaxed);
+        let mut shard = self.shard(id).lock();
+        match shard.get_mut(&id) {
+            Some(slot) if slot.version == version && !slot.taken => {
+                if let Some(old) = slot.addr.replace(addr) {
+                    self.superseded.lock().push(old);
+                }
+                slot.dirty = false;
+                slot.node = None;
+                self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
+                slot.size = 0;
+                self.counters.evictions.fetch_add(1, Ordering::Relaxed);
+            }
+            // Changed (or freed) while being written: the block holds a version nobody names.
+            _ => self.free_unreferenced(addr),
+        }
+        Ok(())
+    }
+
+    /// Encodes and writes a node to a new block.
+    pub fn write_node(&self, id: NodeId, node: &Node) -> Result<BlockAddr> {
+        let disk = self.disk.as_ref().ok_or_else(|| Error::Invariant("write-back without a disk".into()))?;
+        let payload = encode_node(node, disk.compression);
+        self.counters.bytes_before_compression.fetch_add(node.size_bytes() as u64, Ordering::Relaxed);
+        self.counters.bytes_written.fetch_add(payload.len() as u64, Ordering::Relaxed);
+        disk.file.write_block(id.0, &payload)
+    }
+
+    fn free_unreferenced(&self, addr: BlockAddr) {
+        if let Some(disk) = &self.disk {
+            disk.file.free(addr);
+        }
+    }
+
+    /// The checkpoint's view: dirty nodes to write (with their versions) and the blocks of the
+    /// clean ones. Called with every tree locked, so no node is out with a writer.
+    pub fn capture(&self) -> Result<Capture> {
+        let mut capture = Capture { dirty: Vec::new(), clean: Vec::new() };
+        for shard in &self.shards {
+            for (id, slot) in shard.lock().iter() {
+                match (&slot.node, slot.dirty, slot.addr) {
+                    (Some(node), true, _) => capture.dirty.push((*id, Arc::clone(node), slot.version)),
+                    (_, false, Some(addr)) => capture.clean.push((*id, addr)),
+                    _ => return Err(Error::Invariant(format!("node {} is neither in memory nor on disk", id.0))),
+                }
+            }
+        }
+        Ok(capture)
+    }
+
+    /// The checkpoint wrote version `version` of a node to `addr`.
+    pub fn mark_written(&self, id: NodeId, version: u64, addr: BlockAddr) {
+        let mut shard = self.shard(id).lock();
+        match shard.get_mut(&id) {
+            Some(slot) if slot.version == version => {
+                if let Some(old) = slot.addr.replace(addr) {
+                    // Either an older version (superseded) or the same version an eviction
+                    // wrote meanwhile (named by no checkpoint).
+                    if slot.dirty {
+                        self.superseded.lock().push(old);
+                    } else {
+                        self.free_unreferenced(old);
+                    }
+                }
+                slot.dirty = false;
+            }
+            // Changed or freed since the capture: the checkpoint names this block, the next one
+            // will not.
+            _ => self.superseded.lock().push(addr),
+        }
+    }
+
+    pub fn take_superseded(&self) -> Vec<BlockAddr> {
+        std::mem::take(&mut *self.superseded.lock())
+    }
+
+    /// Gives back blocks a failed checkpoint was going to free.
+    pub fn restore_superseded(&self, blocks: Vec<BlockAddr>) {
+        self.superseded.lock().extend(blocks);
+    }
+
+    pub fn free_blocks(&self, blocks: Vec<BlockAddr>) {
+        for addr in blocks {
+            self.free_unreferenced(addr);
+        }
     }
 }
 
 fn missing(id: NodeId) -> Error {
     Error::Corruption(format!("node {} is not in the store", id.0))
 }
-

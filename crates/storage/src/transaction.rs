@@ -12,10 +12,11 @@ use std::sync::Arc;
 
 use crate::engine::Shared;
 use crate::error::{Error, Result};
-use crate::message::{Event, Seq, SEQ_MAX};
-use crate::node::buffer::RangeDelete;
+use crate::message::{Seq, SEQ_MAX};
 use crate::options::{Durability, FlushMode};
-use crate::tree::{FlushNeed, Tree, TreeId, TreeMessage};
+use crate::stats::Counters;
+use crate::tree::{FlushNeed, Tree, TreeId};
+use crate::wal::record::{frame_commit, LogWrite};
 
 /// The largest key the engine accepts.
 pub const MAX_KEY_BYTES: usize = 64 << 10;
@@ -75,39 +76,53 @@ impl<'e> Transaction<'e> {
     }
 
     /// Applies every write atomically; returns the commit's sequence number (a snapshot at or
-    /// after it sees the commit).
-    pub fn commit(self, _durability: Durability) -> Result<Seq> {
-        let shared = self.shared;
+    /// after it sees the commit). With `Durability::Immediate` it returns only once the commit's
+    /// log record is synced.
+    pub fn commit(self, durability: Durability) -> Result<Seq> {
         self.check_sizes()?;
-        let flush_needs = {
+        let shared = self.shared;
+        if self.writes.is_empty() {
+            return Ok(shared.visible.load(Ordering::Acquire));
+        }
+        let (last, position, needs) = {
             let _commit = shared.commit_lock.lock();
             let trees = self.trees()?;
             if self.writes.iter().any(|(_, w)| matches!(w, Write::InsertIfAbsent(..))) {
                 self.check_absent(&trees)?;
             }
-            let count = self.writes.len() as u64;
-            let first = shared.next_seq.fetch_add(count, Ordering::AcqRel);
-            let last = first + count.saturating_sub(1);
-            let result = apply(shared, &trees, self.writes, first);
-            // Publish even after an error so that sequence numbers stay in step; an error here
-            // means the engine found itself inconsistent, and verify() will say where.
-            shared.visible.store(last.max(shared.visible.load(Ordering::Acquire)), Ordering::Release);
-            shared.counters.commit();
-            let needs = result?;
-            needs.into_iter().map(|(id, need)| (trees.get(&id).cloned(), id, need)).collect::<Vec<_>>()
-        };
-        for (tree, id, need) in flush_needs {
-            match need {
-                FlushNeed::Urgent if shared.options.flush_mode == FlushMode::Background => {
-                    if let Some(tree) = tree {
-                        tree.flush_if_needed(&shared.ctx())?;
+            let first = shared.next_seq.load(Ordering::Acquire);
+            let last = first + self.writes.len() as u64 - 1;
+            let writes: Vec<(TreeId, LogWrite)> = self.writes.into_iter().map(|(id, w)| (id, w.into_log())).collect();
+            let position = match shared.log() {
+                Some(log) => Some(log.append(|buffer| {
+                    frame_commit(buffer, first, writes.iter().map(|(id, w)| (id.0, w.as_ref())))
+                })?),
+                None => None,
+            };
+            let result = shared.apply_writes(first, writes);
+            shared.publish(last);
+            Counters::add(&shared.counters.commits, 1);
+            match result {
+                Ok(needs) => (last, position, needs),
+                Err(error) => {
+                    // The log has the commit but the trees have part of it: stop, so that only
+                    // a reopen (which replays it whole) serves this state.
+                    if let Some(log) = shared.log() {
+                        log.stop(&format!("applying a commit failed: {error}"));
                     }
+                    return Err(error);
                 }
-                FlushNeed::Urgent | FlushNeed::Wanted => shared.request_flush(id),
-                FlushNeed::None => {}
+            }
+        };
+        if let (Some(log), Some(position)) = (shared.log(), position) {
+            match durability {
+                Durability::Immediate => log.sync_to(position)?,
+                Durability::Periodic => log.want_periodic(position),
+                Durability::None => {}
             }
         }
-        Ok(shared.visible.load(Ordering::Acquire))
+        flush_as_needed(shared, needs);
+        Ok(last)
     }
 
     fn check_sizes(&self) -> Result<()> {
@@ -189,34 +204,32 @@ impl<'e> Transaction<'e> {
     }
 }
 
-/// Puts each write into its tree as a message with its own sequence number.
-fn apply(
-    shared: &Shared,
-    trees: &HashMap<TreeId, Arc<Tree>>,
-    writes: Vec<(TreeId, Write)>,
-    first: Seq,
-) -> Result<Vec<(TreeId, FlushNeed)>> {
-    let mut by_tree: Vec<(TreeId, Vec<TreeMessage>)> = Vec::new();
-    for (offset, (id, write)) in writes.into_iter().enumerate() {
-        let seq = first + offset as u64;
-        let message = match write {
-            Write::Put(key, value) | Write::InsertIfAbsent(key, value) => {
-                TreeMessage::Point { key, seq, event: Event::Put(value) }
+/// Hands full roots to the flusher, or flushes one far over its size here (backpressure).
+fn flush_as_needed(shared: &Shared, needs: Vec<(Arc<Tree>, FlushNeed)>) {
+    for (tree, need) in needs {
+        match need {
+            FlushNeed::Urgent if shared.options.flush_mode == FlushMode::Background => {
+                if let Err(error) = tree.flush_if_needed(&shared.ctx()) {
+                    // The commit itself is applied (and logged); what failed is the engine.
+                    if let Some(log) = shared.log() {
+                        log.stop(&format!("flush failed: {error}"));
+                    }
+                }
             }
-            Write::Delete(key) => TreeMessage::Point { key, seq, event: Event::Delete },
-            Write::Update(key, operand) => TreeMessage::Point { key, seq, event: Event::Update(operand) },
-            Write::DeleteRange(start, end) => TreeMessage::Range(RangeDelete { start, end, seq }),
-        };
-        match by_tree.iter_mut().find(|(t, _)| *t == id) {
-            Some((_, messages)) => messages.push(message),
-            None => by_tree.push((id, vec![message])),
+            FlushNeed::Urgent | FlushNeed::Wanted => shared.request_flush(tree.id),
+            FlushNeed::None => {}
         }
     }
-    let ctx = shared.ctx();
-    let mut needs = Vec::with_capacity(by_tree.len());
-    for (id, messages) in by_tree {
-        let tree = trees.get(&id).ok_or_else(|| Error::TreeNotFound(format!("#{}", id.0)))?;
-        needs.push((id, tree.write(&ctx, messages)?));
+}
+
+impl Write {
+    /// What the log and the trees see: an insert-if-absent has passed its check and is a put.
+    fn into_log(self) -> LogWrite {
+        match self {
+            Write::Put(k, v) | Write::InsertIfAbsent(k, v) => LogWrite::Put(k, v),
+            Write::Delete(k) => LogWrite::Delete(k),
+            Write::Update(k, v) => LogWrite::Update(k, v),
+            Write::DeleteRange(s, e) => LogWrite::DeleteRange(s, e),
+        }
     }
-    Ok(needs)
 }

@@ -11,7 +11,8 @@ use std::ops::Bound;
 use crate::message::{prune, Event, Seq};
 
 /// Bytes charged per message beyond its key and value, for the seq, the tag and the map entry.
-const MESSAGE_OVERHEAD_BYTES: usize = 16;
+/// (A `BTreeMap` slot, the events `Vec`, the event and their allocations.)
+const MESSAGE_OVERHEAD_BYTES: usize = 72;
 
 /// A delete of every key in `[start, end)`; `end: None` means unbounded above.
 #[derive(Clone, Debug, PartialEq, Eq)]

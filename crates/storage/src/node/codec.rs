@@ -2,15 +2,15 @@
 //! untrusted (any byte string decodes to a node or to `Error::Corruption`, never a panic).
 //!
 //! All integers are little-endian. `bytes` is a u32 length then that many bytes. Each basement
-//! and each buffer is a separate length-prefixed *section*, so that one can be compressed, read
-//! and decoded without the others.
+//! and each buffer is a separate length-prefixed *section*, compressed on its own (see
+//! `compression`), so that one can be read and decoded without the others.
 //!
 //! ```text
 //! node      := kind:u8 (1 leaf | 2 internal) body
 //! leaf      := basement_count:u32 section*            (one basement per section)
 //! internal  := height:u32 child_count:u32 child_id:u64*child_count
 //!              pivot:bytes*(child_count - 1) section*child_count   (one buffer per section)
-//! section   := len:u32 payload
+//! section   := len:u32 compressed(payload)
 //! basement  := entry_count:u32 (key:bytes version_count:u32 (seq:u64 tag:u8 [value:bytes])*)*
 //!              tag: 0 deletion, 1 value
 //! buffer    := key_count:u32 (key:bytes message_count:u32 (seq:u64 op:u8 [operand:bytes])*)*
@@ -20,6 +20,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::compression::{compress, decompress, Compression};
 use crate::error::{Error, Result};
 use crate::message::{Event, Seq};
 use crate::node::buffer::{Buffer, RangeDelete};
@@ -29,14 +30,14 @@ use crate::node::{Internal, Node, NodeId};
 const KIND_LEAF: u8 = 1;
 const KIND_INTERNAL: u8 = 2;
 
-pub fn encode_node(node: &Node) -> Vec<u8> {
+pub fn encode_node(node: &Node, compression: Compression) -> Vec<u8> {
     let mut out = Vec::with_capacity(node.size_bytes() + 64);
     match node {
         Node::Leaf(leaf) => {
             out.push(KIND_LEAF);
             put_u32(&mut out, leaf.basements().len());
             for basement in leaf.basements() {
-                put_section(&mut out, &encode_basement(basement));
+                put_section(&mut out, &encode_basement(basement), compression);
             }
         }
         Node::Internal(internal) => {
@@ -50,7 +51,7 @@ pub fn encode_node(node: &Node) -> Vec<u8> {
                 put_bytes(&mut out, pivot);
             }
             for buffer in &internal.buffers {
-                put_section(&mut out, &encode_buffer(buffer));
+                put_section(&mut out, &encode_buffer(buffer), compression);
             }
         }
     }
@@ -64,7 +65,7 @@ pub fn decode_node(bytes: &[u8]) -> Result<Node> {
             let count = r.count(4)?;
             let mut basements = Vec::with_capacity(count);
             for _ in 0..count {
-                basements.push(decode_basement(r.bytes()?)?);
+                basements.push(decode_basement(&decompress(r.bytes()?)?)?);
             }
             Node::Leaf(Leaf::from_basements(basements))
         }
@@ -91,7 +92,7 @@ fn decode_internal(r: &mut Reader<'_>) -> Result<Internal> {
     }
     let mut buffers = Vec::with_capacity(child_count);
     for _ in 0..child_count {
-        buffers.push(decode_buffer(r.bytes()?)?);
+        buffers.push(decode_buffer(&decompress(r.bytes()?)?)?);
     }
     Ok(Internal { height, pivots, children, buffers })
 }
@@ -226,8 +227,10 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-fn put_section(out: &mut Vec<u8>, section: &[u8]) {
-    put_bytes(out, section);
+fn put_section(out: &mut Vec<u8>, section: &[u8], compression: Compression) {
+    let mut compressed = Vec::with_capacity(section.len() / 2 + 8);
+    compress(compression, section, &mut compressed);
+    put_bytes(out, &compressed);
 }
 
 /// A cursor over untrusted bytes: every read checks what is left.
@@ -320,16 +323,18 @@ mod tests {
 
     #[test]
     fn nodes_round_trip() {
-        for node in [sample_internal(), sample_leaf(), Node::Leaf(Leaf::default())] {
-            let bytes = encode_node(&node);
-            assert_eq!(decode_node(&bytes), Ok(node));
+        for compression in [Compression::None, Compression::Lz4, Compression::Zstd(3)] {
+            for node in [sample_internal(), sample_leaf(), Node::Leaf(Leaf::default())] {
+                let bytes = encode_node(&node, compression);
+                assert_eq!(decode_node(&bytes), Ok(node));
+            }
         }
     }
 
     #[test]
     fn every_truncation_is_corruption() {
         for node in [sample_internal(), sample_leaf()] {
-            let bytes = encode_node(&node);
+            let bytes = encode_node(&node, Compression::Lz4);
             for len in 0..bytes.len() {
                 assert!(matches!(decode_node(&bytes[..len]), Err(Error::Corruption(_))), "len {len}");
             }
@@ -344,7 +349,7 @@ mod tests {
 
         #[test]
         fn flipped_bytes_never_panic(index in 0usize..200, bit in 0u8..8) {
-            let mut bytes = encode_node(&sample_internal());
+            let mut bytes = encode_node(&sample_internal(), Compression::Lz4);
             let len = bytes.len();
             if let Some(b) = bytes.get_mut(index % len) {
                 *b ^= 1 << bit;

@@ -18,8 +18,10 @@ use std::ops::Bound;
 use crate::message::{Event, Seq, UpdateFn};
 use crate::node::buffer::RangeDelete;
 
-const ENTRY_OVERHEAD_BYTES: usize = 16;
-const VERSION_OVERHEAD_BYTES: usize = 16;
+// Charges near the real heap cost of an entry (key and versions `Vec`s and their allocations)
+// and of a version, so that the cache budget holds in resident memory.
+const ENTRY_OVERHEAD_BYTES: usize = 64;
+const VERSION_OVERHEAD_BYTES: usize = 40;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {

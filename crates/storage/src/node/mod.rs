@@ -50,7 +50,7 @@ pub struct Internal {
 }
 
 /// Bytes charged per pivot beyond its key, for the child id and the buffer header.
-const PIVOT_OVERHEAD_BYTES: usize = 24;
+const PIVOT_OVERHEAD_BYTES: usize = 48;
 
 impl Internal {
     /// The child that owns `key`.

@@ -35,7 +35,7 @@ pub(super) fn flush_node(ctx: &Ctx<'_>, id: NodeId) -> Result<()> {
         Node::Internal(internal) => flush_until_fits(ctx, internal),
         Node::Leaf(_) => Ok(()),
     };
-    ctx.store.put(id, node);
+    ctx.store.put(id, node)?;
     result
 }
 
@@ -72,7 +72,7 @@ pub(super) fn flush_child(ctx: &Ctx<'_>, parent: &mut Internal, index: usize) ->
             false
         }
     };
-    ctx.store.put(child_id, child);
+    ctx.store.put(child_id, child)?;
     if cascade {
         Counters::add(&ctx.counters.cascades, 1);
         flush_node(ctx, child_id)?;
@@ -130,13 +130,13 @@ fn split_child(ctx: &Ctx<'_>, parent: &mut Internal, index: usize) -> Result<boo
                 .collect()
         }
     };
-    ctx.store.put(child_id, child);
+    ctx.store.put(child_id, child)?;
     let Some(buffer) = parent.buffers.get_mut(index) else { return Ok(false) };
     let mut parts: Vec<Buffer> = pieces.iter().rev().map(|(pivot, _)| buffer.split_off(pivot)).collect();
     parts.reverse();
     let changed = !pieces.is_empty();
     for (offset, ((pivot, node), part)) in pieces.into_iter().zip(parts).enumerate() {
-        let id = ctx.store.allocate(node);
+        let id = ctx.store.allocate(node)?;
         parent.pivots.insert(index + offset, pivot);
         parent.children.insert(index + 1 + offset, id);
         parent.buffers.insert(index + 1 + offset, part);
@@ -189,7 +189,7 @@ fn merge_child(ctx: &Ctx<'_>, parent: &mut Internal, index: usize) -> Result<boo
         }
         _ => Err(Error::Invariant("siblings of different heights".into())),
     };
-    ctx.store.put(left_id, left);
+    ctx.store.put(left_id, left)?;
     merged?;
     ctx.store.free(right_id);
     parent.children.remove(right_index);
@@ -217,7 +217,7 @@ pub(super) fn fix_path(ctx: &Ctx<'_>, root: &mut NodeId, path: Vec<(NodeId, usiz
             Node::Internal(parent) => rebalance_child(ctx, parent, index),
             Node::Leaf(_) => Ok(false),
         };
-        ctx.store.put(parent_id, node);
+        ctx.store.put(parent_id, node)?;
         if !changed? {
             break;
         }
@@ -242,7 +242,7 @@ pub(super) fn fix_root(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
             let mut new_root =
                 Internal { height: height + 1, pivots: Vec::new(), children: vec![*root], buffers: vec![Buffer::default()] };
             split_child(ctx, &mut new_root, 0)?;
-            *root = ctx.store.allocate(Node::Internal(new_root));
+            *root = ctx.store.allocate(Node::Internal(new_root))?;
             continue;
         }
         match lone_child {
@@ -256,7 +256,7 @@ pub(super) fn fix_root(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
                     Node::Internal(internal) => flush_child(ctx, internal, 0),
                     Node::Leaf(_) => Ok(()),
                 };
-                ctx.store.put(*root, node);
+                ctx.store.put(*root, node)?;
                 result?;
             }
             None => return Ok(()),

@@ -53,9 +53,19 @@ pub(crate) struct Tree {
 }
 
 impl Tree {
-    pub fn create(id: TreeId, name: String, store: &NodeStore) -> Tree {
-        let root = store.allocate(Node::Leaf(Leaf::default()));
+    pub fn create(id: TreeId, name: String, store: &NodeStore) -> Result<Tree> {
+        let root = store.allocate(Node::Leaf(Leaf::default()))?;
+        Ok(Tree::with_root(id, name, root))
+    }
+
+    /// A tree whose nodes already exist (recovery).
+    pub fn with_root(id: TreeId, name: String, root: NodeId) -> Tree {
         Tree { id, name, root: RwLock::new(Some(root)) }
+    }
+
+    /// Holds the tree's shape still (no writer, no flush) while the guard lives.
+    pub fn lock_shape(&self) -> parking_lot::RwLockReadGuard<'_, Option<NodeId>> {
+        self.root.read()
     }
 
     fn not_found(&self) -> Error {

@@ -16,10 +16,22 @@ use crate::options::FlushMode;
 use crate::stats::Counters;
 use crate::tree::flush::{fix_path, fix_root, flush_node, needs_flush};
 use crate::tree::{Ctx, Tree};
+use crate::wal::record::LogWrite;
 
 pub(crate) enum TreeMessage {
     Point { key: Vec<u8>, seq: Seq, event: Event },
     Range(RangeDelete),
+}
+
+impl TreeMessage {
+    pub fn from_write(seq: Seq, write: LogWrite) -> TreeMessage {
+        match write {
+            LogWrite::Put(key, value) => TreeMessage::Point { key, seq, event: Event::Put(value) },
+            LogWrite::Delete(key) => TreeMessage::Point { key, seq, event: Event::Delete },
+            LogWrite::Update(key, operand) => TreeMessage::Point { key, seq, event: Event::Update(operand) },
+            LogWrite::DeleteRange(start, end) => TreeMessage::Range(RangeDelete { start, end, seq }),
+        }
+    }
 }
 
 /// After a write, how urgently the root wants flushing.
@@ -116,7 +128,7 @@ fn inject_point(ctx: &Ctx<'_>, root: &mut NodeId, key: Vec<u8>, seq: Seq, event:
                     let b = ctx.options.basement_size_bytes;
                     leaf.apply_point(key, vec![(seq, event)], ctx.horizon, ctx.update(), b);
                 }
-                ctx.store.put(id, node);
+                ctx.store.put(id, node)?;
                 return fix_path(ctx, root, path);
             }
             Step::Buffer => {
@@ -128,7 +140,7 @@ fn inject_point(ctx: &Ctx<'_>, root: &mut NodeId, key: Vec<u8>, seq: Seq, event:
                     }
                     Node::Leaf(_) => false,
                 };
-                ctx.store.put(id, node);
+                ctx.store.put(id, node)?;
                 // The root is the flusher's business; a deeper node filled by messages that
                 // descended past empty buffers is flushed here, or nobody would notice it.
                 if over && !path.is_empty() {
@@ -160,6 +172,6 @@ fn inject_range(ctx: &Ctx<'_>, root: &mut NodeId, range: RangeDelete) -> Result<
             leaf.apply(incoming, ctx.horizon, ctx.update(), ctx.options.basement_size_bytes);
         }
     }
-    ctx.store.put(*root, node);
+    ctx.store.put(*root, node)?;
     fix_root(ctx, root)
 }

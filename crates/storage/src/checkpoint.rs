@@ -1,0 +1,154 @@
+//! Checkpoints: making the whole engine durable in the data file, copy-on-write, so the redo log
+//! before it can go.
+//!
+//! 1. Capture, under the commit lock and every tree's shape lock (microseconds per thousand
+//!    nodes): the visible sequence number, the trees and their roots, the dirty nodes (as `Arc`s:
+//!    a writer that changes one afterwards changes a copy) and the blocks of the clean ones, the
+//!    blocks superseded since the last checkpoint; the log moves to a new segment.
+//! 2. Write, with no engine lock held: each captured dirty node to a new block, then the catalog
+//!    (trees and block table), then sync the data file.
+//! 3. Commit: write the header slot of the new generation and sync it. Until this sync the
+//!    previous checkpoint is the one recovery uses, and none of its blocks has been reused.
+//! 4. Release: free the blocks superseded before the capture and the previous catalog; delete the
+//!    log segments before the capture's.
+//!
+//! A failure anywhere before 3 leaves the previous checkpoint intact and the superseded blocks
+//! still reserved. A failed data file sync stops the engine (see `wal`): it is never retried.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use crate::engine::{elapsed_micros, Durable, Shared};
+use crate::error::{Error, Result};
+use crate::file::catalog::{Catalog, CatalogTree};
+use crate::file::header::Header;
+use crate::file::BlockAddr;
+use crate::stats::Counters;
+use crate::store::Capture;
+use crate::tree::Tree;
+
+/// What the engine remembers between checkpoints.
+pub(crate) struct CheckpointState {
+    pub generation: u64,
+    pub catalog_block: Option<BlockAddr>,
+    pub last_finished: Instant,
+    pub log_position_at_last: u64,
+}
+
+impl CheckpointState {
+    pub fn new(generation: u64, catalog_block: Option<BlockAddr>) -> CheckpointState {
+        CheckpointState { generation, catalog_block, last_finished: Instant::now(), log_position_at_last: 0 }
+    }
+}
+
+/// Policy: a checkpoint is due after the interval, or after enough log.
+pub(crate) fn due(shared: &Shared, durable: &Durable) -> bool {
+    let state = durable.checkpoint.lock();
+    let log_since = durable.log.appended().saturating_sub(state.log_position_at_last);
+    state.last_finished.elapsed() >= shared.options.checkpoint_interval || log_since >= shared.options.checkpoint_log_bytes
+}
+
+struct Captured {
+    seq: u64,
+    segment: u64,
+    log_position: u64,
+    next_node_id: u64,
+    next_tree_id: u64,
+    trees: Vec<CatalogTree>,
+    nodes: Capture,
+    release: Vec<BlockAddr>,
+}
+
+/// Runs one checkpoint (one at a time); a no-op for an in-memory engine.
+pub(crate) fn checkpoint(shared: &Shared) -> Result<()> {
+    let Some(durable) = shared.durable.get() else { return Ok(()) };
+    let mut state = durable.checkpoint.lock();
+    let started = Instant::now();
+    let captured = capture(shared, durable)?;
+    let release = captured.release.clone();
+    match write_and_commit(shared, durable, &mut state, captured) {
+        Ok((bytes, catalog_block)) => {
+            shared.store.free_blocks(release);
+            if let Some(previous) = state.catalog_block.replace(catalog_block) {
+                durable.data.free(previous);
+            }
+            let c = &shared.counters;
+            Counters::add(&c.checkpoints, 1);
+            Counters::add(&c.checkpoint_bytes, bytes);
+            Counters::add(&c.checkpoint_micros, elapsed_micros(started));
+            state.last_finished = Instant::now();
+            Ok(())
+        }
+        Err(error) => {
+            shared.store.restore_superseded(release);
+            if matches!(error, Error::Stopped(_)) {
+                // The data file may have lost pages the cache now believes are on disk.
+                durable.log.stop(&error.to_string());
+            }
+            Err(error)
+        }
+    }
+}
+
+fn capture(shared: &Shared, durable: &Durable) -> Result<Captured> {
+    let _commit = shared.commit_lock.lock();
+    let catalog = shared.catalog.read();
+    let mut trees: Vec<Arc<Tree>> = catalog.by_id.values().cloned().collect();
+    trees.sort_by_key(|t| t.id);
+    let guards: Vec<_> = trees.iter().map(|t| t.lock_shape()).collect();
+    let roots = trees
+        .iter()
+        .zip(&guards)
+        .filter_map(|(tree, guard)| guard.map(|root| CatalogTree { id: tree.id.0, name: tree.name.clone(), root: root.0 }))
+        .collect();
+    let nodes = shared.store.capture()?;
+    let release = shared.store.take_superseded();
+    let segment = durable.log.rotate_now()?;
+    Ok(Captured {
+        seq: shared.visible.load(Ordering::Acquire),
+        segment,
+        log_position: durable.log.appended(),
+        next_node_id: shared.store.next_id(),
+        next_tree_id: catalog.next_id,
+        trees: roots,
+        nodes,
+        release,
+    })
+}
+
+/// Steps 2 and 3 (and the log half of 4); returns the bytes written and the new catalog block.
+fn write_and_commit(
+    shared: &Shared,
+    durable: &Durable,
+    state: &mut CheckpointState,
+    captured: Captured,
+) -> Result<(u64, BlockAddr)> {
+    let mut blocks = captured.nodes.clean;
+    let mut bytes = 0u64;
+    for (id, node, version) in captured.nodes.dirty {
+        let addr = shared.store.write_node(id, &node)?;
+        bytes += u64::from(addr.len);
+        shared.store.mark_written(id, version, addr);
+        blocks.push((id, addr));
+    }
+    let catalog = Catalog { trees: captured.trees, blocks: blocks.into_iter().map(|(id, addr)| (id.0, addr)).collect() };
+    let catalog_addr = durable.data.write_block(0, &catalog.encode())?;
+    bytes += u64::from(catalog_addr.len);
+    durable.data.sync()?;
+    let header = Header {
+        generation: state.generation + 1,
+        checkpoint_seq: captured.seq,
+        log_segment: captured.segment,
+        next_node_id: captured.next_node_id,
+        next_tree_id: captured.next_tree_id,
+        catalog_offset: catalog_addr.offset,
+        catalog_len: catalog_addr.len,
+    };
+    durable.data.write_header(&header)?;
+    state.generation += 1;
+    state.log_position_at_last = captured.log_position;
+    // The checkpoint is durable; a segment that cannot be removed now is removed by the next.
+    let _ = durable.log.remove_segments_before(captured.segment);
+    Ok((bytes, catalog_addr))
+}

@@ -1,0 +1,147 @@
+//! The data file: one file for all trees, holding the two header slots, node blocks written
+//! copy-on-write, and each checkpoint's catalog (trees and the block translation table).
+//!
+//! ```text
+//! data file := header slot 0 (4 KiB) | header slot 1 (4 KiB) | blocks, page-aligned, anywhere
+//! block     := magic "SBLK"(4) checksum:u32 node_id:u64 payload_len:u32 payload
+//!              checksum = crc32c(node_id | payload_len | payload)
+//! ```
+//!
+//! A block carries the id of the node it belongs to (0 for a catalog), so a block read for the
+//! wrong node, a torn write or a stray overwrite is caught by the checksum or the id, and reported
+//! as corruption, never served as data.
+
+pub mod allocator;
+pub mod catalog;
+pub mod header;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::io::{File, FileSystem, OpenMode};
+use allocator::{Allocator, PAGE_BYTES};
+use header::Header;
+
+const BLOCK_MAGIC: &[u8; 4] = b"SBLK";
+const BLOCK_HEADER_BYTES: usize = 20;
+
+/// Where a block lives: its offset and its exact length (the space it holds is rounded up to
+/// whole pages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockAddr {
+    pub offset: u64,
+    pub len: u32,
+}
+
+pub struct DataFile {
+    file: Arc<dyn File>,
+    allocator: Mutex<Allocator>,
+}
+
+impl DataFile {
+    pub fn open(fs: &dyn FileSystem, path: &Path) -> Result<DataFile> {
+        let file = fs.open(path, OpenMode::Create)?;
+        Ok(DataFile { file, allocator: Mutex::new(Allocator::new()) })
+    }
+
+    /// Replaces the allocator once the blocks in use are known (after reading a checkpoint).
+    pub fn set_allocator(&self, allocator: Allocator) {
+        *self.allocator.lock() = allocator;
+    }
+
+    pub fn write_block(&self, node_id: u64, payload: &[u8]) -> Result<BlockAddr> {
+        let len = BLOCK_HEADER_BYTES + payload.len();
+        let len32 = u32::try_from(len).map_err(|_| Error::TooLarge(format!("block of {len} bytes")))?;
+        let payload_len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+        let mut block = Vec::with_capacity(len);
+        block.extend_from_slice(BLOCK_MAGIC);
+        block.extend_from_slice(&[0; 4]);
+        block.extend_from_slice(&node_id.to_le_bytes());
+        block.extend_from_slice(&payload_len.to_le_bytes());
+        block.extend_from_slice(payload);
+        let checksum = crc32c::crc32c(block.get(8..).unwrap_or_default());
+        block.splice(4..8, checksum.to_le_bytes());
+        let offset = self.allocator.lock().allocate(len as u64);
+        if let Err(error) = self.file.write_all_at(&block, offset) {
+            self.allocator.lock().free(offset, len as u64);
+            return Err(error.into());
+        }
+        Ok(BlockAddr { offset, len: len32 })
+    }
+
+    /// Reads a block and returns its payload, checking its checksum and its node id.
+    pub fn read_block(&self, addr: BlockAddr, node_id: u64) -> Result<Vec<u8>> {
+        let corrupt = |what: &str| Error::Corruption(format!("block at {} for node {node_id}: {what}", addr.offset));
+        let len = addr.len as usize;
+        if len < BLOCK_HEADER_BYTES {
+            return Err(corrupt("shorter than a block header"));
+        }
+        let mut block = vec![0; len];
+        self.file.read_exact_at(&mut block, addr.offset)?;
+        let (head, payload) = block.split_at(BLOCK_HEADER_BYTES);
+        let field = |range: std::ops::Range<usize>| head.get(range).unwrap_or_default();
+        if field(0..4) != BLOCK_MAGIC {
+            return Err(corrupt("bad magic"));
+        }
+        let stored = u32::from_le_bytes(field(4..8).try_into().map_err(|_| corrupt("checksum"))?);
+        if crc32c::crc32c(block.get(8..).unwrap_or_default()) != stored {
+            return Err(corrupt("checksum mismatch"));
+        }
+        let id = u64::from_le_bytes(field(8..16).try_into().map_err(|_| corrupt("node id"))?);
+        let payload_len = u32::from_le_bytes(field(16..20).try_into().map_err(|_| corrupt("length"))?);
+        if id != node_id || payload_len as usize != payload.len() {
+            return Err(corrupt(&format!("belongs to node {id}")));
+        }
+        Ok(payload.to_vec())
+    }
+
+    /// Returns a block's space for reuse. The caller guarantees no durable checkpoint names it.
+    pub fn free(&self, addr: BlockAddr) {
+        self.allocator.lock().free(addr.offset, u64::from(addr.len));
+    }
+
+    pub fn sync(&self) -> Result<()> {
+        self.file.sync().map_err(|e| Error::Stopped(format!("data file sync failed: {e}")))
+    }
+
+    /// Writes the header slot of its generation and syncs it: the checkpoint's commit point.
+    pub fn write_header(&self, header: &Header) -> Result<()> {
+        self.file.write_all_at(&header.encode(), Header::slot_offset(header.generation))?;
+        self.sync()
+    }
+
+    /// The valid header with the highest generation; `None` for a new file. Both slots damaged
+    /// (and not blank) is corruption.
+    pub fn read_header(&self) -> Result<Option<Header>> {
+        let file_len = self.file.len()?;
+        let mut best: Option<Header> = None;
+        let mut damaged = Vec::new();
+        for slot in 0..2u64 {
+            let offset = slot * PAGE_BYTES;
+            let mut bytes = vec![0u8; PAGE_BYTES as usize];
+            if offset < file_len {
+                let available = (file_len - offset).min(PAGE_BYTES) as usize;
+                if let Some(prefix) = bytes.get_mut(..available) {
+                    self.file.read_exact_at(prefix, offset)?;
+                }
+            }
+            match Header::decode(&bytes) {
+                Ok(Some(header)) if best.as_ref().is_none_or(|b| header.generation > b.generation) => best = Some(header),
+                Ok(_) => {}
+                Err(error) => damaged.push(error),
+            }
+        }
+        match (best, damaged.len()) {
+            (None, 2) => Err(Error::Corruption("both header slots are damaged".into())),
+            (best, _) => Ok(best),
+        }
+    }
+
+    pub fn allocated_end(&self) -> u64 {
+        self.allocator.lock().end()
+    }
+
+}
