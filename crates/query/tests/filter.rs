@@ -301,3 +301,19 @@ fn positions() {
     assert_eq!(position(doc! {"x": 1}, doc! {"x": 1}), Some(None));
     assert_eq!(position(doc! {"x": 2}, doc! {"x": 1}), None);
 }
+
+// Goal: $expr evaluates aggregation expressions against the document, alone and combined,
+// and is refused below the top level.
+#[test]
+fn expr() {
+    check(&[
+        (doc! {"$expr": {"$gt": ["$spent", "$budget"]}}, doc! {"spent": 450, "budget": 400}, true),
+        (doc! {"$expr": {"$gt": ["$spent", "$budget"]}}, doc! {"spent": 100, "budget": 400}, false),
+        (doc! {"a": 1, "$expr": {"$eq": ["$b", 2]}}, doc! {"a": 1, "b": 2}, true),
+        (doc! {"$or": [{"$expr": {"$lt": ["$a", 0]}}, {"a": 5}]}, doc! {"a": -1}, true),
+        (doc! {"$expr": "$flag"}, doc! {"flag": 0}, false),
+    ]);
+    let nested = Filter::parse(&doc! {"a": {"$elemMatch": {"$expr": {"$eq": [1, 1]}}}});
+    assert_eq!(nested.err().map(|e| e.code()), Some(2));
+    assert!(Filter::parse(&doc! {"$expr": {"$nope": 1}}).is_err());
+}

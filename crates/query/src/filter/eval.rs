@@ -14,16 +14,17 @@ use document::canonical_type_rank;
 use super::parse::truncated;
 use super::{Comparison, InItem, MatchExpr, Predicate};
 use crate::error::Result;
+use crate::expr::{Variables, evaluate_truthy};
 
 /// `Some(position)` when the document matches.
 pub type MatchResult = Option<Option<usize>>;
 
-pub fn matches(expr: &MatchExpr, document: &Document) -> Result<MatchResult> {
+pub fn matches(expr: &MatchExpr, document: &Document, variables: Option<&Variables>) -> Result<MatchResult> {
     Ok(match expr {
         MatchExpr::And(children) => {
             let mut position = None;
             for child in children {
-                match matches(child, document)? {
+                match matches(child, document, variables)? {
                     None => return Ok(None),
                     Some(found) => position = position.or(found),
                 }
@@ -32,7 +33,7 @@ pub fn matches(expr: &MatchExpr, document: &Document) -> Result<MatchResult> {
         }
         MatchExpr::Or(children) => {
             for child in children {
-                if let Some(found) = matches(child, document)? {
+                if let Some(found) = matches(child, document, variables)? {
                     return Ok(Some(found));
                 }
             }
@@ -40,7 +41,7 @@ pub fn matches(expr: &MatchExpr, document: &Document) -> Result<MatchResult> {
         }
         MatchExpr::Nor(children) => {
             for child in children {
-                if matches(child, document)?.is_some() {
+                if matches(child, document, variables)?.is_some() {
                     return Ok(None);
                 }
             }
@@ -51,6 +52,13 @@ pub fn matches(expr: &MatchExpr, document: &Document) -> Result<MatchResult> {
             holds(predicate, &candidates)?
         }
         MatchExpr::JsonSchema(schema) => schema.matches(document).then_some(None),
+        MatchExpr::Expr(expression) => {
+            let truthy = match variables {
+                Some(variables) => evaluate_truthy(expression, document, variables)?,
+                None => evaluate_truthy(expression, document, &Variables::new())?,
+            };
+            truthy.then_some(None)
+        }
         MatchExpr::AlwaysTrue => Some(None),
         MatchExpr::AlwaysFalse => None,
     })
@@ -95,8 +103,8 @@ pub fn holds(predicate: &Predicate, candidates: &[Located<'_>]) -> Result<MatchR
             Some(position)
         }
         Predicate::ElemMatchObject(expr) => elem_match(candidates, &|element| match element {
-            Bson::Document(document) => Ok(matches(expr, document)?.is_some()),
-            Bson::Array(array) => Ok(matches(expr, &array_as_document(array))?.is_some()),
+            Bson::Document(document) => Ok(matches(expr, document, None)?.is_some()),
+            Bson::Array(array) => Ok(matches(expr, &array_as_document(array), None)?.is_some()),
             _ => Ok(false),
         })?,
         Predicate::ElemMatchValue(predicates) => elem_match(candidates, &|element| {

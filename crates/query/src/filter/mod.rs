@@ -46,6 +46,8 @@ pub enum MatchExpr {
     /// A predicate on the values at a path.
     Path { path: FieldPath, predicate: Predicate },
     JsonSchema(Box<Schema>),
+    /// `$expr`: an aggregation expression, true when it evaluates truthy.
+    Expr(Box<crate::expr::Expr>),
     AlwaysTrue,
     AlwaysFalse,
 }
@@ -105,13 +107,18 @@ impl Filter {
 
     /// Whether the document matches.
     pub fn matches(&self, document: &Document) -> Result<bool> {
-        Ok(eval::matches(&self.root, document)?.is_some())
+        Ok(eval::matches(&self.root, document, None)?.is_some())
+    }
+
+    /// Whether the document matches, with variables for `$expr` (`$lookup`'s `let`).
+    pub fn matches_with_variables(&self, document: &Document, variables: &crate::expr::Variables) -> Result<bool> {
+        Ok(eval::matches(&self.root, document, Some(variables))?.is_some())
     }
 
     /// Whether the document matches, and the index of the array element the match went
     /// through (for the positional `$` of projections and updates).
     pub fn matches_with_position(&self, document: &Document) -> Result<Option<Option<usize>>> {
-        eval::matches(&self.root, document)
+        eval::matches(&self.root, document, None)
     }
 
     /// Whether stored bytes match, decoding only the fields the filter reads.
@@ -168,7 +175,7 @@ fn collect_heads(expr: &MatchExpr, heads: &mut Vec<String>) -> Option<()> {
             heads.push(path.head().to_string());
             Some(())
         }
-        MatchExpr::JsonSchema(_) => None,
+        MatchExpr::JsonSchema(_) | MatchExpr::Expr(_) => None,
         MatchExpr::AlwaysTrue | MatchExpr::AlwaysFalse => Some(()),
     }
 }

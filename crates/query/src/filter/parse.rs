@@ -13,12 +13,24 @@ use super::regex::FilterRegex;
 use super::{Comparison, InItem, MatchExpr, Predicate};
 use crate::error::{QueryError, Result};
 
-/// Parses a whole filter document (an implicit `$and` of its fields).
+/// Where a filter document sits: `$expr` is only valid on the top-level document (and under
+/// `$and`/`$or`/`$nor` there), not inside `$elemMatch` or `$pull`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    TopLevel,
+    Nested,
+}
+
+/// Parses a whole top-level filter document (an implicit `$and` of its fields).
 pub fn parse_document(filter: &Document) -> Result<MatchExpr> {
+    parse_document_at(filter, Level::TopLevel)
+}
+
+fn parse_document_at(filter: &Document, level: Level) -> Result<MatchExpr> {
     let mut children = Vec::with_capacity(filter.len());
     for (key, value) in filter {
         if let Some(operator) = key.strip_prefix('$') {
-            if let Some(child) = parse_top_level(operator, value)? {
+            if let Some(child) = parse_top_level(operator, value, level)? {
                 children.push(child);
             }
         } else {
@@ -29,11 +41,13 @@ pub fn parse_document(filter: &Document) -> Result<MatchExpr> {
     Ok(if children.len() == 1 { children.remove(0) } else { MatchExpr::And(children) })
 }
 
-fn parse_top_level(operator: &str, value: &Bson) -> Result<Option<MatchExpr>> {
+fn parse_top_level(operator: &str, value: &Bson, level: Level) -> Result<Option<MatchExpr>> {
     Ok(Some(match operator {
-        "and" => MatchExpr::And(parse_clauses(operator, value)?),
-        "or" => MatchExpr::Or(parse_clauses(operator, value)?),
-        "nor" => MatchExpr::Nor(parse_clauses(operator, value)?),
+        "and" => MatchExpr::And(parse_clauses(operator, value, level)?),
+        "or" => MatchExpr::Or(parse_clauses(operator, value, level)?),
+        "nor" => MatchExpr::Nor(parse_clauses(operator, value, level)?),
+        "expr" if level == Level::TopLevel => MatchExpr::Expr(Box::new(crate::expr::Expr::parse(value)?)),
+        "expr" => return Err(QueryError::bad_value("$expr can only be applied to the top-level document")),
         "comment" => return Ok(None),
         "alwaysTrue" => MatchExpr::AlwaysTrue,
         "alwaysFalse" => MatchExpr::AlwaysFalse,
@@ -52,7 +66,7 @@ fn parse_top_level(operator: &str, value: &Bson) -> Result<Option<MatchExpr>> {
     }))
 }
 
-fn parse_clauses(operator: &str, value: &Bson) -> Result<Vec<MatchExpr>> {
+fn parse_clauses(operator: &str, value: &Bson, level: Level) -> Result<Vec<MatchExpr>> {
     let Bson::Array(items) = value else {
         return Err(QueryError::bad_value(format!("${operator} must be an array")));
     };
@@ -62,7 +76,7 @@ fn parse_clauses(operator: &str, value: &Bson) -> Result<Vec<MatchExpr>> {
     items
         .iter()
         .map(|item| match item {
-            Bson::Document(clause) => parse_document(clause),
+            Bson::Document(clause) => parse_document_at(clause, level),
             _ => Err(QueryError::bad_value("$or/$and/$nor entries need to be full objects")),
         })
         .collect()
@@ -260,7 +274,7 @@ fn parse_elem_match(operand: &Bson) -> Result<Predicate> {
             single => Predicate::ElemMatchValue(vec![single]),
         });
     }
-    Ok(Predicate::ElemMatchObject(Box::new(parse_document(inner)?)))
+    Ok(Predicate::ElemMatchObject(Box::new(parse_document_at(inner, Level::Nested)?)))
 }
 
 fn parse_not(operand: &Bson) -> Result<Predicate> {
