@@ -15,9 +15,13 @@
 //!   (or drops the field), `a.$` keeps the element the filter matched (its position comes from
 //!   [`crate::filter::Filter::matches_with_position`]).
 //!
-//! Known limits: expression projections (`{x: {$add: …}}`, `{x: "$a"}`) are a `BadValue` until
-//! the expression evaluator is wired here; `a.b.$` applies the position to the array at `a.b`,
-//! not to the first array on the path.
+//! - Any other value is an expression (`{x: {$add: …}}`, `{x: "$a"}`, `{x: "text"}`), a
+//!   computed field in inclusion mode, evaluated by [`crate::expr`] against the whole document
+//!   and appended after the included fields; an expression that evaluates to missing adds
+//!   nothing.
+//!
+//! Known limit: `a.b.$` applies the position to the array at `a.b`, not to the first array on
+//! the path.
 
 use bson::{Bson, Document};
 use document::path::FieldPath;
@@ -55,6 +59,8 @@ enum Node {
     ElemMatch(Box<Predicate>),
     Positional,
     Children(Tree),
+    /// A computed field: an aggregation expression evaluated against the whole document.
+    Expression(Box<crate::expr::Expr>),
 }
 
 fn coded(code: i32, message: String) -> QueryError {
@@ -75,7 +81,9 @@ impl Projection {
                 continue;
             }
             match node {
-                Node::Include | Node::ElemMatch(_) | Node::Positional => inclusion_field.get_or_insert(path_text.clone()),
+                Node::Include | Node::ElemMatch(_) | Node::Positional | Node::Expression(_) => {
+                    inclusion_field.get_or_insert(path_text.clone())
+                }
                 Node::Exclude => exclusion_field.get_or_insert(path_text.clone()),
                 _ => &mut String::new(),
             };
@@ -115,7 +123,7 @@ impl Projection {
         match self.mode {
             Mode::Everything => Ok(document.clone()),
             Mode::Inclusion => {
-                let mut out = self.tree.include(document, position)?;
+                let mut out = self.tree.include(document, document, position)?;
                 if self.include_id && !self.tree.fields.iter().any(|(name, _)| name == "_id") {
                     if let Some(id) = document.get("_id") {
                         let mut with_id = Document::new();
@@ -177,11 +185,10 @@ fn parse_field(name: &str, value: &Bson) -> Result<(String, Node)> {
             }
             Node::ElemMatch(Box::new(crate::filter::parse_field_value(value)?))
         }
-        _ => {
-            return Err(QueryError::bad_value(format!(
-                "expression projections are not supported yet (field '{name}')"
-            )));
+        Bson::Document(operator) if operator.contains_key("$meta") => {
+            return Err(QueryError::bad_value(format!("$meta projection is not supported (field '{name}')")));
         }
+        expression => Node::Expression(Box::new(crate::expr::Expr::parse(expression)?)),
     };
     Ok((name.to_string(), node))
 }
@@ -238,17 +245,41 @@ impl Tree {
         self.fields.iter().find(|(field, _)| field == name).map(|(_, node)| node)
     }
 
-    fn include(&self, document: &Document, position: Option<usize>) -> Result<Document> {
+    /// Inclusion of `document` (a sub-document of `root`): named fields in the document's
+    /// order, then computed fields in the projection's order (as MongoDB appends them).
+    fn include(&self, root: &Document, document: &Document, position: Option<usize>) -> Result<Document> {
         let mut out = Document::new();
         for (name, value) in document {
             let Some(node) = self.get(name) else {
                 continue;
             };
-            if let Some(projected) = include_value(node, value, position)? {
+            if let Some(projected) = include_value(root, node, value, position)? {
                 out.insert(name.clone(), projected);
             }
         }
+        for (name, node) in &self.fields {
+            match node {
+                Node::Expression(expression) => {
+                    let value = crate::expr::evaluate_value(expression, root, &crate::expr::Variables::new())?;
+                    if let Some(value) = value {
+                        out.insert(name.clone(), value);
+                    }
+                }
+                Node::Children(child) if child.has_expressions() && !matches!(document.get(name), Some(Bson::Document(_) | Bson::Array(_))) => {
+                    out.insert(name.clone(), Bson::Document(child.include(root, &Document::new(), position)?));
+                }
+                _ => {}
+            }
+        }
         Ok(out)
+    }
+
+    fn has_expressions(&self) -> bool {
+        self.fields.iter().any(|(_, node)| match node {
+            Node::Expression(_) => true,
+            Node::Children(child) => child.has_expressions(),
+            _ => false,
+        })
     }
 
     fn exclude(&self, document: &Document) -> Result<Document> {
@@ -263,7 +294,7 @@ impl Tree {
                     out.insert(name.clone(), child.exclude_value(value)?);
                 }
                 Some(node) => {
-                    if let Some(projected) = include_value(node, value, None)? {
+                    if let Some(projected) = include_value(document, node, value, None)? {
                         out.insert(name.clone(), projected);
                     }
                 }
@@ -280,13 +311,13 @@ impl Tree {
         })
     }
 
-    fn include_value(&self, value: &Bson, position: Option<usize>) -> Result<Option<Bson>> {
+    fn include_value(&self, root: &Document, value: &Bson, position: Option<usize>) -> Result<Option<Bson>> {
         Ok(match value {
-            Bson::Document(inner) => Some(Bson::Document(self.include(inner, position)?)),
+            Bson::Document(inner) => Some(Bson::Document(self.include(root, inner, position)?)),
             Bson::Array(items) => {
                 let mut kept = Vec::with_capacity(items.len());
                 for item in items {
-                    if let Some(projected) = self.include_value(item, position)? {
+                    if let Some(projected) = self.include_value(root, item, position)? {
                         kept.push(projected);
                     }
                 }
@@ -298,11 +329,11 @@ impl Tree {
 }
 
 /// One named field's value under an inclusion-side node.
-fn include_value(node: &Node, value: &Bson, position: Option<usize>) -> Result<Option<Bson>> {
+fn include_value(root: &Document, node: &Node, value: &Bson, position: Option<usize>) -> Result<Option<Bson>> {
     Ok(match node {
         Node::Include => Some(value.clone()),
-        Node::Exclude => None,
-        Node::Children(child) => child.include_value(value, position)?,
+        Node::Exclude | Node::Expression(_) => None,
+        Node::Children(child) => child.include_value(root, value, position)?,
         Node::Slice { skip, limit } => Some(slice(value, *skip, *limit)),
         Node::ElemMatch(expr) => elem_match(expr, value)?,
         Node::Positional => match (value, position) {

@@ -94,3 +94,25 @@ fn projection_errors() {
         }
     }
 }
+
+// Goal: expression projections compute fields from the whole document, after the included
+// fields, in inclusion mode.
+#[test]
+fn expression_projections() {
+    let document = doc! {"_id": 1, "a": 2, "b": 3, "s": {"x": 1}};
+    let rows: Vec<(Document, Document)> = vec![
+        (doc! {"sum": {"$add": ["$a", "$b"]}}, doc! {"_id": 1, "sum": 5}),
+        (doc! {"a": 1, "copy": "$b", "_id": 0}, doc! {"a": 2, "copy": 3}),
+        (doc! {"label": "text"}, doc! {"_id": 1, "label": "text"}),
+        (doc! {"lit": {"$literal": 1}}, doc! {"_id": 1, "lit": 1}),
+        (doc! {"gone": "$missing"}, doc! {"_id": 1}),
+        (doc! {"s.y": {"$multiply": ["$a", 10]}}, doc! {"_id": 1, "s": {"y": 20}}),
+        (doc! {"s.x": 1, "s.y": "$b"}, doc! {"_id": 1, "s": {"x": 1, "y": 3}}),
+        (doc! {"n.m": "$a"}, doc! {"_id": 1, "n": {"m": 2}}),
+    ];
+    for (spec, expected) in rows {
+        assert_eq!(project(spec.clone(), document.clone()), expected, "{spec}");
+    }
+    assert_eq!(Projection::parse(&doc! {"a": 0, "c": "$b"}).err().map(|e| e.code()), Some(31254));
+    assert!(Projection::parse(&doc! {"c": {"$nope": 1}}).is_err());
+}
