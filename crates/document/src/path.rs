@@ -398,14 +398,14 @@ struct FieldValues {
 impl FieldValues {
     fn collect(document: &Document, parts: &[String]) -> FieldValues {
         let mut field = FieldValues { values: Vec::new(), array_paths: Vec::new() };
-        field.from_document(document, parts, 0, parts);
+        field.walk_document(document, parts, 0, parts);
         field.array_paths.sort();
         field.array_paths.dedup();
         field
     }
 
     /// MongoDB's `getFieldsDotted` with the last array expanded.
-    fn from_document(&mut self, document: &Document, rest: &[String], depth: usize, all: &[String]) {
+    fn walk_document(&mut self, document: &Document, rest: &[String], depth: usize, all: &[String]) {
         let Some((head, after)) = rest.split_first() else {
             return;
         };
@@ -422,18 +422,18 @@ impl FieldValues {
                 self.values.extend(array.iter().cloned());
             }
             _ if after.is_empty() => self.values.push(value.clone()),
-            Bson::Document(inner) => self.from_document(inner, after, depth, all),
+            Bson::Document(inner) => self.walk_document(inner, after, depth, all),
             Bson::Array(array) => {
                 if let Some(index) = after.first().and_then(|next| array_index(next)) {
                     // A numeric component picks the element: not a multikey traversal.
                     if let Some(element) = array.get(index) {
-                        self.from_positional(element, after.get(1..).unwrap_or_default(), depth + 1, all);
+                        self.walk_positional(element, after.get(1..).unwrap_or_default(), depth + 1, all);
                     }
                 } else {
                     self.array_paths.push(all[..depth].join("."));
                     for element in array {
                         if let Bson::Document(inner) = element {
-                            self.from_document(inner, after, depth, all);
+                            self.walk_document(inner, after, depth, all);
                         }
                     }
                 }
@@ -442,7 +442,7 @@ impl FieldValues {
         }
     }
 
-    fn from_positional(&mut self, element: &Bson, rest: &[String], depth: usize, all: &[String]) {
+    fn walk_positional(&mut self, element: &Bson, rest: &[String], depth: usize, all: &[String]) {
         match element {
             Bson::Array(array) if rest.is_empty() => {
                 self.array_paths.push(all[..depth].join("."));
@@ -452,7 +452,7 @@ impl FieldValues {
                 self.values.extend(array.iter().cloned());
             }
             _ if rest.is_empty() => self.values.push(element.clone()),
-            Bson::Document(inner) => self.from_document(inner, rest, depth, all),
+            Bson::Document(inner) => self.walk_document(inner, rest, depth, all),
             _ => {}
         }
     }

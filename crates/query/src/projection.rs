@@ -124,13 +124,15 @@ impl Projection {
             Mode::Everything => Ok(document.clone()),
             Mode::Inclusion => {
                 let mut out = self.tree.include(document, document, position)?;
-                if self.include_id && !self.tree.fields.iter().any(|(name, _)| name == "_id") {
-                    if let Some(id) = document.get("_id") {
-                        let mut with_id = Document::new();
-                        with_id.insert("_id", id.clone());
-                        with_id.extend(out);
-                        out = with_id;
-                    }
+                let id_named = self.tree.fields.iter().any(|(name, _)| name == "_id");
+                if self.include_id
+                    && !id_named
+                    && let Some(id) = document.get("_id")
+                {
+                    let mut with_id = Document::new();
+                    with_id.insert("_id", id.clone());
+                    with_id.extend(out);
+                    out = with_id;
                 }
                 Ok(out)
             }

@@ -94,10 +94,10 @@ impl Schema {
             return false;
         }
         for (name, schema) in &self.properties {
-            if let Some(value) = document.get(name) {
-                if !schema.matches_value(value) {
-                    return false;
-                }
+            if let Some(value) = document.get(name)
+                && !schema.matches_value(value)
+            {
+                return false;
             }
         }
         if self.additional_properties == Some(false) {
