@@ -1,0 +1,31 @@
+//! `strata`: the Strata server binary.
+//!
+//! `strata serve --dbpath DIR` opens the store in DIR and serves the MongoDB wire protocol on
+//! `--bind`:`--port` (127.0.0.1:27017 by default) until SIGINT or SIGTERM, then stops accepting,
+//! lets in-flight requests finish, checkpoints, and exits 0. Options may also come from a YAML
+//! file (`--config`) with mongod.conf's key names; command-line flags win over the file.
+
+mod options;
+mod serve;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "strata", version, about = "Strata: a MongoDB-wire-compatible document database")]
+struct Cli {
+    #[command(subcommand)]
+    command: Commands,
+}
+
+#[derive(Subcommand, Debug)]
+enum Commands {
+    /// Run the server on a data directory.
+    Serve(options::ServeArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Commands::Serve(args) => serve::run(args),
+    }
+}

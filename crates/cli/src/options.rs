@@ -1,0 +1,204 @@
+//! Server options: command-line flags, an optional mongod.conf-style YAML file, and the
+//! defaults, merged in that order of precedence.
+//!
+//! YAML keys read (as in mongod.conf): `storage.dbPath`, `storage.wiredTiger.engineConfig.
+//! cacheSizeGB` (a number of GB, as mongod takes it), `storage.cacheSize` (Strata's own, e.g.
+//! "128MiB"), `net.port`, `net.bindIp` (the first address of a comma-separated list),
+//! `net.maxIncomingConnections`. Unknown keys are ignored, so a real mongod.conf loads.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context as _};
+use serde::Deserialize;
+
+pub const DEFAULT_CACHE_SIZE_BYTES: u64 = 128 * 1024 * 1024;
+
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ServeArgs {
+    /// Directory holding the data files (created if missing).
+    #[arg(long)]
+    pub dbpath: Option<PathBuf>,
+    /// Address to listen on.
+    #[arg(long)]
+    pub bind: Option<String>,
+    /// Port to listen on (0 picks a free port; the chosen one is printed).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Storage cache budget, e.g. 128MiB, 2GiB, 500MB or a number of bytes.
+    #[arg(long)]
+    pub cache_size: Option<String>,
+    /// Most client connections at once.
+    #[arg(long)]
+    pub max_connections: Option<usize>,
+    /// YAML configuration file with mongod.conf's key names.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+}
+
+/// The options after merging, with every value decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    pub dbpath: PathBuf,
+    pub bind: String,
+    pub port: u16,
+    pub cache_size_bytes: u64,
+    pub max_connections: usize,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase")]
+struct ConfigFile {
+    #[serde(default)]
+    storage: StorageSection,
+    #[serde(default)]
+    net: NetSection,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase")]
+struct StorageSection {
+    db_path: Option<PathBuf>,
+    cache_size: Option<String>,
+    wired_tiger: Option<WiredTigerSection>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase")]
+struct WiredTigerSection {
+    engine_config: Option<EngineConfigSection>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase")]
+struct EngineConfigSection {
+    #[serde(rename = "cacheSizeGB")]
+    cache_size_gb: Option<f64>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase")]
+struct NetSection {
+    port: Option<u16>,
+    bind_ip: Option<String>,
+    max_incoming_connections: Option<usize>,
+}
+
+impl ServeArgs {
+    /// Merge flags over the config file over the defaults.
+    pub fn resolve(&self) -> anyhow::Result<Resolved> {
+        let file = match &self.config {
+            Some(path) => load(path)?,
+            None => ConfigFile::default(),
+        };
+        let cache_from_file = match (&file.storage.cache_size, gigabytes(&file.storage)) {
+            (Some(text), _) => Some(parse_size(text)?),
+            (None, Some(gb)) => Some((gb * 1024.0 * 1024.0 * 1024.0) as u64),
+            (None, None) => None,
+        };
+        let cache_size_bytes = match &self.cache_size {
+            Some(text) => parse_size(text)?,
+            None => cache_from_file.unwrap_or(DEFAULT_CACHE_SIZE_BYTES),
+        };
+        let bind_from_file = file
+            .net
+            .bind_ip
+            .as_deref()
+            .and_then(|list| list.split(',').map(str::trim).find(|ip| !ip.is_empty()))
+            .map(str::to_owned);
+        let Some(dbpath) = self.dbpath.clone().or(file.storage.db_path) else {
+            bail!("no data directory: pass --dbpath DIR or set storage.dbPath in --config");
+        };
+        Ok(Resolved {
+            dbpath,
+            bind: self.bind.clone().or(bind_from_file).unwrap_or_else(|| "127.0.0.1".to_owned()),
+            port: self.port.or(file.net.port).unwrap_or(27017),
+            cache_size_bytes,
+            max_connections: self
+                .max_connections
+                .or(file.net.max_incoming_connections)
+                .unwrap_or(server::config::DEFAULT_MAX_CONNECTIONS),
+        })
+    }
+}
+
+fn gigabytes(storage: &StorageSection) -> Option<f64> {
+    storage.wired_tiger.as_ref()?.engine_config.as_ref()?.cache_size_gb
+}
+
+fn load(path: &PathBuf) -> anyhow::Result<ConfigFile> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading config file {}", path.display()))?;
+    if text.trim().is_empty() {
+        return Ok(ConfigFile::default());
+    }
+    serde_yaml::from_str(&text).with_context(|| format!("parsing config file {}", path.display()))
+}
+
+/// "128MiB", "2GiB", "500MB", "1.5GB", "4096" (bytes) → bytes.
+pub fn parse_size(text: &str) -> anyhow::Result<u64> {
+    let text = text.trim();
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().with_context(|| format!("invalid size {text:?}"))?;
+    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "kib" => 1 << 10,
+        "m" | "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "g" | "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        "t" | "tb" => 1_000_000_000_000,
+        "tib" => 1 << 40,
+        other => bail!("unknown size unit {other:?} in {text:?} (use B, KiB, MiB, GiB, KB, MB, GB)"),
+    };
+    Ok((number * multiplier as f64) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Goal: sizes in the units the docs show parse to bytes.
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("128MiB").unwrap(), 128 << 20);
+        assert_eq!(parse_size("2GiB").unwrap(), 2 << 30);
+        assert_eq!(parse_size("500MB").unwrap(), 500_000_000);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("MiB").is_err());
+    }
+
+    /// Goal: a mongod.conf loads; flags win over it. Method: write a YAML file, resolve twice.
+    #[test]
+    fn config_file_and_flags() {
+        let dir = std::env::temp_dir().join(format!("strata-cli-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("mongod.conf");
+        std::fs::write(
+            &path,
+            "storage:\n  dbPath: /var/lib/strata\n  journal:\n    enabled: true\n  wiredTiger:\n    engineConfig:\n      cacheSizeGB: 0.25\nnet:\n  port: 27018\n  bindIp: 127.0.0.1,::1\nsystemLog:\n  destination: file\n",
+        )
+        .unwrap();
+        let from_file = ServeArgs { config: Some(path.clone()), ..ServeArgs::default() };
+        let resolved = from_file.resolve().unwrap();
+        assert_eq!(resolved.dbpath, PathBuf::from("/var/lib/strata"));
+        assert_eq!(resolved.port, 27018);
+        assert_eq!(resolved.bind, "127.0.0.1");
+        assert_eq!(resolved.cache_size_bytes, 1 << 28);
+        let flags = ServeArgs {
+            config: Some(path),
+            port: Some(1234),
+            cache_size: Some("64MiB".into()),
+            dbpath: Some("data".into()),
+            ..ServeArgs::default()
+        };
+        let resolved = flags.resolve().unwrap();
+        assert_eq!((resolved.port, resolved.cache_size_bytes), (1234, 64 << 20));
+        assert_eq!(resolved.dbpath, PathBuf::from("data"));
+        assert!(ServeArgs::default().resolve().is_err(), "dbpath is required");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

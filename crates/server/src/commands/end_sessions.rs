@@ -1,0 +1,17 @@
+//! `endSessions`: sessions hold no server state yet (no transactions), so there is nothing to
+//! end; the argument is checked for shape only.
+
+use bson::{doc, Bson, RawDocumentBuf};
+
+use crate::command::{mismatch, Command};
+use crate::commands::reply;
+use crate::error::CommandError;
+use crate::state::Context;
+
+pub fn run(_context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    match command.argument() {
+        Some(Bson::Array(_)) => reply(doc! {}),
+        Some(other) => Err(mismatch(&command.name, "array", other)),
+        None => Err(CommandError::bad_value("missing session list")),
+    }
+}

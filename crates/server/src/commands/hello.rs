@@ -1,0 +1,60 @@
+//! `hello` / `isMaster` / `ismaster`: the handshake. Reports a standalone, writable server and
+//! the limits drivers size their batches by; negotiates compression from the client's offer;
+//! logs the client's metadata (driver, application) once, on the handshake that carries it.
+//!
+//! No `topologyVersion` is sent, so drivers poll with plain `hello` instead of the streaming
+//! (awaitable) protocol.
+
+use bson::{doc, Bson, DateTime, RawDocumentBuf};
+use tracing::info;
+
+use crate::command::Command;
+use crate::commands::reply;
+use crate::error::CommandError;
+use crate::state::Context;
+
+/// MongoDB 7.0's wire version; `buildInfo` reports the matching version.
+pub const MAX_WIRE_VERSION: i32 = 21;
+pub const MAX_WRITE_BATCH_SIZE: i32 = 100_000;
+pub const LOGICAL_SESSION_TIMEOUT_MINUTES: i32 = 30;
+
+pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    if let Some(Bson::Document(client)) = command.get("client") {
+        info!(
+            connection = context.connection.id,
+            peer = %context.connection.peer,
+            client = %client,
+            "client metadata"
+        );
+    }
+    let primary_field = if command.name == "hello" { "isWritablePrimary" } else { "ismaster" };
+    let mut fields = doc! {
+        "helloOk": true,
+        primary_field: true,
+        "maxBsonObjectSize": wire::limits::MAX_DOCUMENT_SIZE_BYTES as i32,
+        "maxMessageSizeBytes": wire::limits::MAX_MESSAGE_SIZE_BYTES as i32,
+        "maxWriteBatchSize": MAX_WRITE_BATCH_SIZE,
+        "localTime": DateTime::now(),
+        "logicalSessionTimeoutMinutes": LOGICAL_SESSION_TIMEOUT_MINUTES,
+        "connectionId": context.connection.id,
+        "minWireVersion": 0,
+        "maxWireVersion": MAX_WIRE_VERSION,
+        "readOnly": false,
+    };
+    let compression = negotiated(command)?;
+    if !compression.is_empty() {
+        fields.insert("compression", compression);
+    }
+    reply(fields)
+}
+
+/// The compressors both sides support, in the client's order.
+fn negotiated(command: &Command) -> Result<Vec<String>, CommandError> {
+    let offer: Vec<&str> = match command.get("compression") {
+        None => return Ok(Vec::new()),
+        Some(Bson::Array(items)) => items.iter().filter_map(Bson::as_str).collect(),
+        Some(other) => return Err(crate::command::mismatch("compression", "array", other)),
+    };
+    let chosen = wire::negotiate(offer, &wire::SUPPORTED_COMPRESSORS);
+    Ok(chosen.into_iter().map(|c| c.name().to_owned()).collect())
+}

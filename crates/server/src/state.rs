@@ -1,0 +1,67 @@
+//! `Shared`: what every connection of one server sees — its configuration, counters for
+//! `serverStatus`, and the id sequences for replies and connections. All fields are atomics or
+//! immutable, so handlers on any thread read them without locks.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::config::ServerConfig;
+
+pub struct Shared {
+    pub config: ServerConfig,
+    pub local_addr: SocketAddr,
+    pub started: Instant,
+    pub counters: Counters,
+    next_request_id: AtomicI32,
+}
+
+/// Monotonic counters, as `serverStatus.opcounters` and `connections` report them.
+#[derive(Default)]
+pub struct Counters {
+    pub connections_current: AtomicU64,
+    pub connections_total: AtomicU64,
+    pub insert: AtomicU64,
+    pub query: AtomicU64,
+    pub update: AtomicU64,
+    pub delete: AtomicU64,
+    pub getmore: AtomicU64,
+    pub command: AtomicU64,
+}
+
+impl Counters {
+    pub fn add(counter: &AtomicU64, amount: u64) {
+        counter.fetch_add(amount, Relaxed);
+    }
+}
+
+impl Shared {
+    pub fn new(config: ServerConfig, local_addr: SocketAddr) -> Arc<Shared> {
+        Arc::new(Shared {
+            config,
+            local_addr,
+            started: Instant::now(),
+            counters: Counters::default(),
+            next_request_id: AtomicI32::new(1),
+        })
+    }
+
+    /// The `requestID` of the next reply this server sends (wraps, as int32 ids do).
+    pub fn next_request_id(&self) -> i32 {
+        self.next_request_id.fetch_add(1, Relaxed)
+    }
+}
+
+/// One client connection, as its handlers see it.
+#[derive(Debug, Clone)]
+pub struct ConnectionInfo {
+    pub id: i64,
+    pub peer: SocketAddr,
+}
+
+/// What a handler gets: the shared state and its connection.
+pub struct Context {
+    pub shared: Arc<Shared>,
+    pub connection: ConnectionInfo,
+}
