@@ -1,0 +1,218 @@
+//! The catalog: which databases and collections exist, their options, their indexes, and the
+//! engine trees that hold them. Durable in the engine's `__catalog` tree, cached in memory.
+//!
+//! Layout of `__catalog` (one entry per collection, plus one counter):
+//!
+//! ```text
+//! key "db.collection"  (db names hold no '.', so the first '.' splits it)
+//! value BSON { db, name, tree: "c.<n>", options: {...}, indexes: [
+//!              { spec: {v: 2, key, name, unique?, sparse?, partialFilterExpression?,
+//!                       expireAfterSeconds?, clustered?}, tree: "i.<n>", multikey, ready } ] }
+//! key "\0next_tree"    value u64 little-endian: the next <n> for a tree name
+//! ```
+//!
+//! Invariants: every tree named in the catalog exists; a tree named `c.<n>` or `i.<n>` that no
+//! entry names is garbage from an interrupted create or drop and is dropped at open. Trees are
+//! created before the entry naming them is committed and dropped after the entry is removed, so
+//! a crash between the two leaves only such garbage. The `_id` index is implicit: the
+//! collection's own tree, keyed by the encoded `_id`.
+//!
+//! Names follow MongoDB: database names are non-empty, under 64 bytes, without `/\. "$` or NUL;
+//! collection names are non-empty, without `$` or NUL, not starting with `.` or `system.`; a
+//! namespace `db.collection` is at most 255 bytes.
+
+use bson::{Bson, Document, doc};
+
+use crate::error::{Error, Result};
+
+pub const CATALOG_TREE: &str = "__catalog";
+pub const COUNTS_TREE: &str = "__counts";
+pub const NEXT_TREE_KEY: &[u8] = b"\0next_tree";
+pub const COLLECTION_TREE_PREFIX: &str = "c.";
+pub const INDEX_TREE_PREFIX: &str = "i.";
+pub const TEMP_TREE_PREFIX: &str = "t.";
+const MAX_NAMESPACE_BYTES: usize = 255;
+const MAX_DATABASE_NAME_BYTES: usize = 63;
+
+/// A collection's catalog entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollectionMeta {
+    pub db: String,
+    pub name: String,
+    /// The engine tree of its documents.
+    pub tree: String,
+    /// The options it was created with (`capped`, `validator`, ... kept for listCollections).
+    pub options: Document,
+    /// Secondary indexes, in creation order (the `_id` index is implicit).
+    pub indexes: Vec<IndexMeta>,
+}
+
+/// One secondary index in the catalog.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexMeta {
+    /// The normalized spec, as listIndexes returns it.
+    pub spec: Document,
+    pub tree: String,
+    /// Whether some document gave more than one key or went through an array.
+    pub multikey: bool,
+    /// Whether the build finished (the planner uses only ready indexes).
+    pub ready: bool,
+}
+
+impl IndexMeta {
+    pub fn name(&self) -> &str {
+        self.spec.get_str("name").unwrap_or("")
+    }
+}
+
+pub fn namespace_key(db: &str, collection: &str) -> Vec<u8> {
+    format!("{db}.{collection}").into_bytes()
+}
+
+pub fn validate_db_name(db: &str) -> Result<()> {
+    if db.is_empty() {
+        return Err(Error::InvalidNamespace("database name cannot be empty".into()));
+    }
+    if db.len() > MAX_DATABASE_NAME_BYTES {
+        return Err(Error::InvalidNamespace(format!("db name is too long: {db}")));
+    }
+    if let Some(bad) = db.chars().find(|c| matches!(c, '/' | '\\' | '.' | ' ' | '"' | '$' | '\0')) {
+        return Err(Error::InvalidNamespace(format!("Invalid database name: '{db}' (contains '{bad}')")));
+    }
+    Ok(())
+}
+
+pub fn validate_collection_name(db: &str, collection: &str) -> Result<()> {
+    validate_db_name(db)?;
+    let invalid = |why: &str| Error::InvalidNamespace(format!("Invalid collection name: '{collection}': {why}"));
+    if collection.is_empty() {
+        return Err(invalid("collection names cannot be empty"));
+    }
+    if collection.contains('$') || collection.contains('\0') {
+        return Err(invalid("collection names cannot contain '$' or the null character"));
+    }
+    if collection.starts_with('.') {
+        return Err(invalid("collection names cannot start with '.'"));
+    }
+    if db.len() + 1 + collection.len() > MAX_NAMESPACE_BYTES {
+        return Err(Error::InvalidNamespace(format!("Fully qualified namespace is too long: {db}.{collection}")));
+    }
+    Ok(())
+}
+
+/// User writes may not create `system.*` collections (they are the server's).
+pub fn validate_user_collection(db: &str, collection: &str) -> Result<()> {
+    validate_collection_name(db, collection)?;
+    if collection.starts_with("system.") {
+        return Err(Error::InvalidNamespace(format!("Invalid system namespace: {db}.{collection}")));
+    }
+    Ok(())
+}
+
+impl CollectionMeta {
+    pub fn to_document(&self) -> Document {
+        let indexes: Vec<Bson> = self
+            .indexes
+            .iter()
+            .map(|index| {
+                Bson::Document(doc! {
+                    "spec": index.spec.clone(),
+                    "tree": index.tree.clone(),
+                    "multikey": index.multikey,
+                    "ready": index.ready,
+                })
+            })
+            .collect();
+        doc! {
+            "db": self.db.clone(),
+            "name": self.name.clone(),
+            "tree": self.tree.clone(),
+            "options": self.options.clone(),
+            "indexes": indexes,
+        }
+    }
+
+    pub fn from_document(document: &Document) -> Result<CollectionMeta> {
+        let text = |key: &str| {
+            document.get_str(key).map(str::to_string).map_err(|_| Error::corrupt(format!("catalog entry without '{key}'")))
+        };
+        let mut indexes = Vec::new();
+        let list = document.get_array("indexes").map_err(|_| Error::corrupt("catalog entry without 'indexes'"))?;
+        for item in list {
+            let Bson::Document(index) = item else {
+                return Err(Error::corrupt("catalog index entry is not a document"));
+            };
+            indexes.push(IndexMeta {
+                spec: index.get_document("spec").map_err(|_| Error::corrupt("index without spec"))?.clone(),
+                tree: index.get_str("tree").map_err(|_| Error::corrupt("index without tree"))?.to_string(),
+                multikey: index.get_bool("multikey").unwrap_or(false),
+                ready: index.get_bool("ready").unwrap_or(false),
+            });
+        }
+        Ok(CollectionMeta {
+            db: text("db")?,
+            name: text("name")?,
+            tree: text("tree")?,
+            options: document.get_document("options").cloned().unwrap_or_default(),
+            indexes,
+        })
+    }
+
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        bson::RawDocumentBuf::try_from(&self.to_document())
+            .map(bson::RawDocumentBuf::into_bytes)
+            .map_err(|e| Error::corrupt(format!("cannot encode catalog entry: {e}")))
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<CollectionMeta> {
+        let document = Document::from_reader(bytes).map_err(|e| Error::corrupt(format!("catalog entry: {e}")))?;
+        CollectionMeta::from_document(&document)
+    }
+
+    /// Every tree this collection owns.
+    pub fn trees(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.tree.as_str()).chain(self.indexes.iter().map(|index| index.tree.as_str()))
+    }
+}
+
+pub fn count_key(tree: &str) -> Vec<u8> {
+    format!("{tree}/count").into_bytes()
+}
+
+pub fn size_key(tree: &str) -> Vec<u8> {
+    format!("{tree}/size").into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Names: MongoDB's rules accept ordinary names and refuse each forbidden form.
+    #[test]
+    fn names_are_validated_like_mongodb() {
+        assert!(validate_collection_name("test", "users").is_ok());
+        assert!(validate_collection_name("test", "a.b").is_ok());
+        for db in ["", "a.b", "a b", "a$", "a/b", "a\\b", "a\"b"] {
+            assert!(validate_db_name(db).is_err(), "{db:?}");
+        }
+        for collection in ["", "a$b", ".a", "a\0b"] {
+            assert!(validate_collection_name("test", collection).is_err(), "{collection:?}");
+        }
+        assert!(validate_user_collection("test", "system.users").is_err());
+        assert!(validate_collection_name("test", &"x".repeat(300)).is_err());
+    }
+
+    /// Catalog entries round-trip through their BSON form.
+    #[test]
+    fn meta_round_trips() {
+        let meta = CollectionMeta {
+            db: "d".into(),
+            name: "c".into(),
+            tree: "c.1".into(),
+            options: doc! {"capped": false},
+            indexes: vec![IndexMeta { spec: doc! {"v": 2, "key": {"a": 1}, "name": "a_1"}, tree: "i.2".into(), multikey: true, ready: true }],
+        };
+        let bytes = meta.encode().unwrap();
+        assert_eq!(CollectionMeta::decode(&bytes).unwrap(), meta);
+    }
+}

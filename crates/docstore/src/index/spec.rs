@@ -1,0 +1,271 @@
+//! Index specifications: parsing what createIndexes receives, normalizing it to what
+//! listIndexes returns, and MongoDB's rules for the same index created twice.
+//!
+//! Supported options: `key` (ascending/descending fields), `name` (default `a_1_b_-1`),
+//! `unique`, `sparse`, `partialFilterExpression`, `expireAfterSeconds` (TTL, single field),
+//! `clustering` (the entries hold whole documents; TokuMX's name for it). Accepted and ignored:
+//! `v`, `background`, `ns`. Anything else, and special index types (`text`, `hashed`, `2d`...),
+//! is `CannotCreateIndex`.
+//!
+//! Same index twice: the same key pattern, name and options is a no-op; the same name with
+//! another key pattern is `IndexKeySpecsConflict` (86); the same key pattern under another name
+//! or with other options is `IndexOptionsConflict` (85).
+
+use bson::{Bson, Document, doc};
+
+use crate::error::{Error, Result};
+
+/// A validated index specification.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedSpec {
+    pub key: Document,
+    pub name: String,
+    pub unique: bool,
+    pub sparse: bool,
+    pub clustering: bool,
+    pub partial: Option<Document>,
+    pub expire_after_seconds: Option<i64>,
+}
+
+impl ParsedSpec {
+    /// Parses a createIndexes spec.
+    pub fn parse(spec: &Document) -> Result<ParsedSpec> {
+        let cannot = |message: String| Error::CannotCreateIndex(message);
+        let key = match spec.get("key") {
+            Some(Bson::Document(key)) => key.clone(),
+            _ => return Err(cannot("The 'key' field is a required property of an index specification".into())),
+        };
+        check_key_pattern(&key)?;
+        let name = match spec.get("name") {
+            Some(Bson::String(name)) if !name.is_empty() => name.clone(),
+            Some(Bson::String(_)) => return Err(cannot("The index name cannot be empty".into())),
+            Some(_) => return Err(Error::bad_value("The 'name' field of an index specification must be a string")),
+            None => default_name(&key),
+        };
+        let mut parsed = ParsedSpec {
+            key,
+            name,
+            unique: false,
+            sparse: false,
+            clustering: false,
+            partial: None,
+            expire_after_seconds: None,
+        };
+        for (option, value) in spec {
+            parsed.apply_option(option, value)?;
+        }
+        parsed.check()?;
+        Ok(parsed)
+    }
+
+    fn apply_option(&mut self, option: &str, value: &Bson) -> Result<()> {
+        match option {
+            "key" | "name" | "v" | "background" | "ns" => {}
+            "unique" => self.unique = truthy(value),
+            "sparse" => self.sparse = truthy(value),
+            "clustering" => self.clustering = truthy(value),
+            "partialFilterExpression" => match value {
+                Bson::Document(filter) => {
+                    query::filter::Filter::parse(filter)?;
+                    self.partial = Some(filter.clone());
+                }
+                _ => return Err(Error::bad_value("partialFilterExpression must be an object")),
+            },
+            "expireAfterSeconds" => {
+                let seconds = match value {
+                    Bson::Int32(n) => i64::from(*n),
+                    Bson::Int64(n) => *n,
+                    Bson::Double(d) if d.is_finite() => *d as i64,
+                    _ => return Err(Error::CannotCreateIndex("expireAfterSeconds must be a number".into())),
+                };
+                if seconds < 0 {
+                    return Err(Error::CannotCreateIndex("expireAfterSeconds must be non-negative".into()));
+                }
+                self.expire_after_seconds = Some(seconds);
+            }
+            other => {
+                return Err(Error::CannotCreateIndex(format!("The field '{other}' is not valid for an index specification")));
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.sparse && self.partial.is_some() {
+            return Err(Error::CannotCreateIndex("cannot mix \"partialFilterExpression\" and \"sparse\" options".into()));
+        }
+        if self.expire_after_seconds.is_some() && self.key.len() != 1 {
+            return Err(Error::CannotCreateIndex("TTL indexes are single-field indexes, compound indexes do not support TTL".into()));
+        }
+        if self.is_id_index() && (self.sparse || self.partial.is_some() || self.clustering) {
+            return Err(Error::CannotCreateIndex("the _id index cannot be sparse, partial or clustering".into()));
+        }
+        Ok(())
+    }
+
+    /// Reads a spec the catalog stored (already validated once).
+    pub fn from_normalized(spec: &Document) -> Result<ParsedSpec> {
+        ParsedSpec::parse(spec)
+    }
+
+    /// The spec as listIndexes returns it.
+    pub fn normalized(&self) -> Document {
+        let mut spec = doc! { "v": 2, "key": self.key.clone(), "name": self.name.clone() };
+        if self.unique {
+            spec.insert("unique", true);
+        }
+        if self.sparse {
+            spec.insert("sparse", true);
+        }
+        if self.clustering {
+            spec.insert("clustering", true);
+        }
+        if let Some(filter) = &self.partial {
+            spec.insert("partialFilterExpression", filter.clone());
+        }
+        if let Some(seconds) = self.expire_after_seconds {
+            spec.insert("expireAfterSeconds", seconds);
+        }
+        spec
+    }
+
+    /// `{_id: 1}`: the collection's implicit index.
+    pub fn is_id_index(&self) -> bool {
+        self.key.len() == 1 && self.key.get("_id").is_some_and(|d| matches!(d, Bson::Int32(1) | Bson::Int64(1)) || *d == Bson::Double(1.0))
+    }
+
+    /// What createIndexes does with this spec next to an existing one: `Ok(true)` when it is
+    /// the same index (a no-op), `Ok(false)` when they are unrelated, an error on a conflict.
+    pub fn compare_with(&self, existing: &ParsedSpec) -> Result<bool> {
+        let same_key = same_key_pattern(&self.key, &existing.key);
+        let same_options = self.options_without_name() == existing.options_without_name();
+        if self.name == existing.name {
+            if !same_key {
+                return Err(Error::IndexKeySpecsConflict(format!(
+                    "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: {}, existing index: {}",
+                    self.normalized(),
+                    existing.normalized()
+                )));
+            }
+            if !same_options {
+                return Err(Error::IndexOptionsConflict(format!(
+                    "An equivalent index already exists with the same name but different options. Requested index: {}, existing index: {}",
+                    self.normalized(),
+                    existing.normalized()
+                )));
+            }
+            return Ok(true);
+        }
+        if same_key && self.partial == existing.partial {
+            return Err(Error::IndexOptionsConflict(format!(
+                "Index already exists with a different name: {}",
+                existing.name
+            )));
+        }
+        Ok(false)
+    }
+
+    fn options_without_name(&self) -> (bool, bool, bool, &Option<Document>, Option<i64>) {
+        (self.unique, self.sparse, self.clustering, &self.partial, self.expire_after_seconds)
+    }
+}
+
+fn truthy(value: &Bson) -> bool {
+    match value {
+        Bson::Boolean(b) => *b,
+        Bson::Int32(n) => *n != 0,
+        Bson::Int64(n) => *n != 0,
+        Bson::Double(d) => *d != 0.0,
+        Bson::Null | Bson::Undefined => false,
+        _ => true,
+    }
+}
+
+fn check_key_pattern(key: &Document) -> Result<()> {
+    if key.is_empty() {
+        return Err(Error::CannotCreateIndex("Index keys cannot be empty.".into()));
+    }
+    for (field, direction) in key {
+        match direction {
+            Bson::Int32(n) if *n != 0 => {}
+            Bson::Int64(n) if *n != 0 => {}
+            Bson::Double(d) if *d != 0.0 && d.is_finite() => {}
+            Bson::String(kind) => {
+                return Err(Error::CannotCreateIndex(format!("Index type '{kind}' on field '{field}' is not supported")));
+            }
+            other => {
+                return Err(Error::CannotCreateIndex(format!("Values in the index key pattern can only be 1 or -1, found {other} for field '{field}'")));
+            }
+        }
+        document::path::FieldPath::parse(field)
+            .map_err(|e| Error::CannotCreateIndex(format!("Index key field '{field}' is invalid: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Directions by sign: `{a: 1}` and `{a: 1.0}` are the same pattern.
+pub fn same_key_pattern(a: &Document, b: &Document) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|((fa, da), (fb, db))| fa == fb && sign(da) == sign(db))
+}
+
+fn sign(value: &Bson) -> i32 {
+    match value {
+        Bson::Int32(n) => n.signum(),
+        Bson::Int64(n) => n.signum() as i32,
+        Bson::Double(d) if *d > 0.0 => 1,
+        Bson::Double(d) if *d < 0.0 => -1,
+        _ => 0,
+    }
+}
+
+/// MongoDB's default name: `field_direction` joined by `_`.
+pub fn default_name(key: &Document) -> String {
+    let parts: Vec<String> = key
+        .iter()
+        .map(|(field, direction)| {
+            let direction = match direction {
+                Bson::Int32(n) => n.to_string(),
+                Bson::Int64(n) => n.to_string(),
+                Bson::Double(d) if d.fract() == 0.0 => format!("{}", *d as i64),
+                Bson::Double(d) => d.to_string(),
+                Bson::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            format!("{field}_{direction}")
+        })
+        .collect();
+    parts.join("_")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parsing: defaults, normalization and refusals.
+    #[test]
+    fn parses_and_normalizes() {
+        let spec = ParsedSpec::parse(&doc! {"key": {"a": 1, "b": -1}, "unique": true, "background": true}).unwrap();
+        assert_eq!(spec.name, "a_1_b_-1");
+        assert_eq!(spec.normalized(), doc! {"v": 2, "key": {"a": 1, "b": -1}, "name": "a_1_b_-1", "unique": true});
+        assert!(ParsedSpec::parse(&doc! {"key": {"a": "text"}}).is_err());
+        assert!(ParsedSpec::parse(&doc! {"key": {}}).is_err());
+        assert!(ParsedSpec::parse(&doc! {"key": {"a": 1}, "bogus": 1}).is_err());
+        assert!(ParsedSpec::parse(&doc! {"key": {"a": 1}, "sparse": true, "partialFilterExpression": {"a": 1}}).is_err());
+    }
+
+    /// Conflicts: MongoDB's 85/86 rules.
+    #[test]
+    fn conflicts_follow_mongodb() {
+        let a = ParsedSpec::parse(&doc! {"key": {"a": 1}}).unwrap();
+        assert!(a.compare_with(&a).unwrap());
+        let renamed = ParsedSpec::parse(&doc! {"key": {"a": 1}, "name": "other"}).unwrap();
+        assert_eq!(renamed.compare_with(&a).unwrap_err().code(), 85);
+        let unique = ParsedSpec::parse(&doc! {"key": {"a": 1}, "unique": true}).unwrap();
+        assert_eq!(unique.compare_with(&a).unwrap_err().code(), 85);
+        let other_key = ParsedSpec::parse(&doc! {"key": {"b": 1}, "name": "a_1"}).unwrap();
+        assert_eq!(other_key.compare_with(&a).unwrap_err().code(), 86);
+        let b = ParsedSpec::parse(&doc! {"key": {"b": 1}}).unwrap();
+        assert!(!b.compare_with(&a).unwrap());
+    }
+}

@@ -1,0 +1,300 @@
+//! Strata's embedded database: databases, collections, indexes, a planner and an executor over
+//! the `storage` engine. The server calls this API; so can any Rust program that wants Strata
+//! in-process.
+//!
+//! # Using it
+//!
+//! ```no_run
+//! use docstore::{Store, StoreOptions, FindRequest};
+//! use storage::Durability;
+//! # fn main() -> docstore::Result<()> {
+//! let store = Store::open(std::path::Path::new("data"), StoreOptions::default())?;
+//! let doc = bson::rawdoc! { "name": "ada" };
+//! let outcome = store.insert("test", "people", vec![doc], true, Durability::Periodic);
+//! assert!(outcome.errors.is_empty());
+//! let cursor = store.find("test", "people", &FindRequest { filter: bson::doc! {"name": "ada"}, ..Default::default() })?;
+//! for document in cursor { let _raw: bson::RawDocumentBuf = document?; }
+//! store.close()?;
+//! # Ok(()) }
+//! ```
+//!
+//! [`Store`] is `Send + Sync`; share it in an `Arc`. Every method takes `&self`.
+//!
+//! | area | methods |
+//! |---|---|
+//! | open/close | [`Store::open`], [`Store::open_in_memory`], [`Store::close`], [`Store::checkpoint`] |
+//! | catalog | `create_collection`, `drop_collection`, `list_collections`, `list_databases`, `drop_database`, `rename_collection` |
+//! | writes | `insert` → [`InsertOutcome`] (per-document errors by position), `update` → [`UpdateOutcome`], `delete` → count, `find_and_modify` → [`FindAndModifyOutcome`] |
+//! | reads | `find` → [`Cursor`] (holds its snapshot: keep it across getMore; [`Cursor::next_batch`]), `count`, `estimated_document_count` (a counter, not a scan), `distinct`, `aggregate` → [`Cursor`], `explain` |
+//! | indexes | `create_indexes` → [`CreateIndexesOutcome`], `drop_indexes` ([`IndexSelector`]), `list_indexes` (listIndexes' documents) |
+//! | figures | `coll_stats`, `db_stats` (MongoDB-shaped documents without `ok`), `engine_stats`, `validate` |
+//!
+//! Errors are one [`Error`] enum; [`Error::code`] and [`Error::code_name`] are the MongoDB code
+//! and codeName to reply with. A duplicate key is [`Error::DuplicateKey`] with `key_pattern` and
+//! `key_value` (the `keyPattern`/`keyValue` of MongoDB's write error); its `Display` is
+//! MongoDB's `E11000 duplicate key error collection: ...` message. Operations on a collection
+//! that does not exist behave as in MongoDB: reads return nothing, writes create it (except
+//! `delete`/non-upsert `update`, which do nothing), `drop_collection` returns `Ok(false)`.
+//!
+//! Durability: every write takes a [`storage::Durability`] (`Immediate` for `j: true`,
+//! `Periodic` for the default, `None` for `w: 0`). Catalog changes are always `Immediate`.
+//!
+//! # Inside
+//!
+//! - [`catalog`]: the durable catalog (`__catalog` tree) and name rules; [`collection`]:
+//!   descriptors, catalog operations and the locking rules; [`store`]: shared state and open.
+//! - [`index`]: entry layout (`index/mod.rs` header), specs and conflicts (`spec`), builds and
+//!   drop/list (`build`), the TTL monitor (`ttl`).
+//! - [`write`]: one engine transaction per document (or per group of whole documents) with its
+//!   index entries and counters (`write/mod.rs`); `insert`, `update` (+ findAndModify), `delete`.
+//! - [`read`]: `bounds` (filters to key ranges), `planner`, `scan` (access methods), `find`
+//!   (cursor, sort with spilling, count, distinct), `explain`.
+//! - [`aggregate`] (pipelines and the `CollectionSource` for `$lookup`/`$unionWith`/`$out`/
+//!   `$merge`), [`stats`] (collStats/dbStats from counters), [`validate`].
+//!
+//! Invariants: a document and all its index entries change in one engine transaction; every
+//! write to a collection holds its write lock and maintains every index, ready or building;
+//! readers take no lock and read one snapshot; stored documents are the client's bytes (an
+//! inserted document is never re-encoded; one without `_id` gets an ObjectId prepended).
+
+pub mod aggregate;
+pub mod catalog;
+pub mod collection;
+pub mod error;
+pub mod index;
+pub mod read;
+pub mod stats;
+pub mod store;
+pub mod validate;
+pub mod write;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bson::{Bson, Document, RawDocumentBuf};
+use parking_lot::Mutex;
+use storage::{Durability, Engine};
+
+pub use aggregate::AggregateOptions;
+pub use collection::{CollectionInfo, DatabaseInfo};
+pub use error::{Error, Result};
+pub use index::build::{CreateIndexesOutcome, IndexSelector};
+pub use read::explain::Verbosity;
+pub use read::find::{Cursor, FindRequest};
+pub use read::planner::Hint;
+pub use validate::ValidateReport;
+pub use write::delete::DeleteRequest;
+pub use write::insert::InsertOutcome;
+pub use write::update::{FindAndModifyOutcome, FindAndModifyRequest, UpdateModification, UpdateOutcome, UpdateRequest};
+
+use crate::index::ttl::TtlMonitor;
+use crate::store::Inner;
+
+/// How a store runs.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// The engine's options (its `update` function is always the counter update: the store's
+    /// counters need it).
+    pub engine: storage::Options,
+    /// How often the TTL monitor deletes expired documents.
+    pub ttl_interval: Duration,
+    /// A blocking sort's memory before it fails or (with allowDiskUse) spills.
+    pub sort_memory_limit_bytes: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            engine: storage::Options::default(),
+            ttl_interval: Duration::from_secs(60),
+            sort_memory_limit_bytes: 100 * 1024 * 1024,
+        }
+    }
+}
+
+/// An open database store.
+pub struct Store {
+    inner: Arc<Inner>,
+    ttl: Mutex<Option<TtlMonitor>>,
+}
+
+impl Store {
+    /// Opens (or creates) a durable store in `dir`, recovering what a crash left.
+    pub fn open(dir: &Path, options: StoreOptions) -> Result<Store> {
+        let engine = Engine::open(dir, engine_options(&options))?;
+        Store::start(engine, options)
+    }
+
+    /// A store whose data lives in memory only.
+    pub fn open_in_memory(options: StoreOptions) -> Result<Store> {
+        let engine = Engine::open_in_memory(engine_options(&options))?;
+        Store::start(engine, options)
+    }
+
+    fn start(engine: Engine, options: StoreOptions) -> Result<Store> {
+        let interval = options.ttl_interval;
+        let inner = Arc::new(Inner::open(engine, options)?);
+        let ttl = TtlMonitor::start(&inner, interval)?;
+        Ok(Store { inner, ttl: Mutex::new(Some(ttl)) })
+    }
+
+    /// Clean shutdown: stops the TTL monitor and closes the engine (a checkpoint). Fails with
+    /// `Busy` while another thread is inside a call on this store.
+    pub fn close(self) -> Result<()> {
+        if let Some(mut ttl) = self.ttl.lock().take() {
+            ttl.stop();
+        }
+        match Arc::try_unwrap(self.inner) {
+            Ok(inner) => Ok(inner.engine.close()?),
+            Err(_) => Err(Error::Busy("the store is still in use".into())),
+        }
+    }
+
+    /// Makes everything committed so far durable in the data files.
+    pub fn checkpoint(&self) -> Result<()> {
+        Ok(self.inner.engine.checkpoint()?)
+    }
+
+    // Catalog.
+
+    pub fn create_collection(&self, db: &str, name: &str, options: Document) -> Result<()> {
+        self.inner.create_collection(db, name, options).map(|_| ())
+    }
+
+    /// `Ok(false)` when the collection did not exist.
+    pub fn drop_collection(&self, db: &str, name: &str) -> Result<bool> {
+        self.inner.drop_collection(db, name)
+    }
+
+    pub fn list_collections(&self, db: &str) -> Vec<CollectionInfo> {
+        self.inner.list_collections(db)
+    }
+
+    pub fn list_databases(&self) -> Result<Vec<DatabaseInfo>> {
+        self.inner.list_databases()
+    }
+
+    pub fn drop_database(&self, db: &str) -> Result<()> {
+        self.inner.drop_database(db)
+    }
+
+    /// Renames `from` (db, collection) to `to`; `drop_target` replaces an existing target.
+    pub fn rename_collection(&self, from: (&str, &str), to: (&str, &str), drop_target: bool) -> Result<()> {
+        self.inner.rename_collection(from, to, drop_target)
+    }
+
+    // Writes.
+
+    /// Inserts documents (creating the collection if needed); errors by position.
+    pub fn insert(&self, db: &str, name: &str, documents: Vec<RawDocumentBuf>, ordered: bool, durability: Durability) -> InsertOutcome {
+        self.inner.insert(db, name, documents, ordered, durability)
+    }
+
+    pub fn update(&self, db: &str, name: &str, request: &UpdateRequest, durability: Durability) -> Result<UpdateOutcome> {
+        self.inner.update(db, name, request, durability)
+    }
+
+    /// Returns how many documents were deleted.
+    pub fn delete(&self, db: &str, name: &str, request: &DeleteRequest, durability: Durability) -> Result<u64> {
+        self.inner.delete(db, name, request, durability)
+    }
+
+    pub fn find_and_modify(&self, db: &str, name: &str, request: &FindAndModifyRequest, durability: Durability) -> Result<FindAndModifyOutcome> {
+        self.inner.find_and_modify(db, name, request, durability)
+    }
+
+    // Reads.
+
+    pub fn find(&self, db: &str, name: &str, request: &FindRequest) -> Result<Cursor> {
+        Ok(self.inner.find_with_counters(db, name, request, Arc::default())?.0)
+    }
+
+    /// Counts matches (honouring skip, limit and hint; sort and projection are ignored).
+    pub fn count(&self, db: &str, name: &str, request: &FindRequest) -> Result<u64> {
+        self.inner.count(db, name, request)
+    }
+
+    /// The maintained document counter: no scan.
+    pub fn estimated_document_count(&self, db: &str, name: &str) -> Result<u64> {
+        self.inner.estimated_document_count(db, name)
+    }
+
+    /// Distinct values at `key` among matching documents (arrays contribute their elements),
+    /// in MongoDB's value order.
+    pub fn distinct(&self, db: &str, name: &str, key: &str, filter: Document) -> Result<Vec<Bson>> {
+        self.inner.distinct(db, name, key, filter)
+    }
+
+    /// Runs a pipeline over `collection` (`None`: a database-level aggregate, no input).
+    pub fn aggregate(&self, db: &str, collection: Option<&str>, pipeline: &[Document], options: &AggregateOptions) -> Result<Cursor> {
+        self.inner.aggregate(db, collection, pipeline, options)
+    }
+
+    /// explain of a find, in MongoDB's shape (without `ok`, `command`, `serverInfo`).
+    pub fn explain(&self, db: &str, name: &str, request: &FindRequest, verbosity: Verbosity) -> Result<Document> {
+        self.inner.explain(db, name, request, verbosity)
+    }
+
+    // Indexes.
+
+    pub fn create_indexes(&self, db: &str, name: &str, specs: &[Document]) -> Result<CreateIndexesOutcome> {
+        self.inner.create_indexes(db, name, specs)
+    }
+
+    /// Returns the number of indexes before the drop (`nIndexesWas`).
+    pub fn drop_indexes(&self, db: &str, name: &str, selector: &IndexSelector) -> Result<usize> {
+        self.inner.drop_indexes(db, name, selector)
+    }
+
+    pub fn list_indexes(&self, db: &str, name: &str) -> Result<Vec<Document>> {
+        self.inner.list_indexes(db, name)
+    }
+
+    // Figures.
+
+    pub fn coll_stats(&self, db: &str, name: &str, scale: u64) -> Result<Document> {
+        self.inner.coll_stats(db, name, scale)
+    }
+
+    pub fn db_stats(&self, db: &str, scale: u64) -> Result<Document> {
+        self.inner.db_stats(db, scale)
+    }
+
+    pub fn engine_stats(&self) -> storage::Stats {
+        self.inner.engine.stats()
+    }
+
+    /// Cross-checks a collection's documents, index entries and counters.
+    pub fn validate(&self, db: &str, name: &str) -> Result<ValidateReport> {
+        self.inner.validate(db, name)
+    }
+
+    /// Runs one TTL pass now (tests; the monitor runs it every `ttl_interval`).
+    pub fn expire_now(&self) -> Result<u64> {
+        index::ttl::expire_once(&self.inner)
+    }
+
+    /// The engine's own invariant check (tests).
+    pub fn verify_engine(&self) -> Result<()> {
+        Ok(self.inner.engine.verify()?)
+    }
+}
+
+fn engine_options(options: &StoreOptions) -> storage::Options {
+    let mut engine = options.engine.clone();
+    engine.update = storage::counter_update();
+    engine
+}
+
+#[cfg(test)]
+mod tests {
+    /// The server shares one store across tasks and parks cursors between getMore calls.
+    #[test]
+    fn store_and_cursor_are_send_and_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>() {}
+        send_sync::<super::Store>();
+        send::<super::Cursor>();
+    }
+}

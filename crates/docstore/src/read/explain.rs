@@ -1,0 +1,109 @@
+//! explain in MongoDB's shape: `queryPlanner.winningPlan` as a tree of stages (COLLSCAN, IXSCAN
+//! with indexBounds, OR, FETCH, SORT, SKIP, LIMIT, PROJECTION_DEFAULT) and, for the
+//! executionStats verbosities, the counts of a full run (nReturned, totalKeysExamined,
+//! totalDocsExamined, executionTimeMillis). The plan is the one a find would use; there are
+//! never rejected plans because the planner does not race candidates.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bson::{Bson, Document, doc};
+
+use crate::error::Result;
+use crate::read::find::FindRequest;
+use crate::read::planner::{Access, IndexScan, Plan};
+use crate::read::scan::ExecutionCounters;
+use crate::store::Inner;
+
+/// How much explain runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verbosity {
+    QueryPlanner,
+    ExecutionStats,
+    AllPlansExecution,
+}
+
+impl Inner {
+    pub fn explain(self: &Arc<Inner>, db: &str, name: &str, request: &FindRequest, verbosity: Verbosity) -> Result<Document> {
+        let counters = Arc::new(ExecutionCounters::default());
+        let started = Instant::now();
+        let (cursor, plan) = self.find_with_counters(db, name, request, Arc::clone(&counters))?;
+        let winning = match &plan {
+            Some(plan) => winning_plan(plan, request),
+            None => doc! { "stage": "EOF" },
+        };
+        let mut explain = doc! {
+            "explainVersion": "1",
+            "queryPlanner": {
+                "namespace": format!("{db}.{name}"),
+                "indexFilterSet": false,
+                "parsedQuery": request.filter.clone(),
+                "winningPlan": winning.clone(),
+                "rejectedPlans": [],
+            },
+        };
+        if verbosity != Verbosity::QueryPlanner {
+            for item in cursor {
+                item?;
+            }
+            let millis = started.elapsed().as_millis() as i64;
+            explain.insert(
+                "executionStats",
+                doc! {
+                    "executionSuccess": true,
+                    "nReturned": ExecutionCounters::get(&counters.returned) as i64,
+                    "executionTimeMillis": millis,
+                    "totalKeysExamined": ExecutionCounters::get(&counters.keys_examined) as i64,
+                    "totalDocsExamined": ExecutionCounters::get(&counters.docs_examined) as i64,
+                    "executionStages": winning,
+                },
+            );
+        }
+        Ok(explain)
+    }
+}
+
+fn winning_plan(plan: &Plan, request: &FindRequest) -> Document {
+    let filter = Bson::Document(request.filter.clone());
+    let mut stage = match &plan.access {
+        Access::CollectionScan { backward } => doc! {
+            "stage": "COLLSCAN",
+            "filter": filter,
+            "direction": if *backward { "backward" } else { "forward" },
+        },
+        Access::IndexScan(scan) => doc! { "stage": "FETCH", "filter": filter, "inputStage": index_scan(scan) },
+        Access::Or(scans) => doc! {
+            "stage": "FETCH",
+            "filter": filter,
+            "inputStage": { "stage": "OR", "inputStages": scans.iter().map(|s| Bson::Document(index_scan(s))).collect::<Vec<_>>() },
+        },
+    };
+    if let (Some(sort), false) = (&request.sort, plan.sorted) {
+        stage = doc! { "stage": "SORT", "sortPattern": sort.clone(), "memLimit": 104_857_600i64, "type": "simple", "inputStage": stage };
+    }
+    if request.skip > 0 {
+        stage = doc! { "stage": "SKIP", "skipAmount": request.skip as i64, "inputStage": stage };
+    }
+    if let Some(limit) = request.limit.filter(|l| *l > 0) {
+        stage = doc! { "stage": "LIMIT", "limitAmount": limit as i64, "inputStage": stage };
+    }
+    if let Some(projection) = request.projection.as_ref().filter(|p| !p.is_empty()) {
+        stage = doc! { "stage": "PROJECTION_DEFAULT", "transformBy": projection.clone(), "inputStage": stage };
+    }
+    stage
+}
+
+fn index_scan(scan: &IndexScan) -> Document {
+    doc! {
+        "stage": "IXSCAN",
+        "keyPattern": scan.key_pattern.clone(),
+        "indexName": scan.name.clone(),
+        "isMultiKey": scan.multikey,
+        "isUnique": scan.unique,
+        "isSparse": scan.sparse,
+        "isPartial": false,
+        "indexVersion": 2,
+        "direction": if scan.backward { "backward" } else { "forward" },
+        "indexBounds": scan.bounds.clone(),
+    }
+}

@@ -1,0 +1,286 @@
+//! find, count, distinct: a plan's scan, then filter, sort, skip/limit and projection, pulled
+//! one document at a time through a [`Cursor`].
+//!
+//! A cursor owns its snapshot (inside the scan), so the server can keep it across getMore
+//! calls: it sees the collection as of the find. Documents come back as the stored bytes
+//! unless a projection builds new ones. A blocking sort holds documents in memory up to
+//! `StoreOptions::sort_memory_limit_bytes` (MongoDB's 100 MB by default); past it, without
+//! `allow_disk_use`, it fails with `SortMemoryExceeded` (292); with it, everything spills to a
+//! temporary engine tree keyed by (sort key ++ arrival number), which the engine keeps sorted,
+//! and which is dropped when the cursor is.
+
+use std::sync::{Arc, Weak};
+
+use bson::{Bson, Document, RawDocumentBuf};
+use document::keycodec::KeyEncoder;
+use query::filter::Filter;
+use query::projection::Projection;
+use query::sort::SortSpec;
+use storage::Durability;
+
+use crate::error::{Error, Result};
+use crate::read::planner::{Hint, Plan, plan};
+use crate::read::scan::{ExecutionCounters, Scan, raw};
+use crate::store::Inner;
+
+/// A find (also the read half of update, delete and findAndModify).
+#[derive(Debug, Clone, Default)]
+pub struct FindRequest {
+    pub filter: Document,
+    pub projection: Option<Document>,
+    pub sort: Option<Document>,
+    pub skip: u64,
+    /// `None` or 0: no limit.
+    pub limit: Option<u64>,
+    pub hint: Option<Hint>,
+    pub allow_disk_use: bool,
+}
+
+/// Query results, pulled lazily; holds its snapshot. `Send`, so a server can park it between
+/// getMore calls.
+pub struct Cursor {
+    inner: Box<dyn Iterator<Item = Result<RawDocumentBuf>> + Send>,
+    peeked: Option<Result<RawDocumentBuf>>,
+}
+
+impl Cursor {
+    pub fn new(inner: Box<dyn Iterator<Item = Result<RawDocumentBuf>> + Send>) -> Cursor {
+        Cursor { inner, peeked: None }
+    }
+
+    pub fn from_documents(documents: Vec<RawDocumentBuf>) -> Cursor {
+        Cursor::new(Box::new(documents.into_iter().map(Ok)))
+    }
+
+    /// Up to `max_documents` results, stopping early once `max_bytes` is reached (the document
+    /// that crosses it is included, as MongoDB's batches do). An error after some results is
+    /// returned by the next call.
+    pub fn next_batch(&mut self, max_documents: usize, max_bytes: usize) -> Result<Vec<RawDocumentBuf>> {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        while batch.len() < max_documents && bytes < max_bytes {
+            match self.next() {
+                None => break,
+                Some(Ok(document)) => {
+                    bytes += document.as_bytes().len();
+                    batch.push(document);
+                }
+                Some(Err(error)) if batch.is_empty() => return Err(error),
+                Some(Err(error)) => {
+                    self.peeked = Some(Err(error));
+                    break;
+                }
+            }
+        }
+        Ok(batch)
+    }
+
+    /// Whether no result is left (pulls one ahead to know).
+    pub fn is_exhausted(&mut self) -> bool {
+        if self.peeked.is_none() {
+            self.peeked = self.inner.next();
+        }
+        self.peeked.is_none()
+    }
+}
+
+impl Iterator for Cursor {
+    type Item = Result<RawDocumentBuf>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.peeked.take() {
+            Some(item) => Some(item),
+            None => self.inner.next(),
+        }
+    }
+}
+
+/// A parsed find, ready to plan and run.
+pub struct Prepared {
+    pub filter: Filter,
+    pub sort: Option<SortSpec>,
+    pub projection: Option<Projection>,
+    pub plan: Plan,
+}
+
+impl Inner {
+    pub fn prepare_find(&self, collection: &crate::collection::Collection, request: &FindRequest) -> Result<Prepared> {
+        let filter = Filter::parse(&request.filter)?;
+        let sort = request.sort.as_ref().map(SortSpec::parse).transpose()?.filter(|s| !s.is_empty());
+        let projection = request.projection.as_ref().filter(|p| !p.is_empty()).map(Projection::parse).transpose()?;
+        let plan = plan(collection, &filter, &request.filter, sort.as_ref(), request.hint.as_ref())?;
+        Ok(Prepared { filter, sort, projection, plan })
+    }
+
+    /// Runs a find; the counters fill as the cursor is pulled (explain reads them).
+    pub fn find_with_counters(self: &Arc<Inner>, db: &str, name: &str, request: &FindRequest, counters: Arc<ExecutionCounters>) -> Result<(Cursor, Option<Plan>)> {
+        let Some(collection) = self.collection(db, name) else {
+            // A missing collection is empty, but its arguments must still be valid.
+            Filter::parse(&request.filter)?;
+            return Ok((Cursor::from_documents(Vec::new()), None));
+        };
+        let prepared = self.prepare_find(&collection, request)?;
+        let scan = Scan::new(self.engine.snapshot(), &collection, &prepared.plan.access, Arc::clone(&counters))?;
+        let filter = prepared.filter.clone();
+        let matched = scan.filter_map(move |item| match item {
+            Ok(document) => match filter.matches_raw(&document) {
+                Ok(true) => Some(Ok(document)),
+                Ok(false) => None,
+                Err(error) => Some(Err(error.into())),
+            },
+            Err(error) => Some(Err(error)),
+        });
+        let mut stream: Box<dyn Iterator<Item = Result<RawDocumentBuf>> + Send> = Box::new(matched);
+        if let (Some(sort), false) = (&prepared.sort, prepared.plan.sorted) {
+            stream = Box::new(self.sorted(stream, sort, request.allow_disk_use)?.into_iter());
+        }
+        let skip = usize::try_from(request.skip).unwrap_or(usize::MAX);
+        let limit = request.limit.filter(|l| *l > 0).map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        stream = Box::new(stream.skip(skip).take(limit));
+        if let Some(projection) = prepared.projection.clone() {
+            let filter = prepared.filter.clone();
+            stream = Box::new(stream.map(move |item| item.and_then(|document| project(&projection, &filter, &document))));
+        }
+        let counted = Arc::clone(&counters);
+        stream = Box::new(stream.inspect(move |item| {
+            if item.is_ok() {
+                ExecutionCounters::add(&counted.returned);
+            }
+        }));
+        Ok((Cursor::new(stream), Some(prepared.plan)))
+    }
+
+    /// A blocking sort: in memory up to the limit, then (if allowed) through a temporary tree.
+    fn sorted(self: &Arc<Inner>, input: Box<dyn Iterator<Item = Result<RawDocumentBuf>> + Send>, sort: &SortSpec, allow_disk_use: bool) -> Result<SortedResults> {
+        let limit_bytes = self.options.sort_memory_limit_bytes;
+        let mut keyed: Vec<(Vec<u8>, RawDocumentBuf)> = Vec::new();
+        let mut used = 0usize;
+        let mut input = input;
+        for item in input.by_ref() {
+            let document = item?;
+            let key = sort_key(sort, &document, keyed.len() as u64)?;
+            used += key.len() + document.as_bytes().len() + 64;
+            keyed.push((key, document));
+            if used > limit_bytes {
+                if !allow_disk_use {
+                    return Err(Error::SortMemoryExceeded { limit_bytes });
+                }
+                return self.spill(keyed, input, sort);
+            }
+        }
+        keyed.sort_by(|(a, _), (b, _)| a.cmp(b));
+        Ok(SortedResults::Memory(keyed.into_iter().map(|(_, d)| d).collect::<Vec<_>>().into_iter()))
+    }
+
+    fn spill(self: &Arc<Inner>, held: Vec<(Vec<u8>, RawDocumentBuf)>, rest: Box<dyn Iterator<Item = Result<RawDocumentBuf>> + Send>, sort: &SortSpec) -> Result<SortedResults> {
+        let name = self.temp_tree_name();
+        let tree = self.engine.create_tree(&name)?;
+        let guard = TempTree { inner: Arc::downgrade(self), name };
+        let mut sequence = held.len() as u64;
+        let mut txn = self.engine.begin();
+        let mut pending = 0;
+        for (key, document) in held {
+            txn.put(tree, key, document.into_bytes());
+        }
+        for item in rest {
+            let document = item?;
+            txn.put(tree, sort_key(sort, &document, sequence)?, document.into_bytes());
+            sequence += 1;
+            pending += 1;
+            if pending >= 1000 {
+                std::mem::replace(&mut txn, self.engine.begin()).commit(Durability::None)?;
+                pending = 0;
+            }
+        }
+        txn.commit(Durability::None)?;
+        let iter = self.engine.snapshot().iter(tree);
+        Ok(SortedResults::Disk { iter, _guard: guard })
+    }
+
+    pub fn count(self: &Arc<Inner>, db: &str, name: &str, request: &FindRequest) -> Result<u64> {
+        let mut request = request.clone();
+        request.projection = None;
+        request.sort = None;
+        let (cursor, _) = self.find_with_counters(db, name, &request, Arc::default())?;
+        let mut n = 0;
+        for item in cursor {
+            item?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    pub fn distinct(self: &Arc<Inner>, db: &str, name: &str, key: &str, filter: Document) -> Result<Vec<Bson>> {
+        let path = document::path::FieldPath::parse(key).map_err(|e| Error::bad_value(e.to_string()))?;
+        let request = FindRequest { filter, ..FindRequest::default() };
+        let (cursor, _) = self.find_with_counters(db, name, &request, Arc::default())?;
+        let mut values: Vec<Bson> = Vec::new();
+        for item in cursor {
+            let document = item?;
+            let decoded = document::path::decode_fields(&document, [path.head()])?;
+            for value in document::path::index_values(&decoded, path.parts()) {
+                if value != Bson::Undefined {
+                    values.push(value);
+                }
+            }
+        }
+        values.sort_by(document::compare_values);
+        values.dedup_by(|a, b| document::compare_values(a, b) == std::cmp::Ordering::Equal);
+        Ok(values)
+    }
+}
+
+/// The sort key's bytes (memcmp order is the sort order), then an arrival number so equal
+/// keys keep their scan order and never collide in a spill tree.
+fn sort_key(sort: &SortSpec, document: &RawDocumentBuf, sequence: u64) -> Result<Vec<u8>> {
+    let mut encoder = KeyEncoder::new();
+    for (value, (_, direction)) in sort.key_raw(document)?.iter().zip(sort.fields()) {
+        encoder.push(value, *direction);
+    }
+    let mut key = encoder.finish().order;
+    key.extend_from_slice(&sequence.to_be_bytes());
+    Ok(key)
+}
+
+fn project(projection: &Projection, filter: &Filter, document: &RawDocumentBuf) -> Result<RawDocumentBuf> {
+    let decoded = Document::try_from(document.as_ref()).map_err(|e| Error::corrupt(format!("stored document: {e}")))?;
+    let position = if projection.needs_position() { filter.matches_with_position(&decoded)?.flatten() } else { None };
+    let projected = projection.apply(&decoded, position)?;
+    RawDocumentBuf::try_from(&projected).map_err(|e| Error::bad_value(format!("projected document: {e}")))
+}
+
+/// Sorted results, from memory or from a spill tree.
+enum SortedResults {
+    Memory(std::vec::IntoIter<RawDocumentBuf>),
+    Disk { iter: storage::RangeIter, _guard: TempTree },
+}
+
+impl IntoIterator for SortedResults {
+    type Item = Result<RawDocumentBuf>;
+    type IntoIter = Box<dyn Iterator<Item = Result<RawDocumentBuf>> + Send>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        match self {
+            SortedResults::Memory(documents) => Box::new(documents.map(Ok)),
+            SortedResults::Disk { iter, _guard } => Box::new(iter.map(move |item| {
+                let _keep = &_guard;
+                item.map_err(Error::from).and_then(|(_, value)| raw(value))
+            })),
+        }
+    }
+}
+
+/// Drops a temporary tree when the results it holds are dropped.
+struct TempTree {
+    inner: Weak<Inner>,
+    name: String,
+}
+
+impl Drop for TempTree {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.upgrade() {
+            // A failure leaves garbage that the next open drops.
+            let _ = inner.engine.drop_tree(&self.name);
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! The query planner: a collection scan, one index scan, or a union of index scans for `$or`.
+//!
+//! Candidates are the `_id` index (the collection tree itself) and every ready secondary index.
+//! For each, [`scan_for`] walks the key pattern: fields with equality (or `$in`) predicates
+//! extend a set of exact key prefixes; the first field with a range predicate bounds the last
+//! component; the first field without predicates ends the bounds. A candidate is scored by
+//! (equality fields, whether a range bounds it, whether it yields the requested sort order,
+//! uniqueness, fewer fields) and the best wins; with none bounded or sorting, a collection scan.
+//! There is no trial execution: the score is the whole cost model.
+//!
+//! Eligibility: a sparse index only when the bounds exclude `null` (else documents without the
+//! field would be missed); a partial index only when every top-level field of its filter appears
+//! with the same value in the query's filter (a syntactic stand-in for implication); a multikey
+//! index never intersects two predicates on one field and never provides a sort. A `$or` at the
+//! top becomes a union of index scans when every branch has a bounded index (results deduplicated
+//! by `_id`). A hint forces its index, with bounds from the filter or the whole index, even
+//! sparse or partial ones (as MongoDB does). Every plan re-applies the whole filter to each
+//! document, so bounds only need to be supersets.
+
+use std::collections::HashMap;
+
+use bson::{Bson, Document, doc};
+use document::keycodec::Direction;
+use document::path::FieldPath;
+use query::filter::{Filter, MatchExpr, Predicate};
+use query::sort::SortSpec;
+
+use crate::collection::Collection;
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::read::bounds::{Interval, KeyRange, combine, extend_prefix, key_range, predicate_intervals};
+
+/// How many exact prefixes `$in` lists may multiply into before the rest becomes a range.
+const MAX_POINT_PREFIXES: usize = 4096;
+
+/// A hint: an index by name or key pattern, or `$natural` (a collection scan).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Hint {
+    Name(String),
+    KeyPattern(Document),
+    Natural { backward: bool },
+}
+
+impl Hint {
+    /// Reads the `hint` argument of find/count/update/delete/aggregate.
+    pub fn from_bson(value: &Bson) -> Result<Hint> {
+        match value {
+            Bson::String(name) => Ok(Hint::Name(name.clone())),
+            Bson::Document(pattern) => match pattern.get("$natural") {
+                Some(direction) => Ok(Hint::Natural { backward: matches!(direction, Bson::Int32(-1) | Bson::Int64(-1)) || *direction == Bson::Double(-1.0) }),
+                None => Ok(Hint::KeyPattern(pattern.clone())),
+            },
+            _ => Err(Error::bad_value("hint must be a string or an object")),
+        }
+    }
+}
+
+/// A scan of one index's key ranges.
+#[derive(Debug, Clone)]
+pub struct IndexScan {
+    /// `None`: the `_id` index (the collection tree).
+    pub index: Option<String>,
+    pub name: String,
+    pub key_pattern: Document,
+    pub ranges: Vec<KeyRange>,
+    /// indexBounds for explain.
+    pub bounds: Document,
+    pub backward: bool,
+    pub multikey: bool,
+    pub sparse: bool,
+    pub unique: bool,
+}
+
+/// Where documents come from.
+#[derive(Debug, Clone)]
+pub enum Access {
+    CollectionScan { backward: bool },
+    IndexScan(IndexScan),
+    Or(Vec<IndexScan>),
+}
+
+/// The chosen plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub access: Access,
+    /// Whether the access already yields the requested sort order (no SORT stage).
+    pub sorted: bool,
+}
+
+struct Candidate {
+    scan: IndexScan,
+    equality_fields: usize,
+    ranged: bool,
+    sorted: bool,
+    null_excluded: bool,
+}
+
+/// A key-pattern view of the `_id` index or a secondary index.
+struct Target<'c> {
+    index: Option<&'c Index>,
+    fields: Vec<(FieldPath, Direction)>,
+    key_pattern: Document,
+}
+
+impl<'c> Target<'c> {
+    fn id() -> Result<Target<'c>> {
+        Ok(Target { index: None, fields: vec![(FieldPath::parse("_id")?, Direction::Ascending)], key_pattern: doc! {"_id": 1} })
+    }
+
+    fn secondary(index: &'c Index) -> Target<'c> {
+        Target { index: Some(index), fields: index.spec.fields().to_vec(), key_pattern: index.key_pattern.clone() }
+    }
+
+    fn multikey(&self) -> bool {
+        self.index.is_some_and(|i| i.meta.multikey)
+    }
+}
+
+/// Chooses a plan for a filter (and sort) over a collection.
+pub fn plan(collection: &Collection, filter: &Filter, filter_document: &Document, sort: Option<&SortSpec>, hint: Option<&Hint>) -> Result<Plan> {
+    if let Some(hint) = hint {
+        return plan_hinted(collection, filter, sort, hint);
+    }
+    let sort = sort.filter(|s| !s.is_empty());
+    if let MatchExpr::Or(branches) = filter.root()
+        && let Some(scans) = plan_or(collection, branches, filter_document)?
+    {
+        return Ok(Plan { access: Access::Or(scans), sorted: sort.is_none() });
+    }
+    let predicates = top_level_predicates(filter.root());
+    match best_candidate(collection, &predicates, filter_document, sort, true)? {
+        Some(candidate) => Ok(Plan { sorted: candidate.sorted || sort.is_none(), access: Access::IndexScan(candidate.scan) }),
+        None => Ok(Plan { access: Access::CollectionScan { backward: false }, sorted: sort.is_none() }),
+    }
+}
+
+fn plan_or(collection: &Collection, branches: &[MatchExpr], filter_document: &Document) -> Result<Option<Vec<IndexScan>>> {
+    let mut scans = Vec::with_capacity(branches.len());
+    for branch in branches {
+        let predicates = top_level_predicates(branch);
+        match best_candidate(collection, &predicates, filter_document, None, false)? {
+            Some(candidate) => scans.push(candidate.scan),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(scans))
+}
+
+fn best_candidate(
+    collection: &Collection,
+    predicates: &HashMap<String, Vec<&Predicate>>,
+    filter_document: &Document,
+    sort: Option<&SortSpec>,
+    sort_counts: bool,
+) -> Result<Option<Candidate>> {
+    let mut targets = vec![Target::id()?];
+    targets.extend(collection.ready_indexes().map(Target::secondary));
+    let mut best: Option<(Candidate, (usize, bool, bool, bool, std::cmp::Reverse<usize>))> = None;
+    for target in &targets {
+        let candidate = scan_for(target, predicates, sort);
+        let useful = candidate.equality_fields > 0 || candidate.ranged || (sort_counts && candidate.sorted);
+        if !useful || !eligible(target, &candidate, filter_document) {
+            continue;
+        }
+        let unique = target.index.is_none_or(Index::is_unique);
+        let score = (candidate.equality_fields, candidate.ranged, candidate.sorted && sort_counts, unique, std::cmp::Reverse(target.fields.len()));
+        if best.as_ref().is_none_or(|(_, best_score)| score > *best_score) {
+            best = Some((candidate, score));
+        }
+    }
+    Ok(best.map(|(candidate, _)| candidate))
+}
+
+fn eligible(target: &Target<'_>, candidate: &Candidate, filter_document: &Document) -> bool {
+    let Some(index) = target.index else {
+        return true;
+    };
+    if index.sparse && !candidate.null_excluded {
+        return false;
+    }
+    match &index.partial {
+        Some((partial, _)) => partial.iter().all(|(field, value)| filter_document.get(field) == Some(value)),
+        None => true,
+    }
+}
+
+fn plan_hinted(collection: &Collection, filter: &Filter, sort: Option<&SortSpec>, hint: &Hint) -> Result<Plan> {
+    let sort = sort.filter(|s| !s.is_empty());
+    let target = match hint {
+        Hint::Natural { backward } => {
+            return Ok(Plan { access: Access::CollectionScan { backward: *backward }, sorted: sort.is_none() });
+        }
+        Hint::Name(name) if name == "_id_" => Target::id()?,
+        Hint::KeyPattern(pattern) if crate::index::spec::same_key_pattern(pattern, &doc! {"_id": 1}) => Target::id()?,
+        Hint::Name(name) => collection.ready_indexes().find(|i| &i.name == name).map(Target::secondary).ok_or_else(bad_hint)?,
+        Hint::KeyPattern(pattern) => collection
+            .ready_indexes()
+            .find(|i| crate::index::spec::same_key_pattern(&i.key_pattern, pattern))
+            .map(Target::secondary)
+            .ok_or_else(bad_hint)?,
+    };
+    let predicates = top_level_predicates(filter.root());
+    let candidate = scan_for(&target, &predicates, sort);
+    Ok(Plan { sorted: candidate.sorted || sort.is_none(), access: Access::IndexScan(candidate.scan) })
+}
+
+fn bad_hint() -> Error {
+    Error::BadValue("hint provided does not correspond to an existing index".into())
+}
+
+/// The predicates of the filter's top-level conjunction, by path.
+fn top_level_predicates(root: &MatchExpr) -> HashMap<String, Vec<&Predicate>> {
+    let mut out: HashMap<String, Vec<&Predicate>> = HashMap::new();
+    let mut stack = vec![root];
+    while let Some(expr) = stack.pop() {
+        match expr {
+            MatchExpr::And(children) => stack.extend(children.iter()),
+            MatchExpr::Path { path, predicate } => out.entry(path.as_str().to_string()).or_default().push(predicate),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The scan of one index for the predicates (see the module header).
+fn scan_for(target: &Target<'_>, predicates: &HashMap<String, Vec<&Predicate>>, sort: Option<&SortSpec>) -> Candidate {
+    let multikey = target.multikey();
+    let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
+    let mut ranges: Option<Vec<KeyRange>> = None;
+    let mut bounds = Document::new();
+    let (mut equality_fields, mut single_points, mut ranged, mut null_excluded) = (0, 0, false, false);
+    for (position, (path, direction)) in target.fields.iter().enumerate() {
+        let intervals = if ranges.is_some() {
+            None
+        } else {
+            let list = predicates.get(path.as_str()).map(|ps| ps.iter().map(|p| predicate_intervals(p, multikey)));
+            list.and_then(|lists| combine(lists, multikey))
+        };
+        let Some(mut intervals) = intervals else {
+            bounds.insert(path.as_str(), vec![Bson::String(Interval::full().describe(*direction))]);
+            if ranges.is_none() {
+                ranges = Some(prefixes.iter().map(|p| key_range(p, None, *direction)).collect());
+            }
+            continue;
+        };
+        null_excluded |= !intervals.iter().any(|i| contains_null(i));
+        if *direction == Direction::Descending {
+            intervals.reverse();
+        }
+        bounds.insert(path.as_str(), intervals.iter().map(|i| Bson::String(i.describe(*direction))).collect::<Vec<_>>());
+        let all_points = intervals.iter().all(Interval::is_point);
+        if all_points && prefixes.len() * intervals.len().max(1) <= MAX_POINT_PREFIXES {
+            if intervals.len() == 1 && single_points == position {
+                single_points += 1;
+            }
+            equality_fields += 1;
+            prefixes = prefixes.iter().flat_map(|p| intervals.iter().map(move |i| extend_prefix(p, &i.low.0, *direction))).collect();
+        } else {
+            ranged = true;
+            ranges = Some(prefixes.iter().flat_map(|p| intervals.iter().map(move |i| key_range(p, Some(i), *direction))).collect());
+        }
+    }
+    let ranges = ranges.unwrap_or_else(|| prefixes.iter().map(|p| key_range(p, None, Direction::Ascending)).collect());
+    let sort_direction = sort.and_then(|s| sort_direction(target, s, single_points));
+    let sorted = sort_direction.is_some() && !multikey;
+    let backward = sorted && sort_direction == Some(true);
+    let mut scan = IndexScan {
+        index: target.index.map(|i| i.name.clone()),
+        name: target.index.map_or_else(|| "_id_".to_string(), |i| i.name.clone()),
+        key_pattern: target.key_pattern.clone(),
+        ranges,
+        bounds,
+        backward,
+        multikey,
+        sparse: target.index.is_some_and(|i| i.sparse),
+        unique: target.index.is_none_or(Index::is_unique),
+    };
+    if backward {
+        scan.ranges.reverse();
+    }
+    Candidate { scan, equality_fields, ranged, sorted, null_excluded }
+}
+
+fn contains_null(interval: &Interval) -> bool {
+    let null = Bson::Null;
+    let above = match document::compare_values(&interval.low.0, &null) {
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Equal => interval.low.1,
+        std::cmp::Ordering::Greater => false,
+    };
+    let below = match document::compare_values(&null, &interval.high.0) {
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Equal => interval.high.1,
+        std::cmp::Ordering::Greater => false,
+    };
+    above && below
+}
+
+/// Whether scanning the index yields the sort order: `Some(false)` forward, `Some(true)`
+/// backward. The sort fields must follow the index fields from some position reached through
+/// single-value equality fields only, all in the index's directions or all reversed.
+fn sort_direction(target: &Target<'_>, sort: &SortSpec, single_points: usize) -> Option<bool> {
+    let wanted = sort.fields();
+    (0..=single_points).find_map(|start| {
+        let fields = target.fields.get(start..start + wanted.len())?;
+        let same_paths = fields.iter().zip(wanted).all(|((a, _), (b, _))| a == b);
+        if !same_paths {
+            return None;
+        }
+        if fields.iter().zip(wanted).all(|((_, a), (_, b))| a == b) {
+            Some(false)
+        } else if fields.iter().zip(wanted).all(|((_, a), (_, b))| a != b) {
+            Some(true)
+        } else {
+            None
+        }
+    })
+}

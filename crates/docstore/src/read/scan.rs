@@ -1,0 +1,186 @@
+//! Access methods: a collection scan, index scans over key ranges (with the fetch of each
+//! entry's document), and a union of index scans deduplicated by `_id`.
+//!
+//! Everything reads one snapshot, held by the iterator, so a cursor sees the collection as of
+//! its creation whatever commits meanwhile. Counters for explain are shared atomics.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bson::RawDocumentBuf;
+use storage::{RangeIter, Snapshot, TreeId};
+
+use crate::collection::Collection;
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::read::bounds::KeyRange;
+use crate::read::planner::{Access, IndexScan};
+
+/// executionStats counters.
+#[derive(Debug, Default)]
+pub struct ExecutionCounters {
+    pub keys_examined: AtomicU64,
+    pub docs_examined: AtomicU64,
+    pub returned: AtomicU64,
+}
+
+impl ExecutionCounters {
+    pub fn add(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// One index scan, resolved against the collection descriptor.
+struct ResolvedScan {
+    tree: TreeId,
+    index: Option<Index>,
+    ranges: Vec<KeyRange>,
+    backward: bool,
+}
+
+/// Yields the documents of an access path, in its order.
+pub struct Scan {
+    snapshot: Snapshot,
+    collection_tree: TreeId,
+    scans: Vec<ResolvedScan>,
+    /// (scan, range) being read and its iterator.
+    position: (usize, usize),
+    current: Option<RangeIter>,
+    collection_scan: bool,
+    seen: Option<HashSet<Vec<u8>>>,
+    counters: Arc<ExecutionCounters>,
+    failed: bool,
+}
+
+impl Scan {
+    pub fn new(snapshot: Snapshot, collection: &Collection, access: &Access, counters: Arc<ExecutionCounters>) -> Result<Scan> {
+        let resolve = |scan: &IndexScan| -> Result<ResolvedScan> {
+            let index = match &scan.index {
+                Some(name) => Some(collection.index(name).cloned().ok_or_else(|| Error::IndexNotFound(name.clone()))?),
+                None => None,
+            };
+            Ok(ResolvedScan {
+                tree: index.as_ref().map_or(collection.tree, |i| i.tree),
+                index,
+                ranges: scan.ranges.clone(),
+                backward: scan.backward,
+            })
+        };
+        let (scans, collection_scan, dedup) = match access {
+            Access::CollectionScan { backward } => {
+                let whole = KeyRange { lower: std::ops::Bound::Unbounded, upper: std::ops::Bound::Unbounded };
+                (vec![ResolvedScan { tree: collection.tree, index: None, ranges: vec![whole], backward: *backward }], true, false)
+            }
+            Access::IndexScan(scan) => (vec![resolve(scan)?], false, scan.multikey),
+            Access::Or(scans) => (scans.iter().map(resolve).collect::<Result<Vec<_>>>()?, false, true),
+        };
+        Ok(Scan {
+            snapshot,
+            collection_tree: collection.tree,
+            scans,
+            position: (0, 0),
+            current: None,
+            collection_scan,
+            seen: dedup.then(HashSet::new),
+            counters,
+            failed: false,
+        })
+    }
+
+    /// The next raw entry of the current range, moving to the next range when one ends.
+    fn next_entry(&mut self) -> Option<Result<(usize, Vec<u8>, Vec<u8>)>> {
+        loop {
+            let (scan_at, range_at) = self.position;
+            let scan = self.scans.get(scan_at)?;
+            if self.current.is_none() {
+                let Some(range) = scan.ranges.get(range_at) else {
+                    self.position = (scan_at + 1, 0);
+                    continue;
+                };
+                self.current = Some(self.snapshot.range::<(std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>)>(
+                    scan.tree,
+                    (as_ref(&range.lower), as_ref(&range.upper)),
+                ));
+            }
+            let backward = scan.backward;
+            let item = self.current.as_mut().and_then(|iter| if backward { iter.next_back() } else { iter.next() });
+            match item {
+                Some(Ok((key, value))) => return Some(Ok((scan_at, key, value))),
+                Some(Err(error)) => return Some(Err(error.into())),
+                None => {
+                    self.current = None;
+                    self.position = (scan_at, range_at + 1);
+                }
+            }
+        }
+    }
+
+    fn document(&mut self, scan_at: usize, key: Vec<u8>, value: Vec<u8>) -> Result<Option<RawDocumentBuf>> {
+        let Some(scan) = self.scans.get(scan_at) else {
+            return Ok(None);
+        };
+        let Some(index) = &scan.index else {
+            if !self.collection_scan {
+                ExecutionCounters::add(&self.counters.keys_examined);
+            }
+            ExecutionCounters::add(&self.counters.docs_examined);
+            return raw(value).map(Some);
+        };
+        ExecutionCounters::add(&self.counters.keys_examined);
+        let entry = index.decode_entry(key, value)?;
+        if let Some(seen) = &mut self.seen
+            && !seen.insert(entry.id.clone())
+        {
+            return Ok(None);
+        }
+        ExecutionCounters::add(&self.counters.docs_examined);
+        if index.clustering {
+            return raw(entry.payload).map(Some);
+        }
+        match self.snapshot.get(self.collection_tree, &entry.id)? {
+            Some(bytes) => raw(bytes).map(Some),
+            None => Err(Error::corrupt(format!("index {} names a document that does not exist", index.name))),
+        }
+    }
+}
+
+fn as_ref(bound: &std::ops::Bound<Vec<u8>>) -> std::ops::Bound<&[u8]> {
+    match bound {
+        std::ops::Bound::Included(k) => std::ops::Bound::Included(k.as_slice()),
+        std::ops::Bound::Excluded(k) => std::ops::Bound::Excluded(k.as_slice()),
+        std::ops::Bound::Unbounded => std::ops::Bound::Unbounded,
+    }
+}
+
+pub fn raw(bytes: Vec<u8>) -> Result<RawDocumentBuf> {
+    RawDocumentBuf::from_bytes(bytes).map_err(|e| Error::corrupt(format!("stored document: {e}")))
+}
+
+impl Iterator for Scan {
+    type Item = Result<RawDocumentBuf>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            let result = match self.next_entry()? {
+                Ok((scan_at, key, value)) => self.document(scan_at, key, value),
+                Err(error) => Err(error),
+            };
+            match result {
+                Ok(Some(document)) => return Some(Ok(document)),
+                Ok(None) => continue,
+                Err(error) => {
+                    self.failed = true;
+                    return Some(Err(error));
+                }
+            }
+        }
+    }
+}

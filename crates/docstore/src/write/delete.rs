@@ -1,0 +1,70 @@
+//! Deletes: the documents a filter matches (one or all), each removed with its index entries.
+//!
+//! Under the collection's write lock, the matching documents are read from a fresh snapshot
+//! through the planner (so indexes serve the filter) and removed in groups of up to
+//! [`DELETE_GROUP`] per engine transaction: each document still goes with all its entries.
+
+use std::sync::Arc;
+
+use bson::{Document, RawDocumentBuf};
+use storage::Durability;
+
+use crate::error::Result;
+use crate::read::find::FindRequest;
+use crate::read::planner::Hint;
+use crate::store::Inner;
+use crate::write::{DocumentWrite, document_id};
+use crate::index::id_key;
+
+/// Documents removed per engine transaction.
+pub const DELETE_GROUP: usize = 1000;
+
+/// One delete statement.
+#[derive(Debug, Clone, Default)]
+pub struct DeleteRequest {
+    pub filter: Document,
+    /// `limit: 1`: at most one document.
+    pub just_one: bool,
+    pub hint: Option<Hint>,
+}
+
+impl Inner {
+    /// Deletes what the filter matches; returns how many documents went.
+    pub fn delete(self: &Arc<Inner>, db: &str, name: &str, request: &DeleteRequest, durability: Durability) -> Result<u64> {
+        let Some(mut locked) = self.lock(db, name) else {
+            query::filter::Filter::parse(&request.filter)?;
+            return Ok(0);
+        };
+        let find = FindRequest {
+            filter: request.filter.clone(),
+            limit: request.just_one.then_some(1),
+            hint: request.hint.clone(),
+            ..FindRequest::default()
+        };
+        let (cursor, _) = self.find_with_counters(db, name, &find, Arc::default())?;
+        let mut deleted = 0;
+        let mut group: Vec<RawDocumentBuf> = Vec::new();
+        for item in cursor {
+            group.push(item?);
+            if group.len() >= DELETE_GROUP {
+                deleted += self.remove_group(&mut locked, std::mem::take(&mut group), durability)?;
+            }
+        }
+        deleted += self.remove_group(&mut locked, group, durability)?;
+        Ok(deleted)
+    }
+
+    fn remove_group(&self, locked: &mut crate::store::Locked, group: Vec<RawDocumentBuf>, durability: Durability) -> Result<u64> {
+        if group.is_empty() {
+            return Ok(0);
+        }
+        let mut write = DocumentWrite::new(self, &locked.collection);
+        for document in &group {
+            let id = document_id(document)?.unwrap_or(bson::Bson::Null);
+            write.remove(&id_key(&id), document)?;
+        }
+        let raws: Vec<&bson::RawDocument> = group.iter().map(|d| d.as_ref()).collect();
+        locked.collection = write.commit(durability, &raws)?;
+        Ok(group.len() as u64)
+    }
+}

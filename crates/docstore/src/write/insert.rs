@@ -1,0 +1,172 @@
+//! Inserts: `_id` generation, validation, and bulk inserts with per-document errors.
+//!
+//! A document without `_id` gets a new ObjectId prepended to the client's bytes (the rest is
+//! copied, never re-encoded). Documents are committed in groups of up to [`GROUP_DOCUMENTS`]
+//! (or [`GROUP_BYTES`]) per engine transaction: each document is still all-or-nothing, and a
+//! group saves the per-commit cost. If a group fails on a duplicate key, it is retried one
+//! document per transaction so that exactly the duplicates fail, reported by their position in
+//! the request. `ordered` stops at the first error; unordered goes on.
+
+use bson::{Bson, RawDocument, RawDocumentBuf, oid::ObjectId};
+use storage::Durability;
+
+use crate::error::{Error, Result};
+use crate::index::id_key;
+use crate::store::{Inner, Locked};
+use crate::write::{DocumentWrite, check_id, document_id};
+
+/// Documents per engine transaction in a bulk insert.
+pub const GROUP_DOCUMENTS: usize = 1000;
+/// Bytes of documents per engine transaction in a bulk insert.
+pub const GROUP_BYTES: usize = 16 << 20;
+/// The largest document stored (MongoDB's 16 MiB user limit).
+pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The result of an insert: how many documents went in, and each failure by its index in the
+/// request.
+#[derive(Debug, Default)]
+pub struct InsertOutcome {
+    pub inserted: usize,
+    pub errors: Vec<(usize, Error)>,
+}
+
+/// A document ready to insert.
+struct Prepared {
+    position: usize,
+    id: Vec<u8>,
+    raw: RawDocumentBuf,
+}
+
+impl Inner {
+    pub fn insert(&self, db: &str, name: &str, documents: Vec<RawDocumentBuf>, ordered: bool, durability: Durability) -> InsertOutcome {
+        let mut outcome = InsertOutcome::default();
+        let mut locked = match self.lock_or_create(db, name) {
+            Ok(locked) => locked,
+            Err(error) => {
+                if !documents.is_empty() {
+                    outcome.errors.push((0, error));
+                }
+                return outcome;
+            }
+        };
+        let mut group: Vec<Prepared> = Vec::new();
+        let mut group_bytes = 0;
+        for (position, document) in documents.into_iter().enumerate() {
+            match prepare(position, document) {
+                Ok(prepared) => {
+                    group_bytes += prepared.raw.as_bytes().len();
+                    group.push(prepared);
+                    if group.len() >= GROUP_DOCUMENTS || group_bytes >= GROUP_BYTES {
+                        group_bytes = 0;
+                        if !self.insert_group(&mut locked, std::mem::take(&mut group), ordered, durability, &mut outcome) {
+                            return outcome;
+                        }
+                    }
+                }
+                Err(error) => {
+                    group_bytes = 0;
+                    if !self.insert_group(&mut locked, std::mem::take(&mut group), ordered, durability, &mut outcome) {
+                        return outcome;
+                    }
+                    outcome.errors.push((position, error));
+                    if ordered {
+                        return outcome;
+                    }
+                }
+            }
+        }
+        self.insert_group(&mut locked, group, ordered, durability, &mut outcome);
+        outcome
+    }
+
+    /// Inserts a group; returns whether to go on (false: ordered and something failed).
+    fn insert_group(&self, locked: &mut Locked, group: Vec<Prepared>, ordered: bool, durability: Durability, outcome: &mut InsertOutcome) -> bool {
+        if group.is_empty() {
+            return true;
+        }
+        let error = match self.commit_documents(locked, &group, durability) {
+            Ok(()) => {
+                outcome.inserted += group.len();
+                return true;
+            }
+            Err(error) => error,
+        };
+        if let [prepared] = group.as_slice() {
+            outcome.errors.push((prepared.position, error));
+            return !ordered;
+        }
+        // Pin the failure (a duplicate, parallel arrays, ...) on exactly the documents that
+        // cause it: one transaction per document.
+        for prepared in group {
+            match self.commit_documents(locked, std::slice::from_ref(&prepared), durability) {
+                Ok(()) => outcome.inserted += 1,
+                Err(error) => {
+                    outcome.errors.push((prepared.position, error));
+                    if ordered {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    fn commit_documents(&self, locked: &mut Locked, documents: &[Prepared], durability: Durability) -> Result<()> {
+        let mut write = DocumentWrite::new(self, &locked.collection);
+        for prepared in documents {
+            write.insert(&prepared.id, &prepared.raw)?;
+        }
+        let raws: Vec<&RawDocument> = documents.iter().map(|p| p.raw.as_ref()).collect();
+        locked.collection = write.commit(durability, &raws)?;
+        Ok(())
+    }
+
+    /// Inserts one decoded document (upserts, `$merge`, `$out`) under a lock already held;
+    /// returns its `_id`.
+    pub fn insert_one_locked(&self, locked: &mut Locked, document: RawDocumentBuf, durability: Durability) -> Result<Bson> {
+        let prepared = prepare(0, document)?;
+        let id = document_id(&prepared.raw)?.unwrap_or(Bson::Null);
+        self.commit_documents(locked, std::slice::from_ref(&prepared), durability)?;
+        Ok(id)
+    }
+}
+
+fn prepare(position: usize, document: RawDocumentBuf) -> Result<Prepared> {
+    for element in document.iter() {
+        element.map_err(|e| Error::bad_value(format!("invalid BSON document: {e}")))?;
+    }
+    let raw = match document_id(&document)? {
+        Some(id) => {
+            check_id(&id)?;
+            document
+        }
+        None => with_generated_id(&document)?,
+    };
+    if raw.as_bytes().len() > MAX_DOCUMENT_BYTES {
+        return Err(Error::DocumentTooLarge(format!(
+            "object to insert too large. size in bytes: {}, max size: {MAX_DOCUMENT_BYTES}",
+            raw.as_bytes().len()
+        )));
+    }
+    let id = document_id(&raw)?.unwrap_or(Bson::Null);
+    Ok(Prepared { position, id: id_key(&id), raw })
+}
+
+/// The document with `_id: ObjectId()` as its first field, the rest of its bytes unchanged.
+///
+/// ```text
+/// length:i32le | 0x07 "_id" 0x00 oid:12 | original elements and trailing 0x00
+/// ```
+pub fn with_generated_id(document: &RawDocument) -> Result<RawDocumentBuf> {
+    let original = document.as_bytes();
+    let elements = original.get(4..).ok_or_else(|| Error::bad_value("document shorter than its header"))?;
+    let id_element_bytes = 1 + 4 + 12;
+    let length = i32::try_from(original.len() + id_element_bytes).map_err(|_| Error::DocumentTooLarge("document too large".into()))?;
+    let mut bytes = Vec::with_capacity(original.len() + id_element_bytes);
+    bytes.extend_from_slice(&length.to_le_bytes());
+    bytes.push(0x07);
+    bytes.extend_from_slice(b"_id\0");
+    bytes.extend_from_slice(&ObjectId::new().bytes());
+    bytes.extend_from_slice(elements);
+    RawDocumentBuf::from_bytes(bytes).map_err(|e| Error::bad_value(format!("invalid BSON document: {e}")))
+}

@@ -1,0 +1,249 @@
+//! Updates and findAndModify: MongoDB's matched / modified / upserted accounting.
+//!
+//! Under the collection's write lock the matching documents are read from a fresh snapshot
+//! (through the planner) and each is rewritten in its own engine transaction with only the index
+//! entries that changed ([`DocumentWrite::replace`]). Reading a snapshot taken before the first
+//! change means a multi-update never meets a document it already moved (no "Halloween" rewrite).
+//! `matched` counts documents the filter matched, `modified` those whose bytes changed; a
+//! no-op update writes nothing. An upsert that matches nothing inserts the filter's equality
+//! fields with the update applied (`$setOnInsert` included) and reports the new `_id`.
+
+use std::sync::Arc;
+
+use bson::{Bson, Document, RawDocumentBuf};
+use query::filter::Filter;
+use query::update::{ApplyOptions, Update};
+use storage::Durability;
+
+use crate::error::{Error, Result};
+use crate::index::id_key;
+use crate::read::find::FindRequest;
+use crate::read::planner::Hint;
+use crate::store::{Inner, Locked};
+use crate::write::insert::{MAX_DOCUMENT_BYTES, with_generated_id};
+use crate::write::{DocumentWrite, document_id};
+
+/// An update document (operators or a replacement) or an update pipeline.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpdateModification {
+    Document(Document),
+    Pipeline(Vec<Document>),
+}
+
+/// One update statement.
+#[derive(Debug, Clone)]
+pub struct UpdateRequest {
+    pub filter: Document,
+    pub update: UpdateModification,
+    pub multi: bool,
+    pub upsert: bool,
+    pub array_filters: Vec<Document>,
+    pub hint: Option<Hint>,
+}
+
+/// What an update statement did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UpdateOutcome {
+    pub matched: u64,
+    pub modified: u64,
+    pub upserted_id: Option<Bson>,
+}
+
+/// A findAndModify command.
+#[derive(Debug, Clone, Default)]
+pub struct FindAndModifyRequest {
+    pub query: Document,
+    pub sort: Option<Document>,
+    pub remove: bool,
+    pub update: Option<UpdateModification>,
+    /// Return the document after the change (default: before).
+    pub return_new: bool,
+    pub fields: Option<Document>,
+    pub upsert: bool,
+    pub array_filters: Vec<Document>,
+    pub hint: Option<Hint>,
+}
+
+/// What findAndModify returns: the document and `lastErrorObject`'s fields.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FindAndModifyOutcome {
+    pub value: Option<Document>,
+    pub n: u64,
+    pub updated_existing: bool,
+    pub upserted_id: Option<Bson>,
+}
+
+/// A parsed modification.
+enum Modification {
+    Update(Update),
+    Pipeline(query::pipeline::UpdatePipeline),
+}
+
+impl Modification {
+    fn parse(modification: &UpdateModification, array_filters: &[Document]) -> Result<Modification> {
+        match modification {
+            UpdateModification::Document(update) => Ok(Modification::Update(Update::parse(update, array_filters)?)),
+            UpdateModification::Pipeline(stages) => {
+                if !array_filters.is_empty() {
+                    return Err(Error::Query(query::error::QueryError::failed_to_parse("arrayFilters may not be specified for pipeline-style updates")));
+                }
+                let stages: Vec<Bson> = stages.iter().cloned().map(Bson::Document).collect();
+                Ok(Modification::Pipeline(query::pipeline::UpdatePipeline::parse(&stages)?))
+            }
+        }
+    }
+
+    fn is_replacement(&self) -> bool {
+        matches!(self, Modification::Update(Update::Replacement(_)))
+    }
+
+    /// The new version of a document: `None` when unchanged.
+    fn apply(&self, old: &Document, position: Option<usize>) -> Result<Option<Document>> {
+        match self {
+            Modification::Update(update) => {
+                let updated = update.apply(old, &ApplyOptions { position, now: bson::DateTime::now() })?;
+                Ok(updated.modified.then_some(updated.document))
+            }
+            Modification::Pipeline(pipeline) => {
+                let new = pipeline.apply(old, &query::expr::Variables::new())?;
+                if new.get("_id") != old.get("_id") {
+                    return Err(Error::Query(query::error::QueryError::ImmutableField(
+                        "Performing an update on the path '_id' would modify the immutable field '_id'".into(),
+                    )));
+                }
+                Ok((new != *old).then_some(new))
+            }
+        }
+    }
+
+    fn upsert_document(&self, filter: &Document) -> Result<Document> {
+        match self {
+            Modification::Update(update) => Ok(update.apply_upsert(filter, &ApplyOptions { position: None, now: bson::DateTime::now() })?),
+            Modification::Pipeline(pipeline) => {
+                let seed = query::update::upsert_seed(filter)?;
+                Ok(pipeline.apply(&seed, &query::expr::Variables::new())?)
+            }
+        }
+    }
+}
+
+impl Inner {
+    pub fn update(self: &Arc<Inner>, db: &str, name: &str, request: &UpdateRequest, durability: Durability) -> Result<UpdateOutcome> {
+        let modification = Modification::parse(&request.update, &request.array_filters)?;
+        if request.multi && modification.is_replacement() {
+            return Err(Error::Query(query::error::QueryError::failed_to_parse("multi update is not supported for replacement-style update")));
+        }
+        let filter = Filter::parse(&request.filter)?;
+        let mut locked = match (self.lock(db, name), request.upsert) {
+            (Some(locked), _) => locked,
+            (None, false) => return Ok(UpdateOutcome::default()),
+            (None, true) => self.lock_or_create(db, name)?,
+        };
+        let find = FindRequest {
+            filter: request.filter.clone(),
+            limit: (!request.multi).then_some(1),
+            hint: request.hint.clone(),
+            ..FindRequest::default()
+        };
+        let (cursor, _) = self.find_with_counters(db, name, &find, Arc::default())?;
+        let mut outcome = UpdateOutcome::default();
+        for item in cursor {
+            let old = item?;
+            outcome.matched += 1;
+            if self.update_one(&mut locked, &filter, &modification, &old, durability)?.is_some() {
+                outcome.modified += 1;
+            }
+        }
+        if outcome.matched == 0 && request.upsert {
+            let (id, _) = self.upsert(&mut locked, &request.filter, &modification, durability)?;
+            outcome.upserted_id = Some(id);
+        }
+        Ok(outcome)
+    }
+
+    /// Applies the modification to one stored document; returns the new version if it changed.
+    fn update_one(&self, locked: &mut Locked, filter: &Filter, modification: &Modification, old: &RawDocumentBuf, durability: Durability) -> Result<Option<Document>> {
+        let decoded = Document::try_from(old.as_ref()).map_err(|e| Error::corrupt(format!("stored document: {e}")))?;
+        let position = filter.matches_with_position(&decoded)?.flatten();
+        let Some(new) = modification.apply(&decoded, position)? else {
+            return Ok(None);
+        };
+        let new_raw = encode(&new)?;
+        let id = document_id(old)?.unwrap_or(Bson::Null);
+        let mut write = DocumentWrite::new(self, &locked.collection);
+        write.replace(&id_key(&id), old, &new_raw)?;
+        locked.collection = write.commit(durability, &[&new_raw])?;
+        Ok(Some(new))
+    }
+
+    fn upsert(&self, locked: &mut Locked, filter: &Document, modification: &Modification, durability: Durability) -> Result<(Bson, Document)> {
+        let document = modification.upsert_document(filter)?;
+        let mut raw = encode(&document)?;
+        if document_id(&raw)?.is_none() {
+            raw = with_generated_id(&raw)?;
+        }
+        let inserted = Document::try_from(raw.as_ref()).map_err(|e| Error::bad_value(e.to_string()))?;
+        let id = self.insert_one_locked(locked, raw, durability)?;
+        Ok((id, inserted))
+    }
+
+    pub fn find_and_modify(self: &Arc<Inner>, db: &str, name: &str, request: &FindAndModifyRequest, durability: Durability) -> Result<FindAndModifyOutcome> {
+        let modification = match (&request.update, request.remove) {
+            (Some(_), true) => return Err(Error::bad_value("Cannot specify both an update and remove=true")),
+            (None, false) => return Err(Error::bad_value("Either an update or remove=true must be specified")),
+            (Some(update), false) => Some(Modification::parse(update, &request.array_filters)?),
+            (None, true) => None,
+        };
+        if request.remove && (request.upsert || request.return_new) {
+            return Err(Error::bad_value("Cannot specify both upsert=true and remove=true, or new=true and remove=true"));
+        }
+        let projection = request.fields.as_ref().filter(|f| !f.is_empty()).map(query::projection::Projection::parse).transpose()?;
+        let filter = Filter::parse(&request.query)?;
+        let mut locked = match (self.lock(db, name), request.upsert) {
+            (Some(locked), _) => locked,
+            (None, false) => return Ok(FindAndModifyOutcome::default()),
+            (None, true) => self.lock_or_create(db, name)?,
+        };
+        let find = FindRequest { filter: request.query.clone(), sort: request.sort.clone(), limit: Some(1), hint: request.hint.clone(), ..FindRequest::default() };
+        let (mut cursor, _) = self.find_with_counters(db, name, &find, Arc::default())?;
+        let found = cursor.next().transpose()?;
+        drop(cursor);
+        let project = |document: Document| -> Result<Document> {
+            match &projection {
+                Some(p) => Ok(p.apply(&document, filter.matches_with_position(&document)?.flatten())?),
+                None => Ok(document),
+            }
+        };
+        let Some(old) = found else {
+            let Some(modification) = modification.filter(|_| request.upsert) else {
+                return Ok(FindAndModifyOutcome::default());
+            };
+            let (id, inserted) = self.upsert(&mut locked, &request.query, &modification, durability)?;
+            let value = if request.return_new { Some(project(inserted)?) } else { None };
+            return Ok(FindAndModifyOutcome { value, n: 1, updated_existing: false, upserted_id: Some(id) });
+        };
+        let old_document = Document::try_from(old.as_ref()).map_err(|e| Error::corrupt(e.to_string()))?;
+        let Some(modification) = modification else {
+            let mut write = DocumentWrite::new(self, &locked.collection);
+            let id = document_id(&old)?.unwrap_or(Bson::Null);
+            write.remove(&id_key(&id), &old)?;
+            locked.collection = write.commit(durability, &[&old])?;
+            return Ok(FindAndModifyOutcome { value: Some(project(old_document)?), n: 1, updated_existing: false, upserted_id: None });
+        };
+        let new = self.update_one(&mut locked, &filter, &modification, &old, durability)?;
+        let value = match (request.return_new, new) {
+            (true, Some(new)) => new,
+            _ => old_document,
+        };
+        Ok(FindAndModifyOutcome { value: Some(project(value)?), n: 1, updated_existing: true, upserted_id: None })
+    }
+}
+
+fn encode(document: &Document) -> Result<RawDocumentBuf> {
+    let raw = RawDocumentBuf::try_from(document).map_err(|e| Error::bad_value(format!("cannot encode document: {e}")))?;
+    if raw.as_bytes().len() > MAX_DOCUMENT_BYTES {
+        return Err(Error::DocumentTooLarge(format!("Resulting document after update is larger than {MAX_DOCUMENT_BYTES}")));
+    }
+    Ok(raw)
+}
+
