@@ -8,6 +8,11 @@
 //! `compare` runs each engine as a child `iibench run`, one after another, so that a memory
 //! cap (`../shared/memcap`) applies to one engine at a time. See docs/BENCHMARKS.md.
 
+// The engine allocates many small keys and values; mimalloc keeps that fast and keeps freed
+// memory from piling up in per-thread arenas, which matters when memory is capped.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod compare;
 mod fjall;
 mod measure;

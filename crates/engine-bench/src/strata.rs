@@ -31,7 +31,17 @@ impl Strata {
 
 /// The durable engine in `dir`, with one memory budget for the whole engine.
 fn open_engine(dir: &Path, cache_size_bytes: usize) -> anyhow::Result<(Engine, &'static str)> {
-    let options = Options { cache_size_bytes, ..Options::default() };
+    let defaults = Options::default();
+    // Shape knobs for sweeps: STRATA_NODE_SIZE, STRATA_BASEMENT_SIZE (bytes), STRATA_FANOUT.
+    let knob = |name: &str, default: usize| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    let options = Options {
+        cache_size_bytes,
+        node_size_bytes: knob("STRATA_NODE_SIZE", defaults.node_size_bytes),
+        basement_size_bytes: knob("STRATA_BASEMENT_SIZE", defaults.basement_size_bytes),
+        fanout: knob("STRATA_FANOUT", defaults.fanout),
+        ..defaults
+    };
+    eprintln!("strata options: {options:?}");
     let engine = Engine::open(dir, options).with_context(|| format!("opening strata in {}", dir.display()))?;
     Ok((engine, "Engine::open (durable, files in the data dir)"))
 }

@@ -138,25 +138,37 @@ impl NodeStore {
     }
 
     pub fn get(&self, id: NodeId) -> Result<Arc<Node>> {
-        let addr = {
-            let mut shard = self.shard(id).lock();
-            let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
-            if slot.taken {
-                return Err(Error::Invariant(format!("node {} read while a writer has it", id.0)));
+        // A checkpoint may move a clean node to the block it wrote while we read the old one (same
+        // version, same content); reading again from the new block is simplest and rare.
+        for _ in 0..8 {
+            let addr = {
+                let mut shard = self.shard(id).lock();
+                let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
+                if slot.taken {
+                    return Err(Error::Invariant(format!("node {} read while a writer has it", id.0)));
+                }
+                slot.last_used = self.tick();
+                match (&slot.node, slot.addr) {
+                    (Some(node), _) => return Ok(Arc::clone(node)),
+                    (None, Some(addr)) => addr,
+                    (None, None) => return Err(missing(id)),
+                }
+            };
+            if let Some(node) = self.load(id, addr)? {
+                return Ok(node);
             }
-            slot.last_used = self.tick();
-            match (&slot.node, slot.addr) {
-                (Some(node), _) => return Ok(Arc::clone(node)),
-                (None, Some(addr)) => addr,
-                (None, None) => return Err(missing(id)),
-            }
-        };
+        }
+        Err(Error::Invariant(format!("node {} kept moving while it was read", id.0)))
+    }
+
+    /// Reads a node from `addr` into its slot; `None` if the slot moved meanwhile.
+    fn load(&self, id: NodeId, addr: BlockAddr) -> Result<Option<Arc<Node>>> {
         let node = Arc::new(self.read_node(id, addr)?);
         let size = node.size_bytes();
         let mut shard = self.shard(id).lock();
         let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
         match &slot.node {
-            Some(loaded) => Ok(Arc::clone(loaded)),
+            Some(loaded) => Ok(Some(Arc::clone(loaded))),
             None if slot.addr == Some(addr) && !slot.taken => {
                 slot.node = Some(Arc::clone(&node));
                 slot.size = size;
@@ -164,9 +176,9 @@ impl NodeStore {
                 self.counters.loads.fetch_add(1, Ordering::Relaxed);
                 drop(shard);
                 self.maybe_evict()?;
-                Ok(node)
+                Ok(Some(node))
             }
-            None => Err(Error::Invariant(format!("node {} changed while it was read", id.0))),
+            None => Ok(None),
         }
     }
 

@@ -11,8 +11,8 @@ use std::ops::Bound;
 use crate::message::{prune, Event, Seq};
 
 /// Bytes charged per message beyond its key and value, for the seq, the tag and the map entry.
-/// (A `BTreeMap` slot, the events `Vec`, the event and their allocations.)
-const MESSAGE_OVERHEAD_BYTES: usize = 72;
+/// (A `BTreeMap` slot at its usual fill, the events `Vec`, the event and their allocations.)
+const MESSAGE_OVERHEAD_BYTES: usize = 128;
 
 /// A delete of every key in `[start, end)`; `end: None` means unbounded above.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,6 +93,8 @@ impl Buffer {
             "messages out of order"
         );
         let before = charge(events);
+        // Exact: most keys have one message, and default growth would allocate four.
+        events.reserve_exact(incoming.len());
         events.extend(incoming);
         if events.len() > 1 {
             prune(events, horizon);

@@ -46,6 +46,9 @@ impl Entry {
     /// Appends the effect of each event, then drops versions no reader can see. Returns whether
     /// the entry still matters (false: every remaining version is a deletion).
     fn apply(&mut self, events: Vec<(Seq, Event)>, horizon: Seq, update: &UpdateFn) -> bool {
+        // Exact reservations: most entries hold one version, and `Vec`'s default growth to four
+        // would triple the memory of a small entry.
+        self.versions.reserve_exact(events.len());
         for (seq, event) in events {
             let value = match event {
                 Event::Put(v) => Some(v),
@@ -56,6 +59,9 @@ impl Entry {
         }
         if let Some(base) = self.versions.iter().rposition(|(seq, _)| *seq <= horizon) {
             self.versions.drain(..base);
+        }
+        if self.versions.capacity() > self.versions.len() {
+            self.versions.shrink_to_fit();
         }
         self.versions.iter().any(|(_, v)| v.is_some())
     }
