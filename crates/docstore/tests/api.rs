@@ -5,7 +5,7 @@ use docstore::*;
 use storage::Durability;
 
 fn store() -> Store {
-    Store::open_in_memory(StoreOptions { engine: storage::Options::tiny(), ..StoreOptions::default() }).unwrap()
+    Store::open_in_memory(StoreOptions { engine: small_engine(), ..StoreOptions::default() }).unwrap()
 }
 
 fn raw(document: Document) -> RawDocumentBuf {
@@ -90,4 +90,17 @@ pub fn tempdir() -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("docstore-test-{}-{}", std::process::id(), rand::random::<u64>()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// Small nodes so that flushes and splits happen, but larger than a catalog entry (the engine
+/// loops in `fix_root` when one value exceeds `Options::tiny()`'s 1 KiB nodes).
+fn small_engine() -> storage::Options {
+    storage::Options {
+        node_size_bytes: 32 << 10,
+        basement_size_bytes: 4 << 10,
+        fanout: 8,
+        flush_mode: storage::FlushMode::Inline,
+        cache_size_bytes: 1 << 20,
+        ..storage::Options::default()
+    }
 }

@@ -1,0 +1,154 @@
+//! The seed post 000 benchmark, in-process: 2,400-byte documents {name, someId1, str1, date1,
+//! bio} with names drawn from a pool of 1M, inserted in batches of 1,000 without and then with
+//! an index on `name`. Prints docs/s for each sixth of each run and the with/without ratio
+//! (MongoDB 2.0 in the post: 0.27 after 20M documents; the aim is 0.8 or better).
+//!
+//! ```sh
+//! cargo run --release -p docstore --example bio_bench -- --docs 1000000 --cache-size 134217728
+//! /work/shared/memcap 256 target/release/examples/bio_bench --docs 1200000 --cache-size 134217728
+//! ```
+//!
+//! Flags: `--docs N` (default 300,000), `--cache-size BYTES` (engine cache, default 128 MiB),
+//! `--dir PATH` (default a fresh directory under the system temp dir, removed at the end),
+//! `--batch N` (default 1,000), `--only without|with`. Commits use `Durability::Periodic`
+//! (the log is synced at least every 100 ms: journaling on).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use bson::{RawDocumentBuf, doc, rawdoc};
+use docstore::{Store, StoreOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use storage::Durability;
+
+const NAME_POOL: u64 = 1_000_000;
+const DOCUMENT_BYTES: usize = 2_400;
+
+struct Args {
+    docs: u64,
+    cache_size: usize,
+    dir: Option<PathBuf>,
+    batch: u64,
+    only: Option<String>,
+}
+
+fn args() -> Args {
+    let mut args = Args { docs: 300_000, cache_size: 128 << 20, dir: None, batch: 1_000, only: None };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().unwrap_or_default();
+        match flag.as_str() {
+            "--docs" => args.docs = value.parse().unwrap_or(args.docs),
+            "--cache-size" => args.cache_size = value.parse().unwrap_or(args.cache_size),
+            "--dir" => args.dir = Some(PathBuf::from(value)),
+            "--batch" => args.batch = value.parse().unwrap_or(args.batch),
+            "--only" => args.only = Some(value),
+            other => {
+                eprintln!("unknown flag {other}");
+                std::process::exit(2);
+            }
+        }
+    }
+    args
+}
+
+fn document(rng: &mut StdRng, sequence: u64) -> RawDocumentBuf {
+    let name = format!("name{:07}", rng.gen_range(0..NAME_POOL));
+    let str1: String = (0..16).map(|_| char::from(rng.gen_range(b'a'..=b'z'))).collect();
+    // Words from a small vocabulary: text that compresses about as prose does.
+    const WORDS: [&str; 16] = ["data", "fractal", "tree", "index", "insert", "memory", "disk", "buffer", "node", "leaf", "query", "bio", "mongo", "strata", "write", "read"];
+    let mut bio = String::with_capacity(DOCUMENT_BYTES);
+    while bio.len() < DOCUMENT_BYTES - 160 {
+        bio.push_str(WORDS[rng.gen_range(0..WORDS.len())]);
+        bio.push(' ');
+    }
+    rawdoc! {
+        "name": name,
+        "someId1": rng.gen_range(0..i64::MAX),
+        "str1": str1,
+        "date1": bson::DateTime::from_millis(1_300_000_000_000 + sequence as i64),
+        "bio": bio,
+    }
+}
+
+/// Inserts `docs` documents; returns docs/s per sixth and overall.
+fn run(dir: &Path, args: &Args, indexed: bool) -> (Vec<f64>, f64) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).expect("create the data directory");
+    let mut options = StoreOptions::default();
+    options.engine.cache_size_bytes = args.cache_size;
+    let store = Store::open(dir, options).expect("open the store");
+    if indexed {
+        store.create_indexes("bench", "bio", &[doc! {"key": {"name": 1}}]).expect("create the index");
+    }
+    let mut rng = StdRng::seed_from_u64(0);
+    let sixth = (args.docs / 6).max(1);
+    let mut rates = Vec::new();
+    let started = Instant::now();
+    let mut sixth_started = Instant::now();
+    let mut inserted = 0u64;
+    // Reading the engine's figures walks its trees: not part of the insert rate.
+    let mut stats_time = std::time::Duration::ZERO;
+    while inserted < args.docs {
+        let n = args.batch.min(args.docs - inserted);
+        let batch: Vec<RawDocumentBuf> = (0..n).map(|i| document(&mut rng, inserted + i)).collect();
+        let outcome = store.insert("bench", "bio", batch, true, Durability::Periodic);
+        assert!(outcome.errors.is_empty(), "{:?}", outcome.errors.first());
+        let before = inserted;
+        inserted += n;
+        if before / sixth != inserted / sixth || inserted == args.docs {
+            let rate = (inserted - (rates.len() as u64) * sixth) as f64 / sixth_started.elapsed().as_secs_f64();
+            let stats_started = Instant::now();
+            let stats = store.engine_stats();
+            println!(
+                "  {} sixth {}: {inserted:>9} docs, {rate:>9.0} docs/s (cache {} MiB, data file {} MiB, flushes {})",
+                if indexed { "with   " } else { "without" },
+                rates.len() + 1,
+                stats.cache_used_bytes >> 20,
+                stats.data_file_bytes >> 20,
+                stats.flushes,
+            );
+            rates.push(rate);
+            stats_time += stats_started.elapsed();
+            sixth_started = Instant::now();
+            if rates.len() == 6 {
+                break;
+            }
+        }
+    }
+    let overall = args.docs as f64 / (started.elapsed() - stats_time).as_secs_f64();
+    assert_eq!(store.estimated_document_count("bench", "bio").expect("count"), args.docs);
+    store.close().expect("close");
+    (rates, overall)
+}
+
+fn main() {
+    let args = args();
+    let base = args.dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("bio_bench-{}", std::process::id())));
+    println!(
+        "bio_bench: {} docs of ~{DOCUMENT_BYTES} B (~{} MiB), batches of {}, cache {} MiB, names from a pool of {NAME_POOL}",
+        args.docs,
+        args.docs * DOCUMENT_BYTES as u64 >> 20,
+        args.batch,
+        args.cache_size >> 20
+    );
+    let mut results = Vec::new();
+    for indexed in [false, true] {
+        let label = if indexed { "with" } else { "without" };
+        if args.only.as_deref().is_some_and(|only| only != label) {
+            continue;
+        }
+        let (rates, overall) = run(&base.join(label), &args, indexed);
+        println!("{label} index on name: {overall:.0} docs/s overall");
+        results.push((rates, overall));
+    }
+    if let [(without, without_overall), (with, with_overall)] = results.as_slice() {
+        let sixths: Vec<String> = without.iter().zip(with).map(|(a, b)| format!("{:.2}", b / a)).collect();
+        println!("with/without ratio per sixth: [{}]", sixths.join(", "));
+        println!("with/without ratio overall: {:.2}; last sixth: {:.2}", with_overall / without_overall, with.last().unwrap_or(&0.0) / without.last().unwrap_or(&1.0));
+    }
+    if args.dir.is_none() {
+        let _ = std::fs::remove_dir_all(&base);
+    }
+}
