@@ -157,6 +157,18 @@ impl Command {
         matches!(concern.get("w").and_then(as_i64), Some(0))
     }
 
+    /// How durable a write must be before the reply: `j: true` waits for the log sync, `w: 0`
+    /// waits for nothing, the default is the periodic (100 ms) sync.
+    pub fn durability(&self) -> storage::Durability {
+        if self.journaled() {
+            storage::Durability::Immediate
+        } else if self.unacknowledged() {
+            storage::Durability::None
+        } else {
+            storage::Durability::Periodic
+        }
+    }
+
     /// True if the write concern asks for the journal (`j: true`, or `fsync: true`).
     pub fn journaled(&self) -> bool {
         let Some(Bson::Document(concern)) = self.body.get("writeConcern") else {

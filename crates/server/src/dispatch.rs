@@ -86,7 +86,8 @@ mod tests {
     /// run a handler that panics through the same path real commands take.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn panic_becomes_error_reply() {
-        let shared = Shared::new(crate::ServerConfig::default(), "127.0.0.1:1".parse().unwrap());
+        let store = std::sync::Arc::new(docstore::Store::open_in_memory(docstore::StoreOptions::default()).unwrap());
+        let shared = Shared::new(crate::ServerConfig::default(), "127.0.0.1:1".parse().unwrap(), store);
         let connection = ConnectionInfo { id: 1, peer: "127.0.0.1:2".parse().unwrap() };
         let command = Command {
             name: "boom".into(),

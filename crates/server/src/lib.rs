@@ -10,7 +10,8 @@
 //! Modules: `config` (what the binary passes in), `listener` (accept loop, connection limit,
 //! graceful shutdown), `connection` (one client), `command` (a parsed command and typed field
 //! access), `dispatch` (name → handler, panic capture), `commands/` (one command per file),
-//! `error` (`CommandError`), `state` (what every connection shares).
+//! `error` (`CommandError`), `store_error` (store errors → replies, the only such mapping),
+//! `cursors` (parked cursors and batching), `state` (what every connection shares).
 
 #![cfg_attr(
     not(test),
@@ -21,10 +22,12 @@ pub mod command;
 mod commands;
 pub mod config;
 mod connection;
+mod cursors;
 mod dispatch;
 pub mod error;
 mod listener;
 mod state;
+mod store_error;
 
 pub use config::ServerConfig;
 pub use error::CommandError;

@@ -14,6 +14,8 @@ use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 use tracing::{info, warn};
 
+use docstore::Store;
+
 use crate::config::ServerConfig;
 use crate::connection;
 use crate::state::{ConnectionInfo, Counters, Shared};
@@ -28,17 +30,18 @@ pub struct Server {
 
 impl Server {
     /// Bind the listening socket (port 0 picks a free port).
-    pub async fn bind(config: ServerConfig) -> std::io::Result<Server> {
+    pub async fn bind(config: ServerConfig, store: Arc<Store>) -> std::io::Result<Server> {
         let listener = TcpListener::bind((config.bind.as_str(), config.port)).await?;
         let local_addr = listener.local_addr()?;
-        Ok(Server { listener, shared: Shared::new(config, local_addr) })
+        Ok(Server { listener, shared: Shared::new(config, local_addr, store) })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.shared.local_addr
     }
 
-    /// Accept clients until `shutdown` completes, then drain the connections.
+    /// Accept clients until `shutdown` completes, then drain the connections and drop every
+    /// parked cursor, so that the caller holds the last reference to the store and can close it.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let Server { listener, shared } = self;
         let slots = Arc::new(Semaphore::new(shared.config.max_connections));
@@ -86,5 +89,6 @@ impl Server {
         if drained.await.is_err() {
             warn!("connections still busy after the shutdown grace period; abandoning them");
         }
+        shared.cursors.clear();
     }
 }

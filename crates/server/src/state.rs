@@ -1,19 +1,24 @@
-//! `Shared`: what every connection of one server sees — its configuration, counters for
-//! `serverStatus`, and the id sequences for replies and connections. All fields are atomics or
-//! immutable, so handlers on any thread read them without locks.
+//! `Shared`: what every connection of one server sees — its configuration, the store, the
+//! open cursors, counters for `serverStatus`, and the id sequence for replies. Counters are
+//! atomics; the cursor table has its own lock.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
 
+use docstore::Store;
+
 use crate::config::ServerConfig;
+use crate::cursors::Cursors;
 
 pub struct Shared {
     pub config: ServerConfig,
     pub local_addr: SocketAddr,
     pub started: Instant,
     pub counters: Counters,
+    pub store: Arc<Store>,
+    pub cursors: Cursors,
     next_request_id: AtomicI32,
 }
 
@@ -37,12 +42,14 @@ impl Counters {
 }
 
 impl Shared {
-    pub fn new(config: ServerConfig, local_addr: SocketAddr) -> Arc<Shared> {
+    pub fn new(config: ServerConfig, local_addr: SocketAddr, store: Arc<Store>) -> Arc<Shared> {
         Arc::new(Shared {
             config,
             local_addr,
             started: Instant::now(),
             counters: Counters::default(),
+            store,
+            cursors: Cursors::default(),
             next_request_id: AtomicI32::new(1),
         })
     }

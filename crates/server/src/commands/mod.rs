@@ -4,24 +4,47 @@
 //! `CommandError`. Handlers never see the wire: framing, compression and `moreToCome` are the
 //! connection's business.
 
-use bson::{Document, RawDocumentBuf};
+use bson::{Bson, Document, RawDocumentBuf};
 
 use crate::command::Command;
 use crate::error::CommandError;
 use crate::state::Context;
 
+mod aggregate;
 mod build_info;
+mod coll_stats;
 mod connection_status;
+mod count;
+mod create;
+mod create_indexes;
+mod db_stats;
+mod delete;
+mod distinct;
+mod drop;
+mod drop_database;
+mod drop_indexes;
 mod end_sessions;
+mod explain;
+mod find;
+mod find_and_modify;
 mod get_cmd_line_opts;
 mod get_log;
+mod get_more;
 mod get_parameter;
 mod hello;
 mod host_info;
+mod insert;
+mod kill_cursors;
 mod kill_sessions;
+mod list_collections;
 mod list_commands;
+mod list_databases;
+mod list_indexes;
 mod ping;
+mod rename_collection;
 mod server_status;
+mod update;
+mod validate;
 mod whatsmyuri;
 
 pub type Handler = fn(&Context, &Command) -> Result<RawDocumentBuf, CommandError>;
@@ -34,6 +57,29 @@ pub struct Spec {
 }
 
 pub static COMMANDS: &[Spec] = &[
+    Spec { names: &["aggregate"], help: "run an aggregation pipeline", handler: aggregate::run },
+    Spec { names: &["collStats"], help: "collection statistics", handler: coll_stats::run },
+    Spec { names: &["count"], help: "count matching documents", handler: count::run },
+    Spec { names: &["create"], help: "create a collection", handler: create::run },
+    Spec { names: &["createIndexes"], help: "build indexes", handler: create_indexes::run },
+    Spec { names: &["dbStats"], help: "database statistics", handler: db_stats::run },
+    Spec { names: &["delete"], help: "delete documents", handler: delete::run },
+    Spec { names: &["distinct"], help: "distinct values of a field", handler: distinct::run },
+    Spec { names: &["drop"], help: "drop a collection", handler: drop::run },
+    Spec { names: &["dropDatabase"], help: "drop a database", handler: drop_database::run },
+    Spec { names: &["dropIndexes", "deleteIndexes"], help: "drop indexes", handler: drop_indexes::run },
+    Spec { names: &["explain"], help: "describe a query plan", handler: explain::run },
+    Spec { names: &["find"], help: "query documents", handler: find::run },
+    Spec { names: &["findAndModify", "findandmodify"], help: "update or remove one document and return it", handler: find_and_modify::run },
+    Spec { names: &["getMore"], help: "next batch of a cursor", handler: get_more::run },
+    Spec { names: &["insert"], help: "insert documents", handler: insert::run },
+    Spec { names: &["killCursors"], help: "close cursors", handler: kill_cursors::run },
+    Spec { names: &["listCollections"], help: "collections of a database", handler: list_collections::run },
+    Spec { names: &["listDatabases"], help: "databases", handler: list_databases::run },
+    Spec { names: &["listIndexes"], help: "indexes of a collection", handler: list_indexes::run },
+    Spec { names: &["renameCollection"], help: "rename a collection", handler: rename_collection::run },
+    Spec { names: &["update"], help: "update documents", handler: update::run },
+    Spec { names: &["validate"], help: "check a collection's documents and indexes", handler: validate::run },
     Spec { names: &["buildInfo", "buildinfo"], help: "version and build details", handler: build_info::run },
     Spec { names: &["connectionStatus"], help: "authentication state of this connection", handler: connection_status::run },
     Spec { names: &["endSessions"], help: "end logical sessions", handler: end_sessions::run },
@@ -57,4 +103,33 @@ pub fn find(name: &str) -> Option<&'static Spec> {
 /// `fields` with `ok: 1.0` last, as raw bytes.
 pub fn reply(fields: Document) -> Result<RawDocumentBuf, CommandError> {
     Ok(RawDocumentBuf::try_from(&wire::ok_reply(fields))?)
+}
+
+/// A write command's reply: `{n, ...extra, writeErrors?, ok: 1}` (write errors leave ok at 1).
+pub fn write_reply(n: i64, extra: Document, errors: Vec<Document>) -> Result<RawDocumentBuf, CommandError> {
+    let mut fields = Document::new();
+    fields.insert("n", i32::try_from(n).map(Bson::Int32).unwrap_or(Bson::Int64(n)));
+    fields.extend(extra);
+    if !errors.is_empty() {
+        fields.insert("writeErrors", errors);
+    }
+    reply(fields)
+}
+
+/// The `hint` argument, if any.
+pub fn hint(value: Option<&Bson>) -> Result<Option<docstore::read::planner::Hint>, CommandError> {
+    match value {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::Document(pattern)) if pattern.is_empty() => Ok(None),
+        Some(value) => Ok(Some(docstore::read::planner::Hint::from_bson(value)?)),
+    }
+}
+
+/// The `scale` argument of collStats/dbStats (default 1, must be positive).
+pub fn scale(command: &Command) -> Result<u64, CommandError> {
+    match command.optional_i64("scale")? {
+        None => Ok(1),
+        Some(scale) if scale > 0 => Ok(scale as u64),
+        Some(_) => Err(CommandError::bad_value("Scale factor must be greater than zero")),
+    }
 }

@@ -48,12 +48,13 @@ pub fn run(context: &Context, _command: &Command) -> Result<RawDocumentBuf, Comm
 }
 
 /// The engine's counters as a document, if the server has a store.
-fn engine_stats(_context: &Context) -> Option<Document> {
-    None
+fn engine_stats(context: &Context) -> Option<Document> {
+    let mut stats = stats_document(&context.shared.store.engine_stats());
+    stats.insert("openCursors", context.shared.cursors.len() as i64);
+    Some(stats)
 }
 
 /// `storage::Stats` in serverStatus's shape.
-#[allow(dead_code)]
 pub fn stats_document(stats: &storage::Stats) -> Document {
     let n = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
     let levels = |values: &[u64]| values.iter().map(|&v| n(v)).collect::<Vec<i64>>();

@@ -24,7 +24,8 @@ impl TestServer {
     }
 
     pub async fn start_with(config: server::ServerConfig) -> TestServer {
-        let server = server::Server::bind(config).await.unwrap();
+        let store = docstore::Store::open_in_memory(docstore::StoreOptions::default()).unwrap();
+        let server = server::Server::bind(config, std::sync::Arc::new(store)).await.unwrap();
         let addr = server.local_addr();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async move {

@@ -1,0 +1,55 @@
+//! `aggregate`: a pipeline over a collection (or `aggregate: 1` for a database-level pipeline)
+//! through the store; results come back as a cursor like find's. `explain: true` describes the
+//! pipeline's first stage's query plan.
+
+use bson::{doc, Bson, Document, RawDocumentBuf};
+use docstore::AggregateOptions;
+
+use crate::command::{mismatch, Command};
+use crate::commands::{hint, reply};
+use crate::cursors::{batch_size, first_batch, ServerCursor, DEFAULT_FIRST_BATCH};
+use crate::error::CommandError;
+use crate::state::Context;
+
+pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    let collection = match command.argument() {
+        Some(Bson::String(_)) => Some(command.collection()?),
+        Some(value) if crate::command::as_i64(value) == Some(1) => None,
+        Some(other) => return Err(mismatch("aggregate", "string", other)),
+        None => None,
+    };
+    let pipeline = pipeline(command)?;
+    let options = AggregateOptions {
+        allow_disk_use: command.optional_bool("allowDiskUse")?.unwrap_or(false),
+        hint: hint(command.get("hint"))?,
+    };
+    if command.optional_bool("explain")?.unwrap_or(false) {
+        return reply(doc! { "stages": pipeline.iter().cloned().map(Bson::Document).collect::<Vec<_>>() });
+    }
+    let cursor_options = command.optional_document("cursor")?;
+    if cursor_options.is_none() {
+        return Err(CommandError::new(wire::ErrorCode::FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument"));
+    }
+    let size = match cursor_options.and_then(|options| options.get("batchSize")) {
+        Some(value) => batch_size(Some(crate::command::as_i64(value).ok_or_else(|| mismatch("batchSize", "number", value))?), DEFAULT_FIRST_BATCH)?,
+        None => DEFAULT_FIRST_BATCH,
+    };
+    let store = &context.shared.store;
+    let cursor = store.aggregate(&command.database, collection.as_deref(), &pipeline, &options)?;
+    let namespace = command.namespace(collection.as_deref().unwrap_or("$cmd.aggregate"));
+    first_batch(&context.shared.cursors, ServerCursor::new(cursor, namespace), size, false)
+}
+
+pub fn pipeline(command: &Command) -> Result<Vec<Document>, CommandError> {
+    match command.get("pipeline") {
+        Some(Bson::Array(stages)) => stages
+            .iter()
+            .map(|stage| match stage {
+                Bson::Document(stage) => Ok(stage.clone()),
+                other => Err(mismatch("pipeline", "object", other)),
+            })
+            .collect(),
+        Some(other) => Err(mismatch("pipeline", "array", other)),
+        None => Err(CommandError::new(wire::ErrorCode::FailedToParse, "'pipeline' option must be specified as an array")),
+    }
+}

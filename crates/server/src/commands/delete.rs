@@ -1,0 +1,54 @@
+//! `delete`: each statement of `deletes` (`{q, limit: 0 | 1, hint}`) in order; `ordered`
+//! (default) stops at the first failure. Reply `{n, writeErrors?}`.
+
+use bson::{Bson, Document, RawDocumentBuf};
+use docstore::DeleteRequest;
+
+use crate::command::{as_i64, mismatch, Command};
+use crate::commands::{hint, write_reply};
+use crate::error::CommandError;
+use crate::state::{Context, Counters};
+use crate::store_error::write_error;
+
+pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    let collection = command.collection()?;
+    let ordered = command.optional_bool("ordered")?.unwrap_or(true);
+    let statements = command.documents("deletes")?;
+    let durability = command.durability();
+    let mut n = 0u64;
+    let mut errors = Vec::new();
+    for (index, raw) in statements.iter().enumerate() {
+        let result = parse_statement(raw).and_then(|request| {
+            Ok(context.shared.store.delete(&command.database, &collection, &request, durability)?)
+        });
+        match result {
+            Ok(deleted) => n += deleted,
+            Err(error) => {
+                errors.push(write_error(index, &error));
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    Counters::add(&context.shared.counters.delete, statements.len() as u64);
+    write_reply(n as i64, Document::new(), errors)
+}
+
+fn parse_statement(raw: &RawDocumentBuf) -> Result<DeleteRequest, CommandError> {
+    let statement = Document::try_from(raw.as_ref())?;
+    let filter = match statement.get("q") {
+        Some(Bson::Document(filter)) => filter.clone(),
+        Some(other) => return Err(mismatch("q", "object", other)),
+        None => return Err(CommandError::new(wire::ErrorCode::NoSuchKey, "BSON field 'delete.deletes.q' is missing but a required field")),
+    };
+    let just_one = match statement.get("limit") {
+        None => return Err(CommandError::new(wire::ErrorCode::NoSuchKey, "BSON field 'delete.deletes.limit' is missing but a required field")),
+        Some(value) => match as_i64(value) {
+            Some(0) => false,
+            Some(1) => true,
+            _ => return Err(CommandError::bad_value(format!("The limit field in delete objects must be 0 or 1. Got {value}"))),
+        },
+    };
+    Ok(DeleteRequest { filter, just_one, hint: hint(statement.get("hint"))? })
+}

@@ -1,0 +1,21 @@
+//! `drop`: drop a collection and its indexes. As in MongoDB 7, dropping a collection that does
+//! not exist succeeds.
+
+use bson::{doc, RawDocumentBuf};
+
+use crate::command::Command;
+use crate::commands::reply;
+use crate::error::CommandError;
+use crate::state::Context;
+
+pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    let collection = command.collection()?;
+    let store = &context.shared.store;
+    let indexes = store.list_indexes(&command.database, &collection).map(|list| list.len()).unwrap_or(0);
+    let existed = store.drop_collection(&command.database, &collection)?;
+    let mut fields = doc! { "ns": command.namespace(&collection) };
+    if existed {
+        fields.insert("nIndexesWas", indexes as i32);
+    }
+    reply(fields)
+}

@@ -1,0 +1,45 @@
+//! `find`: filter, projection, sort, skip, limit, hint, allowDiskUse through the store; the
+//! first batch (101 documents by default, `batchSize`, 16 MiB) in the reply and the rest parked
+//! as a server-side cursor. A negative `limit` or `singleBatch` closes the cursor after one batch.
+
+use bson::{Document, RawDocumentBuf};
+use docstore::FindRequest;
+
+use crate::command::Command;
+use crate::commands::hint;
+use crate::cursors::{batch_size, first_batch, ServerCursor, DEFAULT_FIRST_BATCH};
+use crate::error::CommandError;
+use crate::state::{Context, Counters};
+
+pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    let collection = command.collection()?;
+    let (request, single_batch) = find_request(command)?;
+    let mut batch = batch_size(command.optional_i64("batchSize")?, DEFAULT_FIRST_BATCH)?;
+    if let Some(limit) = request.limit {
+        batch = batch.min(usize::try_from(limit).unwrap_or(usize::MAX));
+    }
+    Counters::add(&context.shared.counters.query, 1);
+    let cursor = context.shared.store.find(&command.database, &collection, &request)?;
+    let cursor = ServerCursor::new(cursor, command.namespace(&collection));
+    first_batch(&context.shared.cursors, cursor, batch, single_batch)
+}
+
+/// The store request a find (or explain of a find) describes, and whether it wants one batch.
+pub fn find_request(command: &Command) -> Result<(FindRequest, bool), CommandError> {
+    let skip = command.optional_i64("skip")?.unwrap_or(0);
+    if skip < 0 {
+        return Err(CommandError::bad_value("skip value must be non-negative"));
+    }
+    let limit = command.optional_i64("limit")?.unwrap_or(0);
+    let single_batch = command.optional_bool("singleBatch")?.unwrap_or(false) || limit < 0;
+    let request = FindRequest {
+        filter: command.optional_document("filter")?.cloned().unwrap_or_else(Document::new),
+        projection: command.optional_document("projection")?.cloned(),
+        sort: command.optional_document("sort")?.cloned().filter(|sort| !sort.is_empty()),
+        skip: skip as u64,
+        limit: (limit != 0).then_some(limit.unsigned_abs()),
+        hint: hint(command.get("hint"))?,
+        allow_disk_use: command.optional_bool("allowDiskUse")?.unwrap_or(false),
+    };
+    Ok((request, single_batch))
+}

@@ -1,0 +1,38 @@
+//! `listCollections`: the database's collections as a one-batch cursor, filtered by `filter`
+//! (on `name`, `type`, `options...`), with `nameOnly`.
+
+use bson::{doc, Document, RawDocumentBuf};
+
+use crate::command::Command;
+use crate::cursors::documents_cursor;
+use crate::error::CommandError;
+use crate::state::Context;
+
+pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    let name_only = command.optional_bool("nameOnly")?.unwrap_or(false);
+    let filter = match command.optional_document("filter")? {
+        Some(filter) if !filter.is_empty() => Some(
+            query::filter::Filter::parse(filter)
+                .map_err(|error| CommandError::coded(error.code(), error.code_name(), error.to_string()))?,
+        ),
+        _ => None,
+    };
+    let mut entries = Vec::new();
+    for info in context.shared.store.list_collections(&command.database) {
+        let full = doc! {
+            "name": info.name.clone(),
+            "type": "collection",
+            "options": info.options.clone(),
+            "info": { "readOnly": false },
+            "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_" },
+        };
+        if let Some(filter) = &filter {
+            if !filter.matches(&full).unwrap_or(false) {
+                continue;
+            }
+        }
+        entries.push(if name_only { doc! { "name": info.name, "type": "collection" } } else { full });
+    }
+    entries.sort_by(|a: &Document, b: &Document| a.get_str("name").ok().cmp(&b.get_str("name").ok()));
+    documents_cursor(entries, &command.namespace("$cmd.listCollections"))
+}

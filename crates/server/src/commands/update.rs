@@ -1,0 +1,108 @@
+//! `update`: each statement of `updates` (`{q, u, multi, upsert, arrayFilters, hint}`) through
+//! the store in order; `ordered` (default) stops at the first failure. Reply `{n, nModified,
+//! upserted?, writeErrors?}` where `n` counts matched plus upserted documents, as in MongoDB.
+
+use bson::{doc, Bson, Document, RawDocumentBuf};
+use docstore::{UpdateModification, UpdateRequest};
+
+use crate::command::{mismatch, truthy, Command};
+use crate::commands::{hint, write_reply};
+use crate::error::CommandError;
+use crate::state::{Context, Counters};
+use crate::store_error::write_error;
+
+pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    let collection = command.collection()?;
+    let ordered = command.optional_bool("ordered")?.unwrap_or(true);
+    let statements = command.documents("updates")?;
+    let durability = command.durability();
+    let (mut n, mut modified) = (0u64, 0u64);
+    let mut upserted = Vec::new();
+    let mut errors = Vec::new();
+    for (index, raw) in statements.iter().enumerate() {
+        let result = parse_statement(raw).and_then(|request| {
+            Ok(context.shared.store.update(&command.database, &collection, &request, durability)?)
+        });
+        match result {
+            Ok(outcome) => {
+                n += outcome.matched;
+                modified += outcome.modified;
+                if let Some(id) = outcome.upserted_id {
+                    n += 1;
+                    upserted.push(doc! { "index": index as i32, "_id": id });
+                }
+            }
+            Err(error) => {
+                errors.push(write_error(index, &error));
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    Counters::add(&context.shared.counters.update, statements.len() as u64);
+    let mut extra = doc! { "nModified": modified as i64 };
+    if !upserted.is_empty() {
+        extra.insert("upserted", upserted);
+    }
+    write_reply(n as i64, extra, errors)
+}
+
+fn parse_statement(raw: &RawDocumentBuf) -> Result<UpdateRequest, CommandError> {
+    let statement = Document::try_from(raw.as_ref())?;
+    let filter = match statement.get("q") {
+        Some(Bson::Document(filter)) => filter.clone(),
+        Some(other) => return Err(mismatch("q", "object", other)),
+        None => return Err(CommandError::new(wire::ErrorCode::NoSuchKey, "BSON field 'update.updates.q' is missing but a required field")),
+    };
+    let update = modification(statement.get("u"))?
+        .ok_or_else(|| CommandError::new(wire::ErrorCode::NoSuchKey, "BSON field 'update.updates.u' is missing but a required field"))?;
+    Ok(UpdateRequest {
+        filter,
+        update,
+        multi: flag(&statement, "multi")?,
+        upsert: flag(&statement, "upsert")?,
+        array_filters: array_filters(&statement)?,
+        hint: hint(statement.get("hint"))?,
+    })
+}
+
+/// `u` (or findAndModify's `update`): an update document or a pipeline.
+pub fn modification(value: Option<&Bson>) -> Result<Option<UpdateModification>, CommandError> {
+    match value {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::Document(update)) => Ok(Some(UpdateModification::Document(update.clone()))),
+        Some(Bson::Array(stages)) => {
+            let stages = stages
+                .iter()
+                .map(|stage| match stage {
+                    Bson::Document(stage) => Ok(stage.clone()),
+                    other => Err(mismatch("u", "object", other)),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Some(UpdateModification::Pipeline(stages)))
+        }
+        Some(other) => Err(mismatch("u", "object", other)),
+    }
+}
+
+pub fn flag(statement: &Document, key: &str) -> Result<bool, CommandError> {
+    match statement.get(key) {
+        None | Some(Bson::Null) => Ok(false),
+        Some(value) => truthy(value).ok_or_else(|| mismatch(key, "bool", value)),
+    }
+}
+
+pub fn array_filters(statement: &Document) -> Result<Vec<Document>, CommandError> {
+    match statement.get("arrayFilters") {
+        None | Some(Bson::Null) => Ok(Vec::new()),
+        Some(Bson::Array(filters)) => filters
+            .iter()
+            .map(|filter| match filter {
+                Bson::Document(filter) => Ok(filter.clone()),
+                other => Err(mismatch("arrayFilters", "object", other)),
+            })
+            .collect(),
+        Some(other) => Err(mismatch("arrayFilters", "array", other)),
+    }
+}

@@ -1,0 +1,40 @@
+//! The one place store errors become MongoDB replies: a command error `{ok: 0, errmsg, code,
+//! codeName}` or a write command's `writeErrors` entry (with `keyPattern`/`keyValue` for a
+//! duplicate key). Codes and names come from `docstore::Error::code`/`code_name`, which already
+//! carry MongoDB's numbers (the query crate's errors keep their own).
+
+use bson::{doc, Document};
+use tracing::error;
+
+use crate::error::CommandError;
+
+pub fn to_command_error(error: docstore::Error) -> CommandError {
+    if matches!(error, docstore::Error::Corruption(_) | docstore::Error::Storage(_)) {
+        error!(%error, "storage failure");
+    }
+    let mut command_error = CommandError::coded(error.code(), error.code_name(), error.to_string());
+    if let docstore::Error::DuplicateKey { namespace, index, key_pattern, key_value } = &error {
+        command_error.message = wire::replies::duplicate_key_message(namespace, index, key_value);
+        command_error.extra = doc! { "keyPattern": key_pattern.clone(), "keyValue": key_value.clone() };
+    }
+    command_error
+}
+
+impl From<docstore::Error> for CommandError {
+    fn from(error: docstore::Error) -> CommandError {
+        to_command_error(error)
+    }
+}
+
+/// One `writeErrors` entry for the operation at `index` of a batch.
+pub fn write_error(index: usize, error: &CommandError) -> Document {
+    let mut entry = doc! {
+        "index": i32::try_from(index).unwrap_or(i32::MAX),
+        "code": error.code,
+        "errmsg": error.message.clone(),
+    };
+    for (key, value) in &error.extra {
+        entry.insert(key.clone(), value.clone());
+    }
+    entry
+}
