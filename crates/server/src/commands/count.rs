@@ -5,7 +5,7 @@ use bson::{doc, Document, RawDocumentBuf};
 use docstore::FindRequest;
 
 use crate::command::Command;
-use crate::commands::{hint, reply};
+use crate::commands::{hint, int, reply};
 use crate::error::CommandError;
 use crate::state::Context;
 
@@ -19,7 +19,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     } else {
         store.count(&command.database, &collection, &request)?
     };
-    reply(doc! { "n": i64::try_from(n).unwrap_or(i64::MAX) })
+    reply(doc! { "n": int(n) })
 }
 
 pub fn count_request(command: &Command) -> Result<FindRequest, CommandError> {

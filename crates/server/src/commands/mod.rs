@@ -108,7 +108,7 @@ pub fn reply(fields: Document) -> Result<RawDocumentBuf, CommandError> {
 /// A write command's reply: `{n, ...extra, writeErrors?, ok: 1}` (write errors leave ok at 1).
 pub fn write_reply(n: i64, extra: Document, errors: Vec<Document>) -> Result<RawDocumentBuf, CommandError> {
     let mut fields = Document::new();
-    fields.insert("n", i32::try_from(n).map(Bson::Int32).unwrap_or(Bson::Int64(n)));
+    fields.insert("n", int(n));
     fields.extend(extra);
     if !errors.is_empty() {
         fields.insert("writeErrors", errors);
@@ -132,4 +132,10 @@ pub fn scale(command: &Command) -> Result<u64, CommandError> {
         Some(scale) if scale > 0 => Ok(scale as u64),
         Some(_) => Err(CommandError::bad_value("Scale factor must be greater than zero")),
     }
+}
+
+/// A count as MongoDB sends it: int32 when it fits, else int64.
+pub fn int(n: impl TryInto<i64>) -> Bson {
+    let n: i64 = n.try_into().unwrap_or(i64::MAX);
+    i32::try_from(n).map(Bson::Int32).unwrap_or(Bson::Int64(n))
 }

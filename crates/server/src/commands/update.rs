@@ -6,7 +6,7 @@ use bson::{doc, Bson, Document, RawDocumentBuf};
 use docstore::{UpdateModification, UpdateRequest};
 
 use crate::command::{mismatch, truthy, Command};
-use crate::commands::{hint, write_reply};
+use crate::commands::{hint, int, write_reply};
 use crate::error::CommandError;
 use crate::state::{Context, Counters};
 use crate::store_error::write_error;
@@ -41,7 +41,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         }
     }
     Counters::add(&context.shared.counters.update, statements.len() as u64);
-    let mut extra = doc! { "nModified": modified as i64 };
+    let mut extra = doc! { "nModified": int(modified) };
     if !upserted.is_empty() {
         extra.insert("upserted", upserted);
     }

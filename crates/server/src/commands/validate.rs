@@ -3,7 +3,7 @@
 use bson::{doc, Bson, Document, RawDocumentBuf};
 
 use crate::command::Command;
-use crate::commands::reply;
+use crate::commands::{int, reply};
 use crate::error::CommandError;
 use crate::state::Context;
 
@@ -16,7 +16,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     }
     reply(doc! {
         "ns": command.namespace(&collection),
-        "nrecords": i64::try_from(report.documents).unwrap_or(i64::MAX),
+        "nrecords": int(report.documents),
         "nIndexes": keys.len() as i32,
         "keysPerIndex": keys,
         "valid": report.is_valid(),
