@@ -52,12 +52,11 @@ impl Inner {
                 let (keys, is_multikey) = index.keys(&document)?;
                 multikey[position] |= is_multikey;
                 for key in &keys {
-                    let mut txn_free = EntrySink::default();
-                    txn_free.entry(index, key, &id_key(&id), &document);
-                    if let (Some(slot), Some((k, v))) = (expected.get_mut(position), txn_free.0) {
-                        if slot.insert(k, v).is_some() {
-                            report.errors.push(format!("index {}: two documents share a unique key", index.name));
-                        }
+                    let (entry_key, entry_value) = index.entry_pair(key, &id_key(&id), &document);
+                    if let Some(slot) = expected.get_mut(position)
+                        && slot.insert(entry_key, entry_value).is_some()
+                    {
+                        report.errors.push(format!("index {}: two documents share a unique key", index.name));
                     }
                 }
             }
@@ -85,14 +84,3 @@ impl Inner {
         Ok(report)
     }
 }
-
-/// Captures the entry an index would write for a key.
-#[derive(Default)]
-struct EntrySink(Option<(Vec<u8>, Vec<u8>)>);
-
-impl EntrySink {
-    fn entry(&mut self, index: &crate::index::Index, key: &document::keycodec::EncodedKey, id: &[u8], document: &bson::RawDocument) {
-        self.0 = Some(index.entry_pair(key, id, document));
-    }
-}
-

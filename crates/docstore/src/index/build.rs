@@ -227,7 +227,7 @@ fn build_entries(inner: &Inner, db: &str, name: &str, index_name: &str) -> Resul
             let raw = crate::read::scan::raw(bytes)?;
             let (keys, multikey) = index.keys(&raw)?;
             if index.is_unique() {
-                check_unique(&snapshot, index, &collection, &id, &keys, &raw, &mut batch_keys)?;
+                check_unique(&snapshot, index, &collection, &id, &keys, &mut batch_keys)?;
             }
             write.add_entries(index, &id, &raw, &keys, multikey);
             count += 1;
@@ -249,7 +249,6 @@ fn check_unique(
     collection: &Collection,
     id: &[u8],
     keys: &[document::keycodec::EncodedKey],
-    raw: &bson::RawDocument,
     batch_keys: &mut std::collections::HashMap<Vec<u8>, Vec<u8>>,
 ) -> Result<()> {
     for key in keys {
@@ -261,7 +260,6 @@ fn check_unique(
             },
         };
         if owner.as_ref().is_some_and(|owner| owner != id) {
-            let _ = raw;
             return Err(Error::DuplicateKey {
                 namespace: collection.namespace(),
                 index: index.name.clone(),

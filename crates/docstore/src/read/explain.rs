@@ -101,7 +101,7 @@ fn index_scan(scan: &IndexScan) -> Document {
         "isMultiKey": scan.multikey,
         "isUnique": scan.unique,
         "isSparse": scan.sparse,
-        "isPartial": false,
+        "isPartial": scan.partial,
         "indexVersion": 2,
         "direction": if scan.backward { "backward" } else { "forward" },
         "indexBounds": scan.bounds.clone(),

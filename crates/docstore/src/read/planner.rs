@@ -68,6 +68,7 @@ pub struct IndexScan {
     pub backward: bool,
     pub multikey: bool,
     pub sparse: bool,
+    pub partial: bool,
     pub unique: bool,
 }
 
@@ -273,6 +274,7 @@ fn scan_for(target: &Target<'_>, predicates: &HashMap<String, Vec<&Predicate>>, 
         backward,
         multikey,
         sparse: target.index.is_some_and(|i| i.sparse),
+        partial: target.index.is_some_and(|i| i.partial.is_some()),
         unique: target.index.is_none_or(Index::is_unique),
     };
     if backward {

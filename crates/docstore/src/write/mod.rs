@@ -146,7 +146,7 @@ impl<'s> DocumentWrite<'s> {
         match self.txn.commit(durability) {
             Ok(_) => {}
             Err(storage::Error::KeyExists { tree, key }) => {
-                return Err(duplicate_key(self.inner, &self.collection, &tree, &key, documents));
+                return Err(duplicate_key(&self.collection, &tree, &key, documents));
             }
             Err(other) => return Err(other.into()),
         }
@@ -195,7 +195,7 @@ fn apply_key_diff(
 }
 
 /// Describes an engine `KeyExists` as MongoDB's duplicate key error.
-fn duplicate_key(inner: &Inner, collection: &Collection, tree: &str, key: &[u8], documents: &[&RawDocument]) -> Error {
+fn duplicate_key(collection: &Collection, tree: &str, key: &[u8], documents: &[&RawDocument]) -> Error {
     let namespace = collection.namespace();
     if tree == collection.meta.tree {
         let id = documents
@@ -207,7 +207,6 @@ fn duplicate_key(inner: &Inner, collection: &Collection, tree: &str, key: &[u8],
         key_value.insert("_id", id);
         return Error::DuplicateKey { namespace, index: "_id_".into(), key_pattern: bson::doc! {"_id": 1}, key_value };
     }
-    let _ = inner;
     let Some(index) = collection.indexes.iter().find(|index| index.meta.tree == tree) else {
         return Error::corrupt(format!("duplicate key in unknown tree {tree}"));
     };
