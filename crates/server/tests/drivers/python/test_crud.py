@@ -145,6 +145,9 @@ def test_errors(db):
     with pytest.raises(OperationFailure) as failure:
         db.command("renameCollection", f"{db.name}.missing", to=f"{db.name}.other")
     assert failure.value.code in (26, 13)
+    with pytest.raises(OperationFailure) as failure:
+        db.command("listIndexes", "missing")
+    assert failure.value.code == 26 and failure.value.details["codeName"] == "NamespaceNotFound"
     db.command("create", "exists")
     with pytest.raises(OperationFailure) as failure:
         db.command("create", "exists")
