@@ -118,13 +118,13 @@ async fn handle_frame(shared: &Arc<Shared>, info: &ConnectionInfo, frame: Frame,
 
 /// The command a request carries; OP_QUERY is accepted only on `<db>.$cmd`.
 fn command_of(request: &Request) -> Result<Command, CommandError> {
-    if let Message::Query(query) = &request.message {
-        if !query.is_command() {
-            return Err(CommandError::new(
-                ErrorCode::UnsupportedOpQueryCommand,
-                format!("OP_QUERY is no longer supported for {}; use OP_MSG", query.full_collection_name),
-            ));
-        }
+    if let Message::Query(query) = &request.message
+        && !query.is_command()
+    {
+        return Err(CommandError::new(
+            ErrorCode::UnsupportedOpQueryCommand,
+            format!("OP_QUERY is no longer supported for {}; use OP_MSG", query.full_collection_name),
+        ));
     }
     Command::from_request(request)
 }

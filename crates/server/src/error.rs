@@ -11,7 +11,7 @@ pub struct CommandError {
     pub code_name: String,
     pub message: String,
     /// Fields MongoDB adds to some errors (e.g. `keyPattern`/`keyValue` for 11000).
-    pub extra: Document,
+    pub extra: Box<Document>,
 }
 
 impl CommandError {
@@ -25,7 +25,7 @@ impl CommandError {
             code,
             code_name: code_name.to_owned(),
             message: message.into(),
-            extra: Document::new(),
+            extra: Box::default(),
         }
     }
 
@@ -49,7 +49,7 @@ impl CommandError {
             "code": self.code,
             "codeName": self.code_name.clone(),
         };
-        for (key, value) in &self.extra {
+        for (key, value) in self.extra.iter() {
             reply.insert(key.clone(), value.clone());
         }
         reply

@@ -15,7 +15,7 @@ pub fn to_command_error(error: docstore::Error) -> CommandError {
     let mut command_error = CommandError::coded(error.code(), error.code_name(), error.to_string());
     if let docstore::Error::DuplicateKey { namespace, index, key_pattern, key_value } = &error {
         command_error.message = wire::replies::duplicate_key_message(namespace, index, key_value);
-        command_error.extra = doc! { "keyPattern": key_pattern.clone(), "keyValue": key_value.clone() };
+        command_error.extra = Box::new(doc! { "keyPattern": key_pattern.clone(), "keyValue": key_value.clone() });
     }
     command_error
 }
@@ -33,7 +33,7 @@ pub fn write_error(index: usize, error: &CommandError) -> Document {
         "code": error.code,
         "errmsg": error.message.clone(),
     };
-    for (key, value) in &error.extra {
+    for (key, value) in error.extra.iter() {
         entry.insert(key.clone(), value.clone());
     }
     entry

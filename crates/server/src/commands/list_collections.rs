@@ -26,10 +26,8 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             "info": { "readOnly": false },
             "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_" },
         };
-        if let Some(filter) = &filter {
-            if !filter.matches(&full).unwrap_or(false) {
-                continue;
-            }
+        if filter.as_ref().is_some_and(|filter| !filter.matches(&full).unwrap_or(false)) {
+            continue;
         }
         entries.push(if name_only { doc! { "name": info.name, "type": "collection" } } else { full });
     }
