@@ -272,30 +272,27 @@ impl Leaf {
 
     /// Splits the leaf into pieces of about `target_bytes` each, at basement boundaries. Returns
     /// the pieces after the first, each with its first key (the pivot that will separate it).
+    /// A leaf of two or more basements over twice the target always yields at least one piece,
+    /// and no piece of two or more basements is left over twice the target: the caller splits
+    /// because the leaf is too big, and a split that left it too big would be asked for again
+    /// forever (`fix_root` grew and shrank the root in a loop).
     pub fn split(&mut self, target_bytes: usize) -> Vec<(Vec<u8>, Leaf)> {
-        let mut pieces: Vec<Vec<Basement>> = vec![Vec::new()];
-        let mut piece_size = 0;
-        for basement in std::mem::take(&mut self.basements) {
-            if piece_size >= target_bytes {
-                pieces.push(Vec::new());
-                piece_size = 0;
-            }
-            piece_size += basement.size_bytes;
-            if let Some(piece) = pieces.last_mut() {
-                piece.push(basement);
+        let mut basements: Vec<Basement> =
+            std::mem::take(&mut self.basements).into_iter().filter(|b| !b.entries.is_empty()).collect();
+        let sizes: Vec<usize> = basements.iter().map(|b| b.size_bytes).collect();
+        let mut pieces = Vec::new();
+        for cut in split_cuts(&sizes, target_bytes).into_iter().rev() {
+            let tail = basements.split_off(cut);
+            if let Some(pivot) = tail.first().and_then(Basement::first_key) {
+                pieces.push((pivot.to_vec(), Leaf { basements: tail }));
             }
         }
-        let mut pieces = pieces.into_iter();
-        self.basements = pieces.next().unwrap_or_default();
-        if self.basements.is_empty() {
-            self.basements.push(Basement::default());
+        pieces.reverse();
+        if basements.is_empty() {
+            basements.push(Basement::default());
         }
+        self.basements = basements;
         pieces
-            .filter_map(|basements| {
-                let pivot = basements.first().and_then(Basement::first_key)?.to_vec();
-                Some((pivot, Leaf { basements }))
-            })
-            .collect()
     }
 
     /// Appends the entries of the leaf to the right (whose keys are all greater).
@@ -303,6 +300,24 @@ impl Leaf {
         self.basements.extend(right.basements);
         self.normalize(basement_size_bytes);
     }
+}
+
+/// Where to cut a run of basements of these sizes into pieces of about `target_bytes`: the
+/// indices (ascending, each in `1..len`) at which a new piece starts. A piece is closed once it
+/// reaches the target, or before a basement that would take it past twice the target, so every
+/// piece of two or more basements stays within twice the target; and a run of two or more
+/// basements over twice the target is always cut at least once.
+fn split_cuts(sizes: &[usize], target_bytes: usize) -> Vec<usize> {
+    let mut cuts = Vec::new();
+    let mut piece_size = 0;
+    for (index, &size) in sizes.iter().enumerate() {
+        if index > 0 && (piece_size >= target_bytes || piece_size + size > 2 * target_bytes) {
+            cuts.push(index);
+            piece_size = 0;
+        }
+        piece_size += size;
+    }
+    cuts
 }
 
 /// Merges a basement's entries with the sorted point messages that fall into it, applying the
@@ -399,5 +414,30 @@ fn below(key: &[u8], hi: Bound<&[u8]>) -> bool {
         Bound::Included(hi) => key <= hi,
         Bound::Excluded(hi) => key < hi,
         Bound::Unbounded => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_cuts;
+
+    #[test]
+    fn greedy_cuts_at_the_target() {
+        assert_eq!(split_cuts(&[100, 100, 100, 100], 200), vec![2]);
+        assert_eq!(split_cuts(&[300, 300, 300], 200), vec![1, 2]);
+    }
+
+    #[test]
+    fn two_basements_always_cut_even_when_the_first_is_small() {
+        // The shape that looped forever: a small basement then one huge value, target above the
+        // first basement's size.
+        assert_eq!(split_cuts(&[400, 1100], 512), vec![1]);
+        assert_eq!(split_cuts(&[10, 10, 2000], 512), vec![2]);
+        assert_eq!(split_cuts(&[2000], 512), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn a_huge_basement_gets_a_piece_of_its_own() {
+        assert_eq!(split_cuts(&[100, 1100, 100], 512), vec![1, 2]);
     }
 }
