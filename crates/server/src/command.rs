@@ -59,6 +59,11 @@ impl Command {
         }
     }
 
+    /// A command given as a document (no envelope, no document sequences).
+    pub fn from_document(body: Document, database: String) -> Result<Command, CommandError> {
+        Command::new(body, database, Vec::new(), false)
+    }
+
     fn new(
         body: Document,
         database: String,

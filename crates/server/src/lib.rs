@@ -11,7 +11,8 @@
 //! graceful shutdown), `connection` (one client), `command` (a parsed command and typed field
 //! access), `dispatch` (name → handler, panic capture), `commands/` (one command per file),
 //! `error` (`CommandError`), `store_error` (store errors → replies, the only such mapping),
-//! `cursors` (parked cursors and batching), `state` (what every connection shares).
+//! `cursors` (parked cursors and batching), `state` (what every connection shares),
+//! `in_process` (the command path without a socket, for the fuzz target).
 
 #![cfg_attr(
     not(test),
@@ -25,10 +26,12 @@ mod connection;
 mod cursors;
 mod dispatch;
 pub mod error;
+mod in_process;
 mod listener;
 mod state;
 mod store_error;
 
 pub use config::ServerConfig;
 pub use error::CommandError;
+pub use in_process::InProcess;
 pub use listener::Server;

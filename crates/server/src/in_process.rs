@@ -1,0 +1,56 @@
+//! `InProcess`: the server's command path without a socket — a parsed request, or a command
+//! document, in; the reply document out — over an in-memory store. The `command` fuzz target
+//! drives every handler through it.
+//!
+//! Unlike the network path, a panic in a handler is not caught here: the fuzzer is there to
+//! find them (over TCP, `dispatch` turns one into an `InternalError` reply).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use bson::{Document, RawDocumentBuf};
+use docstore::{Store, StoreOptions};
+use wire::Request;
+
+use crate::command::Command;
+use crate::config::ServerConfig;
+use crate::dispatch;
+use crate::error::CommandError;
+use crate::state::{ConnectionInfo, Context, Shared};
+
+pub struct InProcess {
+    context: Context,
+}
+
+impl InProcess {
+    /// A server over a fresh in-memory store with the default configuration.
+    pub fn open_in_memory() -> docstore::Result<InProcess> {
+        let store = Arc::new(Store::open_in_memory(StoreOptions::default())?);
+        let local_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let shared = Shared::new(ServerConfig::default(), local_addr, store);
+        let connection = ConnectionInfo { id: 1, peer: local_addr };
+        Ok(InProcess { context: Context { shared, connection } })
+    }
+
+    /// Runs the command a request carries, as a connection would.
+    pub fn run_request(&self, request: &Request) -> RawDocumentBuf {
+        match Command::from_request(request) {
+            Ok(command) => self.run(&command),
+            Err(error) => dispatch::error_document(&error),
+        }
+    }
+
+    /// Runs `body` as a command against `database`.
+    pub fn run_document(&self, database: &str, body: Document) -> RawDocumentBuf {
+        match Command::from_document(body, database.to_owned()) {
+            Ok(command) => self.run(&command),
+            Err(error) => dispatch::error_document(&error),
+        }
+    }
+
+    fn run(&self, command: &Command) -> RawDocumentBuf {
+        let result: Result<RawDocumentBuf, CommandError> =
+            dispatch::lookup(command).and_then(|spec| (spec.handler)(&self.context, command));
+        result.unwrap_or_else(|error| dispatch::error_document(&error))
+    }
+}
