@@ -14,7 +14,8 @@
 //!
 //! Threads: any number of readers and committers; a background flusher (in
 //! `FlushMode::Background`) that takes trees whose root buffers are full; and, for a durable
-//! engine, a maintenance thread that syncs the log for `Periodic` commits and runs checkpoints.
+//! engine, a maintenance thread that syncs the log for `Periodic` commits and runs checkpoints,
+//! and (in `Background` mode) an evictor that writes nodes out when the cache is over budget.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -33,7 +34,7 @@ use crate::io::{FileSystem, RealFs};
 use crate::message::Seq;
 use crate::options::{FlushMode, Options};
 use crate::snapshot::Snapshot;
-use crate::stats::{Counters, Stats, TRACKED_LEVELS};
+use crate::stats::{Counters, Stats};
 use crate::store::NodeStore;
 use crate::transaction::Transaction;
 use crate::tree::{Ctx, Tree, TreeId, TreeMessage};
@@ -223,6 +224,7 @@ pub struct Engine {
     shared: Arc<Shared>,
     flusher: Option<JoinHandle<()>>,
     maintenance: Option<JoinHandle<()>>,
+    evictor: Option<JoinHandle<()>>,
 }
 
 impl Engine {
@@ -261,14 +263,23 @@ impl Engine {
                 Some(spawn("strata-flusher", Box::new(move || worker.run_flusher(receiver)))?)
             }
         };
-        let maintenance = match shared.durable.get() {
-            None => None,
+        let (maintenance, evictor) = match shared.durable.get() {
+            None => (None, None),
             Some(_) => {
                 let worker = Arc::clone(&shared);
-                Some(spawn("strata-maintenance", Box::new(move || worker.run_maintenance()))?)
+                let maintenance = spawn("strata-maintenance", Box::new(move || worker.run_maintenance()))?;
+                let evictor = match shared.options.flush_mode {
+                    FlushMode::Inline => None,
+                    FlushMode::Background => {
+                        shared.store.start_evictor();
+                        let worker = Arc::clone(&shared);
+                        Some(spawn("strata-evictor", Box::new(move || worker.store.run_evictor()))?)
+                    }
+                };
+                (Some(maintenance), evictor)
             }
         };
-        Ok(Engine { shared, flusher, maintenance })
+        Ok(Engine { shared, flusher, maintenance, evictor })
     }
 
     pub fn options(&self) -> &Options {
@@ -383,17 +394,13 @@ impl Engine {
         Ok(())
     }
 
+    /// The engine's counters and sizes. Never reads the disk: buffered bytes are those of the
+    /// nodes in memory (`serverStatus` calls this on a live server, whatever the data's size).
     pub fn stats(&self) -> Stats {
         let mut stats = self.shared.counters.snapshot();
-        let mut buffered = [0u64; TRACKED_LEVELS];
-        let mut nodes = 0;
-        let trees: Vec<Arc<Tree>> = self.shared.catalog.read().by_id.values().cloned().collect();
-        for tree in trees {
-            // A tree dropped meanwhile simply stops counting.
-            let _ = tree.gather_sizes(&self.shared.store, &mut buffered, &mut nodes);
-        }
-        stats.buffered_bytes_by_height = buffered;
+        let (nodes, buffered) = self.shared.store.census();
         stats.node_count = nodes;
+        stats.buffered_bytes_by_height = buffered;
         crate::stats::add_cache_and_disk(&mut stats, &self.shared);
         stats
     }
@@ -406,6 +413,10 @@ impl Engine {
         }
         self.shared.flush_queue.lock().take();
         if let Some(handle) = self.flusher.take() {
+            let _ = handle.join();
+        }
+        self.shared.store.stop_evictor();
+        if let Some(handle) = self.evictor.take() {
             let _ = handle.join();
         }
     }

@@ -5,13 +5,15 @@ use std::time::Duration;
 use crate::compression::Compression;
 use crate::message::{counter_update, UpdateFn};
 
-/// Where flushes run.
+/// Where flushes and evictions run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlushMode {
     /// A background thread flushes full roots; a commit flushes itself only when a root's
     /// buffers pass twice the node size (backpressure), so commits rarely pay for a cascade.
+    /// A durable engine also runs an evictor thread that writes nodes out past the cache budget.
     Background,
-    /// The committing thread flushes as soon as a root is full: deterministic, for tests.
+    /// The committing thread flushes as soon as a root is full and evicts as soon as the cache
+    /// is over budget: deterministic, for tests.
     Inline,
 }
 

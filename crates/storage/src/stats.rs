@@ -71,8 +71,10 @@ pub struct Stats {
     pub merges: u64,
     /// Bytes of messages flushed out of nodes of each height (index = height of the parent).
     pub flushed_bytes_by_height: [u64; TRACKED_LEVELS],
+    /// Nodes of every tree, in memory or on disk.
     pub node_count: u64,
-    /// Bytes of messages waiting in buffers, by height of the node holding them.
+    /// Bytes of messages waiting in the buffers of the nodes in memory, by height of the node
+    /// holding them (nodes on disk are not read to count theirs).
     pub buffered_bytes_by_height: [u64; TRACKED_LEVELS],
     pub checkpoints: u64,
     /// Bytes of node and catalog blocks the checkpoints wrote.

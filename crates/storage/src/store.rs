@@ -8,9 +8,10 @@
 //! Cache: nodes in memory are charged their accounted size against one budget. Past it, the
 //! least recently used nodes are evicted: clean ones simply dropped, dirty ones first written to
 //! a new block (copy-on-write: never over a block a checkpoint may still name). A node evicted is
-//! read back, checked and decoded on its next `get`. Writers evict on their own path when over
-//! budget, which is the engine's backpressure; only one thread evicts at a time, and a writer far
-//! over budget waits for it rather than growing memory further.
+//! read back, checked and decoded on its next `get`. Over budget, a writer wakes the evictor
+//! thread and goes on, so that compressing and writing nodes out overlaps with its work; far
+//! over budget it waits for the running eviction and evicts itself, which is the engine's
+//! backpressure. Only one thread evicts at a time.
 //!
 //! Blocks and checkpoints: a slot remembers the block holding the node's last written version. A
 //! block replaced by a newer one, or whose node is freed, is *superseded*: the last durable
@@ -21,13 +22,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::file::{BlockAddr, DataFile};
 use crate::node::codec::{decode_node, encode_node};
 use crate::node::{Node, NodeId};
+use crate::stats::TRACKED_LEVELS;
 
 const SHARDS: usize = 16;
 
@@ -81,7 +83,48 @@ pub(crate) struct NodeStore {
     clock: AtomicU64,
     superseded: Mutex<Vec<BlockAddr>>,
     evicting: Mutex<()>,
+    evictor: Evictor,
     pub counters: CacheCounters,
+}
+
+/// The wake-up line between writers and the evictor thread.
+#[derive(Default)]
+struct Evictor {
+    state: Mutex<EvictorState>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct EvictorState {
+    running: bool,
+    wanted: bool,
+}
+
+impl Evictor {
+    /// Asks the evictor thread to run; false if there is none.
+    fn wake(&self) -> bool {
+        let mut state = self.state.lock();
+        if state.running && !state.wanted {
+            state.wanted = true;
+            self.wake.notify_one();
+        }
+        state.running
+    }
+
+    /// Waits until eviction is wanted (true) or the thread should stop (false).
+    fn wait(&self) -> bool {
+        let mut state = self.state.lock();
+        while state.running && !state.wanted {
+            self.wake.wait(&mut state);
+        }
+        state.wanted = false;
+        state.running
+    }
+
+    fn set_running(&self, running: bool) {
+        self.state.lock().running = running;
+        self.wake.notify_all();
+    }
 }
 
 impl NodeStore {
@@ -95,6 +138,7 @@ impl NodeStore {
             clock: AtomicU64::new(0),
             superseded: Mutex::new(Vec::new()),
             evicting: Mutex::new(()),
+            evictor: Evictor::default(),
             counters: CacheCounters::default(),
         }
     }
@@ -227,11 +271,33 @@ impl NodeStore {
         }
     }
 
+    /// How many nodes there are (in memory or on disk), and the bytes buffered in the internal
+    /// nodes in memory by height. Reads nothing from disk.
+    pub fn census(&self) -> (u64, [u64; TRACKED_LEVELS]) {
+        let mut nodes = 0;
+        let mut buffered = [0u64; TRACKED_LEVELS];
+        for shard in &self.shards {
+            for slot in shard.lock().values() {
+                nodes += 1;
+                if let Some(Node::Internal(internal)) = slot.node.as_deref() {
+                    let height = (internal.height as usize).min(TRACKED_LEVELS - 1);
+                    if let Some(total) = buffered.get_mut(height) {
+                        *total += internal.buffered_bytes() as u64;
+                    }
+                }
+            }
+        }
+        (nodes, buffered)
+    }
+
     pub fn len(&self) -> usize {
         self.shards.iter().map(|shard| shard.lock().len()).sum()
     }
 
-    /// Evicts least recently used nodes while the cache is over budget.
+    /// Keeps the cache within budget. Over budget, the evictor thread (if one runs) is woken
+    /// and the caller goes on; far over budget (`THROTTLE_PERCENT`), the caller waits for the
+    /// running eviction and then evicts itself: that is the writers' backpressure. Without an
+    /// evictor thread, the caller evicts whenever no one else is.
     fn maybe_evict(&self) -> Result<()> {
         if self.disk.is_none() || self.used_bytes() <= self.budget_bytes {
             return Ok(());
@@ -240,12 +306,24 @@ impl NodeStore {
             self.counters.throttle_waits.fetch_add(1, Ordering::Relaxed);
             self.evicting.lock()
         } else {
+            if self.evictor.wake() {
+                return Ok(());
+            }
             match self.evicting.try_lock() {
                 Some(guard) => guard,
                 None => return Ok(()),
             }
         };
+        self.evict_to_target()
+    }
+
+    /// Evicts least recently used nodes until the cache is at `EVICT_TARGET_PERCENT` of its
+    /// budget. The caller holds `evicting`.
+    fn evict_to_target(&self) -> Result<()> {
         let target = self.budget_bytes / 100 * EVICT_TARGET_PERCENT;
+        if self.used_bytes() <= target {
+            return Ok(());
+        }
         let mut candidates: Vec<(u64, NodeId)> = Vec::new();
         for shard in &self.shards {
             let shard = shard.lock();
@@ -259,6 +337,24 @@ impl NodeStore {
             self.evict(id)?;
         }
         Ok(())
+    }
+
+    /// The evictor thread's loop: evict whenever woken over budget, until `stop_evictor`. An
+    /// eviction error (a failed write) is left for the writers: past the throttle they evict
+    /// themselves and meet it.
+    pub fn run_evictor(&self) {
+        while self.evictor.wait() {
+            let _evicting = self.evicting.lock();
+            let _ = self.evict_to_target();
+        }
+    }
+
+    pub fn start_evictor(&self) {
+        self.evictor.set_running(true);
+    }
+
+    pub fn stop_evictor(&self) {
+        self.evictor.set_running(false);
     }
 
     /// Drops one node from memory, writing it to a new block first if it is dirty.

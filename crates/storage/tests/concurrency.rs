@@ -44,6 +44,58 @@ fn readers_see_whole_commits_while_writers_and_the_flusher_run() {
         ..Options::default()
     };
     let engine = Arc::new(Engine::open_in_memory(options).expect("open"));
+    let trees = transfers_under_readers(&engine);
+    let stats = engine.stats();
+    assert!(stats.flushes > 0, "the flusher ran: {stats:?}");
+    assert_eq!(total(&engine.snapshot(), trees, false), expected_total());
+}
+
+/// The same on a durable engine whose cache holds a few nodes, so that the evictor thread
+/// writes nodes out and writers read them back all the time, with checkpoints between; then a
+/// clean close and a reopen find the same total.
+#[test]
+fn readers_see_whole_commits_while_the_evictor_and_checkpoints_run() {
+    let dir = std::env::temp_dir().join(format!("strata-evictor-{}-{}", std::process::id(), rand::random::<u32>()));
+    let options = Options {
+        node_size_bytes: 4096,
+        basement_size_bytes: 512,
+        fanout: 6,
+        flush_mode: FlushMode::Background,
+        cache_size_bytes: 48 << 10,
+        ..Options::default()
+    };
+    let engine = Arc::new(Engine::open(&dir, options.clone()).expect("open"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let checkpointer = {
+        let (engine, stop) = (Arc::clone(&engine), Arc::clone(&stop));
+        thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                engine.checkpoint().expect("checkpoint");
+                thread::sleep(std::time::Duration::from_millis(20));
+            }
+        })
+    };
+    let trees = transfers_under_readers(&engine);
+    stop.store(true, Ordering::Relaxed);
+    checkpointer.join().expect("checkpointer");
+    let stats = engine.stats();
+    assert!(stats.evictions > 100 && stats.cache_loads > 100 && stats.checkpoints > 0, "{stats:?}");
+    let engine = Arc::into_inner(engine).expect("no other owner");
+    engine.close().expect("close");
+    let engine = Engine::open(&dir, options).expect("reopen");
+    engine.verify().expect("verify after reopen");
+    assert_eq!(total(&engine.snapshot(), trees, false), expected_total());
+    drop(engine);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn expected_total() -> i64 {
+    2 * i64::from(ACCOUNTS) * START_BALANCE
+}
+
+/// Two writers move amounts between the two trees' accounts while two readers check the total
+/// in snapshots, forward and backward; then `flush_all` and `verify`.
+fn transfers_under_readers(engine: &Arc<Engine>) -> [TreeId; 2] {
     let trees = [engine.create_tree("left").expect("tree"), engine.create_tree("right").expect("tree")];
     let mut txn = engine.begin();
     for account in 0..ACCOUNTS {
@@ -52,12 +104,12 @@ fn readers_see_whole_commits_while_writers_and_the_flusher_run() {
         }
     }
     txn.commit(Durability::None).expect("seed");
-    let expected = 2 * i64::from(ACCOUNTS) * START_BALANCE;
+    let expected = expected_total();
     let stop = Arc::new(AtomicBool::new(false));
 
     let writers: Vec<_> = (0..2u64)
         .map(|seed| {
-            let engine = Arc::clone(&engine);
+            let engine = Arc::clone(engine);
             thread::spawn(move || {
                 let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
                 for _ in 0..4000 {
@@ -74,7 +126,7 @@ fn readers_see_whole_commits_while_writers_and_the_flusher_run() {
         .collect();
     let readers: Vec<_> = (0..2)
         .map(|reader| {
-            let engine = Arc::clone(&engine);
+            let engine = Arc::clone(engine);
             let stop = Arc::clone(&stop);
             thread::spawn(move || {
                 let mut checks = 0;
@@ -98,9 +150,7 @@ fn readers_see_whole_commits_while_writers_and_the_flusher_run() {
     }
     engine.flush_all().expect("flush");
     engine.verify().expect("verify");
-    assert_eq!(total(&engine.snapshot(), trees, false), expected);
-    let stats = engine.stats();
-    assert!(stats.flushes > 0, "the flusher ran: {stats:?}");
+    trees
 }
 
 #[test]

@@ -86,22 +86,4 @@ impl Tree {
         }
         Ok(())
     }
-
-    /// Adds this tree's buffered bytes per height and its node count to the statistics.
-    pub fn gather_sizes(&self, store: &NodeStore, buffered: &mut [u64], nodes: &mut u64) -> Result<()> {
-        let root = self.root.read();
-        let Some(id) = *root else { return Ok(()) };
-        let mut pending = vec![id];
-        while let Some(id) = pending.pop() {
-            *nodes += 1;
-            if let Node::Internal(internal) = &*store.get(id)? {
-                let slot = (internal.height as usize).min(buffered.len().saturating_sub(1));
-                if let Some(total) = buffered.get_mut(slot) {
-                    *total += internal.buffered_bytes() as u64;
-                }
-                pending.extend(internal.children.iter().copied());
-            }
-        }
-        Ok(())
-    }
 }
