@@ -107,6 +107,17 @@ impl Projection {
         Ok(Projection { mode, tree, include_id: id_rule != Some(false), positional })
     }
 
+    /// The dotted paths of a plain inclusion projection that excludes `_id` (`{a: 1, "b.c": 1,
+    /// _id: 0}`), or `None` for any other kind: what a covered read can answer from index
+    /// fields alone.
+    pub fn plain_inclusion_paths(&self) -> Option<Vec<String>> {
+        if self.mode != Mode::Inclusion || self.include_id {
+            return None;
+        }
+        let mut paths = Vec::new();
+        self.tree.collect_included("", &mut paths).then_some(paths)
+    }
+
     /// Whether the projection needs the filter's match position (`a.$`).
     pub fn needs_position(&self) -> bool {
         self.positional
@@ -224,6 +235,21 @@ fn parse_slice(value: &Bson) -> Result<Node> {
 }
 
 impl Tree {
+    /// Pushes the dotted path of every `Include` leaf; false if any node is something else.
+    fn collect_included(&self, prefix: &str, paths: &mut Vec<String>) -> bool {
+        self.fields.iter().all(|(name, node)| {
+            let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+            match node {
+                Node::Include => {
+                    paths.push(path);
+                    true
+                }
+                Node::Children(tree) => tree.collect_included(&path, paths),
+                _ => false,
+            }
+        })
+    }
+
     fn insert(&mut self, parts: &[String], node: Node, full: &str) -> Result<()> {
         let Some((head, rest)) = parts.split_first() else {
             return Ok(());

@@ -1,5 +1,6 @@
 //! explain in MongoDB's shape: `queryPlanner.winningPlan` as a tree of stages (COLLSCAN, IXSCAN
-//! with indexBounds, OR, FETCH, SORT, SKIP, LIMIT, PROJECTION_DEFAULT) and, for the
+//! with indexBounds, OR, FETCH, SORT, SKIP, LIMIT, PROJECTION_DEFAULT, and PROJECTION_COVERED
+//! over a bare IXSCAN for a covered find) and, for the
 //! executionStats verbosities, the counts of a full run (nReturned, totalKeysExamined,
 //! totalDocsExamined, executionTimeMillis). The plan is the one a find would use; there are
 //! never rejected plans because the planner does not race candidates.
@@ -71,6 +72,7 @@ fn winning_plan(plan: &Plan, request: &FindRequest) -> Document {
             "filter": filter,
             "direction": if *backward { "backward" } else { "forward" },
         },
+        Access::IndexScan(scan) if plan.covered => index_scan(scan),
         Access::IndexScan(scan) => doc! { "stage": "FETCH", "filter": filter, "inputStage": index_scan(scan) },
         Access::Or(scans) => doc! {
             "stage": "FETCH",
@@ -88,7 +90,8 @@ fn winning_plan(plan: &Plan, request: &FindRequest) -> Document {
         stage = doc! { "stage": "LIMIT", "limitAmount": limit as i64, "inputStage": stage };
     }
     if let Some(projection) = request.projection.as_ref().filter(|p| !p.is_empty()) {
-        stage = doc! { "stage": "PROJECTION_DEFAULT", "transformBy": projection.clone(), "inputStage": stage };
+        let kind = if plan.covered { "PROJECTION_COVERED" } else { "PROJECTION_DEFAULT" };
+        stage = doc! { "stage": kind, "transformBy": projection.clone(), "inputStage": stage };
     }
     stage
 }

@@ -19,6 +19,7 @@ use query::sort::SortSpec;
 use storage::Durability;
 
 use crate::error::{Error, Result};
+use crate::read::covered::Covered;
 use crate::read::planner::{Hint, Plan, plan};
 use crate::read::scan::{ExecutionCounters, Scan, raw};
 use crate::store::Inner;
@@ -119,8 +120,11 @@ impl Inner {
             Filter::parse(&request.filter)?;
             return Ok((Cursor::from_documents(Vec::new()), None));
         };
-        let prepared = self.prepare_find(&collection, request)?;
-        let scan = Scan::new(self.engine.snapshot(), &collection, &prepared.plan.access, Arc::clone(&counters))?;
+        let mut prepared = self.prepare_find(&collection, request)?;
+        let snapshot = self.engine.snapshot();
+        let covered = Covered::for_find(self, &snapshot, &collection, &prepared.plan, &prepared.filter, prepared.sort.as_ref(), prepared.projection.as_ref())?;
+        prepared.plan.covered = covered.is_some();
+        let scan = Scan::new(snapshot, &collection, &prepared.plan.access, covered, Arc::clone(&counters))?;
         let filter = prepared.filter.clone();
         let matched = scan.filter_map(move |item| match item {
             Ok(document) => match filter.matches_raw(&document) {

@@ -1,6 +1,7 @@
-//! The read side: bounds, planner, access methods, find/count/distinct, explain.
+//! The read side: bounds, planner, access methods, covered reads, find/count/distinct, explain.
 
 pub mod bounds;
+pub mod covered;
 pub mod explain;
 pub mod find;
 pub mod planner;

@@ -86,6 +86,9 @@ pub struct Plan {
     pub access: Access,
     /// Whether the access already yields the requested sort order (no SORT stage).
     pub sorted: bool,
+    /// Whether the index entries answer the query without fetching documents (set by the find
+    /// that runs the plan, which knows its snapshot: see `read::covered`).
+    pub covered: bool,
 }
 
 struct Candidate {
@@ -126,12 +129,12 @@ pub fn plan(collection: &Collection, filter: &Filter, filter_document: &Document
     if let MatchExpr::Or(branches) = filter.root()
         && let Some(scans) = plan_or(collection, branches, filter_document)?
     {
-        return Ok(Plan { access: Access::Or(scans), sorted: sort.is_none() });
+        return Ok(Plan { access: Access::Or(scans), sorted: sort.is_none(), covered: false });
     }
     let predicates = top_level_predicates(filter.root());
     match best_candidate(collection, &predicates, filter_document, sort, true)? {
-        Some(candidate) => Ok(Plan { sorted: candidate.sorted || sort.is_none(), access: Access::IndexScan(candidate.scan) }),
-        None => Ok(Plan { access: Access::CollectionScan { backward: false }, sorted: sort.is_none() }),
+        Some(candidate) => Ok(Plan { sorted: candidate.sorted || sort.is_none(), access: Access::IndexScan(candidate.scan), covered: false }),
+        None => Ok(Plan { access: Access::CollectionScan { backward: false }, sorted: sort.is_none(), covered: false }),
     }
 }
 
@@ -189,7 +192,7 @@ fn plan_hinted(collection: &Collection, filter: &Filter, sort: Option<&SortSpec>
     let sort = sort.filter(|s| !s.is_empty());
     let target = match hint {
         Hint::Natural { backward } => {
-            return Ok(Plan { access: Access::CollectionScan { backward: *backward }, sorted: sort.is_none() });
+            return Ok(Plan { access: Access::CollectionScan { backward: *backward }, sorted: sort.is_none(), covered: false });
         }
         Hint::Name(name) if name == "_id_" => Target::id()?,
         Hint::KeyPattern(pattern) if crate::index::spec::same_key_pattern(pattern, &doc! {"_id": 1}) => Target::id()?,
@@ -202,7 +205,7 @@ fn plan_hinted(collection: &Collection, filter: &Filter, sort: Option<&SortSpec>
     };
     let predicates = top_level_predicates(filter.root());
     let candidate = scan_for(&target, &predicates, sort);
-    Ok(Plan { sorted: candidate.sorted || sort.is_none(), access: Access::IndexScan(candidate.scan) })
+    Ok(Plan { sorted: candidate.sorted || sort.is_none(), access: Access::IndexScan(candidate.scan), covered: false })
 }
 
 fn bad_hint() -> Error {

@@ -15,6 +15,7 @@ use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::read::bounds::KeyRange;
+use crate::read::covered::Covered;
 use crate::read::planner::{Access, IndexScan};
 
 /// executionStats counters.
@@ -53,12 +54,14 @@ pub struct Scan {
     current: Option<RangeIter>,
     collection_scan: bool,
     seen: Option<HashSet<Vec<u8>>>,
+    /// Set for a covered find: entries become documents without a fetch.
+    covered: Option<Covered>,
     counters: Arc<ExecutionCounters>,
     failed: bool,
 }
 
 impl Scan {
-    pub fn new(snapshot: Snapshot, collection: &Collection, access: &Access, counters: Arc<ExecutionCounters>) -> Result<Scan> {
+    pub fn new(snapshot: Snapshot, collection: &Collection, access: &Access, covered: Option<Covered>, counters: Arc<ExecutionCounters>) -> Result<Scan> {
         let resolve = |scan: &IndexScan| -> Result<ResolvedScan> {
             let index = match &scan.index {
                 Some(name) => Some(collection.index(name).cloned().ok_or_else(|| Error::IndexNotFound(name.clone()))?),
@@ -87,6 +90,7 @@ impl Scan {
             current: None,
             collection_scan,
             seen: dedup.then(HashSet::new),
+            covered,
             counters,
             failed: false,
         })
@@ -137,6 +141,9 @@ impl Scan {
             && !seen.insert(entry.id.clone())
         {
             return Ok(None);
+        }
+        if let Some(document) = self.covered.as_ref().map(|c| c.document(&entry)).transpose()?.flatten() {
+            return Ok(Some(document));
         }
         ExecutionCounters::add(&self.counters.docs_examined);
         if index.clustering {

@@ -130,6 +130,13 @@ impl Filter {
         self.matches(&document)
     }
 
+    /// The full dotted paths the filter's predicates read, or `None` when it reads the whole
+    /// document (`$expr`, `$jsonSchema`).
+    pub fn paths_read(&self) -> Option<Vec<String>> {
+        let mut paths = Vec::new();
+        collect_paths(&self.root, &mut paths).then_some(paths)
+    }
+
     /// The top-level fields the filter reads, or `None` when it needs the whole document.
     pub fn fields_read(&self) -> Option<&[String]> {
         self.heads.as_deref()
@@ -177,5 +184,19 @@ fn collect_heads(expr: &MatchExpr, heads: &mut Vec<String>) -> Option<()> {
         }
         MatchExpr::JsonSchema(_) | MatchExpr::Expr(_) => None,
         MatchExpr::AlwaysTrue | MatchExpr::AlwaysFalse => Some(()),
+    }
+}
+
+fn collect_paths(expr: &MatchExpr, paths: &mut Vec<String>) -> bool {
+    match expr {
+        MatchExpr::And(children) | MatchExpr::Or(children) | MatchExpr::Nor(children) => {
+            children.iter().all(|child| collect_paths(child, paths))
+        }
+        MatchExpr::Path { path, .. } => {
+            paths.push(path.as_str().to_owned());
+            true
+        }
+        MatchExpr::JsonSchema(_) | MatchExpr::Expr(_) => false,
+        MatchExpr::AlwaysTrue | MatchExpr::AlwaysFalse => true,
     }
 }

@@ -1,0 +1,116 @@
+//! Covered reads: answering a find from index entries alone, without fetching documents.
+//!
+//! A find is covered when its plan scans one standard (not clustering) index that is not
+//! multikey in the cursor's snapshot, and everything the query reads is in the index key: every
+//! path of the filter, every sort path unless the index yields the order, and a plain inclusion
+//! projection of index fields that excludes `_id`. Each entry's key is decoded back to its values
+//! (the key's type tags make that exact: `1`, `1.0` and `NumberLong(1)` come back as they went
+//! in) and laid out as a document of the index's fields; filter, sort and projection then run on
+//! it exactly as on a fetched document.
+//!
+//! Null: a missing field and a null one index alike, and a synthesized `{a: null}` would make
+//! `{a: {$exists: false}}` fail and a projection invent the field; so an entry with a null (or
+//! undefined) component in a field the query reads fetches its document instead, and is
+//! counted as a document examined. Fields the query does not read are left out.
+//!
+//! Multikey: an index turns multikey in the same commit as the document that makes it so (the
+//! catalog entry is rewritten in that transaction), so the flag is read from the cursor's own
+//! snapshot of the catalog, never from a descriptor that may be older or newer than it.
+
+use bson::{Bson, Document, RawDocumentBuf};
+use document::keycodec::decode_key;
+use query::filter::Filter;
+use query::projection::Projection;
+use query::sort::SortSpec;
+use storage::Snapshot;
+
+use crate::catalog::{CollectionMeta, namespace_key};
+use crate::collection::Collection;
+use crate::error::{Error, Result};
+use crate::index::{Entry, Index};
+use crate::read::planner::{Access, Plan};
+use crate::store::Inner;
+
+/// How to turn an index's entries into documents.
+#[derive(Debug, Clone)]
+pub struct Covered {
+    index: Index,
+    /// Per index field: whether the query reads it (a null in a field it does not read is
+    /// simply left out).
+    read: Vec<bool>,
+}
+
+impl Covered {
+    /// The covering index of a find, if it has one in `snapshot`.
+    pub fn for_find(
+        inner: &Inner,
+        snapshot: &Snapshot,
+        collection: &Collection,
+        plan: &Plan,
+        filter: &Filter,
+        sort: Option<&SortSpec>,
+        projection: Option<&Projection>,
+    ) -> Result<Option<Covered>> {
+        let Access::IndexScan(scan) = &plan.access else { return Ok(None) };
+        let Some(index) = scan.index.as_ref().and_then(|name| collection.index(name)) else { return Ok(None) };
+        let Some(read) = index_fields_read(index, plan, filter, sort, projection) else { return Ok(None) };
+        if index.clustering || multikey_in_snapshot(inner, snapshot, collection, &index.name)? {
+            return Ok(None);
+        }
+        Ok(Some(Covered { index: index.clone(), read }))
+    }
+
+    /// The entry as a document of the index's fields, or `None` when the document must be
+    /// fetched (a null or undefined component: see the module header).
+    pub fn document(&self, entry: &Entry) -> Result<Option<RawDocumentBuf>> {
+        let values = decode_key(&entry.order, &entry.payload, &self.index.directions())
+            .map_err(|e| Error::corrupt(format!("index {}: {e}", self.index.name)))?;
+        let mut document = Document::new();
+        for (((path, _), value), read) in self.index.spec.fields().iter().zip(values).zip(&self.read) {
+            match value {
+                _ if !read => {}
+                Bson::Null | Bson::Undefined | Bson::Array(_) => return Ok(None),
+                value => insert_dotted(&mut document, path.parts(), value),
+            }
+        }
+        RawDocumentBuf::try_from(&document).map(Some).map_err(|e| Error::corrupt(e.to_string()))
+    }
+}
+
+/// Per index field, whether the query reads it; `None` if the query reads anything else.
+fn index_fields_read(index: &Index, plan: &Plan, filter: &Filter, sort: Option<&SortSpec>, projection: Option<&Projection>) -> Option<Vec<bool>> {
+    let mut paths = projection.and_then(Projection::plain_inclusion_paths)?;
+    paths.extend(filter.paths_read()?);
+    if !plan.sorted {
+        paths.extend(sort.into_iter().flat_map(|sort| sort.fields().iter().map(|(path, _)| path.as_str().to_owned())));
+    }
+    let fields = index.spec.fields();
+    if !paths.iter().all(|path| fields.iter().any(|(field, _)| field.as_str() == path)) {
+        return None;
+    }
+    Some(fields.iter().map(|(field, _)| paths.iter().any(|path| path == field.as_str())).collect())
+}
+
+/// Whether the collection's catalog entry, as of `snapshot`, marks the index multikey (or no
+/// longer lists it: then nothing is assumed).
+fn multikey_in_snapshot(inner: &Inner, snapshot: &Snapshot, collection: &Collection, index: &str) -> Result<bool> {
+    let key = namespace_key(&collection.meta.db, &collection.meta.name);
+    let Some(bytes) = snapshot.get(inner.catalog_tree, &key)? else { return Ok(true) };
+    let meta = CollectionMeta::decode(&bytes)?;
+    Ok(meta.indexes.iter().find(|i| i.name() == index).is_none_or(|i| i.multikey))
+}
+
+/// Sets `value` at a dotted path, creating the documents on the way (a non-multikey index has
+/// no arrays on its paths, so every step is a document).
+fn insert_dotted(document: &mut Document, parts: &[String], value: Bson) {
+    let Some((last, steps)) = parts.split_last() else { return };
+    let mut at = document;
+    for step in steps {
+        if !matches!(at.get(step), Some(Bson::Document(_))) {
+            at.insert(step.clone(), Document::new());
+        }
+        let Some(Bson::Document(next)) = at.get_mut(step) else { return };
+        at = next;
+    }
+    at.insert(last.clone(), value);
+}
