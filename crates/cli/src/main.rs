@@ -4,6 +4,10 @@
 //! `--bind`:`--port` (127.0.0.1:27017 by default) until SIGINT or SIGTERM, then stops accepting,
 //! lets in-flight requests finish, checkpoints, and exits 0. Options may also come from a YAML
 //! file (`--config`) with mongod.conf's key names; command-line flags win over the file.
+//!
+//! `strata bench <workload>` runs a named benchmark (crates/bench) through the MongoDB driver,
+//! against `--uri` or against a `strata serve` it starts from this same executable;
+//! `strata bench compare A.json B.json` prints two runs side by side.
 
 mod options;
 mod serve;
@@ -21,11 +25,14 @@ struct Cli {
 enum Commands {
     /// Run the server on a data directory.
     Serve(options::ServeArgs),
+    /// Run a benchmark workload (bio, fudge, pets, iibench, stores) or compare two runs.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Commands::Serve(args) => serve::run(args),
+        Commands::Bench(args) => bench::run(args),
     }
 }

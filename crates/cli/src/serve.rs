@@ -59,7 +59,7 @@ async fn open_store(options: &Resolved) -> anyhow::Result<Arc<Store>> {
     let mut store_options = StoreOptions::default();
     store_options.engine.cache_size_bytes = usize::try_from(options.cache_size_bytes).unwrap_or(usize::MAX);
     let dbpath = options.dbpath.clone();
-    let store = tokio::task::spawn_blocking(move || Store::open(&dbpath, store_options))
+    let store = tokio::task::spawn_blocking(move || Store::open(&dbpath, store_options).map_err(anyhow::Error::from))
         .await
         .context("opening the store")?
         .with_context(|| format!("opening the store in {}", options.dbpath.display()))?;
@@ -72,7 +72,7 @@ async fn close_store(mut store: Arc<Store>) -> anyhow::Result<()> {
     for _ in 0..100 {
         match Arc::try_unwrap(store) {
             Ok(owned) => {
-                return tokio::task::spawn_blocking(move || owned.close())
+                return tokio::task::spawn_blocking(move || owned.close().map_err(anyhow::Error::from))
                     .await
                     .context("closing the store")?
                     .context("checkpointing the store");
