@@ -59,6 +59,7 @@ fn draw_on<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, results: &RunResult
 
     let mut chart = ChartBuilder::on(&body)
         .margin(15)
+        .margin_right(45)
         .x_label_area_size(45)
         .y_label_area_size(80)
         .build_cartesian_2d(0u64..max_docs, 0.0..max_rate * 1.1)
