@@ -374,10 +374,8 @@ proptest! {
 /// the same operations, then the engine's counters.
 #[test]
 fn tiny_nodes_exercise_every_shape_change() {
-    use rand::{Rng, SeedableRng};
-    let seed: u64 = std::env::var("STRATA_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(7);
-    println!("seed {seed} (set STRATA_SEED to replay another)");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    use rand::Rng;
+    let mut rng = seeded_rng(7);
     let mut harness = Harness::new(Options::tiny());
     for _ in 0..2000 {
         let t = rng.gen_range(0..TREES);
@@ -403,10 +401,8 @@ fn tiny_nodes_exercise_every_shape_change() {
 /// Method: a seeded random run against the model with values up to 1.5 KB, verify after each step.
 #[test]
 fn values_larger_than_nodes() {
-    use rand::{Rng, SeedableRng};
-    let seed: u64 = std::env::var("STRATA_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(11);
-    println!("seed {seed} (set STRATA_SEED to replay another)");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    use rand::Rng;
+    let mut rng = seeded_rng(11);
     let mut harness = Harness::new(Options::tiny());
     for _ in 0..1500 {
         let t = rng.gen_range(0..TREES);
@@ -420,4 +416,12 @@ fn values_larger_than_nodes() {
     }
     let stats = harness.engine.stats();
     assert!(stats.leaf_splits > 10, "{stats:?}");
+}
+
+/// A random generator seeded from `STRATA_SEED`, or `default`; prints the seed that replays it.
+fn seeded_rng(default: u64) -> rand::rngs::StdRng {
+    use rand::SeedableRng;
+    let seed: u64 = std::env::var("STRATA_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(default);
+    println!("seed {seed} (set STRATA_SEED to replay another)");
+    rand::rngs::StdRng::seed_from_u64(seed)
 }
