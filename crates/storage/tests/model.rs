@@ -57,10 +57,11 @@ fn key(k: u16) -> Vec<u8> {
 fn write_strategy() -> impl Strategy<Value = Write> {
     let tree = 0..TREES;
     let k = 0u16..400;
-    // Mostly small values; now and then one larger than a basement or a whole (tiny) node.
+    // Mostly small values; now and then one larger than a basement (values larger than a whole
+    // node: `values_larger_than_nodes`).
     let value = prop_oneof![
         9 => proptest::collection::vec(any::<u8>(), 0..24),
-        1 => proptest::collection::vec(any::<u8>(), 200..1500),
+        1 => proptest::collection::vec(any::<u8>(), 200..900),
     ];
     prop_oneof![
         6 => (tree.clone(), k.clone(), value.clone()).prop_map(|(t, k, v)| Write::Put(t, k, v)),
