@@ -1,7 +1,7 @@
 //! What a workload runs with: the client, its database, the options every workload has, the
 //! progress bar, and the results being gathered.
 
-use anyhow::bail;
+use anyhow::{anyhow, bail};
 use bson::doc;
 use mongodb::{Client, Collection, Database};
 use serde::Serialize;
@@ -54,8 +54,9 @@ impl Context {
         self.results.errors.push(line);
     }
 
-    /// Ends a series: checks the server holds exactly the documents inserted, records the rates
-    /// and prints a one-line summary.
+    /// Ends a series: records its rates (marked partial when `inserted` failed: the curve up to
+    /// the failure is still worth having), checks the server counts exactly the documents
+    /// inserted, and prints a one-line summary. Fails with the insert error or the mismatch.
     pub async fn finish_series<T: Send + Sync>(
         &mut self,
         name: &str,
@@ -63,20 +64,50 @@ impl Context {
         write: WriteMode,
         recorder: SharedRecorder,
         collection: &Collection<T>,
+        inserted: anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let rates = match std::sync::Arc::try_unwrap(recorder) {
-            Ok(mutex) => mutex.into_inner().map_err(|_| anyhow::anyhow!("an inserter panicked"))?.finish(),
+            Ok(mutex) => mutex.into_inner().map_err(|_| anyhow!("an inserter panicked"))?.finish(),
             Err(_) => bail!("series {name}: an inserter still holds the recorder"),
         };
-        let server_count = collection.count_documents(doc! {}).await?;
-        if server_count != rates.docs {
-            bail!("series {name}: inserted {} documents but the server counts {server_count}", rates.docs);
-        }
+        let mut series = Series::new(name.to_owned(), indexed, write.label(), rates);
+        let outcome = match inserted {
+            Err(error) => {
+                series.partial = true;
+                Err(error)
+            }
+            Ok(()) => match count(collection).await {
+                Ok(count) if count == series.docs => {
+                    series.server_count = Some(count);
+                    Ok(())
+                }
+                Ok(count) => {
+                    series.server_count = Some(count);
+                    Err(anyhow!("series {name}: inserted {} documents but the server counts {count}", series.docs))
+                }
+                Err(error) => Err(anyhow::Error::from(error).context(format!("series {name}: counting its documents"))),
+            },
+        };
         self.progress.println(&format!(
-            "{name}: {} docs in {:.1} s, {:.0} docs/s (first 10%: {:.0}, exit velocity: {:.0})",
-            rates.docs, rates.seconds, rates.rate, rates.first_tenth_rate, rates.exit_velocity
+            "{name}: {} docs in {:.1} s, {:.0} docs/s (first 10%: {:.0}, exit velocity: {:.0}){}",
+            series.docs,
+            series.seconds,
+            series.rate,
+            series.first_tenth_rate,
+            series.exit_velocity,
+            if series.partial { ", stopped early" } else { "" }
         ));
-        self.results.series.push(Series::new(name.to_owned(), indexed, write.label(), rates, server_count));
-        Ok(())
+        self.results.series.push(series);
+        outcome
     }
+}
+
+/// The server's document count: the `count` command with an empty query (the shell's
+/// `db.c.count()`), not the driver's `count_documents`, which is an aggregation with `$group`
+/// and, in Strata today, gathers the whole collection in memory first (it got the server
+/// OOM-killed under --memory-limit; docs/BENCHMARKS.md).
+async fn count<T: Send + Sync>(collection: &Collection<T>) -> mongodb::error::Result<u64> {
+    let reply = collection.client().database(collection.namespace().db.as_str()).run_command(doc! { "count": collection.name(), "query": {} }).await?;
+    let n = reply.get("n").and_then(|n| n.as_i64().or_else(|| n.as_i32().map(i64::from)).or_else(|| n.as_f64().map(|f| f as i64)));
+    Ok(n.and_then(|n| u64::try_from(n).ok()).unwrap_or(u64::MAX))
 }

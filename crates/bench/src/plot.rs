@@ -86,7 +86,8 @@ fn draw_on<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, results: &RunResult
         };
         // The legend's mark is drawn as the curve is: solid with the index, dashed without.
         let gap = if indexed { 8 } else { 14 };
-        drawn.label(series.name.as_str()).legend(move |(x, y)| {
+        let label = if series.partial { format!("{} (stopped early)", series.name) } else { series.name.clone() };
+        drawn.label(label).legend(move |(x, y)| {
             EmptyElement::at((x, y)) + PathElement::new(vec![(0, 0), (8, 0)], style) + PathElement::new(vec![(gap, 0), (22, 0)], style)
         });
         chart.draw_series(points.iter().map(|&point| Circle::new(point, 3, color.filled()))).map_err(error)?;

@@ -64,13 +64,17 @@ pub struct Series {
     pub rate: f64,
     pub first_tenth_rate: f64,
     pub exit_velocity: f64,
-    /// `count_documents({})` on the server after the series (must equal `docs`).
-    pub server_count: u64,
+    /// `count_documents({})` on the server after the series (must equal `docs`); none when the
+    /// series or the count failed.
+    pub server_count: Option<u64>,
+    /// The series stopped early (the server failed): its rates cover what was inserted.
+    #[serde(default)]
+    pub partial: bool,
     pub intervals: Vec<Interval>,
 }
 
 impl Series {
-    pub fn new(name: String, indexed: bool, write_concern: &str, rates: Rates, server_count: u64) -> Series {
+    pub fn new(name: String, indexed: bool, write_concern: &str, rates: Rates) -> Series {
         Series {
             name,
             indexed,
@@ -80,7 +84,8 @@ impl Series {
             rate: rates.rate,
             first_tenth_rate: rates.first_tenth_rate,
             exit_velocity: rates.exit_velocity,
-            server_count,
+            server_count: None,
+            partial: false,
             intervals: rates.intervals,
         }
     }
@@ -151,7 +156,9 @@ impl RunResults {
             row("summary", &series.name, "rate", end.0, end.1, &format!("{:.1}", series.rate), "docs/s");
             row("summary", &series.name, "first_tenth_rate", end.0, end.1, &format!("{:.1}", series.first_tenth_rate), "docs/s");
             row("summary", &series.name, "exit_velocity", end.0, end.1, &format!("{:.1}", series.exit_velocity), "docs/s");
-            row("summary", &series.name, "server_count", end.0, end.1, &series.server_count.to_string(), "docs");
+            let count = series.server_count.map(|count| count.to_string()).unwrap_or_default();
+            row("summary", &series.name, "server_count", end.0, end.1, &count, "docs");
+            row("summary", &series.name, "partial", end.0, end.1, &series.partial.to_string(), "");
         }
         for measurement in &self.measurements {
             row("measurement", &measurement.series, &measurement.name, None, None, &format!("{}", measurement.value), &measurement.unit);

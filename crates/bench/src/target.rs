@@ -71,7 +71,12 @@ impl Target {
     pub fn exit_explanation(&mut self) -> Option<String> {
         let spawned = self.spawned.as_mut()?;
         let status = spawned.child.try_wait().ok()??;
-        Some(format!("the Strata server exited ({status}); the end of its log:\n{}", spawned.log_tail()))
+        let oom = if spawned.cgroup.is_some() && is_sigkill(status) {
+            " — a SIGKILL under --memory-limit: most likely the memory cgroup's OOM killer"
+        } else {
+            ""
+        };
+        Some(format!("the Strata server exited ({status}){oom}; the end of its log:\n{}", spawned.log_tail()))
     }
 
     async fn wait_ready(&mut self) -> anyhow::Result<()> {
@@ -189,6 +194,11 @@ impl Drop for Spawned {
 fn free_port() -> anyhow::Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
     Ok(listener.local_addr()?.port())
+}
+
+fn is_sigkill(status: ExitStatus) -> bool {
+    use std::os::unix::process::ExitStatusExt as _;
+    status.signal() == Some(rustix::process::Signal::KILL.as_raw())
 }
 
 fn describe(status: ExitStatus) -> String {

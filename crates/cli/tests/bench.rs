@@ -54,6 +54,7 @@ fn check_series(json: &Value, expected: &[(&str, u64)]) {
     for (series, (name, docs)) in series.iter().zip(expected) {
         assert_eq!(series["docs"].as_u64(), Some(*docs), "{name}");
         assert_eq!(series["server_count"].as_u64(), Some(*docs), "{name}");
+        assert_eq!(series["partial"], Value::Bool(false), "{name}");
         let intervals = series["intervals"].as_array().unwrap();
         assert!(!intervals.is_empty(), "{name}");
         assert_eq!(intervals.last().unwrap()["docs"].as_u64(), Some(*docs), "{name}");

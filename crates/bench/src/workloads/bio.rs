@@ -49,21 +49,25 @@ pub async fn run(context: &mut Context, args: &BioArgs) -> anyhow::Result<()> {
             document(&mut rng, sequence, &name, &bio)
         };
         let mut completed_sixths = 0;
-        while !inserter.is_done() {
-            let Some(done) = inserter.insert_next(&mut make).await? else { continue };
-            let completed = if done.docs == docs { docs.div_ceil(sixth) } else { done.docs / sixth };
-            if completed == completed_sixths {
-                continue;
+        let inserted = async {
+            while !inserter.is_done() {
+                let Some(done) = inserter.insert_next(&mut make).await? else { continue };
+                let completed = if done.docs == docs { docs.div_ceil(sixth) } else { done.docs / sixth };
+                if completed == completed_sixths {
+                    continue;
+                }
+                completed_sixths = completed;
+                let started = Instant::now();
+                // One probe document starts each sixth: this many are in.
+                let probes = done.docs.div_ceil(sixth);
+                find_probe(context, &collection, name, completed, probes).await?;
+                exclude(&recorder, started)?;
             }
-            completed_sixths = completed;
-            let started = Instant::now();
-            // One probe document starts each sixth: this many are in.
-            let probes = done.docs.div_ceil(sixth);
-            find_probe(context, &collection, name, completed, probes).await?;
-            exclude(&recorder, started)?;
+            anyhow::Ok(())
         }
+        .await;
         drop(inserter);
-        context.finish_series(name, indexed, args.write_concern, recorder, &collection).await?;
+        context.finish_series(name, indexed, args.write_concern, recorder, &collection, inserted).await?;
     }
     Ok(())
 }

@@ -90,9 +90,9 @@ async fn series<T: Serialize + Send + Sync>(
     context.progress.phase(&format!("{name}: persist"), count);
     let recorder = shared_recorder(count, context.interval_for(count));
     let mut inserter = Inserter::new(collection.clone(), args.write_concern, args.batch, count, recorder.clone(), context.progress.clone());
-    inserter.run_to_end(build).await?;
+    let inserted = inserter.run_to_end(build).await;
     drop(inserter);
-    context.finish_series(name, false, args.write_concern, recorder, &collection).await?;
+    context.finish_series(name, false, args.write_concern, recorder, &collection, inserted).await?;
     if let Some(series) = context.results.series.last() {
         let persist_seconds = series.seconds;
         context.measure(name, "persist seconds", persist_seconds, "s");

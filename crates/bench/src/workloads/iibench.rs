@@ -104,9 +104,8 @@ async fn series(
         Some(task) => Some(task.await?),
         None => None,
     };
-    outcome?;
     drop(inserter);
-    context.finish_series(&name, indexed, write, recorder, &collection).await?;
+    context.finish_series(&name, indexed, write, recorder, &collection, outcome).await?;
     if let Some(stats) = stats {
         stats.record(context, &name);
     }

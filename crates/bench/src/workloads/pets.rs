@@ -67,9 +67,9 @@ pub async fn run(context: &mut Context, args: &PetsArgs) -> anyhow::Result<()> {
             context.progress.phase(&name, docs);
             let recorder = shared_recorder(docs, context.interval_for(docs));
             let mut inserter = Inserter::new(collection.clone(), args.write_concern, batch, docs, recorder.clone(), context.progress.clone());
-            inserter.run_to_end(&mut |i| user(shape, i)).await?;
+            let inserted = inserter.run_to_end(&mut |i| user(shape, i)).await;
             drop(inserter);
-            context.finish_series(&name, indexed, args.write_concern, recorder, &collection).await?;
+            context.finish_series(&name, indexed, args.write_concern, recorder, &collection, inserted).await?;
             queries(context, &collection, &name, shape, args.queries).await?;
         }
     }

@@ -39,8 +39,13 @@ pub async fn run(context: &mut Context, args: &StoresArgs) -> anyhow::Result<()>
         let (mut upward, mut downward) = (inserter(first_half), inserter(records - first_half));
         let upward = tokio::spawn(async move { timed(upward.run_to_end(&mut |i| record(i + 1))).await });
         let downward = tokio::spawn(async move { timed(downward.run_to_end(&mut |i| record(records - i))).await });
-        let (upward, downward) = (upward.await??, downward.await??);
-        context.finish_series(name, indexed, args.write_concern, recorder, &collection).await?;
+        let (upward, downward) = match (upward.await?, downward.await?) {
+            (Ok(upward), Ok(downward)) => (upward, downward),
+            (Err(error), _) | (_, Err(error)) => {
+                return context.finish_series(name, indexed, args.write_concern, recorder, &collection, Err(error)).await;
+            }
+        };
+        context.finish_series(name, indexed, args.write_concern, recorder, &collection, Ok(())).await?;
         context.measure(name, &format!("insert client 1 (n = 1..{first_half}) seconds"), upward.as_secs_f64(), "s");
         context.measure(name, &format!("insert client 2 (n = {records}..{}) seconds", first_half + 1), downward.as_secs_f64(), "s");
         if indexed && !args.no_select {
