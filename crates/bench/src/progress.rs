@@ -14,8 +14,8 @@ pub struct Progress {
 impl Progress {
     pub fn new() -> Progress {
         let visible = std::io::stdout().is_terminal();
-        let target = if visible { ProgressDrawTarget::stdout() } else { ProgressDrawTarget::hidden() };
-        let bar = ProgressBar::with_draw_target(Some(0), target);
+        // Drawn from the first phase on (until then there is nothing to count).
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
         let template = "{msg:32} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} ({per_sec}, eta {eta})";
         if let Ok(style) = ProgressStyle::with_template(template) {
             bar.set_style(style);
@@ -29,6 +29,9 @@ impl Progress {
         self.bar.set_length(total);
         self.bar.set_position(0);
         self.bar.reset_eta();
+        if self.visible && self.bar.is_hidden() {
+            self.bar.set_draw_target(ProgressDrawTarget::stdout());
+        }
     }
 
     pub fn advance(&self, steps: u64) {
@@ -36,7 +39,7 @@ impl Progress {
     }
 
     pub fn println(&self, line: &str) {
-        if self.visible {
+        if self.visible && !self.bar.is_hidden() {
             self.bar.println(line);
         } else {
             println!("{line}");

@@ -46,6 +46,9 @@ pub async fn run(context: &mut Context, args: &IibenchArgs) -> anyhow::Result<()
     }
     let mut variants = args.variants.clone();
     variants.dedup();
+    if args.query_thread && !variants.contains(&IibenchVariant::Tokutek) {
+        context.progress.println("--query-thread: iibench's queries run on the tokutek variant only (the post had none); no queries");
+    }
     for variant in variants {
         for &write in &args.write_concerns {
             for indexed in index_choices(&args.indexes) {
