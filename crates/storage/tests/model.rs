@@ -57,11 +57,11 @@ fn key(k: u16) -> Vec<u8> {
 fn write_strategy() -> impl Strategy<Value = Write> {
     let tree = 0..TREES;
     let k = 0u16..400;
-    // Mostly small values; now and then one larger than a basement (values larger than a whole
-    // node: `values_larger_than_nodes`).
+    // Mostly small values; now and then one larger than a basement, sometimes larger than a
+    // whole tiny node (1 KiB), so that one commit can overfill a buffer by itself.
     let value = prop_oneof![
         9 => proptest::collection::vec(any::<u8>(), 0..24),
-        1 => proptest::collection::vec(any::<u8>(), 200..900),
+        1 => proptest::collection::vec(any::<u8>(), 200..1500),
     ];
     prop_oneof![
         6 => (tree.clone(), k.clone(), value.clone()).prop_map(|(t, k, v)| Write::Put(t, k, v)),
@@ -211,9 +211,10 @@ impl Harness {
         self.snapshots.clear();
         let engine = Engine::open_with(Arc::new(disk.clone()), Path::new("/db"), self.options.clone())
             .unwrap_or_else(|e| panic!("recovery failed: {e}"));
-        let old = std::mem::replace(&mut self.engine, engine);
-        // The old engine's shutdown writes to the old disk image, which nobody reads again.
-        std::mem::forget(old);
+        // The old engine's shutdown writes to the old disk image, which nobody reads again;
+        // dropping it (rather than forgetting it) stops its threads, or a long soak runs out
+        // of them.
+        drop(std::mem::replace(&mut self.engine, engine));
         self.disk = Some(disk);
         for t in 0..TREES {
             assert_eq!(self.engine.tree(&name(t)), self.ids[t], "tree {t} after reopen");
@@ -342,7 +343,7 @@ impl Harness {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(64), ..ProptestConfig::default() })]
 
     #[test]
     fn engine_matches_model(ops in proptest::collection::vec(op_strategy(), 1..300)) {
@@ -417,6 +418,11 @@ fn values_larger_than_nodes() {
     }
     let stats = harness.engine.stats();
     assert!(stats.leaf_splits > 10, "{stats:?}");
+}
+
+/// The number of proptest cases: `PROPTEST_CASES` when set (a long soak), else `default`.
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
 }
 
 /// A random generator seeded from `STRATA_SEED`, or `default`; prints the seed that replays it.

@@ -237,7 +237,14 @@ pub(super) fn fix_root(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
             _ => None,
         };
         let height = node.height();
+        let overfull = needs_flush(ctx, &node);
         drop(node);
+        if too_big && overfull {
+            // A root flushed in the background may hold more than the node size; its pieces
+            // will not be the root, so they must fit before it splits.
+            flush_node(ctx, *root)?;
+            continue;
+        }
         if too_big {
             let mut new_root =
                 Internal { height: height + 1, pivots: Vec::new(), children: vec![*root], buffers: vec![Buffer::default()] };
