@@ -12,7 +12,9 @@
 //!              pivot:bytes*(child_count - 1) section*child_count   (one buffer per section)
 //! section   := len:u32 compressed(payload)
 //! basement  := entry_count:u32 (key:bytes version_count:u32 (seq:u64 tag:u8 [value:bytes])*)*
-//!              tag: 0 deletion, 1 value
+//!              tag: 0 deletion, 1 value; keys strictly ascending, versions strictly ascending,
+//!              each entry with a live version (the entries are also the basement's bytes in
+//!              memory: see `basement`)
 //! buffer    := key_count:u32 (key:bytes message_count:u32 (seq:u64 op:u8 [operand:bytes])*)*
 //!              range_count:u32 (start:bytes has_end:u8 [end:bytes] seq:u64)*
 //!              op: 0 put, 1 delete, 2 update
@@ -24,7 +26,8 @@ use crate::compression::{compress, decompress, Compression};
 use crate::error::{Error, Result};
 use crate::message::{Event, Seq};
 use crate::node::buffer::{Buffer, RangeDelete};
-use crate::node::leaf::{Basement, Entry, Leaf};
+use crate::node::basement::Basement;
+use crate::node::leaf::Leaf;
 use crate::node::{Internal, Node, NodeId};
 
 const KIND_LEAF: u8 = 1;
@@ -98,46 +101,16 @@ fn decode_internal(r: &mut Reader<'_>) -> Result<Internal> {
 }
 
 pub fn encode_basement(basement: &Basement) -> Vec<u8> {
-    let mut out = Vec::with_capacity(basement.size_bytes + 16);
-    put_u32(&mut out, basement.entries.len());
-    for entry in &basement.entries {
-        put_bytes(&mut out, &entry.key);
-        put_u32(&mut out, entry.versions.len());
-        for (seq, value) in &entry.versions {
-            out.extend_from_slice(&seq.to_le_bytes());
-            match value {
-                None => out.push(0),
-                Some(value) => {
-                    out.push(1);
-                    put_bytes(&mut out, value);
-                }
-            }
-        }
-    }
+    let mut out = Vec::with_capacity(basement.encoded().len() + 4);
+    put_u32(&mut out, basement.len());
+    out.extend_from_slice(basement.encoded());
     out
 }
 
 pub fn decode_basement(bytes: &[u8]) -> Result<Basement> {
     let mut r = Reader::new(bytes);
-    let count = r.count(8)?;
-    let mut entries = Vec::with_capacity(count);
-    for _ in 0..count {
-        let key = r.bytes()?.to_vec();
-        let version_count = r.count(9)?;
-        let mut versions = Vec::with_capacity(version_count);
-        for _ in 0..version_count {
-            let seq = r.u64()?;
-            let value = match r.u8()? {
-                0 => None,
-                1 => Some(r.bytes()?.to_vec()),
-                tag => return Err(corrupt(format!("unknown version tag {tag}"))),
-            };
-            versions.push((seq, value));
-        }
-        entries.push(Entry { key, versions });
-    }
-    r.finish()?;
-    Ok(Basement::from_entries(entries))
+    let count = r.count(17)?;
+    Basement::decode(count, bytes.get(4..).unwrap_or(&[]))
 }
 
 pub fn encode_buffer(buffer: &Buffer) -> Vec<u8> {
@@ -313,12 +286,13 @@ mod tests {
     }
 
     fn sample_leaf() -> Node {
-        let entries = vec![
-            Entry { key: b"a".to_vec(), versions: vec![(1, Some(b"1".to_vec())), (4, None), (5, Some(vec![]))] },
-            Entry { key: b"b".to_vec(), versions: vec![(2, Some(vec![7; 300]))] },
-        ];
-        let second = vec![Entry { key: b"c".to_vec(), versions: vec![(3, Some(b"z".to_vec()))] }];
-        Node::Leaf(Leaf::from_basements(vec![Basement::from_entries(entries), Basement::from_entries(second)]))
+        let value = |bytes: &'static [u8]| Some(std::borrow::Cow::Borrowed(bytes));
+        let first = Basement::from_entries([
+            (&b"a"[..], vec![(1, value(b"1")), (4, None), (5, value(b""))]),
+            (&b"b"[..], vec![(2, value(&[7; 300]))]),
+        ]);
+        let second = Basement::from_entries([(&b"c"[..], vec![(3, value(b"z"))])]);
+        Node::Leaf(Leaf::from_basements(vec![first, second]))
     }
 
     #[test]

@@ -5,87 +5,50 @@
 //! first key)`; the first basement also covers everything below its first key that the leaf owns.
 //!
 //! Each entry keeps the versions of its value that some snapshot may still read: ascending
-//! sequence numbers, `None` for a deletion. Messages reaching a leaf are always newer than the
+//! sequence numbers, `None` for a deletion. Basements are stored flat (see `basement`). Messages reaching a leaf are always newer than the
 //! versions it holds (a buffer is flushed whole), so versions are only ever appended.
 //!
 //! Invariants (checked by `verify`): keys strictly ascending across basements; no empty basement
 //! unless it is the leaf's only one; versions strictly ascending; no entry whose versions are all
-//! deletions; `size_bytes` exact.
+//! deletions.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use crate::message::{Event, Seq, UpdateFn};
+use crate::node::basement::{encode_entry, Basement, EntryRef, Version};
 use crate::node::buffer::RangeDelete;
 
-// Charges near the real heap cost of an entry (key and versions `Vec`s and their allocations)
-// and of a version, so that the cache budget holds in resident memory.
-const ENTRY_OVERHEAD_BYTES: usize = 64;
-const VERSION_OVERHEAD_BYTES: usize = 40;
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
-    pub key: Vec<u8>,
-    pub versions: Vec<(Seq, Option<Vec<u8>>)>,
-}
-
-impl Entry {
-    pub fn size_bytes(&self) -> usize {
-        let versions: usize = self
-            .versions
-            .iter()
-            .map(|(_, v)| v.as_ref().map_or(0, Vec::len) + VERSION_OVERHEAD_BYTES)
-            .sum();
-        self.key.len() + ENTRY_OVERHEAD_BYTES + versions
+/// The versions of `key` after `events` (in sequence order) reach its versions in the leaf
+/// (`old`), without the versions no reader can see any more: those before the newest one at or
+/// below `horizon`.
+fn apply_events<'a>(
+    key: &[u8],
+    old: Option<EntryRef<'a>>,
+    events: Vec<(Seq, Event)>,
+    horizon: Seq,
+    update: &UpdateFn,
+) -> Vec<Version<'a>> {
+    let mut versions: Vec<Version<'a>> = Vec::with_capacity(events.len() + 1);
+    if let Some(old) = old {
+        versions.extend(old.versions().map(|(seq, v)| (seq, v.map(Cow::Borrowed))));
     }
-
-    fn latest(&self) -> Option<&[u8]> {
-        self.versions.last().and_then(|(_, v)| v.as_deref())
+    for (seq, event) in events {
+        let value = match event {
+            Event::Put(v) => Some(Cow::Owned(v)),
+            Event::Delete => None,
+            Event::Update(operand) => {
+                let latest = versions.last().and_then(|(_, v)| v.as_deref());
+                update(key, latest, &operand).map(Cow::Owned)
+            }
+        };
+        versions.push((seq, value));
     }
-
-    /// Appends the effect of each event, then drops versions no reader can see. Returns whether
-    /// the entry still matters (false: every remaining version is a deletion).
-    fn apply(&mut self, events: Vec<(Seq, Event)>, horizon: Seq, update: &UpdateFn) -> bool {
-        // Exact reservations: most entries hold one version, and `Vec`'s default growth to four
-        // would triple the memory of a small entry.
-        self.versions.reserve_exact(events.len());
-        for (seq, event) in events {
-            let value = match event {
-                Event::Put(v) => Some(v),
-                Event::Delete => None,
-                Event::Update(operand) => update(&self.key, self.latest(), &operand),
-            };
-            self.versions.push((seq, value));
-        }
-        if let Some(base) = self.versions.iter().rposition(|(seq, _)| *seq <= horizon) {
-            self.versions.drain(..base);
-        }
-        if self.versions.capacity() > self.versions.len() {
-            self.versions.shrink_to_fit();
-        }
-        self.versions.iter().any(|(_, v)| v.is_some())
+    if let Some(base) = versions.iter().rposition(|(seq, _)| *seq <= horizon) {
+        versions.drain(..base);
     }
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Basement {
-    pub entries: Vec<Entry>,
-    pub size_bytes: usize,
-}
-
-impl Basement {
-    pub fn from_entries(entries: Vec<Entry>) -> Basement {
-        let size_bytes = entries.iter().map(Entry::size_bytes).sum();
-        Basement { entries, size_bytes }
-    }
-
-    pub fn first_key(&self) -> Option<&[u8]> {
-        self.entries.first().map(|e| e.key.as_slice())
-    }
-
-    fn find(&self, key: &[u8]) -> Result<usize, usize> {
-        self.entries.binary_search_by(|e| e.key.as_slice().cmp(key))
-    }
+    versions
 }
 
 /// What one flush brings to a leaf.
@@ -118,7 +81,7 @@ impl Leaf {
     }
 
     pub fn size_bytes(&self) -> usize {
-        self.basements.iter().map(|b| b.size_bytes).sum()
+        self.basements.iter().map(Basement::size_bytes).sum()
     }
 
     /// The basement that owns `key`.
@@ -140,10 +103,8 @@ impl Leaf {
     /// Appends `key`'s versions to `out` as events.
     pub fn collect_events(&self, key: &[u8], out: &mut Vec<(Seq, Event)>) {
         let Some(basement) = self.basements.get(self.basement_index(key)) else { return };
-        if let Ok(i) = basement.find(key) {
-            if let Some(entry) = basement.entries.get(i) {
-                out.extend(entry.versions.iter().map(|(seq, v)| (*seq, version_event(v))));
-            }
+        if let Some(entry) = basement.find(key).ok().and_then(|i| basement.entry(i)) {
+            out.extend(entry.versions().map(|(seq, v)| (seq, v.map_or(Event::Delete, |v| Event::Put(v.to_vec())))));
         }
     }
 
@@ -153,7 +114,7 @@ impl Leaf {
         &'a self,
         lo: Bound<&'a [u8]>,
         hi: Bound<&'a [u8]>,
-    ) -> impl Iterator<Item = &'a Entry> + 'a {
+    ) -> impl Iterator<Item = EntryRef<'a>> + 'a {
         let first = match lo {
             Bound::Included(k) | Bound::Excluded(k) => self.basement_index(k),
             Bound::Unbounded => 0,
@@ -163,10 +124,10 @@ impl Leaf {
             .unwrap_or(&[])
             .iter()
             .flat_map(move |basement| {
-                let start = basement.entries.partition_point(|e| !above(&e.key, lo));
-                basement.entries.get(start..).unwrap_or(&[]).iter()
+                let start = basement.partition_point(|key| !above(key, lo));
+                (start..basement.len()).filter_map(move |i| basement.entry(i))
             })
-            .take_while(move |e| below(e.key.as_slice(), hi))
+            .take_while(move |e| below(e.key(), hi))
     }
 
     /// Applies a flush's messages: range deletes and point messages, each key's in sequence
@@ -181,18 +142,18 @@ impl Leaf {
             }
         }
         let basements: Vec<Basement> =
-            std::mem::take(&mut self.basements).into_iter().filter(|b| !b.entries.is_empty()).collect();
+            std::mem::take(&mut self.basements).into_iter().filter(|b| !b.is_empty()).collect();
         let uppers: Vec<Option<Vec<u8>>> = (0..basements.len())
             .map(|i| basements.get(i + 1).and_then(Basement::first_key).map(<[u8]>::to_vec))
             .collect();
         let mut merged = Vec::with_capacity(basements.len() + 1);
         for (basement, upper) in basements.into_iter().zip(uppers) {
             let mine = split_below(&mut points, upper);
-            merged.push(merge_basement(basement, mine, &ranges, horizon, update));
+            merged.push(merge_basement(&basement, mine, &ranges, horizon, update));
         }
         if !points.is_empty() {
             // Only when the leaf had no entries at all.
-            merged.push(merge_basement(Basement::default(), points, &ranges, horizon, update));
+            merged.push(merge_basement(&Basement::default(), points, &ranges, horizon, update));
         }
         self.basements = merged;
         self.normalize(basement_size_bytes);
@@ -210,26 +171,16 @@ impl Leaf {
     ) {
         let index = self.basement_index(&key);
         let Some(basement) = self.basements.get_mut(index) else { return };
-        match basement.find(&key) {
-            Ok(i) => {
-                let Some(entry) = basement.entries.get_mut(i) else { return };
-                let before = entry.size_bytes();
-                if entry.apply(events, horizon, update) {
-                    basement.size_bytes = basement.size_bytes - before + entry.size_bytes();
-                } else {
-                    basement.entries.remove(i);
-                    basement.size_bytes -= before;
-                }
-            }
-            Err(i) => {
-                let mut entry = Entry { key, versions: Vec::new() };
-                if entry.apply(events, horizon, update) {
-                    basement.size_bytes += entry.size_bytes();
-                    basement.entries.insert(i, entry);
-                }
-            }
+        let (at, found) = match basement.find(&key) {
+            Ok(i) => (i, true),
+            Err(i) => (i, false),
+        };
+        let old = if found { basement.entry(at) } else { None };
+        let bytes = encode_entry(&key, &apply_events(&key, old, events, horizon, update));
+        if found || !bytes.is_empty() {
+            basement.splice(at, !found, bytes);
         }
-        if basement.size_bytes > basement_size_bytes || (basement.entries.is_empty() && self.basements.len() > 1) {
+        if basement.size_bytes() > basement_size_bytes || (basement.is_empty() && self.basements.len() > 1) {
             self.normalize(basement_size_bytes);
         }
     }
@@ -245,21 +196,20 @@ impl Leaf {
     fn normalize(&mut self, basement_size_bytes: usize) {
         let mut out: Vec<Basement> = Vec::with_capacity(self.basements.len());
         for basement in std::mem::take(&mut self.basements) {
-            if basement.entries.is_empty() {
+            if basement.is_empty() {
                 continue;
             }
-            if basement.size_bytes > basement_size_bytes && basement.entries.len() > 1 {
-                out.extend(chunk_entries(basement.entries, basement_size_bytes / 2, basement_size_bytes));
+            if basement.size_bytes() > basement_size_bytes && basement.len() > 1 {
+                out.extend(basement.chunk(basement_size_bytes / 2, basement_size_bytes));
                 continue;
             }
             match out.last_mut() {
                 Some(last)
-                    if last.size_bytes + basement.size_bytes <= basement_size_bytes
-                        && (last.size_bytes < basement_size_bytes / 4
-                            || basement.size_bytes < basement_size_bytes / 4) =>
+                    if last.size_bytes() + basement.size_bytes() <= basement_size_bytes
+                        && (last.size_bytes() < basement_size_bytes / 4
+                            || basement.size_bytes() < basement_size_bytes / 4) =>
                 {
-                    last.size_bytes += basement.size_bytes;
-                    last.entries.extend(basement.entries);
+                    last.append(basement);
                 }
                 _ => out.push(basement),
             }
@@ -278,8 +228,8 @@ impl Leaf {
     /// forever (`fix_root` grew and shrank the root in a loop).
     pub fn split(&mut self, target_bytes: usize) -> Vec<(Vec<u8>, Leaf)> {
         let mut basements: Vec<Basement> =
-            std::mem::take(&mut self.basements).into_iter().filter(|b| !b.entries.is_empty()).collect();
-        let sizes: Vec<usize> = basements.iter().map(|b| b.size_bytes).collect();
+            std::mem::take(&mut self.basements).into_iter().filter(|b| !b.is_empty()).collect();
+        let sizes: Vec<usize> = basements.iter().map(Basement::size_bytes).collect();
         let mut pieces = Vec::new();
         for cut in split_cuts(&sizes, target_bytes).into_iter().rev() {
             let tail = basements.split_off(cut);
@@ -321,64 +271,40 @@ fn split_cuts(sizes: &[usize], target_bytes: usize) -> Vec<usize> {
 }
 
 /// Merges a basement's entries with the sorted point messages that fall into it, applying the
-/// range deletes to the entries no point message touches.
+/// range deletes to the entries no point message touches. Untouched entries are copied as bytes.
 fn merge_basement(
-    basement: Basement,
+    basement: &Basement,
     points: BTreeMap<Vec<u8>, Vec<(Seq, Event)>>,
     ranges: &[RangeDelete],
     horizon: Seq,
     update: &UpdateFn,
 ) -> Basement {
-    let mut out = Vec::with_capacity(basement.entries.len() + points.len());
+    let incoming_bytes: usize = points.keys().map(|k| k.len() + 32).sum();
+    let mut out = Basement::with_capacity(basement.encoded().len() + incoming_bytes, basement.len() + points.len());
     let mut incoming = points.into_iter().peekable();
-    for mut entry in basement.entries {
-        while let Some((key, events)) = incoming.next_if(|(k, _)| *k < entry.key) {
-            push_new_entry(&mut out, key, events, horizon, update);
+    for entry in basement.entries() {
+        while let Some((key, events)) = incoming.next_if(|(k, _)| k.as_slice() < entry.key()) {
+            out.push_entry(&key, &apply_events(&key, None, events, horizon, update));
         }
-        let alive = match incoming.next_if(|(k, _)| *k == entry.key) {
-            Some((_, events)) => entry.apply(events, horizon, update),
+        let events = match incoming.next_if(|(k, _)| k.as_slice() == entry.key()) {
+            Some((_, events)) => events,
             None => {
                 let mut deletes: Vec<(Seq, Event)> =
-                    ranges.iter().filter(|r| r.contains(&entry.key)).map(|r| (r.seq, Event::Delete)).collect();
+                    ranges.iter().filter(|r| r.contains(entry.key())).map(|r| (r.seq, Event::Delete)).collect();
                 deletes.sort_by_key(|(seq, _)| *seq);
-                deletes.is_empty() || entry.apply(deletes, horizon, update)
+                deletes
             }
         };
-        if alive {
-            out.push(entry);
+        if events.is_empty() {
+            out.push_raw(entry);
+        } else {
+            out.push_entry(entry.key(), &apply_events(entry.key(), Some(entry), events, horizon, update));
         }
     }
     for (key, events) in incoming {
-        push_new_entry(&mut out, key, events, horizon, update);
+        out.push_entry(&key, &apply_events(&key, None, events, horizon, update));
     }
-    Basement::from_entries(out)
-}
-
-fn push_new_entry(out: &mut Vec<Entry>, key: Vec<u8>, events: Vec<(Seq, Event)>, horizon: Seq, update: &UpdateFn) {
-    let mut entry = Entry { key, versions: Vec::new() };
-    if entry.apply(events, horizon, update) {
-        out.push(entry);
-    }
-}
-
-/// Cuts entries into basements of about `target_bytes`, none over `max_bytes` unless it holds
-/// a single entry.
-fn chunk_entries(entries: Vec<Entry>, target_bytes: usize, max_bytes: usize) -> Vec<Basement> {
-    let mut chunks = vec![Basement::default()];
-    for entry in entries {
-        let size = entry.size_bytes();
-        let full = chunks.last().is_some_and(|c| {
-            !c.entries.is_empty() && (c.size_bytes >= target_bytes || c.size_bytes + size > max_bytes)
-        });
-        if full {
-            chunks.push(Basement::default());
-        }
-        if let Some(chunk) = chunks.last_mut() {
-            chunk.size_bytes += entry.size_bytes();
-            chunk.entries.push(entry);
-        }
-    }
-    chunks
+    out
 }
 
 fn split_below(
@@ -391,13 +317,6 @@ fn split_below(
             let above = rest.split_off(&bound);
             std::mem::replace(rest, above)
         }
-    }
-}
-
-fn version_event(value: &Option<Vec<u8>>) -> Event {
-    match value {
-        Some(v) => Event::Put(v.clone()),
-        None => Event::Delete,
     }
 }
 

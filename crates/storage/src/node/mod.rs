@@ -5,6 +5,7 @@
 //! ascending pivots and one message buffer per child. Child `i` owns the keys in
 //! `[pivots[i - 1], pivots[i])` (unbounded at the ends, within the node's own range).
 
+pub mod basement;
 pub mod buffer;
 // The durable engine writes nodes through `codec`; until it lands only its tests use it.
 #[cfg_attr(not(test), allow(dead_code))]

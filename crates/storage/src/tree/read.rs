@@ -98,22 +98,23 @@ impl Tree {
         loop {
             let take_leaf = match (leaf_entries.peek(), messages.peek()) {
                 (None, None) => break,
-                (Some(entry), Some((key, _))) => entry.key.as_slice() <= key.as_slice(),
+                (Some(entry), Some((key, _))) => entry.key() <= key.as_slice(),
                 (Some(_), None) => true,
                 (None, Some(_)) => false,
             };
             let (key, mut events) = if take_leaf {
                 let Some(entry) = leaf_entries.next() else { break };
-                let same_key = messages.next_if(|(key, _)| *key == entry.key);
+                let same_key = messages.next_if(|(key, _)| key.as_slice() == entry.key());
                 if same_key.is_none() && ranges.is_empty() {
-                    if let Some(value) = visible_version(&entry.versions, snapshot) {
-                        entries.push((entry.key.clone(), value.clone()));
+                    if let Some(value) = entry.visible_at(snapshot) {
+                        entries.push((entry.key().to_vec(), value.to_vec()));
                     }
                     continue;
                 }
-                let mut events = version_events(&entry.versions);
+                let mut events: Vec<(Seq, Event)> =
+                    entry.versions().map(|(seq, v)| (seq, v.map_or(Event::Delete, |v| Event::Put(v.to_vec())))).collect();
                 events.extend(same_key.into_iter().flat_map(|(_, e)| e));
-                (entry.key.clone(), events)
+                (entry.key().to_vec(), events)
             } else {
                 let Some(next) = messages.next() else { break };
                 next
@@ -208,13 +209,4 @@ fn tighter_upper<'a>(bound: Bound<&'a [u8]>, window_hi: Option<&'a [u8]>) -> Bou
         (Bound::Included(k) | Bound::Excluded(k), Some(w)) if w <= k => Bound::Excluded(w),
         _ => bound,
     }
-}
-
-/// The value a reader at `snapshot` sees in a leaf entry's versions.
-fn visible_version(versions: &[(Seq, Option<Vec<u8>>)], snapshot: Seq) -> Option<&Vec<u8>> {
-    versions.iter().rev().find(|(seq, _)| *seq <= snapshot).and_then(|(_, value)| value.as_ref())
-}
-
-fn version_events(versions: &[(Seq, Option<Vec<u8>>)]) -> Vec<(Seq, Event)> {
-    versions.iter().map(|(seq, value)| (*seq, value.as_ref().map_or(Event::Delete, |v| Event::Put(v.clone())))).collect()
 }

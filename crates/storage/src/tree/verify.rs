@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use crate::error::{Error, Result};
 use crate::message::Seq;
+use crate::node::basement::Basement;
 use crate::node::buffer::Buffer;
 use crate::node::leaf::Leaf;
 use crate::node::{Internal, Node, NodeId};
@@ -151,30 +152,26 @@ fn verify_leaf(ctx: &Ctx<'_>, id: NodeId, leaf: &Leaf, place: &Place<'_>) -> Res
     let mut newest = Newest::new();
     let mut previous: Option<&[u8]> = None;
     for (index, basement) in basements.iter().enumerate() {
-        if basement.entries.is_empty() && basements.len() > 1 {
+        if basement.is_empty() && basements.len() > 1 {
             return Err(here(format!("basement {index} is empty")));
         }
-        let actual: usize = basement.entries.iter().map(|e| e.size_bytes()).sum();
-        if actual != basement.size_bytes {
-            return Err(here(format!("basement {index} size accounting is off")));
+        // The flat bytes must read back as they would from disk: lengths, tags, key and
+        // version order, no deletion-only entry.
+        if Basement::decode(basement.len(), basement.encoded()).as_ref() != Ok(basement) {
+            return Err(here(format!("basement {index} does not decode to itself")));
         }
-        if basement.size_bytes > ctx.options.basement_size_bytes && basement.entries.len() > 1 {
-            return Err(here(format!("basement {index} holds {} bytes", basement.size_bytes)));
+        if basement.size_bytes() > ctx.options.basement_size_bytes && basement.len() > 1 {
+            return Err(here(format!("basement {index} holds {} bytes", basement.size_bytes())));
         }
-        for entry in &basement.entries {
-            let key = entry.key.as_slice();
+        for entry in basement.entries() {
+            let key = entry.key();
             let ordered = previous.is_none_or(|p| p < key);
             let inside = place.lo.is_none_or(|lo| key >= lo) && place.hi.is_none_or(|hi| key < hi);
             if !ordered || !inside {
                 return Err(here(format!("key out of order or outside the leaf's range in basement {index}")));
             }
-            let ascending = entry.versions.windows(2).all(|w| matches!(w, [a, b] if a.0 < b.0));
-            let live = entry.versions.iter().any(|(_, v)| v.is_some());
-            if !ascending || !live {
-                return Err(here("an entry's versions are out of order or all deletions".into()));
-            }
-            if let Some((seq, _)) = entry.versions.last() {
-                newest.insert(entry.key.clone(), *seq);
+            if let Some((seq, _)) = entry.versions().last() {
+                newest.insert(key.to_vec(), seq);
             }
             previous = Some(key);
         }

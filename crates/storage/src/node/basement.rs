@@ -1,0 +1,403 @@
+//! Basements, stored flat: a leaf's read unit as one byte vector of entries back to back (the
+//! very bytes of its on-disk section before compression), with each entry's offset beside it.
+//!
+//! Why flat: a 4 MiB leaf of index entries holds tens of thousands of small keys. As a `Vec` of
+//! entries each owning its key and versions, it cost three allocations per entry to decode, as
+//! many frees to evict, and about 100 bytes of heap overhead per entry, so that the cache held a
+//! third of the data its budget promised and a leaf flush spent its time in the allocator. Flat,
+//! decoding a basement is one copy and one pass to find the offsets; a flush copies the entries
+//! no message touches as byte ranges; the memory charged is the memory used.
+//!
+//! ```text
+//! entry := key_len:u32 key version_count:u32 (seq:u64 tag:u8 [value_len:u32 value])*
+//!          tag: 0 deletion, 1 value; versions in ascending sequence order
+//! ```
+//!
+//! The bytes are trusted once built: `decode` checks every entry of bytes read from disk, and
+//! entries are only ever written by `push_entry`. Accessors still never panic on bad bytes;
+//! they read them as empty.
+
+use std::borrow::Cow;
+
+use crate::error::{Error, Result};
+use crate::message::Seq;
+
+const TAG_DELETION: u8 = 0;
+const TAG_VALUE: u8 = 1;
+/// Heap bookkeeping of a basement beside its bytes (the two `Vec` headers and allocator slack).
+const BASEMENT_OVERHEAD_BYTES: usize = 64;
+
+/// A version of a value: its sequence number, and the value or `None` for a deletion.
+pub type Version<'a> = (Seq, Option<Cow<'a, [u8]>>);
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Basement {
+    data: Vec<u8>,
+    /// Where each entry starts in `data`, ascending.
+    offsets: Vec<u32>,
+}
+
+/// One entry of a basement, borrowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryRef<'a> {
+    key: &'a [u8],
+    /// The version_count and versions, as encoded.
+    versions: &'a [u8],
+    /// The whole entry, as encoded (copied as is by flushes that do not touch it).
+    raw: &'a [u8],
+}
+
+impl Basement {
+    pub fn with_capacity(bytes: usize, entries: usize) -> Basement {
+        Basement { data: Vec::with_capacity(bytes), offsets: Vec::with_capacity(entries) }
+    }
+
+    /// Builds a basement from entries in ascending key order.
+    #[cfg(test)]
+    pub fn from_entries<'a>(entries: impl IntoIterator<Item = (&'a [u8], Vec<Version<'a>>)>) -> Basement {
+        let mut basement = Basement::default();
+        for (key, versions) in entries {
+            basement.push_entry(key, &versions);
+        }
+        basement
+    }
+
+    /// Reads a basement's entries from their encoding (`count` entries back to back), checking
+    /// every length, tag and key order: bytes from disk are untrusted.
+    pub fn decode(count: usize, bytes: &[u8]) -> Result<Basement> {
+        let mut offsets = Vec::with_capacity(count);
+        let mut at = 0usize;
+        let mut previous: Option<&[u8]> = None;
+        for _ in 0..count {
+            let rest = bytes.get(at..).unwrap_or(&[]);
+            let (entry, len) = parse_checked(rest)?;
+            if previous.is_some_and(|p| p >= entry.key) {
+                return Err(corrupt("basement keys out of order"));
+            }
+            previous = Some(entry.key);
+            offsets.push(u32::try_from(at).map_err(|_| corrupt("basement too large"))?);
+            at += len;
+        }
+        if at != bytes.len() {
+            return Err(corrupt("trailing bytes after a basement's entries"));
+        }
+        Ok(Basement { data: bytes.to_vec(), offsets })
+    }
+
+    /// The entries' bytes, back to back (the payload `decode` reads).
+    pub fn encoded(&self) -> &[u8] {
+        &self.data
+    }
+
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+
+    /// The memory this basement holds, as charged to the cache.
+    pub fn size_bytes(&self) -> usize {
+        self.data.len() + 4 * self.offsets.len() + BASEMENT_OVERHEAD_BYTES
+    }
+
+    pub fn entry(&self, index: usize) -> Option<EntryRef<'_>> {
+        let start = *self.offsets.get(index)? as usize;
+        let end = self.offsets.get(index + 1).map_or(self.data.len(), |&e| e as usize);
+        Some(EntryRef::parse(self.data.get(start..end)?))
+    }
+
+    pub fn entries(&self) -> impl DoubleEndedIterator<Item = EntryRef<'_>> + '_ {
+        (0..self.len()).filter_map(|i| self.entry(i))
+    }
+
+    pub fn first_key(&self) -> Option<&[u8]> {
+        self.entry(0).map(|e| e.key)
+    }
+
+    /// The entry with `key`, or where it would go.
+    pub fn find(&self, key: &[u8]) -> std::result::Result<usize, usize> {
+        binary_search(self.len(), |i| self.entry(i).map_or(&[][..], |e| e.key).cmp(key))
+    }
+
+    /// The index of the first entry whose key satisfies `pred` being false (entries before it
+    /// all satisfy it).
+    pub fn partition_point(&self, pred: impl Fn(&[u8]) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.entry(mid).is_some_and(|e| pred(e.key)) { lo = mid + 1 } else { hi = mid }
+        }
+        lo
+    }
+
+    /// Appends an entry (its key greater than every key here). An entry of deletions only is
+    /// not written: nobody can read it.
+    pub fn push_entry(&mut self, key: &[u8], versions: &[Version<'_>]) {
+        if versions.iter().all(|(_, v)| v.is_none()) {
+            return;
+        }
+        self.offsets.push(self.data.len() as u32);
+        write_entry(&mut self.data, key, versions);
+    }
+
+    /// Appends an entry already encoded (copied from another basement).
+    pub fn push_raw(&mut self, entry: EntryRef<'_>) {
+        self.offsets.push(self.data.len() as u32);
+        self.data.extend_from_slice(entry.raw);
+    }
+
+    /// Replaces entry `index` with `bytes` (an entry from `encode_entry`; empty: remove it), or
+    /// inserts them as a new entry at `index` when `insert` is set.
+    pub fn splice(&mut self, index: usize, insert: bool, bytes: Vec<u8>) {
+        let start = self.offsets.get(index).map_or(self.data.len(), |&s| s as usize);
+        let end = if insert { start } else { self.offsets.get(index + 1).map_or(self.data.len(), |&e| e as usize) };
+        let present = !bytes.is_empty();
+        let delta = bytes.len() as i64 - (end - start) as i64;
+        self.data.splice(start..end, bytes);
+        let first_after = if insert { index } else { index + 1 };
+        for offset in self.offsets.iter_mut().skip(first_after) {
+            *offset = (i64::from(*offset) + delta) as u32;
+        }
+        match (insert, present) {
+            (true, true) => self.offsets.insert(index, start as u32),
+            (false, false) => {
+                self.offsets.remove(index);
+            }
+            _ => {}
+        }
+    }
+
+    /// Cuts the entries into basements of about `target_bytes`, none over `max_bytes` unless
+    /// it holds a single entry.
+    pub fn chunk(self, target_bytes: usize, max_bytes: usize) -> Vec<Basement> {
+        let mut chunks = vec![Basement::default()];
+        for entry in self.entries() {
+            let size = entry.raw.len() + 4;
+            let full = chunks.last().is_some_and(|c| {
+                !c.is_empty() && (c.size_bytes() >= target_bytes || c.size_bytes() + size > max_bytes)
+            });
+            if full {
+                chunks.push(Basement::default());
+            }
+            if let Some(chunk) = chunks.last_mut() {
+                chunk.push_raw(entry);
+            }
+        }
+        chunks
+    }
+
+    /// Appends the entries of `right` (whose keys are all greater).
+    pub fn append(&mut self, right: Basement) {
+        let base = self.data.len() as u32;
+        self.offsets.extend(right.offsets.iter().map(|o| o + base));
+        self.data.extend_from_slice(&right.data);
+    }
+}
+
+impl<'a> EntryRef<'a> {
+    /// Splits an entry's bytes into key and versions (bad bytes read as an empty key).
+    fn parse(raw: &'a [u8]) -> EntryRef<'a> {
+        let key_len = read_u32(raw, 0).unwrap_or(0) as usize;
+        let key = raw.get(4..4 + key_len).unwrap_or(&[]);
+        let versions = raw.get(4 + key.len()..).unwrap_or(&[]);
+        EntryRef { key, versions, raw }
+    }
+
+    pub fn key(&self) -> &'a [u8] {
+        self.key
+    }
+
+    /// The versions, oldest first.
+    pub fn versions(&self) -> Versions<'a> {
+        let count = read_u32(self.versions, 0).unwrap_or(0) as usize;
+        Versions { bytes: self.versions.get(4..).unwrap_or(&[]), remaining: count }
+    }
+
+    /// The newest version's value (`None`: deleted).
+    #[cfg(test)]
+    pub fn latest(&self) -> Option<&'a [u8]> {
+        self.versions().last().and_then(|(_, v)| v)
+    }
+
+    /// The value a reader at `snapshot` sees.
+    pub fn visible_at(&self, snapshot: Seq) -> Option<&'a [u8]> {
+        self.versions().take_while(|(seq, _)| *seq <= snapshot).last().and_then(|(_, v)| v)
+    }
+}
+
+/// The versions of an entry, oldest first.
+pub struct Versions<'a> {
+    bytes: &'a [u8],
+    remaining: usize,
+}
+
+impl<'a> Iterator for Versions<'a> {
+    type Item = (Seq, Option<&'a [u8]>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        let (version, len) = parse_version(self.bytes)?;
+        self.bytes = self.bytes.get(len..).unwrap_or(&[]);
+        Some(version)
+    }
+}
+
+/// An entry's encoding, for `Basement::splice`; empty when every version is a deletion (an
+/// entry nobody can read is not kept).
+pub fn encode_entry(key: &[u8], versions: &[Version<'_>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    if versions.iter().any(|(_, v)| v.is_some()) {
+        write_entry(&mut out, key, versions);
+    }
+    out
+}
+
+fn write_entry(out: &mut Vec<u8>, key: &[u8], versions: &[Version<'_>]) {
+    out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    out.extend_from_slice(key);
+    out.extend_from_slice(&(versions.len() as u32).to_le_bytes());
+    for (seq, value) in versions {
+        out.extend_from_slice(&seq.to_le_bytes());
+        match value {
+            None => out.push(TAG_DELETION),
+            Some(value) => {
+                out.push(TAG_VALUE);
+                out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+                out.extend_from_slice(value);
+            }
+        }
+    }
+}
+
+/// One version at the start of `bytes`, and its encoded length.
+fn parse_version(bytes: &[u8]) -> Option<((Seq, Option<&[u8]>), usize)> {
+    let seq = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+    match *bytes.get(8)? {
+        TAG_DELETION => Some(((seq, None), 9)),
+        TAG_VALUE => {
+            let len = read_u32(bytes, 9)? as usize;
+            let value = bytes.get(13..13 + len)?;
+            Some(((seq, Some(value)), 13 + len))
+        }
+        _ => None,
+    }
+}
+
+/// Parses the entry at the start of untrusted `bytes`, checking it whole; returns it and its
+/// encoded length.
+fn parse_checked(bytes: &[u8]) -> Result<(EntryRef<'_>, usize)> {
+    let truncated = || corrupt("truncated basement entry");
+    let key_len = read_u32(bytes, 0).ok_or_else(truncated)? as usize;
+    let key_end = 4usize.checked_add(key_len).ok_or_else(truncated)?;
+    let count = read_u32(bytes, key_end).ok_or_else(truncated)? as usize;
+    let mut at = key_end + 4;
+    let mut previous_seq: Option<Seq> = None;
+    let mut live = false;
+    for _ in 0..count {
+        let rest = bytes.get(at..).ok_or_else(truncated)?;
+        let ((seq, value), len) = parse_version(rest).ok_or_else(|| corrupt("bad version in a basement entry"))?;
+        if previous_seq.is_some_and(|p| p >= seq) {
+            return Err(corrupt("versions out of order in a basement entry"));
+        }
+        previous_seq = Some(seq);
+        live |= value.is_some();
+        at += len;
+    }
+    if !live {
+        return Err(corrupt("a basement entry without a live version"));
+    }
+    let raw = bytes.get(..at).ok_or_else(truncated)?;
+    Ok((EntryRef::parse(raw), at))
+}
+
+fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(bytes.get(at..at.checked_add(4)?)?.try_into().ok()?))
+}
+
+fn binary_search(len: usize, cmp: impl Fn(usize) -> std::cmp::Ordering) -> std::result::Result<usize, usize> {
+    let (mut lo, mut hi) = (0, len);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match cmp(mid) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return Ok(mid),
+        }
+    }
+    Err(lo)
+}
+
+fn corrupt(what: &str) -> Error {
+    Error::Corruption(what.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(bytes: &[u8]) -> Option<Cow<'_, [u8]>> {
+        Some(Cow::Borrowed(bytes))
+    }
+
+    fn sample() -> Basement {
+        Basement::from_entries([
+            (&b"a"[..], vec![(1, value(b"1")), (4, None), (5, value(b""))]),
+            (&b"b"[..], vec![(2, value(&[7; 300]))]),
+            (&b"c"[..], vec![(3, None)]),
+        ])
+    }
+
+    #[test]
+    fn entries_read_back_and_deletion_only_entries_are_dropped() {
+        let basement = sample();
+        assert_eq!(basement.len(), 2);
+        let a = basement.entry(0).map(|e| e.versions().collect::<Vec<_>>());
+        assert_eq!(a, Some(vec![(1, Some(&b"1"[..])), (4, None), (5, Some(&b""[..]))]));
+        assert_eq!(basement.entry(1).and_then(|e| e.latest()).map(<[u8]>::len), Some(300));
+        assert_eq!(basement.entry(0).and_then(|e| e.visible_at(4)), None);
+        assert_eq!(basement.entry(0).and_then(|e| e.visible_at(3)), Some(&b"1"[..]));
+        assert_eq!(basement.find(b"b"), Ok(1));
+        assert_eq!(basement.find(b"ab"), Err(1));
+    }
+
+    #[test]
+    fn decode_accepts_its_encoding_and_rejects_every_truncation() {
+        let basement = sample();
+        assert_eq!(Basement::decode(2, basement.encoded()).ok(), Some(basement.clone()));
+        for len in 0..basement.encoded().len() {
+            assert!(Basement::decode(2, &basement.encoded()[..len]).is_err(), "truncated at {len}");
+        }
+        let swapped = Basement::from_entries([(&b"b"[..], vec![(1, value(b"x"))]), (&b"a"[..], vec![(1, value(b"y"))])]);
+        assert!(Basement::decode(2, swapped.encoded()).is_err(), "keys out of order");
+    }
+
+    #[test]
+    fn splice_replaces_inserts_and_removes() {
+        let mut basement = sample();
+        basement.splice(1, true, encode_entry(b"aa", &[(9, value(b"new"))]));
+        basement.splice(0, false, encode_entry(b"a", &[(9, None)]));
+        basement.splice(1, false, encode_entry(b"b", &[(10, value(b"short"))]));
+        let keys: Vec<_> = basement.entries().map(|e| (e.key().to_vec(), e.latest().map(<[u8]>::to_vec))).collect();
+        assert_eq!(keys, vec![(b"aa".to_vec(), Some(b"new".to_vec())), (b"b".to_vec(), Some(b"short".to_vec()))]);
+        assert_eq!(Basement::decode(2, basement.encoded()).ok(), Some(basement));
+    }
+
+    #[test]
+    fn chunk_and_append_keep_every_entry() {
+        let many = Basement::from_entries((0u32..100).map(|i| {
+            (Box::leak(i.to_be_bytes().to_vec().into_boxed_slice()) as &[u8], vec![(1, value(&[1; 20]))])
+        }));
+        let chunks = many.clone().chunk(300, 600);
+        assert!(chunks.len() > 5 && chunks.iter().all(|c| c.size_bytes() <= 600));
+        let mut joined = Basement::default();
+        for chunk in chunks {
+            joined.append(chunk);
+        }
+        assert_eq!(joined, many);
+    }
+}
