@@ -34,6 +34,10 @@ pub enum QueryError {
     Overflow(String),
     #[error("{0}")]
     CannotIndexParallelArrays(String),
+    /// A blocking stage (`$group`, `$sort`, `$bucketAuto`) held more than its memory limit
+    /// and `allowDiskUse` was off.
+    #[error("{0}")]
+    MemoryLimitExceeded(String),
     /// A document-layer error (field paths, index keys).
     #[error("{0}")]
     Document(#[from] document::Error),
@@ -57,6 +61,7 @@ impl QueryError {
             QueryError::ImmutableField(_) => 66,
             QueryError::InvalidOptions(_) => 72,
             QueryError::CannotIndexParallelArrays(_) => 171,
+            QueryError::MemoryLimitExceeded(_) => 292,
             QueryError::Document(error) => error.code(),
             QueryError::Coded { code, .. } => *code,
         }
@@ -76,6 +81,7 @@ impl QueryError {
             QueryError::ImmutableField(_) => "ImmutableField",
             QueryError::InvalidOptions(_) => "InvalidOptions",
             QueryError::CannotIndexParallelArrays(_) => "CannotIndexParallelArrays",
+            QueryError::MemoryLimitExceeded(_) => "QueryExceededMemoryLimitNoDiskUseAllowed",
             QueryError::Document(error) => error.code_name(),
             QueryError::Coded { code_name, .. } => code_name,
         }

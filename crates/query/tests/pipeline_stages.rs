@@ -239,9 +239,10 @@ fn pipeline_update_applies_reshaping_stages() {
 
 #[test]
 fn limit_stops_pulling_input() {
-    let pulled = std::cell::Cell::new(0);
+    // Atomic, not a Cell: a pipeline's stream is Send (a docstore cursor carries it).
+    let pulled = std::sync::atomic::AtomicUsize::new(0);
     let input = (0..1000).map(|i| {
-        pulled.set(pulled.get() + 1);
+        pulled.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(doc! {"i": i})
     });
     let stages = vec![Bson::Document(doc! {"$match": {"i": {"$gte": 10}}}), Bson::Document(doc! {"$limit": 2})];
@@ -250,6 +251,6 @@ fn limit_stops_pulling_input() {
     let context = Context::new("test", &source);
     let out: Vec<_> = pipeline.stream(Box::new(input), &context).collect();
     assert_eq!(out.len(), 2);
-    assert_eq!(pulled.get(), 12);
+    assert_eq!(pulled.load(std::sync::atomic::Ordering::Relaxed), 12);
     let _ = Namespace::new("test", "unused");
 }

@@ -12,7 +12,7 @@ use bson::{Bson, Document};
 
 use super::compare::compare;
 use super::number::{ArithOp, Dec, Num, NumType, arith, dec_divide};
-use super::value::{EvalResult, Value, fail};
+use super::value::{EvalResult, Value, approximate_bytes, approximate_document_bytes, fail};
 use super::{Arity, Func, OpDef};
 use crate::error::QueryError;
 
@@ -65,6 +65,9 @@ pub struct Accumulator {
     seen_first: bool,
     items: Vec<Bson>,
     merged: Document,
+    /// [`approximate_bytes`] of the values held in `best`, `items` and `merged`, kept as they
+    /// change so that a group's size costs nothing to read.
+    held_bytes: usize,
 }
 
 impl Accumulator {
@@ -79,7 +82,13 @@ impl Accumulator {
             seen_first: false,
             items: Vec::new(),
             merged: Document::new(),
+            held_bytes: 0,
         }
+    }
+
+    /// Roughly the memory this accumulator holds (for `$group`'s memory limit).
+    pub fn approximate_bytes(&self) -> usize {
+        std::mem::size_of::<Accumulator>() + self.held_bytes
     }
 
     pub fn process(&mut self, value: &Value) -> Result<(), QueryError> {
@@ -103,21 +112,36 @@ impl Accumulator {
             AccumulatorKind::First => {
                 if !self.seen_first {
                     self.seen_first = true;
-                    self.best = Some(value.clone().unwrap_or(Bson::Null));
+                    self.keep(value.clone().unwrap_or(Bson::Null));
                 }
             }
-            AccumulatorKind::Last => self.best = Some(value.clone().unwrap_or(Bson::Null)),
-            AccumulatorKind::Push => self.items.extend(value.iter().cloned()),
+            AccumulatorKind::Last => self.keep(value.clone().unwrap_or(Bson::Null)),
+            AccumulatorKind::Push => {
+                if let Some(v) = value {
+                    self.held_bytes += approximate_bytes(v);
+                    self.items.push(v.clone());
+                }
+            }
             AccumulatorKind::AddToSet => {
                 if let Some(v) = value
                     && !self.items.iter().any(|seen| compare(&Some(seen.clone()), value) == Ordering::Equal)
                 {
+                    self.held_bytes += approximate_bytes(v);
                     self.items.push(v.clone());
                 }
             }
-            AccumulatorKind::MergeObjects => super::object::merge_into(&mut self.merged, value)?,
+            AccumulatorKind::MergeObjects => {
+                super::object::merge_into(&mut self.merged, value)?;
+                self.held_bytes = approximate_document_bytes(&self.merged);
+            }
         }
         Ok(())
+    }
+
+    /// Replaces the kept value of `$first`/`$last`/`$min`/`$max`.
+    fn keep(&mut self, value: Bson) {
+        self.held_bytes = approximate_bytes(&value);
+        self.best = Some(value);
     }
 
     fn keep_extreme(&mut self, value: &Value) {
@@ -131,7 +155,7 @@ impl Accumulator {
             Some(best) => document::compare_values(v, best) == wanted,
         };
         if replace {
-            self.best = Some(v.clone());
+            self.keep(v.clone());
         }
     }
 

@@ -40,7 +40,7 @@ use crate::error::QueryError;
 pub use eval::{Scope, Variables};
 pub use compare::compare as compare_values_missing;
 pub use parse::{check_field_name, check_variable_name, parse_field_path};
-pub use value::{Value, bson_type_name, is_truthy, type_name};
+pub use value::{Value, approximate_bytes, approximate_document_bytes, bson_type_name, is_truthy, type_name};
 
 pub(crate) use value::EvalResult;
 pub use value::fail;

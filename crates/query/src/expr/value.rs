@@ -126,6 +126,28 @@ pub fn display(value: &Value) -> String {
     }
 }
 
+/// Roughly the memory a value holds, for the blocking stages' memory limits: the value itself
+/// plus its strings, fields and elements. An estimate (allocator slack is not counted), cheap
+/// enough to take once per document.
+pub fn approximate_bytes(value: &Bson) -> usize {
+    let heap = match value {
+        Bson::String(s) | Bson::Symbol(s) | Bson::JavaScriptCode(s) => s.len(),
+        Bson::Document(d) => approximate_document_bytes(d),
+        Bson::Array(items) => items.iter().map(approximate_bytes).sum(),
+        Bson::Binary(b) => b.bytes.len(),
+        Bson::RegularExpression(r) => r.pattern.len() + r.options.len(),
+        Bson::JavaScriptCodeWithScope(c) => c.code.len() + approximate_document_bytes(&c.scope),
+        _ => 0,
+    };
+    std::mem::size_of::<Bson>() + heap
+}
+
+/// [`approximate_bytes`] of a document: each field's name, value and index entry.
+pub fn approximate_document_bytes(document: &bson::Document) -> usize {
+    const FIELD_OVERHEAD: usize = 3 * std::mem::size_of::<usize>();
+    document.iter().map(|(name, value)| name.len() + FIELD_OVERHEAD + approximate_bytes(value)).sum()
+}
+
 /// An argument that must be a whole number fitting int32 (array indexes, sizes).
 /// `what` names the operator and argument for the messages; codes are the operator's.
 pub fn to_i32_arg(value: &Bson, not_numeric: (i32, &str), not_integral: (i32, &str)) -> Result<i32, QueryError> {

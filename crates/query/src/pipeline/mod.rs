@@ -2,28 +2,39 @@
 //! documents ([`Pipeline::stream`], [`Pipeline::run`]).
 //!
 //! Streaming stages (`$match`, `$project`, `$addFields`, `$unwind`, `$limit`, `$skip`,
-//! `$redact`, `$replaceRoot`, `$lookup`) pull one document at a time, so `$limit` stops the
-//! scan early; blocking stages (`$group`, `$sort`, `$count`, `$bucket*`, `$facet`, `$sample`,
-//! `$sortByCount`, output stages) collect their input first. The first error ends the stream.
+//! `$redact`, `$replaceRoot`, `$lookup`, `$unionWith`) pull one document at a time, so `$limit`
+//! stops the scan early. Blocking stages emit nothing until their input ends, but most consume
+//! it document by document ([`Fold`]) and hold only their own state: `$group`,
+//! `$sortByCount` and `$bucket` their groups, `$count` a number, `$sort` and `$bucketAuto` their
+//! sorted records (`$bucketAuto` only the group-by value and accumulator arguments of each
+//! document). `$group`, `$sort` and `$bucketAuto` count what they hold against
+//! [`MemoryLimits`]: past the limit they spill to the context's [`SpillStore`]
+//! (`allowDiskUse`) or fail with 292. `$facet`, `$sample`, `$documents`, `$out` and `$merge`
+//! still collect their whole input first. The first error ends the stream.
 //!
-//! Everything outside the documents comes from a [`Context`]: the database name, the
+//! A stream owns clones of its stages and of its [`Context`], so it borrows neither the
+//! [`Pipeline`] nor the caller's context: a collection layer can hand it out as a cursor.
+//! Everything outside the documents comes from the context: the database name, the
 //! [`CollectionSource`] for `$lookup`/`$unionWith`/`$out`/`$merge`, the [`Variables`]
-//! (`$$NOW`, `let`), and a seeded random generator for `$sample` so tests are repeatable.
+//! (`$$NOW`, `let`), the memory limits and spill store, and a seeded random generator for
+//! `$sample` so tests are repeatable.
 //! Invariant: `$out`/`$merge` only as the last stage, checked at parse time.
 
+mod bucket;
 mod group;
+mod groups;
 mod lookup;
 mod output;
 mod project;
 mod redact;
 mod sort;
 mod source;
+mod spill;
 mod stage;
 mod unwind;
 mod update;
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use bson::{Bson, Document};
 use rand::SeedableRng;
@@ -34,33 +45,79 @@ pub use group::GroupSpec;
 pub use project::{AddFields, Projection};
 pub use sort::{Direction, SortSpec};
 pub use source::{CollectionSource, InMemorySource, Namespace};
+pub use spill::{InMemorySpill, SpillRun, SpillStore, SpilledRecords};
 pub use stage::Stage;
 pub use update::{UpdatePipeline, apply_pipeline_update};
 
 use crate::error::QueryError;
 use crate::expr::{Expr, Scope, Variables, bson_type_name, fail};
 
-/// A stream of documents between stages.
-pub type DocumentStream<'a> = Box<dyn Iterator<Item = Result<Document, QueryError>> + 'a>;
+/// A stream of documents between stages (`Send`, so a cursor can carry it between threads).
+pub type DocumentStream<'a> = Box<dyn Iterator<Item = Result<Document, QueryError>> + Send + 'a>;
+
+/// How much a blocking stage may hold before it spills (`allowDiskUse`) or fails with 292.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryLimits {
+    /// `$sort` (MongoDB's `internalQueryMaxBlockingSortMemoryUsageBytes`).
+    pub sort_bytes: usize,
+    /// `$group`, `$sortByCount`'s group, `$bucketAuto`
+    /// (`internalDocumentSourceGroupMaxMemoryBytes`).
+    pub group_bytes: usize,
+}
+
+impl Default for MemoryLimits {
+    /// MongoDB's 100 MiB each.
+    fn default() -> Self {
+        MemoryLimits { sort_bytes: 100 * 1024 * 1024, group_bytes: 100 * 1024 * 1024 }
+    }
+}
 
 /// What a pipeline run needs besides its input.
 #[derive(Clone)]
 pub struct Context<'a> {
     pub db: String,
-    pub source: &'a dyn CollectionSource,
+    pub source: Arc<dyn CollectionSource + Send + Sync + 'a>,
     pub vars: Variables,
-    rng: Rc<RefCell<StdRng>>,
+    pub limits: MemoryLimits,
+    /// Where blocking stages spill past their limits (`allowDiskUse: true`); `None`: they fail.
+    pub spill: Option<Arc<dyn SpillStore>>,
+    rng: Arc<Mutex<StdRng>>,
 }
 
 impl<'a> Context<'a> {
-    /// A context with `$$NOW` = now and an entropy-seeded generator.
-    pub fn new(db: impl Into<String>, source: &'a dyn CollectionSource) -> Context<'a> {
-        Context { db: db.into(), source, vars: Variables::new(), rng: Rc::new(RefCell::new(StdRng::from_entropy())) }
+    /// A context over a borrowed source, with `$$NOW` = now, default limits, no spilling and
+    /// an entropy-seeded generator.
+    pub fn new<S: CollectionSource + Sync + ?Sized>(db: impl Into<String>, source: &'a S) -> Context<'a> {
+        Context::shared(db, Arc::new(source))
+    }
+
+    /// A context that owns (a share of) its source, so streams made with it can outlive the
+    /// caller (`Context<'static>` for a cursor).
+    pub fn shared(db: impl Into<String>, source: Arc<dyn CollectionSource + Send + Sync + 'a>) -> Context<'a> {
+        Context {
+            db: db.into(),
+            source,
+            vars: Variables::new(),
+            limits: MemoryLimits::default(),
+            spill: None,
+            rng: Arc::new(Mutex::new(StdRng::from_entropy())),
+        }
     }
 
     /// Replaces the random generator with a seeded one (repeatable `$sample`).
     pub fn with_seed(mut self, seed: u64) -> Context<'a> {
-        self.rng = Rc::new(RefCell::new(StdRng::seed_from_u64(seed)));
+        self.rng = Arc::new(Mutex::new(StdRng::seed_from_u64(seed)));
+        self
+    }
+
+    pub fn with_limits(mut self, limits: MemoryLimits) -> Context<'a> {
+        self.limits = limits;
+        self
+    }
+
+    /// `allowDiskUse: true`: blocking stages past their limits spill to `spill`.
+    pub fn with_spill(mut self, spill: Arc<dyn SpillStore>) -> Context<'a> {
+        self.spill = Some(spill);
         self
     }
 
@@ -131,8 +188,9 @@ impl Pipeline {
         self.stream(Box::new(input.into_iter().map(Ok)), context).collect()
     }
 
-    /// Chains the stages over `input`; nothing runs until the result is pulled.
-    pub fn stream<'a>(&'a self, input: DocumentStream<'a>, context: &'a Context<'a>) -> DocumentStream<'a> {
+    /// Chains the stages over `input`; nothing runs until the result is pulled. The stream
+    /// holds clones of the stages and of `context`, not borrows.
+    pub fn stream<'a>(&self, input: DocumentStream<'a>, context: &Context<'a>) -> DocumentStream<'a> {
         let mut stream = input;
         for stage in &self.stages {
             stream = apply_stage(stage, stream, context);
@@ -143,80 +201,153 @@ impl Pipeline {
 
 fn map_each<'a>(
     input: DocumentStream<'a>,
-    f: impl Fn(Document) -> Result<Document, QueryError> + 'a,
+    f: impl Fn(Document) -> Result<Document, QueryError> + Send + 'a,
 ) -> DocumentStream<'a> {
     Box::new(input.map(move |item| item.and_then(&f)))
 }
 
-/// Collects the input, then hands the documents to `f` (blocking stages).
-fn blocking<'a>(
-    input: DocumentStream<'a>,
-    f: impl FnOnce(Vec<Document>) -> Result<Vec<Document>, QueryError> + 'a,
-) -> DocumentStream<'a> {
-    let mut pending = Some((input, f));
-    let mut output: Option<std::vec::IntoIter<Document>> = None;
+/// A blocking stage run document by document: it keeps only its own state (groups, a count,
+/// sorted records) while its input streams past, then yields its results.
+trait Fold: Send {
+    fn add(&mut self, document: Document) -> Result<(), QueryError>;
+    fn finish(self: Box<Self>) -> Result<DocumentStream<'static>, QueryError>;
+}
+
+/// Feeds the whole input to `fold` when the first result is pulled, then yields its results.
+fn folded<'a>(input: DocumentStream<'a>, fold: Box<dyn Fold + 'a>) -> DocumentStream<'a> {
+    let mut pending = Some((input, fold));
+    let mut output: Option<DocumentStream<'static>> = None;
     Box::new(std::iter::from_fn(move || {
-        if let Some((input, f)) = pending.take() {
-            match input.collect::<Result<Vec<_>, _>>().and_then(f) {
-                Ok(documents) => output = Some(documents.into_iter()),
+        if let Some((input, fold)) = pending.take() {
+            match fold_all(input, fold) {
+                Ok(results) => output = Some(results),
                 Err(e) => return Some(Err(e)),
             }
         }
-        output.as_mut()?.next().map(Ok)
+        output.as_mut()?.next()
     }))
 }
 
-fn apply_stage<'a>(stage: &'a Stage, input: DocumentStream<'a>, context: &'a Context<'a>) -> DocumentStream<'a> {
-    let vars = &context.vars;
+fn fold_all(input: DocumentStream<'_>, mut fold: Box<dyn Fold + '_>) -> Result<DocumentStream<'static>, QueryError> {
+    for item in input {
+        fold.add(item?)?;
+    }
+    fold.finish()
+}
+
+/// The stages that still need their whole input at once.
+struct Collect<F> {
+    documents: Vec<Document>,
+    then: F,
+}
+
+impl<F: FnOnce(Vec<Document>) -> Result<Vec<Document>, QueryError> + Send> Fold for Collect<F> {
+    fn add(&mut self, document: Document) -> Result<(), QueryError> {
+        self.documents.push(document);
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<DocumentStream<'static>, QueryError> {
+        let Collect { documents, then } = *self;
+        Ok(Box::new(then(documents)?.into_iter().map(Ok)))
+    }
+}
+
+/// `$count`: only the number.
+struct Count {
+    name: String,
+    n: usize,
+}
+
+impl Fold for Count {
+    fn add(&mut self, _document: Document) -> Result<(), QueryError> {
+        self.n += 1;
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<DocumentStream<'static>, QueryError> {
+        Ok(Box::new(count(&self.name, self.n).into_iter().map(Ok)))
+    }
+}
+
+fn apply_stage<'a>(stage: &Stage, input: DocumentStream<'a>, context: &Context<'a>) -> DocumentStream<'a> {
+    let vars = context.vars.clone();
     match stage {
-        Stage::Match(m) => Box::new(input.filter_map(move |item| match item {
-            Ok(d) => match m.matches(&d, vars) {
-                Ok(true) => Some(Ok(d)),
-                Ok(false) => None,
+        Stage::Match(m) => {
+            let m = m.clone();
+            Box::new(input.filter_map(move |item| match item {
+                Ok(d) => match m.matches(&d, &vars) {
+                    Ok(true) => Some(Ok(d)),
+                    Ok(false) => None,
+                    Err(e) => Some(Err(e)),
+                },
                 Err(e) => Some(Err(e)),
-            },
-            Err(e) => Some(Err(e)),
-        })),
-        Stage::Project(p) => map_each(input, move |d| p.apply(&d, vars)),
-        Stage::AddFields(a) => map_each(input, move |d| a.apply(&d, vars)),
-        Stage::ReplaceRoot(e) => map_each(input, move |d| replace_root(e, &d, vars)),
-        Stage::Redact(e) => Box::new(input.filter_map(move |item| match item {
-            Ok(d) => redact::redact(e, d, vars).transpose(),
-            Err(e) => Some(Err(e)),
-        })),
+            }))
+        }
+        Stage::Project(p) => {
+            let p = p.clone();
+            map_each(input, move |d| p.apply(&d, &vars))
+        }
+        Stage::AddFields(a) => {
+            let a = a.clone();
+            map_each(input, move |d| a.apply(&d, &vars))
+        }
+        Stage::ReplaceRoot(e) => {
+            let e = e.clone();
+            map_each(input, move |d| replace_root(&e, &d, &vars))
+        }
+        Stage::Redact(e) => {
+            let e = e.clone();
+            Box::new(input.filter_map(move |item| match item {
+                Ok(d) => redact::redact(&e, d, &vars).transpose(),
+                Err(e) => Some(Err(e)),
+            }))
+        }
         Stage::Limit(n) => Box::new(input.take(*n)),
         Stage::Skip(n) => Box::new(input.skip(*n)),
-        Stage::Unwind(u) => Box::new(input.flat_map(move |item| -> Vec<Result<Document, QueryError>> {
-            match item {
-                Ok(d) => u.apply(d).into_iter().map(Ok).collect(),
-                Err(e) => vec![Err(e)],
-            }
-        })),
-        Stage::Lookup(spec) => lookup_stream(spec, input, context),
-        Stage::UnionWith(spec) => {
-            let mut extra = Some(spec);
-            Box::new(input.chain(std::iter::from_fn(move || extra.take().map(|s| s.documents(context))).flat_map(
-                |result| -> Vec<Result<Document, QueryError>> {
-                    match result {
-                        Ok(documents) => documents.into_iter().map(Ok).collect(),
-                        Err(e) => vec![Err(e)],
-                    }
-                },
-            )))
+        Stage::Unwind(u) => {
+            let u = u.clone();
+            Box::new(input.flat_map(move |item| -> Vec<Result<Document, QueryError>> {
+                match item {
+                    Ok(d) => u.apply(d).into_iter().map(Ok).collect(),
+                    Err(e) => vec![Err(e)],
+                }
+            }))
         }
-        _ => blocking(input, move |documents| run_blocking(stage, documents, context)),
+        Stage::Lookup(spec) => lookup_stream(spec.as_ref().clone(), input, context.clone()),
+        Stage::UnionWith(spec) => {
+            let (spec, context) = (spec.clone(), context.clone());
+            let extra = std::iter::once_with(move || spec.documents(&context));
+            Box::new(input.chain(extra.flat_map(|result| -> Vec<Result<Document, QueryError>> {
+                match result {
+                    Ok(documents) => documents.into_iter().map(Ok).collect(),
+                    Err(e) => vec![Err(e)],
+                }
+            })))
+        }
+        _ => blocking_stage(stage, input, context),
+    }
+}
+
+fn blocking_stage<'a>(stage: &Stage, input: DocumentStream<'a>, context: &Context<'a>) -> DocumentStream<'a> {
+    match stage {
+        Stage::Group(g) => folded(input, Box::new(g.fold(context))),
+        Stage::SortByCount(g, s) => folded(folded(input, Box::new(g.fold(context))), Box::new(s.fold(context))),
+        Stage::Sort(s) => folded(input, Box::new(s.fold(context))),
+        Stage::Count(name) => folded(input, Box::new(Count { name: name.clone(), n: 0 })),
+        Stage::Bucket(b) => folded(input, Box::new(b.fold(context.vars.clone()))),
+        Stage::BucketAuto(b) => folded(input, Box::new(b.fold(context))),
+        _ => {
+            let (stage, context) = (stage.clone(), context.clone());
+            let then = move |documents| run_blocking(&stage, documents, &context);
+            folded(input, Box::new(Collect { documents: Vec::new(), then }))
+        }
     }
 }
 
 fn run_blocking(stage: &Stage, documents: Vec<Document>, context: &Context<'_>) -> Result<Vec<Document>, QueryError> {
     let vars = &context.vars;
     match stage {
-        Stage::Group(g) => g.run(documents, vars),
-        Stage::Sort(s) => Ok(s.sort(documents)),
-        Stage::Count(name) => Ok(count(name, documents.len())),
-        Stage::SortByCount(g, s) => Ok(s.sort(g.run(documents, vars)?)),
-        Stage::Bucket(b) => b.run(documents, vars),
-        Stage::BucketAuto(b) => b.run(documents, vars),
         Stage::Facet(facets) => facet(facets, documents, context),
         Stage::Sample(n) => Ok(sample(*n, documents, context)),
         Stage::Out(namespace) => {
@@ -232,7 +363,7 @@ fn run_blocking(stage: &Stage, documents: Vec<Document>, context: &Context<'_>) 
     }
 }
 
-fn lookup_stream<'a>(spec: &'a lookup::LookupSpec, input: DocumentStream<'a>, context: &'a Context<'a>) -> DocumentStream<'a> {
+fn lookup_stream<'a>(spec: lookup::LookupSpec, input: DocumentStream<'a>, context: Context<'a>) -> DocumentStream<'a> {
     // The foreign collection is scanned once, when the first input document arrives.
     let mut foreign: Option<Vec<Document>> = None;
     Box::new(input.map(move |item| {
@@ -244,7 +375,7 @@ fn lookup_stream<'a>(spec: &'a lookup::LookupSpec, input: DocumentStream<'a>, co
             };
             foreign = Some(scanned);
         }
-        spec.apply(document, foreign.as_deref().unwrap_or_default(), context)
+        spec.apply(document, foreign.as_deref().unwrap_or_default(), &context)
     }))
 }
 
@@ -279,7 +410,10 @@ fn facet(facets: &[(String, Pipeline)], documents: Vec<Document>, context: &Cont
 }
 
 fn sample(n: usize, mut documents: Vec<Document>, context: &Context<'_>) -> Vec<Document> {
-    let mut rng = context.rng.borrow_mut();
+    let mut rng = match context.rng.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    };
     let take = n.min(documents.len());
     let (chosen, _) = documents.partial_shuffle(&mut *rng, take);
     chosen.to_vec()

@@ -4,12 +4,22 @@
 //! elements count one by one), for a descending field the largest; a missing path is `null`,
 //! an empty array sorts below `null`. Keys are computed once per document, then compared field
 //! by field with `document::compare_values`. The sort is stable.
+//!
+//! The `$sort` stage ([`SortFold`]) holds its documents as sorted records keyed by the key's
+//! order bytes (`document::keycodec`, whose `memcmp` order is `compare_values`' order) then an
+//! arrival number, so the same records sort in memory or in a spill run, and equal keys keep
+//! their input order. A missing key is encoded as `undefined`, which it compares equal to and
+//! which sorts, like it, between `MinKey` and `null`. It counts against
+//! `MemoryLimits::sort_bytes`: past it, 292 without `allowDiskUse`, a spill run with it.
 
 use std::cmp::Ordering;
 
 use bson::{Bson, Document};
+use document::keycodec::KeyEncoder;
 use document::path::{Candidate, match_candidates};
 
+use super::spill::{SortedDocuments, arrival_suffix};
+use super::{Context, DocumentStream, Fold};
 use crate::error::QueryError;
 use crate::expr::{Value, fail};
 
@@ -73,11 +83,43 @@ impl SortSpec {
         Ordering::Equal
     }
 
-    /// Sorts documents in place (stable).
-    pub fn sort(&self, documents: Vec<Document>) -> Vec<Document> {
-        let mut keyed: Vec<(Vec<Value>, Document)> = documents.into_iter().map(|d| (self.key(&d), d)).collect();
-        keyed.sort_by(|(a, _), (b, _)| self.compare_keys(a, b));
-        keyed.into_iter().map(|(_, d)| d).collect()
+    /// The key's order bytes: `memcmp` over them is [`SortSpec::compare_keys`]'s order.
+    pub fn key_bytes(&self, document: &Document) -> Vec<u8> {
+        let mut encoder = KeyEncoder::new();
+        for ((_, direction), value) in self.keys.iter().zip(self.key(document)) {
+            let direction = match direction {
+                Direction::Ascending => document::keycodec::Direction::Ascending,
+                Direction::Descending => document::keycodec::Direction::Descending,
+            };
+            encoder.push(&value.unwrap_or(Bson::Undefined), direction);
+        }
+        encoder.finish().order
+    }
+
+    /// The `$sort` stage's state while its input streams past.
+    pub(super) fn fold(&self, context: &Context<'_>) -> SortFold {
+        let records = SortedDocuments::new("$sort", context.limits.sort_bytes, context.spill.clone());
+        SortFold { spec: self.clone(), records, arrivals: 0 }
+    }
+}
+
+/// `$sort`'s documents, keyed by sort key then arrival.
+pub struct SortFold {
+    spec: SortSpec,
+    records: SortedDocuments,
+    arrivals: u64,
+}
+
+impl Fold for SortFold {
+    fn add(&mut self, document: Document) -> Result<(), QueryError> {
+        let mut key = self.spec.key_bytes(&document);
+        arrival_suffix(&mut key, self.arrivals);
+        self.arrivals += 1;
+        self.records.push(key, document)
+    }
+
+    fn finish(self: Box<Self>) -> Result<DocumentStream<'static>, QueryError> {
+        self.records.into_sorted()
     }
 }
 

@@ -47,6 +47,29 @@ pub trait CollectionSource {
     fn replace(&self, namespace: &Namespace, id: &Bson, document: Document) -> Result<(), QueryError>;
 }
 
+/// A borrowed source is a source (`Context::new` shares it for the length of a run).
+impl<T: CollectionSource + ?Sized> CollectionSource for &T {
+    fn scan(&self, namespace: &Namespace) -> Result<Vec<Document>, QueryError> {
+        (**self).scan(namespace)
+    }
+
+    fn replace_contents(&self, namespace: &Namespace, documents: Vec<Document>) -> Result<(), QueryError> {
+        (**self).replace_contents(namespace, documents)
+    }
+
+    fn find_equal(&self, namespace: &Namespace, key: &Document) -> Result<Vec<Document>, QueryError> {
+        (**self).find_equal(namespace, key)
+    }
+
+    fn insert(&self, namespace: &Namespace, document: Document) -> Result<(), QueryError> {
+        (**self).insert(namespace, document)
+    }
+
+    fn replace(&self, namespace: &Namespace, id: &Bson, document: Document) -> Result<(), QueryError> {
+        (**self).replace(namespace, id, document)
+    }
+}
+
 /// Collections in memory, for tests and for pipelines over literal documents.
 #[derive(Debug, Default)]
 pub struct InMemorySource {

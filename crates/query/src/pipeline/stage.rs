@@ -7,7 +7,8 @@
 
 use bson::{Bson, Document};
 
-use super::group::{BucketAutoSpec, BucketSpec, GroupSpec, parse_count, parse_sort_by_count};
+use super::bucket::{BucketAutoSpec, BucketSpec};
+use super::group::{GroupSpec, parse_count, parse_sort_by_count};
 use super::lookup::{LookupSpec, UnionWithSpec};
 use super::output::{MergeSpec, parse_out};
 use super::project::{AddFields, Projection, parse_unset};
