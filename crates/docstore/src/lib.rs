@@ -63,6 +63,7 @@ pub mod collection;
 pub mod error;
 pub mod index;
 pub mod read;
+pub mod spill;
 pub mod stats;
 pub mod store;
 pub mod validate;

@@ -6,22 +6,22 @@
 //! unless a projection builds new ones. A blocking sort holds documents in memory up to
 //! `StoreOptions::sort_memory_limit_bytes` (MongoDB's 100 MB by default); past it, without
 //! `allow_disk_use`, it fails with `SortMemoryExceeded` (292); with it, everything spills to a
-//! temporary engine tree keyed by (sort key ++ arrival number), which the engine keeps sorted,
-//! and which is dropped when the cursor is.
+//! spill tree ([`crate::spill`]) keyed by (sort key ++ arrival number), which the engine keeps
+//! sorted, and which is dropped when the cursor is.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocumentBuf};
 use document::keycodec::KeyEncoder;
 use query::filter::Filter;
 use query::projection::Projection;
 use query::sort::SortSpec;
-use storage::Durability;
 
 use crate::error::{Error, Result};
 use crate::read::covered::Covered;
 use crate::read::planner::{Hint, Plan, plan};
 use crate::read::scan::{ExecutionCounters, Scan, raw};
+use crate::spill::{SortedSpill, SpillTree};
 use crate::store::Inner;
 
 /// A find (also the read half of update, delete and findAndModify).
@@ -177,28 +177,17 @@ impl Inner {
     }
 
     fn spill(self: &Arc<Inner>, held: Vec<(Vec<u8>, RawDocumentBuf)>, rest: Box<dyn Iterator<Item = Result<RawDocumentBuf>> + Send>, sort: &SortSpec) -> Result<SortedResults> {
-        let name = self.temp_tree_name();
-        let tree = self.engine.create_tree(&name)?;
-        let guard = TempTree { inner: Arc::downgrade(self), name };
+        let mut tree = SpillTree::create(self)?;
         let mut sequence = held.len() as u64;
-        let mut txn = self.engine.begin();
-        let mut pending = 0;
         for (key, document) in held {
-            txn.put(tree, key, document.into_bytes());
+            tree.put(key, document.into_bytes())?;
         }
         for item in rest {
             let document = item?;
-            txn.put(tree, sort_key(sort, &document, sequence)?, document.into_bytes());
+            tree.put(sort_key(sort, &document, sequence)?, document.into_bytes())?;
             sequence += 1;
-            pending += 1;
-            if pending >= 1000 {
-                std::mem::replace(&mut txn, self.engine.begin()).commit(Durability::None)?;
-                pending = 0;
-            }
         }
-        txn.commit(Durability::None)?;
-        let iter = self.engine.snapshot().iter(tree);
-        Ok(SortedResults::Disk { iter, _guard: guard })
+        Ok(SortedResults::Disk(tree.into_sorted()?))
     }
 
     pub fn count(self: &Arc<Inner>, db: &str, name: &str, request: &FindRequest) -> Result<u64> {
@@ -256,7 +245,7 @@ fn project(projection: &Projection, filter: &Filter, document: &RawDocumentBuf) 
 /// Sorted results, from memory or from a spill tree.
 enum SortedResults {
     Memory(std::vec::IntoIter<RawDocumentBuf>),
-    Disk { iter: storage::RangeIter, _guard: TempTree },
+    Disk(SortedSpill),
 }
 
 impl IntoIterator for SortedResults {
@@ -266,25 +255,7 @@ impl IntoIterator for SortedResults {
     fn into_iter(self) -> Self::IntoIter {
         match self {
             SortedResults::Memory(documents) => Box::new(documents.map(Ok)),
-            SortedResults::Disk { iter, _guard } => Box::new(iter.map(move |item| {
-                let _keep = &_guard;
-                item.map_err(Error::from).and_then(|(_, value)| raw(value))
-            })),
-        }
-    }
-}
-
-/// Drops a temporary tree when the results it holds are dropped.
-struct TempTree {
-    inner: Weak<Inner>,
-    name: String,
-}
-
-impl Drop for TempTree {
-    fn drop(&mut self) {
-        if let Some(inner) = self.inner.upgrade() {
-            // A failure leaves garbage that the next open drops.
-            let _ = inner.engine.drop_tree(&self.name);
+            SortedResults::Disk(records) => Box::new(records.map(|item| item.and_then(|(_, value)| raw(value)))),
         }
     }
 }
