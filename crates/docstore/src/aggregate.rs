@@ -1,20 +1,29 @@
 //! aggregate: pipelines over a collection, with `$lookup`, `$unionWith`, `$out` and `$merge`
 //! reaching other collections through [`StoreSource`], the store's `CollectionSource`.
 //!
-//! A leading `$match` is run as a find (so indexes serve it) and the rest of the pipeline runs
-//! in `query::pipeline` over the decoded documents. Results are collected (the pipeline context
-//! is single-threaded) and returned as a cursor. `$out` writes a temporary collection with the
-//! target's indexes and renames it over the target, so the old contents stay on error.
+//! A leading `$match` is run as a find (so indexes serve it); the find cursor's documents are
+//! decoded one at a time into the rest of the pipeline, which `query::pipeline` runs as a
+//! stream: nothing holds the whole collection. The returned cursor owns that stream (and the
+//! find's snapshot) and computes results as they are pulled (getMore by getMore), except the
+//! first, which is pulled before `aggregate` returns: the blocking stages run then, so their
+//! errors, and `$out`/`$merge`'s writes, belong to the aggregate call. Blocking stages count
+//! what they hold against `StoreOptions::group_memory_limit_bytes` (`$group`, `$bucketAuto`)
+//! and `sort_memory_limit_bytes` (`$sort`): past it they fail with 292, or with
+//! `allowDiskUse` spill to spill trees ([`crate::spill`]). `$out` writes a temporary
+//! collection with the target's indexes and renames it over the target, so the old contents
+//! stay on error. [`StoreSource`] holds the store weakly: a parked cursor does not keep a
+//! closed store open.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use query::error::QueryError;
-use query::pipeline::{CollectionSource, Context, Namespace, Pipeline};
+use query::pipeline::{CollectionSource, Context, DocumentStream, MemoryLimits, Namespace, Pipeline, SpillRun, SpillStore};
 use storage::Durability;
 
 use crate::error::{Error, Result};
 use crate::read::find::{Cursor, FindRequest};
+use crate::spill::{SpillTree, to_query};
 use crate::store::Inner;
 use crate::write::update::{UpdateModification, UpdateRequest};
 
@@ -25,47 +34,39 @@ pub struct AggregateOptions {
     pub hint: Option<crate::read::planner::Hint>,
 }
 
-/// The store as pipelines see it.
-pub struct StoreSource<'s> {
-    pub inner: &'s Arc<Inner>,
+/// The store as pipelines see it: other collections, and spill trees.
+pub struct StoreSource {
+    inner: Weak<Inner>,
 }
 
-fn to_query(error: Error) -> QueryError {
-    QueryError::Coded { code: error.code(), code_name: error.code_name(), message: error.to_string() }
+impl StoreSource {
+    fn inner(&self) -> Result<Arc<Inner>, QueryError> {
+        self.inner.upgrade().ok_or_else(|| to_query(Error::IllegalOperation("the store was closed".into())))
+    }
 }
 
 impl Inner {
     /// Runs a pipeline over `collection` (`None`: a database-level pipeline without input).
     pub fn aggregate(self: &Arc<Inner>, db: &str, collection: Option<&str>, pipeline: &[Document], options: &AggregateOptions) -> Result<Cursor> {
-        let mut stages: Vec<Bson> = pipeline.iter().cloned().map(Bson::Document).collect();
-        let mut find = FindRequest { hint: options.hint.clone(), allow_disk_use: options.allow_disk_use, ..FindRequest::default() };
-        if let Some(Bson::Document(first)) = stages.first()
-            && let Some(Bson::Document(filter)) = first.get("$match")
-            && !filter.contains_key("$expr")
-        {
-            find.filter = filter.clone();
-            stages.remove(0);
-        }
+        let (find, stages) = push_down_match(pipeline, options);
         let parsed = Pipeline::parse(&stages)?;
-        let input = match collection {
-            Some(name) => self.read_documents(db, name, &find)?,
-            None => Vec::new(),
+        let input: DocumentStream<'static> = match collection {
+            Some(name) => decoded(self.find_with_counters(db, name, &find, Arc::default())?.0),
+            None => Box::new(std::iter::empty()),
         };
-        let source = StoreSource { inner: self };
-        let context = Context::new(db, &source);
-        let output = parsed.run(input, &context)?;
-        let raws = output
-            .iter()
-            .map(|d| RawDocumentBuf::try_from(d).map_err(|e| Error::bad_value(e.to_string())))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Cursor::from_documents(raws))
+        let source = Arc::new(StoreSource { inner: Arc::downgrade(self) });
+        let limits = MemoryLimits { sort_bytes: self.options.sort_memory_limit_bytes, group_bytes: self.options.group_memory_limit_bytes };
+        let mut context = Context::shared(db, source.clone()).with_limits(limits);
+        if options.allow_disk_use {
+            context = context.with_spill(source);
+        }
+        let output = parsed.stream(input, &context).map(|item| item.map_err(Error::from).and_then(|document| encode(&document)));
+        Cursor::new(Box::new(output)).started()
     }
 
     fn read_documents(self: &Arc<Inner>, db: &str, name: &str, find: &FindRequest) -> Result<Vec<Document>> {
         let (cursor, _) = self.find_with_counters(db, name, find, Arc::default())?;
-        cursor
-            .map(|item| item.and_then(|raw| Document::try_from(raw.as_ref()).map_err(|e| Error::corrupt(e.to_string()))))
-            .collect()
+        cursor.map(|item| item.and_then(|raw| decode(&raw))).collect()
     }
 
     fn replace_contents(self: &Arc<Inner>, namespace: &Namespace, documents: Vec<Document>) -> Result<()> {
@@ -80,10 +81,7 @@ impl Inner {
                     self.create_indexes(db, &temp, &specs)?;
                 }
             }
-            let raws = documents
-                .iter()
-                .map(|d| RawDocumentBuf::try_from(d).map_err(|e| Error::bad_value(e.to_string())))
-                .collect::<Result<Vec<_>>>()?;
+            let raws = documents.iter().map(encode).collect::<Result<Vec<_>>>()?;
             let outcome = self.insert(db, &temp, raws, true, Durability::Periodic);
             if let Some((_, error)) = outcome.errors.into_iter().next() {
                 return Err(error);
@@ -97,24 +95,58 @@ impl Inner {
     }
 }
 
-impl CollectionSource for StoreSource<'_> {
+/// The find that serves a leading `$match` (without `$expr`, which needs the pipeline's
+/// variables), and the stages left to the pipeline.
+fn push_down_match(pipeline: &[Document], options: &AggregateOptions) -> (FindRequest, Vec<Bson>) {
+    let mut stages: Vec<Bson> = pipeline.iter().cloned().map(Bson::Document).collect();
+    let mut find = FindRequest { hint: options.hint.clone(), allow_disk_use: options.allow_disk_use, ..FindRequest::default() };
+    if let Some(Bson::Document(first)) = stages.first()
+        && let Some(Bson::Document(filter)) = first.get("$match")
+        && !filter.contains_key("$expr")
+    {
+        find.filter = filter.clone();
+        stages.remove(0);
+    }
+    (find, stages)
+}
+
+/// A find cursor's documents, decoded one at a time as the pipeline pulls them.
+fn decoded(cursor: Cursor) -> DocumentStream<'static> {
+    Box::new(cursor.map(|item| item.and_then(|raw| decode(&raw)).map_err(to_query)))
+}
+
+fn decode(raw: &RawDocumentBuf) -> Result<Document> {
+    Document::try_from(raw.as_ref()).map_err(|e| Error::corrupt(e.to_string()))
+}
+
+fn encode(document: &Document) -> Result<RawDocumentBuf> {
+    RawDocumentBuf::try_from(document).map_err(|e| Error::bad_value(e.to_string()))
+}
+
+impl SpillStore for StoreSource {
+    fn create_run(&self) -> Result<Box<dyn SpillRun>, QueryError> {
+        Ok(Box::new(SpillTree::create(&self.inner()?).map_err(to_query)?))
+    }
+}
+
+impl CollectionSource for StoreSource {
     fn scan(&self, namespace: &Namespace) -> Result<Vec<Document>, QueryError> {
-        self.inner.read_documents(&namespace.db, &namespace.collection, &FindRequest::default()).map_err(to_query)
+        self.inner()?.read_documents(&namespace.db, &namespace.collection, &FindRequest::default()).map_err(to_query)
     }
 
     fn replace_contents(&self, namespace: &Namespace, documents: Vec<Document>) -> Result<(), QueryError> {
-        self.inner.replace_contents(namespace, documents).map_err(to_query)
+        self.inner()?.replace_contents(namespace, documents).map_err(to_query)
     }
 
     fn find_equal(&self, namespace: &Namespace, key: &Document) -> Result<Vec<Document>, QueryError> {
         let filter: Document = key.iter().map(|(k, v)| (k.clone(), Bson::Document(doc! {"$eq": v.clone()}))).collect();
         let find = FindRequest { filter, ..FindRequest::default() };
-        self.inner.read_documents(&namespace.db, &namespace.collection, &find).map_err(to_query)
+        self.inner()?.read_documents(&namespace.db, &namespace.collection, &find).map_err(to_query)
     }
 
     fn insert(&self, namespace: &Namespace, document: Document) -> Result<(), QueryError> {
         let raw = RawDocumentBuf::try_from(&document).map_err(|e| QueryError::bad_value(e.to_string()))?;
-        let outcome = self.inner.insert(&namespace.db, &namespace.collection, vec![raw], true, Durability::Periodic);
+        let outcome = self.inner()?.insert(&namespace.db, &namespace.collection, vec![raw], true, Durability::Periodic);
         match outcome.errors.into_iter().next() {
             Some((_, error)) => Err(to_query(error)),
             None => Ok(()),
@@ -130,6 +162,6 @@ impl CollectionSource for StoreSource<'_> {
             array_filters: Vec::new(),
             hint: None,
         };
-        self.inner.update(&namespace.db, &namespace.collection, &request, Durability::Periodic).map(|_| ()).map_err(to_query)
+        self.inner()?.update(&namespace.db, &namespace.collection, &request, Durability::Periodic).map(|_| ()).map_err(to_query)
     }
 }

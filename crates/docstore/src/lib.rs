@@ -49,8 +49,10 @@
 //!   index entries and counters (`write/mod.rs`); `insert`, `update` (+ findAndModify), `delete`.
 //! - [`read`]: `bounds` (filters to key ranges), `planner`, `scan` (access methods), `find`
 //!   (cursor, sort with spilling, count, distinct), `explain`.
-//! - [`aggregate`] (pipelines and the `CollectionSource` for `$lookup`/`$unionWith`/`$out`/
-//!   `$merge`), [`stats`] (collStats/dbStats from counters), [`validate`].
+//! - [`aggregate`] (pipelines streamed from a find cursor into a lazy cursor, and the
+//!   `CollectionSource` for `$lookup`/`$unionWith`/`$out`/`$merge`), [`spill`] (temporary
+//!   trees for sorts and aggregation stages past their memory limits), [`stats`]
+//!   (collStats/dbStats from counters), [`validate`].
 //!
 //! Invariants: a document and all its index entries change in one engine transaction; every
 //! write to a collection holds its write lock and maintains every index, ready or building;
@@ -100,8 +102,12 @@ pub struct StoreOptions {
     pub engine: storage::Options,
     /// How often the TTL monitor deletes expired documents.
     pub ttl_interval: Duration,
-    /// A blocking sort's memory before it fails or (with allowDiskUse) spills.
+    /// A blocking sort's memory (find's, aggregation's `$sort`) before it fails with 292 or
+    /// (with allowDiskUse) spills.
     pub sort_memory_limit_bytes: usize,
+    /// The memory of aggregation's `$group` (also `$sortByCount`'s) and `$bucketAuto` before
+    /// they fail with 292 or (with allowDiskUse) spill.
+    pub group_memory_limit_bytes: usize,
 }
 
 impl Default for StoreOptions {
@@ -110,6 +116,7 @@ impl Default for StoreOptions {
             engine: storage::Options::default(),
             ttl_interval: Duration::from_secs(60),
             sort_memory_limit_bytes: 100 * 1024 * 1024,
+            group_memory_limit_bytes: 100 * 1024 * 1024,
         }
     }
 }

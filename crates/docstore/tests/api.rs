@@ -197,6 +197,63 @@ fn sort_memory_limit_and_spill() {
     assert!(store.engine_stats().commits > 0);
 }
 
+fn aggregate(store: &Store, pipeline: &[Document], allow_disk_use: bool) -> Result<Vec<Document>> {
+    let options = AggregateOptions { allow_disk_use, ..AggregateOptions::default() };
+    let cursor = store.aggregate("db", Some("c"), pipeline, &options)?;
+    cursor.map(|d| d.map(|raw| Document::try_from(raw.as_ref()).unwrap())).collect()
+}
+
+/// Goal: aggregation's blocking stages hold only their state, up to the configured limits:
+/// count_documents and a few groups pass a tiny group limit, a group per document or a
+/// $sort over the collection fails with 292, and with allowDiskUse they spill to engine trees
+/// and give the in-memory answer. Method: 2,000 documents, 16 KiB limits, the default store
+/// for the in-memory answers; engine commits show the spill.
+#[test]
+fn aggregation_memory_limits_and_spill() {
+    let tiny = StoreOptions { group_memory_limit_bytes: 16 * 1024, sort_memory_limit_bytes: 16 * 1024, ..StoreOptions::default() };
+    let (store, unlimited) = (Store::open_in_memory(tiny).unwrap(), store());
+    for target in [&store, &unlimited] {
+        let documents = (0..2000).map(|i| raw(doc! {"_id": i, "k": (i * 7919) % 2000, "g": i % 10, "pad": "x".repeat(20)})).collect();
+        target.insert("db", "c", documents, true, Durability::None);
+    }
+    let count_documents = [doc! {"$match": {}}, doc! {"$group": {"_id": 1, "n": {"$sum": 1}}}];
+    assert_eq!(aggregate(&store, &count_documents, false).unwrap(), vec![doc! {"_id": 1, "n": 2000}]);
+    let by_g = [doc! {"$group": {"_id": "$g", "n": {"$sum": 1}}}];
+    assert_eq!(aggregate(&store, &by_g, false).unwrap(), (0..10).map(|g| doc! {"_id": g, "n": 200}).collect::<Vec<_>>());
+    assert_eq!(aggregate(&store, &[doc! {"$count": "n"}], false).unwrap(), vec![doc! {"n": 2000}]);
+
+    let by_k = [doc! {"$group": {"_id": "$k", "ids": {"$push": "$_id"}}}];
+    let sorted = [doc! {"$sort": {"k": -1}}, doc! {"$project": {"k": 1}}];
+    for pipeline in [&by_k[..], &sorted[..]] {
+        let error = aggregate(&store, pipeline, false).unwrap_err();
+        assert_eq!((error.code(), error.code_name()), (292, "QueryExceededMemoryLimitNoDiskUseAllowed"), "{pipeline:?}");
+        let commits = store.engine_stats().commits;
+        let spilled = aggregate(&store, pipeline, true).unwrap();
+        assert!(store.engine_stats().commits > commits, "{pipeline:?} spilled to the engine");
+        assert_eq!(spilled.len(), 2000);
+        assert_eq!(spilled, aggregate(&unlimited, pipeline, false).unwrap(), "{pipeline:?}");
+    }
+    store.verify_engine().unwrap();
+}
+
+/// Goal: an aggregate cursor computes its results as they are pulled, while the blocking
+/// stages' errors still come from the aggregate call. Method: a streaming pipeline that fails
+/// on the 501st document returns a cursor and 500 results before the error; the same failure
+/// inside a $group fails the call.
+#[test]
+fn aggregate_cursor_is_lazy() {
+    let store = store();
+    store.insert("db", "c", (0..1000).map(|i| raw(doc! {"_id": i, "d": if i == 500 { 0 } else { 1 }})).collect(), true, Durability::None);
+    let divide = doc! {"$divide": [1, "$d"]};
+    let options = AggregateOptions::default();
+    let mut cursor = store.aggregate("db", Some("c"), &[doc! {"$project": {"x": divide.clone()}}], &options).unwrap();
+    assert_eq!(cursor.next_batch(300, usize::MAX).unwrap().len(), 300);
+    assert_eq!(cursor.next_batch(300, usize::MAX).unwrap().len(), 200, "the batch stops before the error");
+    assert_eq!(cursor.next_batch(300, usize::MAX).unwrap_err().code(), 2);
+    let grouped = [doc! {"$group": {"_id": null, "x": {"$sum": divide}}}];
+    assert_eq!(store.aggregate("db", Some("c"), &grouped, &options).err().map(|e| e.code()), Some(2));
+}
+
 /// Goal: updates report matched/modified/upserted as MongoDB does; findAndModify with sort,
 /// new, remove, upsert and fields.
 #[test]

@@ -76,6 +76,19 @@ impl Cursor {
         Ok(batch)
     }
 
+    /// Pulls the first result ahead, so that what a lazy cursor does before it (an
+    /// aggregation's blocking stages, `$out`'s writes) happens now, and an error before any
+    /// result is the caller's.
+    pub fn started(mut self) -> Result<Cursor> {
+        match self.next() {
+            Some(Err(error)) => Err(error),
+            first => {
+                self.peeked = first;
+                Ok(self)
+            }
+        }
+    }
+
     /// Whether no result is left (pulls one ahead to know).
     pub fn is_exhausted(&mut self) -> bool {
         if self.peeked.is_none() {
