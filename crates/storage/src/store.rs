@@ -173,7 +173,7 @@ impl NodeStore {
 
     pub fn allocate(&self, node: Node) -> Result<NodeId> {
         let id = NodeId(self.next_id.fetch_add(1, Ordering::AcqRel));
-        let size = node.size_bytes();
+        let size = node.memory_bytes();
         let slot = Slot { node: Some(Arc::new(node)), size, dirty: true, version: 1, addr: None, taken: false, last_used: self.tick() };
         self.shard(id).lock().insert(id, slot);
         self.used_bytes.fetch_add(size, Ordering::Relaxed);
@@ -208,7 +208,7 @@ impl NodeStore {
     /// Reads a node from `addr` into its slot; `None` if the slot moved meanwhile.
     fn load(&self, id: NodeId, addr: BlockAddr) -> Result<Option<Arc<Node>>> {
         let node = Arc::new(self.read_node(id, addr)?);
-        let size = node.size_bytes();
+        let size = node.memory_bytes();
         let mut shard = self.shard(id).lock();
         let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
         match &slot.node {
@@ -246,7 +246,7 @@ impl NodeStore {
     }
 
     pub fn put(&self, id: NodeId, node: Node) -> Result<()> {
-        let size = node.size_bytes();
+        let size = node.memory_bytes();
         {
             let mut shard = self.shard(id).lock();
             let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;

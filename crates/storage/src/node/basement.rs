@@ -102,6 +102,22 @@ impl Basement {
         self.data.len() + 4 * self.offsets.len() + BASEMENT_OVERHEAD_BYTES
     }
 
+    /// The memory this basement's allocations hold, spare capacity included.
+    pub fn memory_bytes(&self) -> usize {
+        self.data.capacity() + 4 * self.offsets.capacity() + BASEMENT_OVERHEAD_BYTES
+    }
+
+    /// Gives back spare capacity over an eighth of the bytes held (after a merge whose size
+    /// was estimated), so that what the cache is charged stays close to what is used.
+    pub fn shrink_slack(&mut self) {
+        if self.data.capacity() > self.data.len() + self.data.len() / 8 {
+            self.data.shrink_to_fit();
+        }
+        if self.offsets.capacity() > self.offsets.len() + self.offsets.len() / 8 {
+            self.offsets.shrink_to_fit();
+        }
+    }
+
     pub fn entry(&self, index: usize) -> Option<EntryRef<'_>> {
         let start = *self.offsets.get(index)? as usize;
         let end = self.offsets.get(index + 1).map_or(self.data.len(), |&e| e as usize);
@@ -170,22 +186,51 @@ impl Basement {
     }
 
     /// Cuts the entries into basements of about `target_bytes`, none over `max_bytes` unless
-    /// it holds a single entry.
+    /// it holds a single entry; each piece is one exact copy of its byte range.
     pub fn chunk(self, target_bytes: usize, max_bytes: usize) -> Vec<Basement> {
-        let mut chunks = vec![Basement::default()];
-        for entry in self.entries() {
-            let size = entry.raw.len() + 4;
-            let full = chunks.last().is_some_and(|c| {
-                !c.is_empty() && (c.size_bytes() >= target_bytes || c.size_bytes() + size > max_bytes)
-            });
-            if full {
-                chunks.push(Basement::default());
+        let mut starts = vec![0usize];
+        let mut size = BASEMENT_OVERHEAD_BYTES;
+        for index in 0..self.len() {
+            let entry_size = self.entry_len(index) + 4;
+            if index > starts.last().copied().unwrap_or(0) && (size >= target_bytes || size + entry_size > max_bytes) {
+                starts.push(index);
+                size = BASEMENT_OVERHEAD_BYTES;
             }
-            if let Some(chunk) = chunks.last_mut() {
-                chunk.push_raw(entry);
-            }
+            size += entry_size;
         }
-        chunks
+        let ends = starts.iter().skip(1).copied().chain([self.len()]);
+        starts.iter().zip(ends).map(|(&first, end)| self.range(first, end)).collect()
+    }
+
+    /// The encoded length of entry `index`.
+    fn entry_len(&self, index: usize) -> usize {
+        self.byte_offset(index + 1) - self.byte_offset(index)
+    }
+
+    /// Where entry `index` starts in `data` (its length for `index == len`).
+    fn byte_offset(&self, index: usize) -> usize {
+        self.offsets.get(index).map_or(self.data.len(), |&o| o as usize)
+    }
+
+    /// A copy of entries `first..end` as a basement of its own.
+    fn range(&self, first: usize, end: usize) -> Basement {
+        let (from, to) = (self.byte_offset(first), self.byte_offset(end));
+        let base = from as u32;
+        Basement {
+            data: self.data.get(from..to).unwrap_or(&[]).to_vec(),
+            offsets: self.offsets.get(first..end).unwrap_or(&[]).iter().map(|o| o - base).collect(),
+        }
+    }
+
+    /// Moves the last entry into a new basement (with room for `capacity` bytes).
+    pub fn split_off_last(&mut self, capacity: usize) -> Basement {
+        let mut next = Basement::with_capacity(capacity, capacity / 64);
+        if let Some(start) = self.offsets.pop() {
+            next.offsets.push(0);
+            next.data.extend_from_slice(self.data.get(start as usize..).unwrap_or(&[]));
+            self.data.truncate(start as usize);
+        }
+        next
     }
 
     /// Appends the entries of `right` (whose keys are all greater).

@@ -84,6 +84,10 @@ impl Leaf {
         self.basements.iter().map(Basement::size_bytes).sum()
     }
 
+    pub fn memory_bytes(&self) -> usize {
+        self.basements.iter().map(Basement::memory_bytes).sum::<usize>() + self.basements.capacity() * 48
+    }
+
     /// The basement that owns `key`.
     pub fn basement_index(&self, key: &[u8]) -> usize {
         let later = self.basements.get(1..).unwrap_or(&[]);
@@ -170,15 +174,30 @@ impl Leaf {
         basement_size_bytes: usize,
     ) {
         let index = self.basement_index(&key);
+        let last = index + 1 == self.basements.len();
         let Some(basement) = self.basements.get_mut(index) else { return };
-        let (at, found) = match basement.find(&key) {
-            Ok(i) => (i, true),
-            Err(i) => (i, false),
-        };
-        let old = if found { basement.entry(at) } else { None };
-        let bytes = encode_entry(&key, &apply_events(&key, old, events, horizon, update));
-        if found || !bytes.is_empty() {
-            basement.splice(at, !found, bytes);
+        match basement.find(&key) {
+            Ok(at) => {
+                let bytes = encode_entry(&key, &apply_events(&key, basement.entry(at), events, horizon, update));
+                basement.splice(at, false, bytes);
+            }
+            // An append (the common case of increasing keys) is written in place; one that
+            // fills the leaf's last basement starts the next, so that increasing keys leave full
+            // basements behind rather than the halves of a split.
+            Err(at) if at == basement.len() => {
+                basement.push_entry(&key, &apply_events(&key, None, events, horizon, update));
+                if last && basement.size_bytes() > basement_size_bytes && basement.len() > 1 {
+                    let next = basement.split_off_last(basement_size_bytes);
+                    self.basements.push(next);
+                    return;
+                }
+            }
+            Err(at) => {
+                let bytes = encode_entry(&key, &apply_events(&key, None, events, horizon, update));
+                if !bytes.is_empty() {
+                    basement.splice(at, true, bytes);
+                }
+            }
         }
         if basement.size_bytes() > basement_size_bytes || (basement.is_empty() && self.basements.len() > 1) {
             self.normalize(basement_size_bytes);
@@ -304,6 +323,7 @@ fn merge_basement(
     for (key, events) in incoming {
         out.push_entry(&key, &apply_events(&key, None, events, horizon, update));
     }
+    out.shrink_slack();
     out
 }
 

@@ -27,10 +27,20 @@ pub enum Node {
 }
 
 impl Node {
+    /// The size that decides flushes and splits.
     pub fn size_bytes(&self) -> usize {
         match self {
             Node::Internal(internal) => internal.size_bytes(),
             Node::Leaf(leaf) => leaf.size_bytes(),
+        }
+    }
+
+    /// The memory the node holds, as charged to the cache (a leaf's allocations with their
+    /// spare capacity; an internal node's estimate).
+    pub fn memory_bytes(&self) -> usize {
+        match self {
+            Node::Internal(internal) => internal.size_bytes(),
+            Node::Leaf(leaf) => leaf.memory_bytes(),
         }
     }
 

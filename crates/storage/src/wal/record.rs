@@ -128,10 +128,14 @@ fn frame(out: &mut Vec<u8>, write_payload: impl FnOnce(&mut Vec<u8>)) {
     out.extend_from_slice(&[0; FRAME_HEADER_BYTES]);
     write_payload(out);
     let len = (out.len() - start - FRAME_HEADER_BYTES) as u32;
-    let mut hasher_input = len.to_le_bytes().to_vec();
-    hasher_input.extend_from_slice(out.get(start + FRAME_HEADER_BYTES..).unwrap_or_default());
-    let checksum = crc32c::crc32c(&hasher_input);
+    let checksum = frame_checksum(len, out.get(start + FRAME_HEADER_BYTES..).unwrap_or_default());
     out.splice(start..start + FRAME_HEADER_BYTES, len.to_le_bytes().into_iter().chain(checksum.to_le_bytes()));
+}
+
+/// crc32c of the length then the payload, without copying them together (a commit's payload can
+/// be megabytes).
+fn frame_checksum(len: u32, payload: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&len.to_le_bytes()), payload)
 }
 
 /// Reads the frame at the start of `bytes`: `Ok(Some((record, frame_len)))`, or `Ok(None)` where
@@ -145,9 +149,7 @@ pub fn read_frame(bytes: &[u8]) -> Result<Option<(Record, usize)>> {
     if len == 0 {
         return Ok(None);
     }
-    let mut input = (len as u32).to_le_bytes().to_vec();
-    input.extend_from_slice(payload);
-    if crc32c::crc32c(&input) != checksum {
+    if frame_checksum(len as u32, payload) != checksum {
         return Ok(None);
     }
     Ok(Some((decode_payload(payload)?, FRAME_HEADER_BYTES + len)))
