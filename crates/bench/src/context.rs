@@ -103,9 +103,9 @@ impl Context {
 }
 
 /// The server's document count: the `count` command with an empty query (the shell's
-/// `db.c.count()`), not the driver's `count_documents`, which is an aggregation with `$group`
-/// and, in Strata today, gathers the whole collection in memory first (it got the server
-/// OOM-killed under --memory-limit; docs/BENCHMARKS.md).
+/// `db.c.count()`, answered from a counter), not the driver's `count_documents`, an
+/// aggregation with `$group` that scans the collection (and, before commit 10d4302, gathered
+/// it in memory: it got the server OOM-killed under --memory-limit; docs/BENCHMARKS.md).
 async fn count<T: Send + Sync>(collection: &Collection<T>) -> mongodb::error::Result<u64> {
     let reply = collection.client().database(collection.namespace().db.as_str()).run_command(doc! { "count": collection.name(), "query": {} }).await?;
     let n = reply.get("n").and_then(|n| n.as_i64().or_else(|| n.as_i32().map(i64::from)).or_else(|| n.as_f64().map(|f| f as i64)));
