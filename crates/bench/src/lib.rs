@@ -27,7 +27,7 @@ mod progress;
 mod recorder;
 mod results;
 mod runner;
-mod size;
+pub mod size;
 mod target;
 mod workloads;
 

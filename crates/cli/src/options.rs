@@ -11,6 +11,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Context as _};
 use serde::Deserialize;
 
+// One size syntax for the whole binary: `strata serve --cache-size` and `strata bench` alike.
+use bench::size::parse_size;
+
 pub const DEFAULT_CACHE_SIZE_BYTES: u64 = 128 * 1024 * 1024;
 
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -134,42 +137,9 @@ fn load(path: &PathBuf) -> anyhow::Result<ConfigFile> {
     serde_yaml::from_str(&text).with_context(|| format!("parsing config file {}", path.display()))
 }
 
-/// "128MiB", "2GiB", "500MB", "1.5GB", "4096" (bytes) → bytes.
-pub fn parse_size(text: &str) -> anyhow::Result<u64> {
-    let text = text.trim();
-    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number.parse().with_context(|| format!("invalid size {text:?}"))?;
-    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1_000,
-        "kib" => 1 << 10,
-        "m" | "mb" => 1_000_000,
-        "mib" => 1 << 20,
-        "g" | "gb" => 1_000_000_000,
-        "gib" => 1 << 30,
-        "t" | "tb" => 1_000_000_000_000,
-        "tib" => 1 << 40,
-        other => bail!("unknown size unit {other:?} in {text:?} (use B, KiB, MiB, GiB, KB, MB, GB)"),
-    };
-    Ok((number * multiplier as f64) as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Goal: sizes in the units the docs show parse to bytes.
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("128MiB").unwrap(), 128 << 20);
-        assert_eq!(parse_size("2GiB").unwrap(), 2 << 30);
-        assert_eq!(parse_size("500MB").unwrap(), 500_000_000);
-        assert_eq!(parse_size("4096").unwrap(), 4096);
-        assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
-        assert!(parse_size("12 parsecs").is_err());
-        assert!(parse_size("MiB").is_err());
-    }
 
     /// Goal: a mongod.conf loads; flags win over it. Method: write a YAML file, resolve twice.
     #[test]
