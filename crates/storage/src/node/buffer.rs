@@ -1,17 +1,31 @@
 //! A message buffer: the pending writes an internal node holds for one child.
 //!
+//! Messages arrive one key at a time (a commit at the root, a flush from above). The newest wait
+//! in `head`, a small map; once it holds about a basement's worth it is frozen into a *run*: its messages
+//! encoded back to back in key order (the entry bytes of the buffer's on-disk section) with
+//! their offsets beside them. Runs merge as a binary counter (a run at least as large as the one
+//! after it absorbs it), so there are about log2(messages / head size) runs and each message is
+//! copied that many times. Why: as map entries, a 30-byte index key cost about 160 bytes of heap
+//! (the map slot, the key's and the events' allocations); in a run it costs about 55. A node's
+//! budget then holds three times the messages, and each flush carries three times as many to the
+//! child, which is the Bε-tree's write amortization.
+//!
+//! A key's messages may be spread over the runs and `head`: a later run holds newer messages than
+//! an earlier one, and `head` the newest. Readers gather them in that order.
+//!
 //! Invariants (checked by `verify`):
 //! - every point message's key, and every range delete, lies within the child's key range;
-//! - a key's messages are in strictly ascending sequence order;
-//! - `size_bytes` equals the sum of the messages' accounted sizes.
+//! - a key's messages, gathered in run order then `head`, are in strictly ascending sequence order;
+//! - each run's keys are strictly ascending;
+//! - `size_bytes` equals `recompute_size()`.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use crate::message::{prune, Event, Seq};
 
-/// Bytes charged per message beyond its key and value, for the seq, the tag and the map entry.
-/// (A `BTreeMap` slot at its usual fill, the events `Vec`, the event and their allocations.)
+/// Bytes charged per message in `head` beyond its key and value, for the seq, the tag and the map
+/// entry. (A `BTreeMap` slot at its usual fill, the events `Vec`, the event and their allocations.)
 const MESSAGE_OVERHEAD_BYTES: usize = 128;
 
 /// A delete of every key in `[start, end)`; `end: None` means unbounded above.
@@ -49,21 +63,37 @@ impl RangeDelete {
     }
 }
 
-/// The messages buffered for one child, by key.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The messages buffered for one child.
+#[derive(Clone, Debug, Default)]
 pub struct Buffer {
-    points: BTreeMap<Vec<u8>, Vec<(Seq, Event)>>,
+    /// The newest messages, by key.
+    head: BTreeMap<Vec<u8>, Vec<(Seq, Event)>>,
+    /// Older messages, oldest run first.
+    runs: Vec<Run>,
     ranges: Vec<RangeDelete>,
     size_bytes: usize,
 }
+
+/// Two buffers are equal when they hold the same messages, however they are laid out.
+impl PartialEq for Buffer {
+    fn eq(&self, other: &Buffer) -> bool {
+        self.ranges == other.ranges && self.points().eq(other.points())
+    }
+}
+
+impl Eq for Buffer {}
 
 pub fn point_size_bytes(key: &[u8], event: &Event) -> usize {
     key.len() + event.size_bytes() + MESSAGE_OVERHEAD_BYTES
 }
 
+fn head_charge(key: &[u8], events: &[(Seq, Event)]) -> usize {
+    events.iter().map(|(_, e)| point_size_bytes(key, e)).sum()
+}
+
 impl Buffer {
     pub fn is_empty(&self) -> bool {
-        self.points.is_empty() && self.ranges.is_empty()
+        self.head.is_empty() && self.runs.is_empty() && self.ranges.is_empty()
     }
 
     pub fn size_bytes(&self) -> usize {
@@ -74,32 +104,40 @@ impl Buffer {
     /// messages for that key that no reader at or after `horizon` can see.
     #[cfg(test)]
     pub fn push(&mut self, key: Vec<u8>, seq: Seq, event: Event, horizon: Seq) {
-        self.push_all(key, vec![(seq, event)], horizon);
+        self.push_all(key, vec![(seq, event)], horizon, 64 << 10);
     }
 
     /// Adds a key's events, in ascending order and all newer than those held, then prunes that
-    /// key's history against `horizon`.
-    pub fn push_all(&mut self, key: Vec<u8>, incoming: Vec<(Seq, Event)>, horizon: Seq) {
-        let key_len = key.len();
-        let charge = |events: &[(Seq, Event)]| -> usize {
-            events.iter().map(|(_, e)| key_len + e.size_bytes() + MESSAGE_OVERHEAD_BYTES).sum()
-        };
-        let events = self.points.entry(key).or_default();
-        debug_assert!(
-            match (events.last(), incoming.first()) {
-                (Some((last, _)), Some((first, _))) => last < first,
-                _ => true,
-            },
-            "messages out of order"
-        );
-        let before = charge(events);
+    /// key's history in `head` against `horizon` (older runs are pruned when they merge).
+    /// `head` is frozen into a run once it holds about `head_bytes` (the basement size).
+    pub fn push_all(&mut self, key: Vec<u8>, incoming: Vec<(Seq, Event)>, horizon: Seq, head_bytes: usize) {
+        let events = self.head.entry(key.clone()).or_default();
+        let before = head_charge(&key, events);
         // Exact: most keys have one message, and default growth would allocate four.
         events.reserve_exact(incoming.len());
         events.extend(incoming);
         if events.len() > 1 {
             prune(events, horizon);
         }
-        self.size_bytes = self.size_bytes - before + charge(events);
+        self.size_bytes = self.size_bytes - before + head_charge(&key, events);
+        if self.head.len() >= (head_bytes / MESSAGE_OVERHEAD_BYTES).max(1) {
+            self.freeze(horizon);
+        }
+    }
+
+    /// Turns `head` into the newest run, then merges runs as a binary counter.
+    fn freeze(&mut self, horizon: Seq) {
+        let head = std::mem::take(&mut self.head);
+        self.runs.push(Run::from_sorted(head.iter().map(|(k, e)| (k.as_slice(), e.as_slice()))));
+        while let [.., older, newer] = self.runs.as_slice() {
+            if older.len() > 2 * newer.len() {
+                break;
+            }
+            let merged = older.merge(newer, horizon);
+            self.runs.truncate(self.runs.len() - 2);
+            self.runs.push(merged);
+        }
+        self.size_bytes = self.recompute_size();
     }
 
     pub fn push_range(&mut self, range: RangeDelete) {
@@ -109,7 +147,12 @@ impl Buffer {
 
     /// Appends this key's events (point messages and covering range deletes) to `out`.
     pub fn collect_events(&self, key: &[u8], out: &mut Vec<(Seq, Event)>) {
-        if let Some(events) = self.points.get(key) {
+        for run in &self.runs {
+            if let Ok(index) = run.find(key) {
+                run.events_into(index, out);
+            }
+        }
+        if let Some(events) = self.head.get(key) {
             out.extend(events.iter().cloned());
         }
         for range in self.ranges.iter().filter(|r| r.contains(key)) {
@@ -117,17 +160,30 @@ impl Buffer {
         }
     }
 
-    /// The point messages with keys in the given bounds, in key order.
-    pub fn points_in(
-        &self,
-        lo: Bound<&[u8]>,
-        hi: Bound<&[u8]>,
-    ) -> impl Iterator<Item = (&Vec<u8>, &Vec<(Seq, Event)>)> {
-        self.points.range::<[u8], _>((lo, hi))
+    /// The point messages with keys in the given bounds, in key order, each key's in
+    /// sequence order.
+    pub fn points_in(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> impl Iterator<Item = (Vec<u8>, Vec<(Seq, Event)>)> {
+        let mut gathered: BTreeMap<Vec<u8>, Vec<(Seq, Event)>> = BTreeMap::new();
+        if bounds_empty(lo, hi) {
+            return gathered.into_iter();
+        }
+        for run in &self.runs {
+            for index in run.lower_bound(lo)..run.len() {
+                let key = run.key(index);
+                if !below(key, hi) {
+                    break;
+                }
+                run.events_into(index, gathered.entry(key.to_vec()).or_default());
+            }
+        }
+        for (key, events) in self.head.range::<[u8], _>((lo, hi)) {
+            gathered.entry(key.clone()).or_default().extend(events.iter().cloned());
+        }
+        gathered.into_iter()
     }
 
-    pub fn points(&self) -> impl Iterator<Item = (&Vec<u8>, &Vec<(Seq, Event)>)> {
-        self.points.iter()
+    pub fn points(&self) -> impl Iterator<Item = (Vec<u8>, Vec<(Seq, Event)>)> {
+        self.points_in(Bound::Unbounded, Bound::Unbounded)
     }
 
     pub fn ranges(&self) -> &[RangeDelete] {
@@ -136,27 +192,31 @@ impl Buffer {
 
     /// Empties the buffer, returning its point messages and range deletes.
     pub fn take(&mut self) -> (BTreeMap<Vec<u8>, Vec<(Seq, Event)>>, Vec<RangeDelete>) {
-        self.size_bytes = 0;
-        (std::mem::take(&mut self.points), std::mem::take(&mut self.ranges))
+        let points = self.points().collect();
+        let ranges = std::mem::take(&mut self.ranges);
+        *self = Buffer::default();
+        (points, ranges)
     }
 
     /// Moves every message into `other` (used when two siblings merge: their ranges are
-    /// disjoint, so no key gains messages from both).
-    pub fn append_to(mut self, other: &mut Buffer) {
-        let (points, ranges) = self.take();
-        for (key, events) in points {
-            other.size_bytes += events.iter().map(|(_, e)| point_size_bytes(&key, e)).sum::<usize>();
-            other.points.entry(key).or_default().extend(events);
-        }
-        for range in ranges {
-            other.push_range(range);
-        }
+    /// disjoint, so no key gains messages from both, and run order does not matter).
+    pub fn append_to(self, other: &mut Buffer) {
+        other.head.extend(self.head);
+        other.runs.extend(self.runs);
+        other.ranges.extend(self.ranges);
+        other.size_bytes = other.recompute_size();
     }
 
     /// Splits off the messages for keys `>= pivot` into a new buffer (used when a child splits).
     pub fn split_off(&mut self, pivot: &[u8]) -> Buffer {
-        let right_points = self.points.split_off(pivot);
-        let mut right = Buffer { points: right_points, ranges: Vec::new(), size_bytes: 0 };
+        let mut right = Buffer { head: self.head.split_off(pivot), ..Buffer::default() };
+        for run in &mut self.runs {
+            let upper = run.split_off(pivot);
+            if upper.len() > 0 {
+                right.runs.push(upper);
+            }
+        }
+        self.runs.retain(|run| run.len() > 0);
         let ranges = std::mem::take(&mut self.ranges);
         for range in ranges {
             if let Some(left) = range.clip(None, Some(pivot)) {
@@ -172,18 +232,285 @@ impl Buffer {
     }
 
     pub fn recompute_size(&self) -> usize {
-        let points: usize = self
-            .points
-            .iter()
-            .flat_map(|(k, events)| events.iter().map(move |(_, e)| point_size_bytes(k, e)))
-            .sum();
-        points + self.ranges.iter().map(RangeDelete::size_bytes).sum::<usize>()
+        let head: usize = self.head.iter().map(|(k, events)| head_charge(k, events)).sum();
+        let runs: usize = self.runs.iter().map(Run::size_bytes).sum();
+        head + runs + self.ranges.iter().map(RangeDelete::size_bytes).sum::<usize>()
     }
 
-    /// Rebuilds a buffer from decoded parts (node decoding).
+    /// Whether each run's keys are strictly ascending (for `verify`).
+    pub fn runs_sorted(&self) -> bool {
+        self.runs.iter().all(|run| (1..run.len()).all(|i| run.key(i - 1) < run.key(i)))
+    }
+
+    /// Rebuilds a buffer from decoded parts (node decoding): the points become one run.
     pub fn from_parts(points: BTreeMap<Vec<u8>, Vec<(Seq, Event)>>, ranges: Vec<RangeDelete>) -> Buffer {
-        let mut buffer = Buffer { points, ranges, size_bytes: 0 };
+        let runs = if points.is_empty() {
+            Vec::new()
+        } else {
+            vec![Run::from_sorted(points.iter().map(|(k, e)| (k.as_slice(), e.as_slice())))]
+        };
+        let mut buffer = Buffer { head: BTreeMap::new(), runs, ranges, size_bytes: 0 };
         buffer.size_bytes = buffer.recompute_size();
         buffer
+    }
+}
+
+/// Whether no key lies within the bounds (`BTreeMap::range` panics on such bounds).
+fn bounds_empty(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
+    match (lo, hi) {
+        (Bound::Included(l), Bound::Included(h)) => l > h,
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(h)) | (Bound::Excluded(l), Bound::Included(h)) => l >= h,
+        _ => false,
+    }
+}
+
+fn below(key: &[u8], hi: Bound<&[u8]>) -> bool {
+    match hi {
+        Bound::Included(hi) => key <= hi,
+        Bound::Excluded(hi) => key < hi,
+        Bound::Unbounded => true,
+    }
+}
+
+/// Messages frozen in key order: entries back to back, each
+/// `key_len:u32 key count:u32 (seq:u64 op:u8 [len:u32 operand])*` (op 0 put, 1 delete,
+/// 2 update), with the offset of each entry. Built only here, from messages already checked, so
+/// reads trust the bytes (and read bad ones as empty rather than panic).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Run {
+    data: Vec<u8>,
+    offsets: Vec<u32>,
+}
+
+const OP_PUT: u8 = 0;
+const OP_DELETE: u8 = 1;
+const OP_UPDATE: u8 = 2;
+
+impl Run {
+    fn from_sorted<'a>(entries: impl Iterator<Item = (&'a [u8], &'a [(Seq, Event)])>) -> Run {
+        let mut run = Run::default();
+        for (key, events) in entries {
+            run.push(key, events);
+        }
+        run.shrink();
+        run
+    }
+
+    fn push(&mut self, key: &[u8], events: &[(Seq, Event)]) {
+        if events.is_empty() {
+            return;
+        }
+        self.offsets.push(self.data.len() as u32);
+        let out = &mut self.data;
+        out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        out.extend_from_slice(key);
+        out.extend_from_slice(&(events.len() as u32).to_le_bytes());
+        for (seq, event) in events {
+            out.extend_from_slice(&seq.to_le_bytes());
+            match event {
+                Event::Put(v) | Event::Update(v) => {
+                    out.push(if matches!(event, Event::Put(_)) { OP_PUT } else { OP_UPDATE });
+                    out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                    out.extend_from_slice(v);
+                }
+                Event::Delete => out.push(OP_DELETE),
+            }
+        }
+    }
+
+    fn push_raw(&mut self, raw: &[u8]) {
+        self.offsets.push(self.data.len() as u32);
+        self.data.extend_from_slice(raw);
+    }
+
+    fn shrink(&mut self) {
+        self.data.shrink_to_fit();
+        self.offsets.shrink_to_fit();
+    }
+
+    fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    fn size_bytes(&self) -> usize {
+        self.data.len() + 4 * self.offsets.len()
+    }
+
+    fn raw(&self, index: usize) -> &[u8] {
+        let start = self.offsets.get(index).map_or(self.data.len(), |&s| s as usize);
+        let end = self.offsets.get(index + 1).map_or(self.data.len(), |&e| e as usize);
+        self.data.get(start..end).unwrap_or(&[])
+    }
+
+    fn key(&self, index: usize) -> &[u8] {
+        let raw = self.raw(index);
+        let len = read_u32(raw, 0).unwrap_or(0) as usize;
+        raw.get(4..4 + len).unwrap_or(&[])
+    }
+
+    fn find(&self, key: &[u8]) -> Result<usize, usize> {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.key(mid).cmp(key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    /// The first entry within the lower bound.
+    fn lower_bound(&self, lo: Bound<&[u8]>) -> usize {
+        match lo {
+            Bound::Unbounded => 0,
+            Bound::Included(k) => self.find(k).unwrap_or_else(|i| i),
+            Bound::Excluded(k) => self.find(k).map_or_else(|i| i, |i| i + 1),
+        }
+    }
+
+    /// Decodes entry `index`'s events onto `out`.
+    fn events_into(&self, index: usize, out: &mut Vec<(Seq, Event)>) {
+        let raw = self.raw(index);
+        let key_len = read_u32(raw, 0).unwrap_or(0) as usize;
+        let Some(rest) = raw.get(4 + key_len..) else { return };
+        let count = read_u32(rest, 0).unwrap_or(0) as usize;
+        let mut at = 4;
+        out.reserve(count);
+        for _ in 0..count {
+            let Some((event, len)) = parse_event(rest.get(at..).unwrap_or(&[])) else { return };
+            out.push(event);
+            at += len;
+        }
+    }
+
+    /// Merges this run with a newer one: a key in both gets the older messages then the newer,
+    /// pruned against `horizon`; the other entries are copied as bytes.
+    fn merge(&self, newer: &Run, horizon: Seq) -> Run {
+        let mut out = Run { data: Vec::with_capacity(self.data.len() + newer.data.len()), offsets: Vec::with_capacity(self.len() + newer.len()) };
+        let (mut i, mut j) = (0, 0);
+        while i < self.len() || j < newer.len() {
+            let order = match (i < self.len(), j < newer.len()) {
+                (true, true) => self.key(i).cmp(newer.key(j)),
+                (true, false) => std::cmp::Ordering::Less,
+                _ => std::cmp::Ordering::Greater,
+            };
+            match order {
+                std::cmp::Ordering::Less => {
+                    out.push_raw(self.raw(i));
+                    i += 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    out.push_raw(newer.raw(j));
+                    j += 1;
+                }
+                std::cmp::Ordering::Equal => {
+                    let mut events = Vec::new();
+                    self.events_into(i, &mut events);
+                    newer.events_into(j, &mut events);
+                    prune(&mut events, horizon);
+                    out.push(self.key(i), &events);
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        out.shrink();
+        out
+    }
+
+    /// Splits off the entries with keys `>= pivot` (copied into the returned run).
+    fn split_off(&mut self, pivot: &[u8]) -> Run {
+        let at = self.find(pivot).unwrap_or_else(|i| i);
+        let from = self.offsets.get(at).map_or(self.data.len(), |&o| o as usize);
+        let upper = Run {
+            data: self.data.get(from..).unwrap_or(&[]).to_vec(),
+            offsets: self.offsets.get(at..).unwrap_or(&[]).iter().map(|o| o - from as u32).collect(),
+        };
+        self.data.truncate(from);
+        self.offsets.truncate(at);
+        self.shrink();
+        upper
+    }
+}
+
+/// One event at the start of `bytes`, and its encoded length.
+fn parse_event(bytes: &[u8]) -> Option<((Seq, Event), usize)> {
+    let seq = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+    let op = *bytes.get(8)?;
+    if op == OP_DELETE {
+        return Some(((seq, Event::Delete), 9));
+    }
+    let len = read_u32(bytes, 9)? as usize;
+    let value = bytes.get(13..13 + len)?.to_vec();
+    let event = match op {
+        OP_PUT => Event::Put(value),
+        OP_UPDATE => Event::Update(value),
+        _ => return None,
+    };
+    Some(((seq, event), 13 + len))
+}
+
+fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(bytes.get(at..at.checked_add(4)?)?.try_into().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    //! Goal: however messages are spread over `head` and the runs, a buffer answers as a plain
+    //! map of each key's messages would. Method: random pushes (horizon 0, so nothing is
+    //! pruned) against a `BTreeMap` model, with a head of two keys so runs freeze and merge.
+    use super::*;
+    use proptest::prelude::*;
+
+    type Model = BTreeMap<Vec<u8>, Vec<(Seq, Event)>>;
+
+    fn build(ops: &[(u8, bool)]) -> (Buffer, Model) {
+        let (mut buffer, mut model) = (Buffer::default(), Model::new());
+        for (seq, (k, delete)) in ops.iter().enumerate() {
+            let key = vec![*k];
+            let event = if *delete { Event::Delete } else { Event::Put(vec![*k; usize::from(*k % 5)]) };
+            buffer.push_all(key.clone(), vec![(seq as Seq + 1, event.clone())], 0, 2 * MESSAGE_OVERHEAD_BYTES);
+            model.entry(key).or_default().push((seq as Seq + 1, event));
+        }
+        (buffer, model)
+    }
+
+    proptest! {
+        #[test]
+        fn buffer_matches_a_map(ops in proptest::collection::vec((0u8..40, any::<bool>()), 0..300), pivot in 0u8..40, lo in 0u8..40) {
+            let (mut buffer, model) = build(&ops);
+            prop_assert!(buffer.runs_sorted());
+            prop_assert_eq!(buffer.size_bytes(), buffer.recompute_size());
+            prop_assert_eq!(buffer.points().collect::<Model>(), model.clone());
+            for key in 0u8..40 {
+                let mut got = Vec::new();
+                buffer.collect_events(&[key], &mut got);
+                prop_assert_eq!(Some(&got).filter(|g| !g.is_empty()), model.get(&vec![key]));
+            }
+            let window: Model = buffer.points_in(Bound::Excluded(&[lo][..]), Bound::Included(&[pivot][..])).collect();
+            let expected: Model = model.iter().filter(|(k, _)| k[0] > lo && k[0] <= pivot).map(|(k, v)| (k.clone(), v.clone())).collect();
+            prop_assert_eq!(window, expected);
+            let right = buffer.split_off(&[pivot]);
+            let (left_model, right_model): (Model, Model) = model.into_iter().partition(|(k, _)| k[0] < pivot);
+            prop_assert_eq!(buffer.points().collect::<Model>(), left_model);
+            prop_assert_eq!(right.points().collect::<Model>(), right_model.clone());
+            let mut joined = Buffer::default();
+            right.append_to(&mut joined);
+            prop_assert_eq!(joined.size_bytes(), joined.recompute_size());
+            prop_assert_eq!(joined.take().0, right_model);
+            prop_assert!(joined.is_empty());
+        }
+    }
+
+    #[test]
+    fn merging_runs_prunes_what_no_reader_needs() {
+        let mut buffer = Buffer::default();
+        for seq in 1..=20 {
+            buffer.push_all(vec![b'k'], vec![(seq, Event::Put(vec![seq as u8]))], 100, MESSAGE_OVERHEAD_BYTES);
+        }
+        let events: Vec<_> = buffer.points().flat_map(|(_, e)| e).collect();
+        assert_eq!(events, vec![(20, Event::Put(vec![20]))]);
     }
 }

@@ -117,7 +117,7 @@ pub fn encode_buffer(buffer: &Buffer) -> Vec<u8> {
     let mut out = Vec::with_capacity(buffer.size_bytes() + 16);
     let points: Vec<_> = buffer.points().collect();
     put_u32(&mut out, points.len());
-    for (key, events) in points {
+    for (key, events) in &points {
         put_bytes(&mut out, key);
         put_u32(&mut out, events.len());
         for (seq, event) in events {

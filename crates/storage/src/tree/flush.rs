@@ -59,7 +59,7 @@ pub(super) fn flush_child(ctx: &Ctx<'_>, parent: &mut Internal, index: usize) ->
     let cascade = match &mut child {
         Node::Internal(internal) => {
             for (key, events) in points {
-                internal.push_point(key, events, ctx.horizon);
+                internal.push_point(key, events, ctx.horizon, ctx.options.basement_size_bytes);
             }
             for range in &ranges {
                 internal.push_range(range);

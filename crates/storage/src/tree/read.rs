@@ -84,7 +84,7 @@ impl Tree {
             let Node::Internal(internal) = &**node else { continue };
             let Some(buffer) = internal.buffers.get(*index) else { continue };
             for (key, events) in buffer.points_in(lo, hi) {
-                buffered.entry(key.clone()).or_default().extend(events.iter().cloned());
+                buffered.entry(key).or_default().extend(events);
             }
             ranges.extend(buffer.ranges().iter().cloned());
         }

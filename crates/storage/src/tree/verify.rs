@@ -97,7 +97,7 @@ fn verify_internal(
         newest.extend(below);
         for (key, events) in buffer.points() {
             if let Some((seq, _)) = events.last() {
-                newest.insert(key.clone(), *seq);
+                newest.insert(key, *seq);
             }
         }
     }
@@ -108,16 +108,19 @@ fn verify_buffer(buffer: &Buffer, lo: Option<&[u8]>, hi: Option<&[u8]>, below: &
     if buffer.size_bytes() != buffer.recompute_size() {
         return Err("size accounting is off".into());
     }
+    if !buffer.runs_sorted() {
+        return Err("a run's keys are out of order".into());
+    }
     let inside = |key: &[u8]| lo.is_none_or(|lo| key >= lo) && hi.is_none_or(|hi| key < hi);
     for (key, events) in buffer.points() {
-        if !inside(key) || events.is_empty() {
+        if !inside(&key) || events.is_empty() {
             return Err("message outside its child's range, or an empty message list".into());
         }
         if events.windows(2).any(|w| matches!(w, [a, b] if a.0 >= b.0)) {
             return Err("messages of a key out of sequence order".into());
         }
         let oldest = events.first().map_or(0, |(seq, _)| *seq);
-        if below.get(key).is_some_and(|&newest_below| newest_below >= oldest) {
+        if below.get(&key).is_some_and(|&newest_below| newest_below >= oldest) {
             return Err("a buffered message is older than the history below it".into());
         }
     }

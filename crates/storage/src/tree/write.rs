@@ -174,7 +174,7 @@ fn inject_point(ctx: &Ctx<'_>, root: &mut NodeId, key: Vec<u8>, seq: Seq, event:
                 let mut node = ctx.store.take(id)?;
                 let over = match &mut node {
                     Node::Internal(internal) => {
-                        internal.push_point(key, vec![(seq, event)], ctx.horizon);
+                        internal.push_point(key, vec![(seq, event)], ctx.horizon, ctx.options.basement_size_bytes);
                         needs_flush_internal(ctx, internal.buffered_bytes())
                     }
                     Node::Leaf(_) => false,
