@@ -129,6 +129,12 @@ impl Buffer {
     fn freeze(&mut self, horizon: Seq) {
         let head = std::mem::take(&mut self.head);
         self.runs.push(Run::from_sorted(head.iter().map(|(k, e)| (k.as_slice(), e.as_slice()))));
+        self.compact(horizon);
+    }
+
+    /// Merges the newest runs while one is at least half the size of the run after it, so that
+    /// run sizes fall geometrically (a few dozen runs at most).
+    fn compact(&mut self, horizon: Seq) {
         while let [.., older, newer] = self.runs.as_slice() {
             if older.len() > 2 * newer.len() {
                 break;
@@ -198,6 +204,36 @@ impl Buffer {
         (points, ranges)
     }
 
+    /// Empties the buffer into its runs, oldest first (`head` frozen as the newest, nothing
+    /// pruned), and its range deletes: a flush into an internal child moves these on without
+    /// decoding a message.
+    pub fn take_runs(&mut self) -> (Vec<Run>, Vec<RangeDelete>) {
+        let head = std::mem::take(&mut self.head);
+        let mut runs = std::mem::take(&mut self.runs);
+        if !head.is_empty() {
+            runs.push(Run::from_sorted(head.iter().map(|(k, e)| (k.as_slice(), e.as_slice()))));
+        }
+        let ranges = std::mem::take(&mut self.ranges);
+        self.size_bytes = 0;
+        (runs, ranges)
+    }
+
+    /// Adds the part within `[lo, hi)` of runs (oldest first) whose messages are all newer than
+    /// every message here.
+    pub fn push_runs(&mut self, runs: &[Run], lo: Option<&[u8]>, hi: Option<&[u8]>, horizon: Seq) {
+        let pieces: Vec<Run> = runs.iter().map(|run| run.slice(lo, hi)).filter(|piece| piece.len() > 0).collect();
+        if pieces.is_empty() {
+            return;
+        }
+        // `head` is older than what arrives: it becomes a run before them.
+        let head = std::mem::take(&mut self.head);
+        if !head.is_empty() {
+            self.runs.push(Run::from_sorted(head.iter().map(|(k, e)| (k.as_slice(), e.as_slice()))));
+        }
+        self.runs.extend(pieces);
+        self.compact(horizon);
+    }
+
     /// Moves every message into `other` (used when two siblings merge: their ranges are
     /// disjoint, so no key gains messages from both, and run order does not matter).
     pub fn append_to(self, other: &mut Buffer) {
@@ -242,17 +278,51 @@ impl Buffer {
         self.runs.iter().all(|run| (1..run.len()).all(|i| run.key(i - 1) < run.key(i)))
     }
 
-    /// Rebuilds a buffer from decoded parts (node decoding): the points become one run.
-    pub fn from_parts(points: BTreeMap<Vec<u8>, Vec<(Seq, Event)>>, ranges: Vec<RangeDelete>) -> Buffer {
-        let runs = if points.is_empty() {
-            Vec::new()
-        } else {
-            vec![Run::from_sorted(points.iter().map(|(k, e)| (k.as_slice(), e.as_slice())))]
-        };
-        let mut buffer = Buffer { head: BTreeMap::new(), runs, ranges, size_bytes: 0 };
-        buffer.size_bytes = buffer.recompute_size();
-        buffer
+    /// The point messages as the buffer's on-disk section holds them: their count, then their
+    /// entries back to back (the bytes of one run; several runs and `head` are merged first).
+    pub fn encoded_points(&self) -> (usize, std::borrow::Cow<'_, [u8]>) {
+        if self.head.is_empty() {
+            match self.runs.as_slice() {
+                [] => return (0, std::borrow::Cow::Borrowed(&[])),
+                [run] => return (run.len(), std::borrow::Cow::Borrowed(&run.data)),
+                _ => {}
+            }
+        }
+        let head = Run::from_sorted(self.head.iter().map(|(k, e)| (k.as_slice(), e.as_slice())));
+        // Horizon 0 prunes nothing: encoding keeps every message.
+        let merged = self.runs.iter().chain([&head]).fold(Run::default(), |acc, run| acc.merge(run, 0));
+        (merged.len(), std::borrow::Cow::Owned(merged.data))
     }
+
+    /// Reads `count` point messages in the layout of `encoded_points` from untrusted bytes,
+    /// checking every length, op, and the order of keys and of each key's sequence numbers.
+    /// Returns a buffer of them (no ranges) and the bytes they took.
+    pub fn decode_points(count: usize, bytes: &[u8]) -> Result<(Buffer, usize), String> {
+        let mut run = Run::default();
+        let mut at = 0usize;
+        for _ in 0..count {
+            let len = check_entry(bytes.get(at..).unwrap_or(&[]))?;
+            let raw = bytes.get(at..at + len).ok_or("truncated buffer entry")?;
+            run.push_raw(raw);
+            if run.len() > 1 && run.key(run.len() - 2) >= run.key(run.len() - 1) {
+                return Err("buffer keys out of order".into());
+            }
+            at += len;
+        }
+        run.shrink();
+        let runs = if run.len() == 0 { Vec::new() } else { vec![run] };
+        let mut buffer = Buffer { runs, ..Buffer::default() };
+        buffer.size_bytes = buffer.recompute_size();
+        Ok((buffer, at))
+    }
+
+    /// Adds decoded range deletes (node decoding).
+    pub fn with_ranges(mut self, ranges: Vec<RangeDelete>) -> Buffer {
+        self.ranges = ranges;
+        self.size_bytes = self.recompute_size();
+        self
+    }
+
 }
 
 /// Whether no key lies within the bounds (`BTreeMap::range` panics on such bounds).
@@ -277,7 +347,7 @@ fn below(key: &[u8], hi: Bound<&[u8]>) -> bool {
 /// 2 update), with the offset of each entry. Built only here, from messages already checked, so
 /// reads trust the bytes (and read bad ones as empty rather than panic).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct Run {
+pub struct Run {
     data: Vec<u8>,
     offsets: Vec<u32>,
 }
@@ -420,6 +490,21 @@ impl Run {
         out
     }
 
+    /// A copy of the entries with keys in `[lo, hi)`.
+    fn slice(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Run {
+        let first = lo.map_or(0, |lo| self.lower_bound(Bound::Included(lo)));
+        let end = hi.map_or(self.len(), |hi| self.lower_bound(Bound::Included(hi)));
+        if first >= end {
+            return Run::default();
+        }
+        let from = self.offsets.get(first).map_or(self.data.len(), |&o| o as usize);
+        let to = self.offsets.get(end).map_or(self.data.len(), |&o| o as usize);
+        Run {
+            data: self.data.get(from..to).unwrap_or(&[]).to_vec(),
+            offsets: self.offsets.get(first..end).unwrap_or(&[]).iter().map(|o| o - from as u32).collect(),
+        }
+    }
+
     /// Splits off the entries with keys `>= pivot` (copied into the returned run).
     fn split_off(&mut self, pivot: &[u8]) -> Run {
         let at = self.find(pivot).unwrap_or_else(|i| i);
@@ -433,6 +518,28 @@ impl Run {
         self.shrink();
         upper
     }
+}
+
+/// Checks the entry at the start of untrusted `bytes` (lengths, ops, at least one event, strictly
+/// ascending sequence numbers); returns its encoded length.
+fn check_entry(bytes: &[u8]) -> Result<usize, String> {
+    let key_len = read_u32(bytes, 0).ok_or("truncated buffer entry")? as usize;
+    let count_at = 4usize.checked_add(key_len).ok_or("bad key length")?;
+    let count = read_u32(bytes, count_at).ok_or("truncated buffer entry")? as usize;
+    if count == 0 {
+        return Err("a buffered key without messages".into());
+    }
+    let mut at = count_at + 4;
+    let mut previous: Option<Seq> = None;
+    for _ in 0..count {
+        let ((seq, _), len) = parse_event(bytes.get(at..).unwrap_or(&[])).ok_or("bad buffered message")?;
+        if previous.is_some_and(|p| p >= seq) {
+            return Err("buffered messages out of sequence order".into());
+        }
+        previous = Some(seq);
+        at += len;
+    }
+    Ok(at)
 }
 
 /// One event at the start of `bytes`, and its encoded length.
@@ -492,6 +599,14 @@ mod tests {
             let window: Model = buffer.points_in(Bound::Excluded(&[lo][..]), Bound::Included(&[pivot][..])).collect();
             let expected: Model = model.iter().filter(|(k, _)| k[0] > lo && k[0] <= pivot).map(|(k, v)| (k.clone(), v.clone())).collect();
             prop_assert_eq!(window, expected);
+            let (runs, _) = buffer.clone().take_runs();
+            let mut moved = build(&[(200, false)]).0;
+            moved.push_runs(&runs, Some(&[lo][..]), Some(&[pivot][..]), 0);
+            let mut expected: Model = model.iter().filter(|(k, _)| k[0] >= lo && k[0] < pivot).map(|(k, v)| (k.clone(), v.clone())).collect();
+            expected.insert(vec![200], vec![(1, Event::Put(vec![200; 0]))]);
+            prop_assert!(moved.runs_sorted());
+            prop_assert_eq!(moved.size_bytes(), moved.recompute_size());
+            prop_assert_eq!(moved.points().collect::<Model>(), expected);
             let right = buffer.split_off(&[pivot]);
             let (left_model, right_model): (Model, Model) = model.into_iter().partition(|(k, _)| k[0] < pivot);
             prop_assert_eq!(buffer.points().collect::<Model>(), left_model);

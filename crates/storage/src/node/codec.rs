@@ -20,11 +20,8 @@
 //!              op: 0 put, 1 delete, 2 update
 //! ```
 
-use std::collections::BTreeMap;
-
 use crate::compression::{compress, decompress, Compression};
 use crate::error::{Error, Result};
-use crate::message::{Event, Seq};
 use crate::node::buffer::{Buffer, RangeDelete};
 use crate::node::basement::Basement;
 use crate::node::leaf::Leaf;
@@ -115,26 +112,9 @@ pub fn decode_basement(bytes: &[u8]) -> Result<Basement> {
 
 pub fn encode_buffer(buffer: &Buffer) -> Vec<u8> {
     let mut out = Vec::with_capacity(buffer.size_bytes() + 16);
-    let points: Vec<_> = buffer.points().collect();
-    put_u32(&mut out, points.len());
-    for (key, events) in &points {
-        put_bytes(&mut out, key);
-        put_u32(&mut out, events.len());
-        for (seq, event) in events {
-            out.extend_from_slice(&seq.to_le_bytes());
-            match event {
-                Event::Put(v) => {
-                    out.push(0);
-                    put_bytes(&mut out, v);
-                }
-                Event::Delete => out.push(1),
-                Event::Update(v) => {
-                    out.push(2);
-                    put_bytes(&mut out, v);
-                }
-            }
-        }
-    }
+    let (count, points) = buffer.encoded_points();
+    put_u32(&mut out, count);
+    out.extend_from_slice(&points);
     put_u32(&mut out, buffer.ranges().len());
     for range in buffer.ranges() {
         put_bytes(&mut out, &range.start);
@@ -151,25 +131,10 @@ pub fn encode_buffer(buffer: &Buffer) -> Vec<u8> {
 }
 
 pub fn decode_buffer(bytes: &[u8]) -> Result<Buffer> {
-    let mut r = Reader::new(bytes);
-    let key_count = r.count(8)?;
-    let mut points: BTreeMap<Vec<u8>, Vec<(Seq, Event)>> = BTreeMap::new();
-    for _ in 0..key_count {
-        let key = r.bytes()?.to_vec();
-        let count = r.count(9)?;
-        let mut events = Vec::with_capacity(count);
-        for _ in 0..count {
-            let seq = r.u64()?;
-            let event = match r.u8()? {
-                0 => Event::Put(r.bytes()?.to_vec()),
-                1 => Event::Delete,
-                2 => Event::Update(r.bytes()?.to_vec()),
-                op => return Err(corrupt(format!("unknown message op {op}"))),
-            };
-            events.push((seq, event));
-        }
-        points.insert(key, events);
-    }
+    let key_count = Reader::new(bytes).count(22)?;
+    let rest = bytes.get(4..).unwrap_or(&[]);
+    let (points, used) = Buffer::decode_points(key_count, rest).map_err(corrupt)?;
+    let mut r = Reader::new(rest.get(used..).unwrap_or(&[]));
     let range_count = r.count(13)?;
     let mut ranges = Vec::with_capacity(range_count);
     for _ in 0..range_count {
@@ -182,7 +147,7 @@ pub fn decode_buffer(bytes: &[u8]) -> Result<Buffer> {
         ranges.push(RangeDelete { start, end, seq: r.u64()? });
     }
     r.finish()?;
-    Ok(Buffer::from_parts(points, ranges))
+    Ok(points.with_ranges(ranges))
 }
 
 fn corrupt(what: String) -> Error {
@@ -267,6 +232,7 @@ impl<'a> Reader<'a> {
 mod tests {
     //! Goal: every node encodes and decodes to itself, and garbage never panics the decoder.
     use super::*;
+    use crate::message::Event;
     use proptest::prelude::*;
 
     fn sample_internal() -> Node {

@@ -117,6 +117,16 @@ impl Internal {
         }
     }
 
+    /// Routes runs of messages (from a flush above) to the buffers of the children they cover.
+    pub fn push_runs(&mut self, runs: &[buffer::Run], horizon: Seq) {
+        for index in 0..self.buffers.len() {
+            let (lo, hi) = (index.checked_sub(1).and_then(|i| self.pivots.get(i)), self.pivots.get(index));
+            if let Some(buffer) = self.buffers.get_mut(index) {
+                buffer.push_runs(runs, lo.map(Vec::as_slice), hi.map(Vec::as_slice), horizon);
+            }
+        }
+    }
+
     /// Routes a range delete to the buffers of every child it overlaps, clipped to each.
     pub fn push_range(&mut self, range: &RangeDelete) {
         let first = self.child_index(&range.start);

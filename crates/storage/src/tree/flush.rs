@@ -54,19 +54,19 @@ pub(super) fn flush_child(ctx: &Ctx<'_>, parent: &mut Internal, index: usize) ->
     };
     ctx.counters.flushed(parent.height, buffer.size_bytes());
     Counters::add(&ctx.counters.flushes, 1);
-    let (points, ranges) = buffer.take();
     let mut child = ctx.store.take(child_id)?;
     let cascade = match &mut child {
         Node::Internal(internal) => {
-            for (key, events) in points {
-                internal.push_point(key, events, ctx.horizon, ctx.options.basement_size_bytes);
-            }
+            // Runs move on as bytes, cut at the child's pivots; no message is decoded.
+            let (runs, ranges) = buffer.take_runs();
+            internal.push_runs(&runs, ctx.horizon);
             for range in &ranges {
                 internal.push_range(range);
             }
             internal.buffered_bytes() > ctx.options.node_size_bytes
         }
         Node::Leaf(leaf) => {
+            let (points, ranges) = buffer.take();
             let basement = ctx.options.basement_size_bytes;
             leaf.apply(Incoming { points, ranges }, ctx.horizon, &ctx.options.update, basement);
             false
