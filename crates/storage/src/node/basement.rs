@@ -21,6 +21,7 @@ use std::borrow::Cow;
 
 use crate::error::{Error, Result};
 use crate::message::Seq;
+use crate::node::flat::{self, read_u32};
 
 const TAG_DELETION: u8 = 0;
 const TAG_VALUE: u8 = 1;
@@ -134,18 +135,16 @@ impl Basement {
 
     /// The entry with `key`, or where it would go.
     pub fn find(&self, key: &[u8]) -> std::result::Result<usize, usize> {
-        binary_search(self.len(), |i| self.entry(i).map_or(&[][..], |e| e.key).cmp(key))
+        flat::search(self.len(), |i| self.key_at(i), key)
     }
 
-    /// The index of the first entry whose key satisfies `pred` being false (entries before it
-    /// all satisfy it).
+    /// The index of the first entry whose key fails `pred` (entries before it all satisfy it).
     pub fn partition_point(&self, pred: impl Fn(&[u8]) -> bool) -> usize {
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if self.entry(mid).is_some_and(|e| pred(e.key)) { lo = mid + 1 } else { hi = mid }
-        }
-        lo
+        flat::partition_point(self.len(), |i| self.key_at(i), pred)
+    }
+
+    fn key_at(&self, index: usize) -> &[u8] {
+        self.entry(index).map_or(&[][..], |e| e.key)
     }
 
     /// Appends an entry (its key greater than every key here). An entry of deletions only is
@@ -358,23 +357,6 @@ fn parse_checked(bytes: &[u8]) -> Result<(EntryRef<'_>, usize)> {
     }
     let raw = bytes.get(..at).ok_or_else(truncated)?;
     Ok((EntryRef::parse(raw), at))
-}
-
-fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(bytes.get(at..at.checked_add(4)?)?.try_into().ok()?))
-}
-
-fn binary_search(len: usize, cmp: impl Fn(usize) -> std::cmp::Ordering) -> std::result::Result<usize, usize> {
-    let (mut lo, mut hi) = (0, len);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        match cmp(mid) {
-            std::cmp::Ordering::Less => lo = mid + 1,
-            std::cmp::Ordering::Greater => hi = mid,
-            std::cmp::Ordering::Equal => return Ok(mid),
-        }
-    }
-    Err(lo)
 }
 
 fn corrupt(what: &str) -> Error {

@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use crate::message::{prune, Event, Seq};
+use crate::node::flat::{self, read_u32};
 
 /// Bytes charged per message in `head` beyond its key and value, for the seq, the tag and the map
 /// entry. (A `BTreeMap` slot at its usual fill, the events `Vec`, the event and their allocations.)
@@ -127,9 +128,16 @@ impl Buffer {
 
     /// Turns `head` into the newest run, then merges runs as a binary counter.
     fn freeze(&mut self, horizon: Seq) {
-        let head = std::mem::take(&mut self.head);
-        self.runs.push(Run::from_sorted(head.iter().map(|(k, e)| (k.as_slice(), e.as_slice()))));
+        self.freeze_head();
         self.compact(horizon);
+    }
+
+    /// Moves `head`, if it holds anything, into a run after the others (nothing pruned).
+    fn freeze_head(&mut self) {
+        if !self.head.is_empty() {
+            let head = std::mem::take(&mut self.head);
+            self.runs.push(Run::from_map(&head));
+        }
     }
 
     /// Merges the newest runs while one is at least half the size of the run after it, so that
@@ -208,14 +216,10 @@ impl Buffer {
     /// pruned), and its range deletes: a flush into an internal child moves these on without
     /// decoding a message.
     pub fn take_runs(&mut self) -> (Vec<Run>, Vec<RangeDelete>) {
-        let head = std::mem::take(&mut self.head);
-        let mut runs = std::mem::take(&mut self.runs);
-        if !head.is_empty() {
-            runs.push(Run::from_sorted(head.iter().map(|(k, e)| (k.as_slice(), e.as_slice()))));
-        }
-        let ranges = std::mem::take(&mut self.ranges);
+        self.freeze_head();
+        let taken = (std::mem::take(&mut self.runs), std::mem::take(&mut self.ranges));
         self.size_bytes = 0;
-        (runs, ranges)
+        taken
     }
 
     /// Adds the part within `[lo, hi)` of runs (oldest first) whose messages are all newer than
@@ -226,10 +230,7 @@ impl Buffer {
             return;
         }
         // `head` is older than what arrives: it becomes a run before them.
-        let head = std::mem::take(&mut self.head);
-        if !head.is_empty() {
-            self.runs.push(Run::from_sorted(head.iter().map(|(k, e)| (k.as_slice(), e.as_slice()))));
-        }
+        self.freeze_head();
         self.runs.extend(pieces);
         self.compact(horizon);
     }
@@ -288,7 +289,7 @@ impl Buffer {
                 _ => {}
             }
         }
-        let head = Run::from_sorted(self.head.iter().map(|(k, e)| (k.as_slice(), e.as_slice())));
+        let head = Run::from_map(&self.head);
         // Horizon 0 prunes nothing: encoding keeps every message.
         let merged = self.runs.iter().chain([&head]).fold(Run::default(), |acc, run| acc.merge(run, 0));
         (merged.len(), std::borrow::Cow::Owned(merged.data))
@@ -357,9 +358,9 @@ const OP_DELETE: u8 = 1;
 const OP_UPDATE: u8 = 2;
 
 impl Run {
-    fn from_sorted<'a>(entries: impl Iterator<Item = (&'a [u8], &'a [(Seq, Event)])>) -> Run {
+    fn from_map(messages: &BTreeMap<Vec<u8>, Vec<(Seq, Event)>>) -> Run {
         let mut run = Run::default();
-        for (key, events) in entries {
+        for (key, events) in messages {
             run.push(key, events);
         }
         run.shrink();
@@ -419,16 +420,7 @@ impl Run {
     }
 
     fn find(&self, key: &[u8]) -> Result<usize, usize> {
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.key(mid).cmp(key) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Ok(mid),
-            }
-        }
-        Err(lo)
+        flat::search(self.len(), |i| self.key(i), key)
     }
 
     /// The first entry within the lower bound.
@@ -559,9 +551,6 @@ fn parse_event(bytes: &[u8]) -> Option<((Seq, Event), usize)> {
     Some(((seq, event), 13 + len))
 }
 
-fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(bytes.get(at..at.checked_add(4)?)?.try_into().ok()?))
-}
 
 #[cfg(test)]
 mod tests {

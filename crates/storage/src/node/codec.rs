@@ -131,7 +131,8 @@ pub fn encode_buffer(buffer: &Buffer) -> Vec<u8> {
 }
 
 pub fn decode_buffer(bytes: &[u8]) -> Result<Buffer> {
-    let key_count = Reader::new(bytes).count(22)?;
+    // The smallest entry: key length, empty key, message count, one delete (seq and op).
+    let key_count = Reader::new(bytes).count(17)?;
     let rest = bytes.get(4..).unwrap_or(&[]);
     let (points, used) = Buffer::decode_points(key_count, rest).map_err(corrupt)?;
     let mut r = Reader::new(rest.get(used..).unwrap_or(&[]));
@@ -269,6 +270,13 @@ mod tests {
                 assert_eq!(decode_node(&bytes), Ok(node));
             }
         }
+    }
+
+    #[test]
+    fn a_buffer_of_one_smallest_message_round_trips() {
+        let mut buffer = Buffer::default();
+        buffer.push(Vec::new(), 1, Event::Delete, 0);
+        assert_eq!(decode_buffer(&encode_buffer(&buffer)), Ok(buffer));
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! first key)`; the first basement also covers everything below its first key that the leaf owns.
 //!
 //! Each entry keeps the versions of its value that some snapshot may still read: ascending
-//! sequence numbers, `None` for a deletion. Basements are stored flat (see `basement`). Messages reaching a leaf are always newer than the
-//! versions it holds (a buffer is flushed whole), so versions are only ever appended.
+//! sequence numbers, `None` for a deletion; basements are stored flat (see `basement`). Messages
+//! reaching a leaf are always newer than the versions it holds (a buffer is flushed whole), so
+//! versions are only ever appended.
 //!
 //! Invariants (checked by `verify`): keys strictly ascending across basements; no empty basement
 //! unless it is the leaf's only one; versions strictly ascending; no entry whose versions are all
@@ -153,6 +154,10 @@ impl Leaf {
         let mut merged = Vec::with_capacity(basements.len() + 1);
         for (basement, upper) in basements.into_iter().zip(uppers) {
             let mine = split_below(&mut points, upper);
+            if mine.is_empty() && ranges.is_empty() {
+                merged.push(basement); // nothing for it: kept as it is, not copied
+                continue;
+            }
             merged.push(merge_basement(&basement, mine, &ranges, horizon, update));
         }
         if !points.is_empty() {
