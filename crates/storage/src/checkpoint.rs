@@ -127,10 +127,9 @@ fn write_and_commit(
     let mut blocks = captured.nodes.clean;
     let mut bytes = 0u64;
     for (id, node, version) in captured.nodes.dirty {
-        let addr = shared.store.write_node(id, &node)?;
-        bytes += u64::from(addr.len);
-        shared.store.mark_written(id, version, addr);
-        blocks.push((id, addr));
+        let written = shared.store.write_node(id, &node)?;
+        bytes += u64::from(written.len);
+        blocks.push((id, shared.store.mark_written(id, version, written)));
     }
     let catalog = Catalog { trees: captured.trees, blocks: blocks.into_iter().map(|(id, addr)| (id.0, addr)).collect() };
     let catalog_addr = durable.data.write_block(0, &catalog.encode())?;

@@ -427,25 +427,40 @@ impl NodeStore {
         Ok(capture)
     }
 
-    /// The checkpoint wrote version `version` of a node to `addr`.
-    pub fn mark_written(&self, id: NodeId, version: u64, addr: BlockAddr) {
+    /// The checkpoint wrote version `version` of a node to `addr`; returns the block its catalog
+    /// names for the node.
+    ///
+    /// If an eviction wrote the same version meanwhile and dropped the node from memory, readers
+    /// may be reading the eviction's block right now (a reader copies a slot's address and reads
+    /// without the shard lock), so that block stays and the checkpoint names it; the
+    /// checkpoint's own copy, which no reader was ever told about, is freed at once. The
+    /// eviction's write finished before this call, so the checkpoint's data-file sync covers it.
+    pub fn mark_written(&self, id: NodeId, version: u64, addr: BlockAddr) -> BlockAddr {
         let mut shard = self.shard(id).lock();
         match shard.get_mut(&id) {
-            Some(slot) if slot.version == version => {
+            Some(slot) if slot.version == version && slot.dirty => {
                 if let Some(old) = slot.addr.replace(addr) {
-                    // Either an older version (superseded) or the same version an eviction
-                    // wrote meanwhile (named by no checkpoint).
-                    if slot.dirty {
-                        self.superseded.lock().push(old);
-                    } else {
-                        self.free_unreferenced(old);
-                    }
+                    self.superseded.lock().push(old);
                 }
                 slot.dirty = false;
+                addr
             }
+            Some(slot) if slot.version == version => match slot.addr {
+                Some(evicted) => {
+                    self.free_unreferenced(addr);
+                    evicted
+                }
+                None => {
+                    slot.addr = Some(addr);
+                    addr
+                }
+            },
             // Changed or freed since the capture: the checkpoint names this block, the next one
             // will not.
-            _ => self.superseded.lock().push(addr),
+            _ => {
+                self.superseded.lock().push(addr);
+                addr
+            }
         }
     }
 
@@ -467,4 +482,40 @@ impl NodeStore {
 
 fn missing(id: NodeId) -> Error {
     Error::Corruption(format!("node {} is not in the store", id.0))
+}
+
+#[cfg(test)]
+mod tests {
+    //! Goal: no block a reader may have been handed is freed while the node still lives there.
+    use super::*;
+    use crate::io::sim::SimFs;
+    use crate::node::leaf::Leaf;
+
+    fn store_on_sim_disk() -> NodeStore {
+        let fs = SimFs::new();
+        let file = DataFile::open(&fs, std::path::Path::new("data")).expect("open data file");
+        NodeStore::new(Some(Disk { file: Arc::new(file), compression: Compression::None }), 1 << 20)
+    }
+
+    /// A checkpoint captured a dirty node; an eviction wrote the same version and dropped it from
+    /// memory (so readers now read the eviction's block); then the checkpoint's own write is
+    /// marked. The eviction's block must stay the node's and be the one the checkpoint names.
+    #[test]
+    fn a_checkpoint_keeps_the_block_an_eviction_wrote_meanwhile() {
+        let store = store_on_sim_disk();
+        let id = store.allocate(Node::Leaf(Leaf::default())).expect("allocate");
+        let capture = store.capture().expect("capture");
+        let (captured_id, node, version) = capture.dirty.into_iter().next().expect("one dirty node");
+        assert_eq!(captured_id, id);
+        store.evict(id).expect("evict");
+        let evicted = store.shard(id).lock().get(&id).and_then(|slot| slot.addr).expect("evicted to a block");
+        let written = store.write_node(id, &node).expect("checkpoint write");
+        assert_ne!(written, evicted);
+        assert_eq!(store.mark_written(id, version, written), evicted, "the catalog names the block readers use");
+        assert_eq!(store.shard(id).lock().get(&id).and_then(|slot| slot.addr), Some(evicted));
+        // The checkpoint's copy went back to the allocator; the evicted block did not.
+        let again = store.write_node(id, &node).expect("a new write");
+        assert_eq!(again.offset, written.offset, "the checkpoint's unnamed copy is reused first");
+        assert!(store.get(id).is_ok(), "the node reads back from the block readers were handed");
+    }
 }
