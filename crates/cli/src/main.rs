@@ -30,6 +30,8 @@ enum Commands {
 }
 
 fn main() -> anyhow::Result<()> {
+    // Before any thread starts: the engine's memory budget depends on it (storage::allocator).
+    storage::allocator::limit_malloc_arenas(2);
     let cli = Cli::parse();
     match cli.command {
         Commands::Serve(args) => serve::run(args),

@@ -124,6 +124,8 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> (Vec<f64>, f64) {
 }
 
 fn main() {
+    // As Strata's server does (storage::allocator): the memory budget depends on it.
+    storage::allocator::limit_malloc_arenas(2);
     let args = args();
     let base = args.dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("bio_bench-{}", std::process::id())));
     println!(

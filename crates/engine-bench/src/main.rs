@@ -8,11 +8,6 @@
 //! `compare` runs each engine as a child `iibench run`, one after another, so that a memory
 //! cap (`../shared/memcap`) applies to one engine at a time. See docs/BENCHMARKS.md.
 
-// The engine allocates many small keys and values; mimalloc keeps that fast and keeps freed
-// memory from piling up in per-thread arenas, which matters when memory is capped.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 mod compare;
 mod fjall;
 mod measure;
@@ -136,6 +131,8 @@ fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 fn main() -> anyhow::Result<()> {
+    // The allocator the engine ships with (glibc's), set as Strata's binaries set it.
+    storage::allocator::limit_malloc_arenas(2);
     match Cli::parse().command {
         Command::Run(args) => run::run(&args),
         Command::Compare(args) => compare::compare(&args),

@@ -76,7 +76,16 @@ pub fn commit() -> String {
 /// This process's peak resident set (`VmHWM`), which, unlike memcap's peak, leaves out the
 /// kernel's page cache.
 pub fn peak_rss_bytes() -> Option<u64> {
+    proc_status_bytes("VmHWM:")
+}
+
+/// This process's resident set now (`VmRSS`).
+pub fn rss_bytes() -> Option<u64> {
+    proc_status_bytes("VmRSS:")
+}
+
+fn proc_status_bytes(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kib = status.lines().find_map(|l| l.strip_prefix("VmHWM:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())?;
+    let kib = status.lines().find_map(|l| l.strip_prefix(field)?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())?;
     Some(kib * 1024)
 }

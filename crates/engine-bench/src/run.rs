@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::measure::{dir_size, peak_rss_bytes, process_write_bytes};
+use crate::measure::{dir_size, peak_rss_bytes, process_write_bytes, rss_bytes};
 use crate::report::Line;
 use crate::workload::{self, Backend, Sample, Workload};
 use crate::{EngineName, RunArgs, WorkloadArgs};
@@ -31,7 +31,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
             .int("value_bytes", workload.value_bytes as u64)
             .int("cache_size_bytes", args.workload.cache_size),
     );
-    let samples = workload::run(backend.as_mut(), &workload, |now, previous| emit(interval(engine, now, previous)))?;
+    let samples = workload::run(backend.as_mut(), &workload, |backend, now, previous| {
+        emit(interval(engine, backend, now, previous))
+    })?;
     let close_start = Instant::now();
     backend.close()?;
     let close_seconds = close_start.elapsed().as_secs_f64();
@@ -95,14 +97,21 @@ fn workload_of(args: &WorkloadArgs) -> Workload {
     }
 }
 
-fn interval(engine: &str, now: Sample, previous: Sample) -> Line {
+/// One interval line; with the process's resident memory now and, where the engine reports it,
+/// what it charges to its cache, so that memory outside the budget shows over the run.
+fn interval(engine: &str, backend: &dyn Backend, now: Sample, previous: Sample) -> Line {
     let start = Sample { inserts: 0, elapsed: Duration::ZERO };
-    Line::new("interval")
+    let line = Line::new("interval")
         .text("engine", engine)
         .int("inserts", now.inserts)
         .float("seconds", now.elapsed.as_secs_f64())
         .float("interval_rate", workload::rate(previous, now))
         .float("cumulative_rate", workload::rate(start, now))
+        .int("rss_bytes", rss_bytes().unwrap_or(0));
+    match backend.cache_used_bytes() {
+        Some(used) => line.int("cache_used_bytes", used),
+        None => line,
+    }
 }
 
 fn emit(line: Line) {

@@ -63,6 +63,10 @@ impl Backend for Strata {
         Ok(())
     }
 
+    fn cache_used_bytes(&self) -> Option<u64> {
+        Some(self.engine.stats().cache_used_bytes)
+    }
+
     fn close(self: Box<Self>) -> anyhow::Result<()> {
         eprintln!("strata stats at close: {:?}", self.engine.stats());
         self.engine.close()?;

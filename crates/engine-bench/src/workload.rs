@@ -37,6 +37,10 @@ pub trait Backend {
     fn insert_batch(&mut self, rows: &[Row]) -> anyhow::Result<()>;
     /// Closes cleanly: everything durable, background work stopped.
     fn close(self: Box<Self>) -> anyhow::Result<()>;
+    /// The bytes the engine charges to its own cache budget now, where it reports them.
+    fn cache_used_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// The periodic durability that all three engines get: a sync at least every 100 ms, never one
@@ -115,11 +119,12 @@ impl RowGenerator {
 }
 
 /// Runs the workload against `backend`, calling `on_report` every `report_every` inserts with
-/// (the sample now, the sample at the previous report). Returns every batch boundary.
+/// (the backend, the sample now, the sample at the previous report). Returns every batch
+/// boundary.
 pub fn run(
     backend: &mut dyn Backend,
     workload: &Workload,
-    mut on_report: impl FnMut(Sample, Sample),
+    mut on_report: impl FnMut(&dyn Backend, Sample, Sample),
 ) -> anyhow::Result<Vec<Sample>> {
     assert!(workload.batch > 0 && workload.report_every > 0, "batch and report interval must be positive");
     let mut generator = RowGenerator { rng: StdRng::seed_from_u64(workload.seed), value_bytes: workload.value_bytes };
@@ -137,7 +142,7 @@ pub fn run(
         let now = Sample { inserts: done, elapsed: start.elapsed() };
         samples.push(now);
         if done / workload.report_every > last_report.inserts / workload.report_every || done == workload.inserts {
-            on_report(now, last_report);
+            on_report(&*backend, now, last_report);
             last_report = now;
         }
         if workload.max_duration.is_some_and(|limit| now.elapsed >= limit) {

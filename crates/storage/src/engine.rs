@@ -163,6 +163,9 @@ impl Shared {
             let _ = durable.log.sync_periodic();
             if crate::checkpoint::due(self, durable) {
                 let _ = crate::checkpoint::checkpoint(self);
+                // The checkpoint dropped the node versions it held; writers' copies and the
+                // evictor's buffers are gone too, so this is when freed memory is plentiful.
+                crate::allocator::release_free_memory();
             }
             stop = self.stop_maintenance.lock();
         }

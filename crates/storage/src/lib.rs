@@ -9,6 +9,7 @@
 //! buffers, leaves and their encoding), `store` (nodes by id), `tree` (one Bε-tree: writes,
 //! flushes, reads, verify), `engine` / `transaction` / `snapshot` (the public surface).
 
+pub mod allocator;
 mod checkpoint;
 mod compression;
 mod engine;

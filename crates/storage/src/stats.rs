@@ -90,6 +90,9 @@ pub struct Stats {
     pub write_backs: u64,
     /// Writers that waited for eviction because the cache was far over budget.
     pub throttle_waits: u64,
+    /// Nodes a writer copied because a checkpoint or an eviction was still writing them (their
+    /// bytes stay charged to the cache until the copy's original is dropped).
+    pub write_copies: u64,
     /// Node bytes before and after compression, over every node block written.
     pub node_bytes_uncompressed: u64,
     pub node_bytes_written: u64,
@@ -108,6 +111,7 @@ pub(crate) fn add_cache_and_disk(stats: &mut Stats, shared: &crate::engine::Shar
     stats.cache_loads = c.loads.load(Relaxed);
     stats.write_backs = c.write_backs.load(Relaxed);
     stats.throttle_waits = c.throttle_waits.load(Relaxed);
+    stats.write_copies = c.copies.load(Relaxed);
     stats.node_bytes_uncompressed = c.bytes_before_compression.load(Relaxed);
     stats.node_bytes_written = c.bytes_written.load(Relaxed);
     if let Some(durable) = shared.durable.get() {

@@ -1,11 +1,14 @@
 //! The node store and cache: every node of every tree, by id, in memory or on disk.
 //!
-//! Nodes are shared as `Arc<Node>`: a reader clones the `Arc` and reads without holding any
-//! store lock; a writer `take`s a node (copying it if a reader or a checkpoint still holds it),
-//! changes it and `put`s it back. The tree's own lock orders the two, so a writer never changes a
+//! Nodes are shared as `Arc<CachedNode>`: a reader clones the `Arc` and reads without holding any
+//! store lock; a writer `take`s a node (copying it if a checkpoint or an eviction still holds
+//! it), changes it and `put`s it back. The tree's own lock orders the two, so a writer never changes a
 //! node a reader of the same tree is between looking up and reading.
 //!
-//! Cache: nodes in memory are charged their accounted size against one budget. Past it, the
+//! Cache: nodes in memory are charged their accounted size against one budget, and so is a
+//! version a writer replaced while a checkpoint or an eviction still holds it, until they drop it
+//! (`CachedNode`): during a checkpoint, writers copy the nodes it has not written yet, and those
+//! copies are real memory. Past it, the
 //! least recently used nodes are evicted: clean ones simply dropped, dirty ones first written to
 //! a new block (copy-on-write: never over a block a checkpoint may still name). A node evicted is
 //! read back, checked and decoded on its next `get`. Over budget, a writer wakes the evictor
@@ -19,6 +22,7 @@
 //! checkpoint is durable (`take_superseded` at its capture, freed at its completion).
 
 use std::collections::HashMap;
+use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -28,7 +32,7 @@ use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::file::{BlockAddr, DataFile};
 use crate::node::codec::{decode_node, encode_node};
-use crate::node::{Node, NodeId};
+use crate::node::{Internal, Node, NodeId};
 use crate::stats::TRACKED_LEVELS;
 
 const SHARDS: usize = 16;
@@ -39,8 +43,47 @@ const EVICT_TARGET_PERCENT: usize = 90;
 /// Past this share of the budget, a writer waits for the running eviction (throttling).
 const THROTTLE_PERCENT: usize = 150;
 
+/// A node as the cache hands it out. While its slot holds it, its memory is charged through the
+/// slot. When a writer replaces it while someone still holds this version (a checkpoint that has
+/// not written it yet, an eviction encoding it), the version is *detached*: its bytes stay charged
+/// to the budget until its last holder drops it.
+pub(crate) struct CachedNode {
+    node: Node,
+    detached_bytes: AtomicUsize,
+    charge: Arc<AtomicUsize>,
+}
+
+impl CachedNode {
+    fn new(node: Node, charge: &Arc<AtomicUsize>) -> Arc<CachedNode> {
+        Arc::new(CachedNode { node, detached_bytes: AtomicUsize::new(0), charge: Arc::clone(charge) })
+    }
+
+    /// The node, out of a version nobody else holds (so nothing is detached).
+    fn into_node(mut self) -> Node {
+        let empty = Node::Internal(Internal { height: 0, pivots: Vec::new(), children: Vec::new(), buffers: Vec::new() });
+        std::mem::replace(&mut self.node, empty)
+    }
+}
+
+impl Deref for CachedNode {
+    type Target = Node;
+
+    fn deref(&self) -> &Node {
+        &self.node
+    }
+}
+
+impl Drop for CachedNode {
+    fn drop(&mut self) {
+        let detached = *self.detached_bytes.get_mut();
+        if detached > 0 {
+            self.charge.fetch_sub(detached, Ordering::Relaxed);
+        }
+    }
+}
+
 struct Slot {
-    node: Option<Arc<Node>>,
+    node: Option<Arc<CachedNode>>,
     /// Accounted bytes while in memory.
     size: usize,
     dirty: bool,
@@ -64,13 +107,15 @@ pub(crate) struct CacheCounters {
     pub evictions: AtomicU64,
     pub write_backs: AtomicU64,
     pub throttle_waits: AtomicU64,
+    /// Nodes a writer copied because a checkpoint or an eviction still held them.
+    pub copies: AtomicU64,
     pub bytes_written: AtomicU64,
     pub bytes_before_compression: AtomicU64,
 }
 
 /// What a checkpoint captures from the cache at its consistent point.
 pub(crate) struct Capture {
-    pub dirty: Vec<(NodeId, Arc<Node>, u64)>,
+    pub dirty: Vec<(NodeId, Arc<CachedNode>, u64)>,
     pub clean: Vec<(NodeId, BlockAddr)>,
 }
 
@@ -79,7 +124,8 @@ pub(crate) struct NodeStore {
     next_id: AtomicU64,
     disk: Option<Disk>,
     budget_bytes: usize,
-    used_bytes: AtomicUsize,
+    /// Charged bytes: nodes in their slots and detached versions (see `CachedNode`).
+    used_bytes: Arc<AtomicUsize>,
     clock: AtomicU64,
     superseded: Mutex<Vec<BlockAddr>>,
     evicting: Mutex<()>,
@@ -134,7 +180,7 @@ impl NodeStore {
             next_id: AtomicU64::new(1),
             disk,
             budget_bytes,
-            used_bytes: AtomicUsize::new(0),
+            used_bytes: Arc::new(AtomicUsize::new(0)),
             clock: AtomicU64::new(0),
             superseded: Mutex::new(Vec::new()),
             evicting: Mutex::new(()),
@@ -174,14 +220,14 @@ impl NodeStore {
     pub fn allocate(&self, node: Node) -> Result<NodeId> {
         let id = NodeId(self.next_id.fetch_add(1, Ordering::AcqRel));
         let size = node.memory_bytes();
-        let slot = Slot { node: Some(Arc::new(node)), size, dirty: true, version: 1, addr: None, taken: false, last_used: self.tick() };
+        let slot = Slot { node: Some(CachedNode::new(node, &self.used_bytes)), size, dirty: true, version: 1, addr: None, taken: false, last_used: self.tick() };
         self.shard(id).lock().insert(id, slot);
         self.used_bytes.fetch_add(size, Ordering::Relaxed);
         self.maybe_evict()?;
         Ok(id)
     }
 
-    pub fn get(&self, id: NodeId) -> Result<Arc<Node>> {
+    pub fn get(&self, id: NodeId) -> Result<Arc<CachedNode>> {
         // A checkpoint may move a clean node to the block it wrote while we read the old one (same
         // version, same content); reading again from the new block is simplest and rare.
         for _ in 0..8 {
@@ -206,8 +252,8 @@ impl NodeStore {
     }
 
     /// Reads a node from `addr` into its slot; `None` if the slot moved meanwhile.
-    fn load(&self, id: NodeId, addr: BlockAddr) -> Result<Option<Arc<Node>>> {
-        let node = Arc::new(self.read_node(id, addr)?);
+    fn load(&self, id: NodeId, addr: BlockAddr) -> Result<Option<Arc<CachedNode>>> {
+        let node = CachedNode::new(self.read_node(id, addr)?, &self.used_bytes);
         let size = node.memory_bytes();
         let mut shard = self.shard(id).lock();
         let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
@@ -232,17 +278,29 @@ impl NodeStore {
         decode_node(&payload)
     }
 
-    /// Removes the node for changing; the caller `put`s it back.
+    /// Removes the node for changing; the caller `put`s it back. If a checkpoint or an eviction
+    /// still holds this version, the writer gets a copy and the held version stays charged until
+    /// they drop it.
     pub fn take(&self, id: NodeId) -> Result<Node> {
         let shared = self.get(id)?;
-        let mut shard = self.shard(id).lock();
-        let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
-        slot.node = None;
-        slot.taken = true;
-        self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
-        slot.size = 0;
-        drop(shard);
-        Ok(Arc::try_unwrap(shared).unwrap_or_else(|still_shared| (*still_shared).clone()))
+        let size = {
+            let mut shard = self.shard(id).lock();
+            let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
+            slot.node = None;
+            slot.taken = true;
+            std::mem::take(&mut slot.size)
+        };
+        match Arc::try_unwrap(shared) {
+            Ok(alone) => {
+                self.used_bytes.fetch_sub(size, Ordering::Relaxed);
+                Ok(alone.into_node())
+            }
+            Err(still_shared) => {
+                still_shared.detached_bytes.store(size, Ordering::Relaxed);
+                self.counters.copies.fetch_add(1, Ordering::Relaxed);
+                Ok(still_shared.node.clone())
+            }
+        }
     }
 
     pub fn put(&self, id: NodeId, node: Node) -> Result<()> {
@@ -251,7 +309,7 @@ impl NodeStore {
             let mut shard = self.shard(id).lock();
             let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
             self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
-            slot.node = Some(Arc::new(node));
+            slot.node = Some(CachedNode::new(node, &self.used_bytes));
             slot.size = size;
             slot.dirty = true;
             slot.version += 1;
@@ -279,7 +337,7 @@ impl NodeStore {
         for shard in &self.shards {
             for slot in shard.lock().values() {
                 nodes += 1;
-                if let Some(Node::Internal(internal)) = slot.node.as_deref() {
+                if let Some(Node::Internal(internal)) = slot.node.as_deref().map(|cached| &cached.node) {
                     let height = (internal.height as usize).min(TRACKED_LEVELS - 1);
                     if let Some(total) = buffered.get_mut(height) {
                         *total += internal.buffered_bytes() as u64;
@@ -517,5 +575,35 @@ mod tests {
         let again = store.write_node(id, &node).expect("a new write");
         assert_eq!(again.offset, written.offset, "the checkpoint's unnamed copy is reused first");
         assert!(store.get(id).is_ok(), "the node reads back from the block readers were handed");
+    }
+
+    /// A writer changes a node a checkpoint still holds: both versions are in memory, and both
+    /// are charged until the checkpoint lets its version go.
+    #[test]
+    fn a_version_held_by_a_checkpoint_stays_charged_until_dropped() {
+        let store = store_on_sim_disk();
+        let id = store.allocate(Node::Leaf(Leaf::default())).expect("allocate");
+        let held = store.get(id).expect("get");
+        let charged = store.used_bytes();
+        assert!(charged > 0);
+        let mut copy = store.take(id).expect("take");
+        assert_eq!(store.used_bytes(), charged, "the held version is still charged while out");
+        if let Node::Leaf(leaf) = &mut copy {
+            let update: crate::message::UpdateFn = Arc::new(|_, _, _| None);
+            leaf.apply_point(b"k".to_vec(), vec![(1, crate::message::Event::Put(vec![7; 4000]))], 0, &update, 64 << 10);
+        }
+        store.put(id, copy).expect("put");
+        let both = store.used_bytes();
+        assert!(both > charged + 4000, "both versions charged: {both}");
+        drop(held);
+        let alone = store.used_bytes();
+        assert_eq!(alone, both - charged, "dropping the held version releases exactly its charge");
+        assert_eq!(store.counters.copies.load(Ordering::Relaxed), 1);
+        // Without another holder a take moves the node out: no copy, no charge left behind.
+        let node = store.take(id).expect("take alone");
+        assert_eq!(store.used_bytes(), 0);
+        store.put(id, node).expect("put");
+        assert_eq!(store.used_bytes(), alone);
+        assert_eq!(store.counters.copies.load(Ordering::Relaxed), 1);
     }
 }

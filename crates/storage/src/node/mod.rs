@@ -7,8 +7,6 @@
 
 pub mod basement;
 pub mod buffer;
-// The durable engine writes nodes through `codec`; until it lands only its tests use it.
-#[cfg_attr(not(test), allow(dead_code))]
 pub mod codec;
 mod flat;
 pub mod leaf;

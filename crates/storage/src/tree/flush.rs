@@ -230,7 +230,7 @@ pub(super) fn fix_root(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
     loop {
         let node = ctx.store.get(*root)?;
         let too_big = matches!(shape(ctx, &node), Shape::TooBig);
-        let lone_child = match &*node {
+        let lone_child = match &**node {
             Node::Internal(internal) if internal.children.len() == 1 => {
                 internal.children.first().copied().zip(internal.buffers.first().map(Buffer::is_empty))
             }

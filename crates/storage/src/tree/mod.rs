@@ -79,7 +79,7 @@ impl Tree {
         let Some(id) = root.take() else { return Ok(()) };
         let mut pending = vec![id];
         while let Some(id) = pending.pop() {
-            if let Node::Internal(internal) = &*store.get(id)? {
+            if let Node::Internal(internal) = &**store.get(id)? {
                 pending.extend(internal.children.iter().copied());
             }
             store.free(id);

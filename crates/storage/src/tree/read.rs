@@ -7,13 +7,14 @@
 //! fresh lock, so a long scan never holds the tree.
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::ops::{Bound, Deref};
 
 use crate::error::Result;
 use crate::message::{resolve, Event, Seq};
 use crate::node::buffer::RangeDelete;
 use crate::node::leaf::Leaf;
 use crate::node::{Node, NodeId};
+use crate::store::CachedNode;
 use crate::tree::{Ctx, Tree};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +38,7 @@ impl Tree {
         let mut events = Vec::new();
         loop {
             let node = ctx.store.get(id)?;
-            match &*node {
+            match &**node {
                 Node::Internal(internal) => {
                     let index = internal.child_index(key);
                     if let Some(buffer) = internal.buffers.get(index) {
@@ -81,14 +82,14 @@ impl Tree {
         let mut buffered: BTreeMap<Vec<u8>, Vec<(Seq, Event)>> = BTreeMap::new();
         let mut ranges: Vec<RangeDelete> = Vec::new();
         for (node, index) in &path.internals {
-            let Node::Internal(internal) = &**node else { continue };
+            let Node::Internal(internal) = &***node else { continue };
             let Some(buffer) = internal.buffers.get(*index) else { continue };
             for (key, events) in buffer.points_in(lo, hi) {
                 buffered.entry(key).or_default().extend(events);
             }
             ranges.extend(buffer.ranges().iter().cloned());
         }
-        let leaf = match path.leaf.as_deref() {
+        let leaf = match path.leaf.as_deref().map(Deref::deref) {
             Some(Node::Leaf(leaf)) => Some(leaf),
             _ => None,
         };
@@ -138,8 +139,8 @@ enum Target<'a> {
 
 struct Path {
     /// The internal nodes walked through and the child taken at each.
-    internals: Vec<(std::sync::Arc<Node>, usize)>,
-    leaf: Option<std::sync::Arc<Node>>,
+    internals: Vec<(std::sync::Arc<CachedNode>, usize)>,
+    leaf: Option<std::sync::Arc<CachedNode>>,
     window_lo: Option<Vec<u8>>,
     window_hi: Option<Vec<u8>>,
 }
@@ -150,7 +151,7 @@ fn descend(ctx: &Ctx<'_>, root: NodeId, target: Target<'_>) -> Result<Path> {
     let mut id = root;
     loop {
         let node = ctx.store.get(id)?;
-        let internal = match &*node {
+        let internal = match &**node {
             Node::Internal(internal) => internal,
             Node::Leaf(leaf) => {
                 let index = basement_for(leaf, &target);

@@ -54,7 +54,7 @@ fn verify_node(ctx: &Ctx<'_>, id: NodeId, place: &Place<'_>, seen: &mut HashSet<
             return Err(fail(format!("node {} has height {}, expected {height}", id.0, node.height())));
         }
     }
-    match &*node {
+    match &**node {
         Node::Leaf(leaf) => verify_leaf(ctx, id, leaf, place),
         Node::Internal(internal) => verify_internal(ctx, id, internal, place, seen),
     }

@@ -53,7 +53,7 @@ impl Tree {
         *guard = Some(root);
         result?;
         let node = ctx.store.get(root)?;
-        let buffered = match &*node {
+        let buffered = match &**node {
             Node::Internal(internal) => internal.buffered_bytes(),
             Node::Leaf(_) => 0,
         };
@@ -90,7 +90,7 @@ impl Tree {
         let Some(root) = *guard else { return Ok(None) };
         let node = ctx.store.get(root)?;
         drop(guard);
-        Ok(match &*node {
+        Ok(match &**node {
             Node::Internal(internal) if needs_flush(ctx, &node) => internal.children.get(internal.heaviest_child()).copied(),
             _ => None,
         })
@@ -142,7 +142,7 @@ fn inject_point(ctx: &Ctx<'_>, root: &mut NodeId, key: Vec<u8>, seq: Seq, event:
     let mut id = *root;
     loop {
         let node = ctx.store.get(id)?;
-        let step = match &*node {
+        let step = match &**node {
             Node::Leaf(_) => Step::Leaf,
             Node::Internal(internal) => {
                 let index = internal.child_index(&key);
