@@ -72,6 +72,13 @@ fn document(rng: &mut StdRng, sequence: u64) -> RawDocumentBuf {
     }
 }
 
+/// This process's resident memory now (`VmRSS`); 0 where /proc does not say.
+fn resident_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status.lines().find_map(|l| l.strip_prefix("VmRSS:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok());
+    kib.unwrap_or(0) >> 10
+}
+
 /// Inserts `docs` documents; returns docs/s per sixth and overall.
 fn run(dir: &Path, args: &Args, indexed: bool) -> (Vec<f64>, f64) {
     let _ = std::fs::remove_dir_all(dir);
@@ -102,10 +109,11 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> (Vec<f64>, f64) {
             let stats_started = Instant::now();
             let stats = store.engine_stats();
             println!(
-                "  {} sixth {}: {inserted:>9} docs, {rate:>9.0} docs/s (cache {} MiB, data file {} MiB, flushes {})",
+                "  {} sixth {}: {inserted:>9} docs, {rate:>9.0} docs/s (cache {} MiB, resident {} MiB, data file {} MiB, flushes {})",
                 if indexed { "with   " } else { "without" },
                 rates.len() + 1,
                 stats.cache_used_bytes >> 20,
+                resident_mib(),
                 stats.data_file_bytes >> 20,
                 stats.flushes,
             );

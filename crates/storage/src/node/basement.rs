@@ -221,17 +221,6 @@ impl Basement {
         }
     }
 
-    /// Moves the last entry into a new basement (with room for `capacity` bytes).
-    pub fn split_off_last(&mut self, capacity: usize) -> Basement {
-        let mut next = Basement::with_capacity(capacity, capacity / 64);
-        if let Some(start) = self.offsets.pop() {
-            next.offsets.push(0);
-            next.data.extend_from_slice(self.data.get(start as usize..).unwrap_or(&[]));
-            self.data.truncate(start as usize);
-        }
-        next
-    }
-
     /// Appends the entries of `right` (whose keys are all greater).
     pub fn append(&mut self, right: Basement) {
         let base = self.data.len() as u32;
@@ -301,6 +290,12 @@ pub fn encode_entry(key: &[u8], versions: &[Version<'_>]) -> Vec<u8> {
     out
 }
 
+/// The bytes `write_entry` writes for this entry.
+pub fn entry_len(key: &[u8], versions: &[Version<'_>]) -> usize {
+    let versions_len: usize = versions.iter().map(|(_, value)| 9 + value.as_ref().map_or(0, |v| 4 + v.len())).sum();
+    8 + key.len() + versions_len
+}
+
 fn write_entry(out: &mut Vec<u8>, key: &[u8], versions: &[Version<'_>]) {
     out.extend_from_slice(&(key.len() as u32).to_le_bytes());
     out.extend_from_slice(key);
@@ -366,6 +361,44 @@ fn corrupt(what: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entry_len_is_the_encoded_length() {
+        let cases: [(&[u8], Vec<Version<'_>>); 3] = [
+            (b"", vec![(1, None)]),
+            (b"key", vec![(1, Some(Cow::Borrowed(&b"value"[..])))]),
+            (b"k2", vec![(9, Some(Cow::Owned(vec![0u8; 1000]))), (7, None), (3, Some(Cow::Borrowed(&b""[..])))]),
+        ];
+        for (key, versions) in cases {
+            let mut out = Vec::new();
+            write_entry(&mut out, key, &versions);
+            assert_eq!(entry_len(key, &versions), out.len());
+        }
+    }
+
+    /// Increasing keys fill each basement once, in an allocation made at its full size: the
+    /// cache is charged about what the entries hold, not the doubling of a growing `Vec`.
+    #[test]
+    fn appends_leave_full_basements_without_spare_capacity() {
+        let update: crate::message::UpdateFn = std::sync::Arc::new(|_, _, _| None);
+        let basement_size = 64 << 10;
+        let mut leaf = crate::node::leaf::Leaf::default();
+        for id in 0u64..2000 {
+            let event = crate::message::Event::Put(vec![id as u8; 1000]);
+            leaf.apply_point(id.to_be_bytes().to_vec(), vec![(id + 1, event)], 0, &update, basement_size);
+        }
+        let basements = leaf.basements();
+        assert!(basements.len() >= 30, "{} basements", basements.len());
+        // The first basement of a new leaf grew from nothing; every later one was made full-size.
+        for basement in basements.iter().skip(1) {
+            assert!(basement.size_bytes() <= basement_size);
+            assert!(basement.data.capacity() <= basement_size, "capacity {} len {} entries {}", basement.data.capacity(), basement.data.len(), basement.len());
+        }
+        for basement in basements.iter().take(basements.len() - 1) {
+            assert!(basement.size_bytes() > basement_size - 1100, "a full basement: {}", basement.size_bytes());
+        }
+        assert!(leaf.memory_bytes() < leaf.size_bytes() + leaf.size_bytes() / 16);
+    }
 
     fn value(bytes: &[u8]) -> Option<Cow<'_, [u8]>> {
         Some(Cow::Borrowed(bytes))

@@ -204,12 +204,20 @@ impl Buffer {
         &self.ranges
     }
 
-    /// Empties the buffer, returning its point messages and range deletes.
-    pub fn take(&mut self) -> (BTreeMap<Vec<u8>, Vec<(Seq, Event)>>, Vec<RangeDelete>) {
-        let points = self.points().collect();
-        let ranges = std::mem::take(&mut self.ranges);
-        *self = Buffer::default();
-        (points, ranges)
+    /// Empties the buffer into one run (its runs and `head` merged, pruned against `horizon`)
+    /// and its range deletes: what a flush applies to a leaf, decoding one key at a time, so
+    /// that a flush holds the buffer's bytes once rather than a map of decoded messages (about
+    /// three times as large).
+    pub fn take_merged(&mut self, horizon: Seq) -> (Run, Vec<RangeDelete>) {
+        let (mut runs, ranges) = self.take_runs();
+        // Newest (smallest) first, so each merge copies what is merged so far plus one run
+        // about as large: about twice the bytes in all, where oldest-first copies the largest
+        // run once per run.
+        let mut merged = runs.pop().unwrap_or_default();
+        while let Some(older) = runs.pop() {
+            merged = older.merge(&merged, horizon);
+        }
+        (merged, ranges)
     }
 
     /// Empties the buffer into its runs, oldest first (`head` frozen as the newest, nothing
@@ -399,7 +407,7 @@ impl Run {
         self.offsets.shrink_to_fit();
     }
 
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.offsets.len()
     }
 
@@ -407,20 +415,26 @@ impl Run {
         self.data.len() + 4 * self.offsets.len()
     }
 
-    fn raw(&self, index: usize) -> &[u8] {
+    pub(super) fn raw(&self, index: usize) -> &[u8] {
         let start = self.offsets.get(index).map_or(self.data.len(), |&s| s as usize);
         let end = self.offsets.get(index + 1).map_or(self.data.len(), |&e| e as usize);
         self.data.get(start..end).unwrap_or(&[])
     }
 
-    fn key(&self, index: usize) -> &[u8] {
+    pub(super) fn key(&self, index: usize) -> &[u8] {
         let raw = self.raw(index);
         let len = read_u32(raw, 0).unwrap_or(0) as usize;
         raw.get(4..4 + len).unwrap_or(&[])
     }
 
-    fn find(&self, key: &[u8]) -> Result<usize, usize> {
+    pub(super) fn find(&self, key: &[u8]) -> Result<usize, usize> {
         flat::search(self.len(), |i| self.key(i), key)
+    }
+
+    /// The encoded bytes of entries `range`.
+    pub(super) fn span_bytes(&self, range: std::ops::Range<usize>) -> usize {
+        let at = |index: usize| self.offsets.get(index).map_or(self.data.len(), |&o| o as usize);
+        at(range.end).saturating_sub(at(range.start))
     }
 
     /// The first entry within the lower bound.
@@ -433,7 +447,7 @@ impl Run {
     }
 
     /// Decodes entry `index`'s events onto `out`.
-    fn events_into(&self, index: usize, out: &mut Vec<(Seq, Event)>) {
+    pub(super) fn events_into(&self, index: usize, out: &mut Vec<(Seq, Event)>) {
         let raw = self.raw(index);
         let key_len = read_u32(raw, 0).unwrap_or(0) as usize;
         let Some(rest) = raw.get(4 + key_len..) else { return };
@@ -603,7 +617,15 @@ mod tests {
             let mut joined = Buffer::default();
             right.append_to(&mut joined);
             prop_assert_eq!(joined.size_bytes(), joined.recompute_size());
-            prop_assert_eq!(joined.take().0, right_model);
+            let (merged, _) = joined.take_merged(0);
+            let merged_model: Model = (0..merged.len())
+                .map(|i| {
+                    let mut events = Vec::new();
+                    merged.events_into(i, &mut events);
+                    (merged.key(i).to_vec(), events)
+                })
+                .collect();
+            prop_assert_eq!(merged_model, right_model);
             prop_assert!(joined.is_empty());
         }
     }

@@ -14,12 +14,11 @@
 //! deletions.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use crate::message::{Event, Seq, UpdateFn};
-use crate::node::basement::{encode_entry, Basement, EntryRef, Version};
-use crate::node::buffer::RangeDelete;
+use crate::node::basement::{encode_entry, entry_len, Basement, EntryRef, Version};
+use crate::node::buffer::{RangeDelete, Run};
 
 /// The versions of `key` after `events` (in sequence order) reach its versions in the leaf
 /// (`old`), without the versions no reader can see any more: those before the newest one at or
@@ -54,7 +53,8 @@ fn apply_events<'a>(
 
 /// What one flush brings to a leaf.
 pub struct Incoming {
-    pub points: BTreeMap<Vec<u8>, Vec<(Seq, Event)>>,
+    /// Point messages, one entry per key in ascending order (a buffer's merged run).
+    pub points: Run,
     pub ranges: Vec<RangeDelete>,
 }
 
@@ -138,31 +138,28 @@ impl Leaf {
     /// Applies a flush's messages: range deletes and point messages, each key's in sequence
     /// order, then rebalances basements to `basement_size_bytes`.
     pub fn apply(&mut self, incoming: Incoming, horizon: Seq, update: &UpdateFn, basement_size_bytes: usize) {
-        let Incoming { mut points, ranges } = incoming;
-        for (key, events) in points.iter_mut() {
-            let before = events.len();
-            events.extend(ranges.iter().filter(|r| r.contains(key)).map(|r| (r.seq, Event::Delete)));
-            if events.len() > before {
-                events.sort_by_key(|(seq, _)| *seq);
-            }
-        }
+        let Incoming { points, ranges } = incoming;
         let basements: Vec<Basement> =
             std::mem::take(&mut self.basements).into_iter().filter(|b| !b.is_empty()).collect();
         let uppers: Vec<Option<Vec<u8>>> = (0..basements.len())
             .map(|i| basements.get(i + 1).and_then(Basement::first_key).map(<[u8]>::to_vec))
             .collect();
+        let incoming = Messages { points: &points, ranges: &ranges, horizon, update };
         let mut merged = Vec::with_capacity(basements.len() + 1);
+        let mut next = 0;
         for (basement, upper) in basements.into_iter().zip(uppers) {
-            let mine = split_below(&mut points, upper);
+            let end = upper.map_or(points.len(), |upper| points.find(&upper).unwrap_or_else(|at| at));
+            let mine = next..end.max(next);
+            next = mine.end;
             if mine.is_empty() && ranges.is_empty() {
                 merged.push(basement); // nothing for it: kept as it is, not copied
                 continue;
             }
-            merged.push(merge_basement(&basement, mine, &ranges, horizon, update));
+            merged.push(incoming.merge_into(&basement, mine));
         }
-        if !points.is_empty() {
+        if next < points.len() {
             // Only when the leaf had no entries at all.
-            merged.push(merge_basement(&Basement::default(), points, &ranges, horizon, update));
+            merged.push(incoming.merge_into(&Basement::default(), next..points.len()));
         }
         self.basements = merged;
         self.normalize(basement_size_bytes);
@@ -187,15 +184,24 @@ impl Leaf {
                 basement.splice(at, false, bytes);
             }
             // An append (the common case of increasing keys) is written in place; one that
-            // fills the leaf's last basement starts the next, so that increasing keys leave full
-            // basements behind rather than the halves of a split.
+            // would overfill the leaf's last basement starts the next, so that increasing keys
+            // leave full basements behind rather than the halves of a split. The new basement
+            // is allocated at its full size once: growing it by doubling would leave each full
+            // basement holding twice its bytes, and the allocator fragmented.
             Err(at) if at == basement.len() => {
-                basement.push_entry(&key, &apply_events(&key, None, events, horizon, update));
-                if last && basement.size_bytes() > basement_size_bytes && basement.len() > 1 {
-                    let next = basement.split_off_last(basement_size_bytes);
-                    self.basements.push(next);
+                let versions = apply_events(&key, None, events, horizon, update);
+                let len = entry_len(&key, &versions);
+                if last && !basement.is_empty() && basement.size_bytes() + len + 4 > basement_size_bytes {
+                    let bytes = basement_size_bytes.max(len);
+                    // Room for as many entries as this one's size suggests.
+                    let mut next = Basement::with_capacity(bytes, bytes / (len + 4) + 1);
+                    next.push_entry(&key, &versions);
+                    if !next.is_empty() {
+                        self.basements.push(next);
+                    }
                     return;
                 }
+                basement.push_entry(&key, &versions);
             }
             Err(at) => {
                 let bytes = encode_entry(&key, &apply_events(&key, None, events, horizon, update));
@@ -294,54 +300,70 @@ fn split_cuts(sizes: &[usize], target_bytes: usize) -> Vec<usize> {
     cuts
 }
 
-/// Merges a basement's entries with the sorted point messages that fall into it, applying the
-/// range deletes to the entries no point message touches. Untouched entries are copied as bytes.
-fn merge_basement(
-    basement: &Basement,
-    points: BTreeMap<Vec<u8>, Vec<(Seq, Event)>>,
-    ranges: &[RangeDelete],
+/// A leaf flush's incoming messages: a run of point messages and the range deletes, applied to
+/// one basement at a time.
+struct Messages<'a> {
+    points: &'a Run,
+    ranges: &'a [RangeDelete],
     horizon: Seq,
-    update: &UpdateFn,
-) -> Basement {
-    let incoming_bytes: usize = points.keys().map(|k| k.len() + 32).sum();
-    let mut out = Basement::with_capacity(basement.encoded().len() + incoming_bytes, basement.len() + points.len());
-    let mut incoming = points.into_iter().peekable();
-    for entry in basement.entries() {
-        while let Some((key, events)) = incoming.next_if(|(k, _)| k.as_slice() < entry.key()) {
-            out.push_entry(&key, &apply_events(&key, None, events, horizon, update));
-        }
-        let events = match incoming.next_if(|(k, _)| k.as_slice() == entry.key()) {
-            Some((_, events)) => events,
-            None => {
-                let mut deletes: Vec<(Seq, Event)> =
-                    ranges.iter().filter(|r| r.contains(entry.key())).map(|r| (r.seq, Event::Delete)).collect();
-                deletes.sort_by_key(|(seq, _)| *seq);
-                deletes
-            }
-        };
-        if events.is_empty() {
-            out.push_raw(entry);
-        } else {
-            out.push_entry(entry.key(), &apply_events(entry.key(), Some(entry), events, horizon, update));
-        }
-    }
-    for (key, events) in incoming {
-        out.push_entry(&key, &apply_events(&key, None, events, horizon, update));
-    }
-    out.shrink_slack();
-    out
+    update: &'a UpdateFn,
 }
 
-fn split_below(
-    rest: &mut BTreeMap<Vec<u8>, Vec<(Seq, Event)>>,
-    bound: Option<Vec<u8>>,
-) -> BTreeMap<Vec<u8>, Vec<(Seq, Event)>> {
-    match bound {
-        None => std::mem::take(rest),
-        Some(bound) => {
-            let above = rest.split_off(&bound);
-            std::mem::replace(rest, above)
+impl Messages<'_> {
+    /// Merges a basement's entries with the point messages `range` (those that fall into it),
+    /// applying the range deletes to the entries no point message touches. Untouched entries
+    /// are copied as bytes.
+    fn merge_into(&self, basement: &Basement, range: std::ops::Range<usize>) -> Basement {
+        let incoming_bytes = self.points.span_bytes(range.clone());
+        let mut out = Basement::with_capacity(basement.encoded().len() + incoming_bytes, basement.len() + range.len());
+        let mut next = range.start;
+        for entry in basement.entries() {
+            while next < range.end && self.points.key(next) < entry.key() {
+                self.push_new(&mut out, next);
+                next += 1;
+            }
+            let events = if next < range.end && self.points.key(next) == entry.key() {
+                next += 1;
+                self.events(next - 1)
+            } else {
+                self.range_deletes(entry.key())
+            };
+            if events.is_empty() {
+                out.push_raw(entry);
+            } else {
+                out.push_entry(entry.key(), &apply_events(entry.key(), Some(entry), events, self.horizon, self.update));
+            }
         }
+        for index in next..range.end {
+            self.push_new(&mut out, index);
+        }
+        out.shrink_slack();
+        out
+    }
+
+    /// Writes the entry of a key the basement does not hold yet.
+    fn push_new(&self, out: &mut Basement, index: usize) {
+        let key = self.points.key(index);
+        out.push_entry(key, &apply_events(key, None, self.events(index), self.horizon, self.update));
+    }
+
+    /// Point message `index`'s events with the range deletes covering its key, in sequence order.
+    fn events(&self, index: usize) -> Vec<(Seq, Event)> {
+        let mut events = Vec::new();
+        self.points.events_into(index, &mut events);
+        let key = self.points.key(index);
+        let before = events.len();
+        events.extend(self.ranges.iter().filter(|r| r.contains(key)).map(|r| (r.seq, Event::Delete)));
+        if events.len() > before {
+            events.sort_by_key(|(seq, _)| *seq);
+        }
+        events
+    }
+
+    fn range_deletes(&self, key: &[u8]) -> Vec<(Seq, Event)> {
+        let mut deletes: Vec<(Seq, Event)> = self.ranges.iter().filter(|r| r.contains(key)).map(|r| (r.seq, Event::Delete)).collect();
+        deletes.sort_by_key(|(seq, _)| *seq);
+        deletes
     }
 }
 

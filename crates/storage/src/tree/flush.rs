@@ -66,7 +66,7 @@ pub(super) fn flush_child(ctx: &Ctx<'_>, parent: &mut Internal, index: usize) ->
             internal.buffered_bytes() > ctx.options.node_size_bytes
         }
         Node::Leaf(leaf) => {
-            let (points, ranges) = buffer.take();
+            let (points, ranges) = buffer.take_merged(ctx.horizon);
             let basement = ctx.options.basement_size_bytes;
             leaf.apply(Incoming { points, ranges }, ctx.horizon, &ctx.options.update, basement);
             false

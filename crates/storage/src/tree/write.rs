@@ -9,7 +9,7 @@
 
 use crate::error::Result;
 use crate::message::{Event, Seq};
-use crate::node::buffer::{Buffer, RangeDelete};
+use crate::node::buffer::{Buffer, RangeDelete, Run};
 use crate::node::leaf::Incoming;
 use crate::node::{Node, NodeId};
 use crate::options::FlushMode;
@@ -207,7 +207,7 @@ fn inject_range(ctx: &Ctx<'_>, root: &mut NodeId, range: RangeDelete) -> Result<
     match &mut node {
         Node::Internal(internal) => internal.push_range(&range),
         Node::Leaf(leaf) => {
-            let incoming = Incoming { points: Default::default(), ranges: vec![range] };
+            let incoming = Incoming { points: Run::default(), ranges: vec![range] };
             leaf.apply(incoming, ctx.horizon, ctx.update(), ctx.options.basement_size_bytes);
         }
     }
