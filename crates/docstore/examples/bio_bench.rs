@@ -85,7 +85,7 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> (Vec<f64>, f64) {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).expect("create the data directory");
     let mut options = StoreOptions::default();
-    options.engine.cache_size_bytes = args.cache_size;
+    options.engine = storage::Options::for_cache_size(args.cache_size);
     let store = Store::open(dir, options).expect("open the store");
     if indexed {
         store.create_indexes("bench", "bio", &[doc! {"key": {"name": 1}}]).expect("create the index");

@@ -143,6 +143,7 @@ fn write_and_commit(
         next_tree_id: captured.next_tree_id,
         catalog_offset: catalog_addr.offset,
         catalog_len: catalog_addr.len,
+        shape: Some(shared.options.shape()),
     };
     durable.data.write_header(&header)?;
     state.generation += 1;

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::compression::Compression;
+use crate::file::header::Shape;
 use crate::message::{counter_update, UpdateFn};
 
 /// Where flushes and evictions run.
@@ -30,6 +31,8 @@ pub enum Durability {
     None,
 }
 
+/// The tree shape fields (`node_size_bytes`, `basement_size_bytes`, `fanout`) apply to a new
+/// data file; an existing one keeps the shape it was created with.
 #[derive(Clone)]
 pub struct Options {
     /// An internal node flushes when its buffers hold more than this; a leaf splits past it.
@@ -101,6 +104,35 @@ impl Options {
             log_segment_bytes: 16 << 10,
             ..Options::default()
         }
+    }
+
+    /// Options for a cache of `bytes`, with a node size that suits it: a thirty-second of the
+    /// cache, as a power of two between 256 KiB and 4 MiB. (At a 32 MiB cache, 4 MiB nodes cost
+    /// 72 s of CPU for 3M iibench inserts against 41–49 s for 1 MiB, 512 KiB and 256 KiB.) The
+    /// shape is chosen when a data file is created; reopening keeps the file's.
+    pub fn for_cache_size(bytes: usize) -> Options {
+        let defaults = Options::default();
+        let wanted = (bytes / 32).max(1);
+        // The largest power of two at or below a thirty-second of the cache.
+        let power = 1usize << (usize::BITS - 1 - wanted.leading_zeros());
+        Options { cache_size_bytes: bytes, node_size_bytes: power.clamp(256 << 10, defaults.node_size_bytes), ..defaults }
+    }
+
+    pub(crate) fn shape(&self) -> Shape {
+        let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Shape {
+            node_size_bytes: clamp(self.node_size_bytes),
+            basement_size_bytes: clamp(self.basement_size_bytes),
+            fanout: clamp(self.fanout),
+        }
+    }
+
+    /// Takes the shape a data file's trees were built with (checked like the options' own).
+    pub(crate) fn adopt_shape(&mut self, shape: Shape) -> crate::Result<()> {
+        self.node_size_bytes = shape.node_size_bytes as usize;
+        self.basement_size_bytes = shape.basement_size_bytes as usize;
+        self.fanout = shape.fanout as usize;
+        self.validate().map_err(|e| crate::Error::Corruption(format!("the data file's tree shape: {e}")))
     }
 
     pub(crate) fn validate(&self) -> crate::Result<()> {

@@ -1,6 +1,7 @@
 //! Opening a durable engine: the newest valid checkpoint, then the redo log after it.
 //!
-//! 1. The data file's newest valid header names a checkpoint: its catalog gives the trees, their
+//! 1. The data file's newest valid header names a checkpoint and the trees' shape (node size,
+//!    basement size, fanout), which replaces the options'; its catalog gives the trees, their
 //!    roots and the block of every node; nodes are read lazily, on first use, and each block is
 //!    checked (checksum and node id) as it is read. No valid header: a new engine.
 //! 2. Every log record with a sequence number after the checkpoint's is applied again, in order;
@@ -42,9 +43,15 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> 
         fs.sync_dir(parent)?;
     }
     fs.sync_dir(dir)?;
+    let header = data.read_header()?;
+    // The trees keep the shape they were built with, whatever the options say now.
+    let mut options = options;
+    if let Some(shape) = header.as_ref().and_then(|h| h.shape) {
+        options.adopt_shape(shape)?;
+    }
     let store = NodeStore::new(Some(Disk { file: Arc::clone(&data), compression: options.compression }), options.cache_size_bytes);
     let shared = Shared::new(options, store);
-    let (checkpoint, from_segment) = match data.read_header()? {
+    let (checkpoint, from_segment) = match header {
         Some(header) => {
             let catalog_addr = BlockAddr { offset: header.catalog_offset, len: header.catalog_len };
             let catalog = Catalog::decode(&data.read_block(catalog_addr, 0)?)?;

@@ -4,18 +4,33 @@
 //!
 //! ```text
 //! slot (4096 bytes, at 0 or 4096):
-//!   magic "STRATA\0\x01"(8) checksum:u32 (crc32c of the next 64 bytes) format:u32
-//!   generation:u64 checkpoint_seq:u64 log_segment:u64 next_node_id:u64 next_tree_id:u64
-//!   catalog_offset:u64 catalog_len:u32 reserved(8)       (rest of the slot zero)
+//!   magic "STRATA\0\x01"(8) checksum:u32 (crc32c of the body) body  (rest of the slot zero)
+//! body, format 2 (80 bytes):
+//!   format:u32 generation:u64 checkpoint_seq:u64 log_segment:u64 next_node_id:u64
+//!   next_tree_id:u64 catalog_offset:u64 catalog_len:u32 reserved(8)
+//!   node_size:u32 basement_size:u32 fanout:u32 reserved(4)
+//! body, format 1 (64 bytes): the same without the tree shape (files of before 2026-11-23)
 //! ```
+//!
+//! The tree shape is a property of the file, not of the process that opens it: nodes written
+//! with one node size must be read, flushed and verified with it.
 
 use crate::error::{Error, Result};
 use crate::file::allocator::PAGE_BYTES;
 use crate::node::codec::Reader;
 
 const MAGIC: &[u8; 8] = b"STRATA\0\x01";
-const FORMAT: u32 = 1;
-const BODY_BYTES: usize = 64;
+const FORMAT: u32 = 2;
+const FORMAT_1_BODY_BYTES: usize = 64;
+const BODY_BYTES: usize = 80;
+
+/// The sizes the trees in a file were built with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub node_size_bytes: u32,
+    pub basement_size_bytes: u32,
+    pub fanout: u32,
+}
 
 /// What a checkpoint leaves for recovery.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,6 +44,8 @@ pub struct Header {
     pub next_tree_id: u64,
     pub catalog_offset: u64,
     pub catalog_len: u32,
+    /// `None` in a format 1 header.
+    pub shape: Option<Shape>,
 }
 
 impl Header {
@@ -43,6 +60,12 @@ impl Header {
             body.extend_from_slice(&n.to_le_bytes());
         }
         body.extend_from_slice(&self.catalog_len.to_le_bytes());
+        body.resize(FORMAT_1_BODY_BYTES, 0);
+        if let Some(shape) = self.shape {
+            for n in [shape.node_size_bytes, shape.basement_size_bytes, shape.fanout] {
+                body.extend_from_slice(&n.to_le_bytes());
+            }
+        }
         body.resize(BODY_BYTES, 0);
         let mut slot = Vec::with_capacity(PAGE_BYTES as usize);
         slot.extend_from_slice(MAGIC);
@@ -63,15 +86,18 @@ impl Header {
             return Err(corrupt("bad magic"));
         }
         let checksum = r.u32()?;
-        let body = r.take(BODY_BYTES)?;
+        let format = Reader::new(r.take(4)?).u32()?;
+        let body_bytes = match format {
+            1 => FORMAT_1_BODY_BYTES,
+            FORMAT => BODY_BYTES,
+            _ => return Err(corrupt("unknown format version")),
+        };
+        let body = slot.get(12..12 + body_bytes).ok_or_else(|| corrupt("truncated"))?;
         if crc32c::crc32c(body) != checksum {
             return Err(corrupt("checksum mismatch"));
         }
-        let mut r = Reader::new(body);
-        if r.u32()? != FORMAT {
-            return Err(corrupt("unknown format version"));
-        }
-        Ok(Some(Header {
+        let mut r = Reader::new(body.get(4..).unwrap_or_default());
+        let mut header = Header {
             generation: r.u64()?,
             checkpoint_seq: r.u64()?,
             log_segment: r.u64()?,
@@ -79,7 +105,13 @@ impl Header {
             next_tree_id: r.u64()?,
             catalog_offset: r.u64()?,
             catalog_len: r.u32()?,
-        }))
+            shape: None,
+        };
+        if format == FORMAT {
+            r.take(8)?;
+            header.shape = Some(Shape { node_size_bytes: r.u32()?, basement_size_bytes: r.u32()?, fanout: r.u32()? });
+        }
+        Ok(Some(header))
     }
 }
 
@@ -89,7 +121,25 @@ mod tests {
     use super::*;
 
     fn sample() -> Header {
-        Header { generation: 7, checkpoint_seq: 99, log_segment: 3, next_node_id: 40, next_tree_id: 5, catalog_offset: 8192, catalog_len: 300 }
+        let shape = Some(Shape { node_size_bytes: 1 << 20, basement_size_bytes: 64 << 10, fanout: 16 });
+        Header { generation: 7, checkpoint_seq: 99, log_segment: 3, next_node_id: 40, next_tree_id: 5, catalog_offset: 8192, catalog_len: 300, shape }
+    }
+
+    /// A format 1 header (no shape) still opens: its trees take the options' shape.
+    #[test]
+    fn a_format_1_header_decodes_without_a_shape() {
+        let mut body = Vec::new();
+        body.extend_from_slice(&1u32.to_le_bytes());
+        for n in [7u64, 99, 3, 40, 5, 8192] {
+            body.extend_from_slice(&n.to_le_bytes());
+        }
+        body.extend_from_slice(&300u32.to_le_bytes());
+        body.resize(FORMAT_1_BODY_BYTES, 0);
+        let mut slot = MAGIC.to_vec();
+        slot.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+        slot.extend_from_slice(&body);
+        slot.resize(PAGE_BYTES as usize, 0);
+        assert_eq!(Header::decode(&slot), Ok(Some(Header { shape: None, ..sample() })));
     }
 
     #[test]
