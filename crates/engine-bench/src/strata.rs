@@ -32,13 +32,16 @@ impl Strata {
 /// The durable engine in `dir`, with one memory budget for the whole engine.
 fn open_engine(dir: &Path, cache_size_bytes: usize) -> anyhow::Result<(Engine, &'static str)> {
     let defaults = Options::default();
-    // Shape knobs for sweeps: STRATA_NODE_SIZE, STRATA_BASEMENT_SIZE (bytes), STRATA_FANOUT.
+    // Knobs for sweeps: STRATA_NODE_SIZE, STRATA_BASEMENT_SIZE (bytes), STRATA_FANOUT,
+    // STRATA_CHECKPOINT_LOG_BYTES.
     let knob = |name: &str, default: usize| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    let checkpoint_log_bytes = knob("STRATA_CHECKPOINT_LOG_BYTES", defaults.checkpoint_log_bytes as usize);
     let options = Options {
         cache_size_bytes,
         node_size_bytes: knob("STRATA_NODE_SIZE", defaults.node_size_bytes),
         basement_size_bytes: knob("STRATA_BASEMENT_SIZE", defaults.basement_size_bytes),
         fanout: knob("STRATA_FANOUT", defaults.fanout),
+        checkpoint_log_bytes: checkpoint_log_bytes as u64,
         ..defaults
     };
     eprintln!("strata options: {options:?}");
