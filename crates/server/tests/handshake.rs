@@ -113,6 +113,9 @@ async fn diagnostic_commands() {
     let status = client.command(doc! { "serverStatus": 1, "$db": "admin" }).await;
     assert!(status.get_document("connections").unwrap().get_i64("current").unwrap() >= 1);
     assert!(status.get_document("opcounters").is_ok());
+    let strata = status.get_document("strata").unwrap();
+    assert_eq!(strata.get_array("nodeBytesWrittenByHeight").unwrap().len(), 8);
+    assert!(strata.get_document("cache").unwrap().get_i64("writeCopies").is_ok());
     let reply = client.command(doc! { "frobnicate": 1, "$db": "admin" }).await;
     assert_eq!(reply.get_i32("code").unwrap(), 59);
     assert_eq!(reply.get_str("codeName").unwrap(), "CommandNotFound");

@@ -96,6 +96,8 @@ pub struct Stats {
     /// Node bytes before and after compression, over every node block written.
     pub node_bytes_uncompressed: u64,
     pub node_bytes_written: u64,
+    /// `node_bytes_written` by the height of the node written (0: leaves).
+    pub node_bytes_written_by_height: [u64; TRACKED_LEVELS],
     pub log_syncs: u64,
     pub log_bytes: u64,
     /// Size of the data file (allocated extent end).
@@ -114,6 +116,7 @@ pub(crate) fn add_cache_and_disk(stats: &mut Stats, shared: &crate::engine::Shar
     stats.write_copies = c.copies.load(Relaxed);
     stats.node_bytes_uncompressed = c.bytes_before_compression.load(Relaxed);
     stats.node_bytes_written = c.bytes_written.load(Relaxed);
+    stats.node_bytes_written_by_height = c.bytes_written_by_height.each_ref().map(|c| c.load(Relaxed));
     if let Some(durable) = shared.durable.get() {
         stats.log_syncs = durable.log.syncs();
         stats.log_bytes = durable.log.appended();

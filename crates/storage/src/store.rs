@@ -112,6 +112,8 @@ pub(crate) struct CacheCounters {
     /// Nodes a writer copied because a checkpoint or an eviction still held them.
     pub copies: AtomicU64,
     pub bytes_written: AtomicU64,
+    /// Node bytes written (after compression) by the height of the node.
+    pub bytes_written_by_height: [AtomicU64; TRACKED_LEVELS],
     pub bytes_before_compression: AtomicU64,
 }
 
@@ -462,6 +464,10 @@ impl NodeStore {
         let payload = encode_node(node, disk.compression);
         self.counters.bytes_before_compression.fetch_add(node.size_bytes() as u64, Ordering::Relaxed);
         self.counters.bytes_written.fetch_add(payload.len() as u64, Ordering::Relaxed);
+        let level = (node.height() as usize).min(TRACKED_LEVELS - 1);
+        if let Some(counter) = self.counters.bytes_written_by_height.get(level) {
+            counter.fetch_add(payload.len() as u64, Ordering::Relaxed);
+        }
         disk.file.write_block(id.0, &payload)
     }
 

@@ -80,6 +80,8 @@ fn readers_see_whole_commits_while_the_evictor_and_checkpoints_run() {
     checkpointer.join().expect("checkpointer");
     let stats = engine.stats();
     assert!(stats.evictions > 100 && stats.cache_loads > 100 && stats.checkpoints > 0, "{stats:?}");
+    assert_eq!(stats.node_bytes_written_by_height.iter().sum::<u64>(), stats.node_bytes_written, "{stats:?}");
+    assert!(stats.node_bytes_written_by_height[0] > 0 && stats.node_bytes_written_by_height[1] > 0, "{stats:?}");
     let engine = Arc::into_inner(engine).expect("no other owner");
     engine.close().expect("close");
     let engine = Engine::open(&dir, options).expect("reopen");
