@@ -209,10 +209,13 @@ fn get_dotted_value<'a>(value: &'a Bson, path: &[String]) -> Option<&'a Bson> {
 /// unrelated fields, e.g. a 2 KB `bio` when the filter is on `name`).
 pub fn decode_fields<'h>(raw: &RawDocument, heads: impl IntoIterator<Item = &'h str> + Clone) -> Result<Document> {
     let mut document = Document::new();
-    for element in raw.iter() {
-        let (key, value) = element.map_err(|e| Error::InvalidBson(e.to_string()))?;
-        let key = key.as_str();
+    // Elements, not (key, value) pairs: a value is parsed (a string's UTF-8 checked) only when
+    // its field is wanted, so a 2 KB text field nobody reads is skipped, not validated again.
+    for element in raw.iter_elements() {
+        let element = element.map_err(|e| Error::InvalidBson(e.to_string()))?;
+        let key = element.key().as_str();
         if heads.clone().into_iter().any(|head| head == key) {
+            let value = element.value().map_err(|e| Error::InvalidBson(e.to_string()))?;
             let value = Bson::try_from(value).map_err(|e| Error::InvalidBson(e.to_string()))?;
             document.insert(key, value);
         }

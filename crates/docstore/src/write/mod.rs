@@ -65,7 +65,7 @@ impl<'s> DocumentWrite<'s> {
         for (index, keys) in self.collection.indexes.iter().zip(&all_keys) {
             index.add(&mut self.txn, id, raw, keys);
             let bytes: i64 = keys.iter().map(|k| index.entry_bytes(k, id, raw)).sum();
-            *self.index_bytes.entry(index.meta.tree.clone()).or_default() += bytes;
+            add_index_bytes(&mut self.index_bytes, &index.meta.tree, bytes);
         }
         self.count_delta += 1;
         self.size_delta += raw.as_bytes().len() as i64;
@@ -80,7 +80,7 @@ impl<'s> DocumentWrite<'s> {
             let refs: Vec<&EncodedKey> = keys.iter().collect();
             index.remove(&mut self.txn, id, &refs);
             let bytes: i64 = keys.iter().map(|k| index.entry_bytes(k, id, raw)).sum();
-            *self.index_bytes.entry(index.meta.tree.clone()).or_default() -= bytes;
+            add_index_bytes(&mut self.index_bytes, &index.meta.tree, -bytes);
         }
         self.count_delta -= 1;
         self.size_delta -= raw.as_bytes().len() as i64;
@@ -102,7 +102,7 @@ impl<'s> DocumentWrite<'s> {
             apply_key_diff(&mut self.txn, index, id, new, old_keys, new_keys);
             let old_bytes: i64 = old_keys.iter().map(|k| index.entry_bytes(k, id, old)).sum();
             let new_bytes: i64 = new_keys.iter().map(|k| index.entry_bytes(k, id, new)).sum();
-            *self.index_bytes.entry(index.meta.tree.clone()).or_default() += new_bytes - old_bytes;
+            add_index_bytes(&mut self.index_bytes, &index.meta.tree, new_bytes - old_bytes);
         }
         self.size_delta += new.as_bytes().len() as i64 - old.as_bytes().len() as i64;
         Ok(())
@@ -115,7 +115,7 @@ impl<'s> DocumentWrite<'s> {
         let refs: Vec<&EncodedKey> = keys.iter().collect();
         index.overwrite(&mut self.txn, id, raw, &refs);
         let bytes: i64 = keys.iter().map(|k| index.entry_bytes(k, id, raw)).sum();
-        *self.index_bytes.entry(index.meta.tree.clone()).or_default() += bytes;
+        add_index_bytes(&mut self.index_bytes, &index.meta.tree, bytes);
     }
 
     fn note_multikey(&mut self, index: &Index, multikey: bool) {
@@ -235,5 +235,15 @@ pub fn check_id(id: &Bson) -> Result<()> {
         Bson::RegularExpression(_) => Err(Error::InvalidIdField("can't use a regex for _id".into())),
         Bson::Undefined => Err(Error::InvalidIdField("can't use a undefined for _id".into())),
         _ => Ok(()),
+    }
+}
+
+/// Adds to an index's size change; the tree name is copied once per write, not per document.
+fn add_index_bytes(totals: &mut HashMap<String, i64>, tree: &str, delta: i64) {
+    match totals.get_mut(tree) {
+        Some(total) => *total += delta,
+        None => {
+            totals.insert(tree.to_string(), delta);
+        }
     }
 }

@@ -133,6 +133,10 @@ impl Basement {
         self.entry(0).map(|e| e.key)
     }
 
+    pub fn last_key(&self) -> Option<&[u8]> {
+        self.len().checked_sub(1).and_then(|last| self.entry(last)).map(|e| e.key)
+    }
+
     /// The entry with `key`, or where it would go.
     pub fn find(&self, key: &[u8]) -> std::result::Result<usize, usize> {
         flat::search(self.len(), |i| self.key_at(i), key)

@@ -77,6 +77,11 @@ impl Leaf {
         Leaf { basements }
     }
 
+    /// The greatest key held.
+    pub fn last_key(&self) -> Option<&[u8]> {
+        self.basements.iter().rev().find_map(Basement::last_key)
+    }
+
     pub fn basements(&self) -> &[Basement] {
         &self.basements
     }

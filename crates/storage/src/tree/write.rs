@@ -140,17 +140,24 @@ fn flush_root(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
 fn inject_point(ctx: &Ctx<'_>, root: &mut NodeId, key: Vec<u8>, seq: Seq, event: Event) -> Result<()> {
     let mut path: Vec<(NodeId, usize)> = Vec::new();
     let mut id = *root;
-    loop {
+    let target = loop {
         let node = ctx.store.get(id)?;
         let step = match &**node {
-            Node::Leaf(_) => Step::Leaf,
+            // Only an append goes into the leaf itself (written in place at its end). Another
+            // key that descended this far is buffered in the parent like any random write, so
+            // the leaf is rebuilt once per flush instead of spliced (half a basement moved)
+            // per message.
+            Node::Leaf(leaf) => match path.last() {
+                Some(&(parent, _)) if leaf.last_key().is_some_and(|last| key.as_slice() <= last) => Step::Buffer(parent),
+                _ => Step::Leaf,
+            },
             Node::Internal(internal) => {
                 let index = internal.child_index(&key);
                 let rightmost = index + 1 == internal.children.len();
                 let open = rightmost && internal.buffers.get(index).is_some_and(Buffer::is_empty);
                 match internal.children.get(index) {
                     Some(child) if open => Step::Descend(index, *child),
-                    _ => Step::Buffer,
+                    _ => Step::Buffer(id),
                 }
             }
         };
@@ -170,32 +177,37 @@ fn inject_point(ctx: &Ctx<'_>, root: &mut NodeId, key: Vec<u8>, seq: Seq, event:
                 ctx.store.put(id, node)?;
                 return fix_path(ctx, root, path);
             }
-            Step::Buffer => {
-                let mut node = ctx.store.take(id)?;
-                let over = match &mut node {
-                    Node::Internal(internal) => {
-                        internal.push_point(key, vec![(seq, event)], ctx.horizon, ctx.options.basement_size_bytes);
-                        needs_flush_internal(ctx, internal.buffered_bytes())
-                    }
-                    Node::Leaf(_) => false,
-                };
-                ctx.store.put(id, node)?;
-                // The root is the flusher's business; a deeper node filled by messages that
-                // descended past empty buffers is flushed here, or nobody would notice it.
-                if over && !path.is_empty() {
-                    flush_node(ctx, id)?;
-                    return fix_path(ctx, root, path);
+            Step::Buffer(target) => {
+                if target != id {
+                    path.pop();
                 }
-                return Ok(());
+                break target;
             }
         }
+    };
+    let mut node = ctx.store.take(target)?;
+    let over = match &mut node {
+        Node::Internal(internal) => {
+            internal.push_point(key, vec![(seq, event)], ctx.horizon, ctx.options.basement_size_bytes);
+            needs_flush_internal(ctx, internal.buffered_bytes())
+        }
+        Node::Leaf(_) => false,
+    };
+    ctx.store.put(target, node)?;
+    // The root is the flusher's business; a deeper node filled by messages that descended past
+    // empty buffers is flushed here, or nobody would notice it.
+    if over && !path.is_empty() {
+        flush_node(ctx, target)?;
+        return fix_path(ctx, root, path);
     }
+    Ok(())
 }
 
 enum Step {
     Descend(usize, NodeId),
     Leaf,
-    Buffer,
+    /// Into this internal node's buffer for the key.
+    Buffer(NodeId),
 }
 
 fn needs_flush_internal(ctx: &Ctx<'_>, buffered_bytes: usize) -> bool {
