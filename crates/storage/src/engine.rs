@@ -384,11 +384,18 @@ impl Engine {
 
     /// Checks every invariant of every tree and of the node store.
     pub fn verify(&self) -> Result<()> {
+        // One consistent view, as a checkpoint's capture takes it: no commit, no tree created,
+        // and no flush (the background flusher splits and merges nodes) between walking the
+        // trees and counting the stored nodes.
+        let _commit = self.shared.commit_lock.lock();
         let catalog = self.shared.catalog.read();
+        let mut trees: Vec<&Arc<Tree>> = catalog.by_id.values().collect();
+        trees.sort_by_key(|tree| tree.id);
+        let guards: Vec<_> = trees.iter().map(|tree| tree.lock_shape()).collect();
         let ctx = self.shared.ctx();
         let mut seen = HashSet::new();
-        for tree in catalog.by_id.values() {
-            tree.verify(&ctx, &mut seen)?;
+        for (tree, guard) in trees.iter().zip(&guards) {
+            tree.verify(&ctx, **guard, &mut seen)?;
         }
         let stored = self.shared.store.len();
         if stored != seen.len() {

@@ -32,9 +32,10 @@ struct Place<'a> {
 
 impl Tree {
     /// Checks the tree; adds its node ids to `seen`, failing if one is already there.
-    pub fn verify(&self, ctx: &Ctx<'_>, seen: &mut HashSet<NodeId>) -> Result<()> {
-        let guard = self.root.read();
-        let Some(root) = *guard else { return Ok(()) };
+    /// Checks the tree whose root is `root`; the caller holds the tree's shape lock
+    /// (`lock_shape`), which is where `root` comes from.
+    pub fn verify(&self, ctx: &Ctx<'_>, root: Option<NodeId>, seen: &mut HashSet<NodeId>) -> Result<()> {
+        let Some(root) = root else { return Ok(()) };
         let place = Place { lo: None, hi: None, height: None, is_root: true };
         verify_node(ctx, root, &place, seen).map(|_| ())
     }
