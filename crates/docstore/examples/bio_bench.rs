@@ -80,15 +80,17 @@ fn resident_mib() -> u64 {
     kib.unwrap_or(0) >> 10
 }
 
+type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
+
 /// Inserts `docs` documents; returns docs/s per sixth and overall.
-fn run(dir: &Path, args: &Args, indexed: bool) -> (Vec<f64>, f64) {
+fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<(Vec<f64>, f64)> {
     let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir).expect("create the data directory");
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let mut options = StoreOptions::default();
     options.engine = storage::Options::for_cache_size(args.cache_size);
-    let store = Store::open(dir, options).expect("open the store");
+    let store = Store::open(dir, options)?;
     if indexed {
-        store.create_indexes("bench", "bio", &[doc! {"key": {"name": 1}}]).expect("create the index");
+        store.create_indexes("bench", "bio", &[doc! {"key": {"name": 1}}])?;
     }
     let mut rng = StdRng::seed_from_u64(0);
     let sixth = (args.docs / 6).max(1);
@@ -106,7 +108,9 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> (Vec<f64>, f64) {
         let took = insert_started.elapsed();
         insert_time += took;
         sixth_time += took;
-        assert!(outcome.errors.is_empty(), "{:?}", outcome.errors.first());
+        if let Some((position, error)) = outcome.errors.first() {
+            return Err(format!("insert failed at document {position} of a batch: {error}").into());
+        }
         let before = inserted;
         inserted += n;
         if before / sixth != inserted / sixth || inserted == args.docs {
@@ -130,9 +134,12 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> (Vec<f64>, f64) {
         }
     }
     let overall = args.docs as f64 / insert_time.as_secs_f64();
-    assert_eq!(store.estimated_document_count("bench", "bio").expect("count"), args.docs);
-    store.close().expect("close");
-    (rates, overall)
+    let count = store.estimated_document_count("bench", "bio")?;
+    if count != args.docs {
+        return Err(format!("the collection holds {count} documents, not {}", args.docs).into());
+    }
+    store.close()?;
+    Ok((rates, overall))
 }
 
 fn main() {
@@ -153,7 +160,13 @@ fn main() {
         if args.only.as_deref().is_some_and(|only| only != label) {
             continue;
         }
-        let (rates, overall) = run(&base.join(label), &args, indexed);
+        let (rates, overall) = match run(&base.join(label), &args, indexed) {
+            Ok(result) => result,
+            Err(error) => {
+                eprintln!("bio_bench {label} index: {error}");
+                std::process::exit(1);
+            }
+        };
         println!("{label} index on name: {overall:.0} docs/s overall");
         results.push((rates, overall));
     }

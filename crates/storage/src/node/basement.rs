@@ -301,9 +301,7 @@ pub fn entry_len(key: &[u8], versions: &[Version<'_>]) -> usize {
 }
 
 fn write_entry(out: &mut Vec<u8>, key: &[u8], versions: &[Version<'_>]) {
-    out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-    out.extend_from_slice(key);
-    out.extend_from_slice(&(versions.len() as u32).to_le_bytes());
+    flat::write_entry_head(out, key, versions.len());
     for (seq, value) in versions {
         out.extend_from_slice(&seq.to_le_bytes());
         match value {

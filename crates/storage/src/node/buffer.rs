@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use crate::message::{prune, Event, Seq};
-use crate::node::flat::{self, read_u32};
+use crate::node::flat::{self, below, read_u32};
 
 /// Bytes charged per message in `head` beyond its key and value, for the seq, the tag and the map
 /// entry. (A `BTreeMap` slot at its usual fill, the events `Vec`, the event and their allocations.)
@@ -210,13 +210,10 @@ impl Buffer {
     /// three times as large).
     pub fn take_merged(&mut self, horizon: Seq) -> (Run, Vec<RangeDelete>) {
         let (mut runs, ranges) = self.take_runs();
-        // Newest (smallest) first, so each merge copies what is merged so far plus one run
-        // about as large: about twice the bytes in all, where oldest-first copies the largest
-        // run once per run.
-        let mut merged = runs.pop().unwrap_or_default();
-        while let Some(older) = runs.pop() {
-            merged = older.merge(&merged, horizon);
-        }
+        let merged = match runs.len() {
+            0 | 1 => runs.pop().unwrap_or_default(),
+            _ => merge_all(runs.iter(), horizon),
+        };
         (merged, ranges)
     }
 
@@ -299,7 +296,7 @@ impl Buffer {
         }
         let head = Run::from_map(&self.head);
         // Horizon 0 prunes nothing: encoding keeps every message.
-        let merged = self.runs.iter().chain([&head]).fold(Run::default(), |acc, run| acc.merge(run, 0));
+        let merged = merge_all(self.runs.iter().chain([&head]), 0);
         (merged.len(), std::borrow::Cow::Owned(merged.data))
     }
 
@@ -334,20 +331,19 @@ impl Buffer {
 
 }
 
+/// Merges runs (oldest first) into one. Newest (smallest) first, so each merge copies what is
+/// merged so far plus one run about as large: about twice the bytes in all, where oldest first
+/// copies the largest run once per run.
+fn merge_all<'a>(runs: impl DoubleEndedIterator<Item = &'a Run>, horizon: Seq) -> Run {
+    runs.rev().fold(Run::default(), |newer, older| older.merge(&newer, horizon))
+}
+
 /// Whether no key lies within the bounds (`BTreeMap::range` panics on such bounds).
 fn bounds_empty(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
     match (lo, hi) {
         (Bound::Included(l), Bound::Included(h)) => l > h,
         (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(h)) | (Bound::Excluded(l), Bound::Included(h)) => l >= h,
         _ => false,
-    }
-}
-
-fn below(key: &[u8], hi: Bound<&[u8]>) -> bool {
-    match hi {
-        Bound::Included(hi) => key <= hi,
-        Bound::Excluded(hi) => key < hi,
-        Bound::Unbounded => true,
     }
 }
 
@@ -381,9 +377,7 @@ impl Run {
         }
         self.offsets.push(self.data.len() as u32);
         let out = &mut self.data;
-        out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-        out.extend_from_slice(key);
-        out.extend_from_slice(&(events.len() as u32).to_le_bytes());
+        flat::write_entry_head(out, key, events.len());
         for (seq, event) in events {
             out.extend_from_slice(&seq.to_le_bytes());
             match event {
@@ -415,10 +409,13 @@ impl Run {
         self.data.len() + 4 * self.offsets.len()
     }
 
+    /// Where entry `index` starts (the end of the data past the last entry).
+    fn offset(&self, index: usize) -> usize {
+        self.offsets.get(index).map_or(self.data.len(), |&o| o as usize)
+    }
+
     pub(super) fn raw(&self, index: usize) -> &[u8] {
-        let start = self.offsets.get(index).map_or(self.data.len(), |&s| s as usize);
-        let end = self.offsets.get(index + 1).map_or(self.data.len(), |&e| e as usize);
-        self.data.get(start..end).unwrap_or(&[])
+        self.data.get(self.offset(index)..self.offset(index + 1)).unwrap_or(&[])
     }
 
     pub(super) fn key(&self, index: usize) -> &[u8] {
@@ -433,8 +430,16 @@ impl Run {
 
     /// The encoded bytes of entries `range`.
     pub(super) fn span_bytes(&self, range: std::ops::Range<usize>) -> usize {
-        let at = |index: usize| self.offsets.get(index).map_or(self.data.len(), |&o| o as usize);
-        at(range.end).saturating_sub(at(range.start))
+        self.offset(range.end).saturating_sub(self.offset(range.start))
+    }
+
+    /// A copy of entries `first..end`.
+    fn copy_entries(&self, first: usize, end: usize) -> Run {
+        let from = self.offset(first);
+        Run {
+            data: self.data.get(from..self.offset(end)).unwrap_or(&[]).to_vec(),
+            offsets: self.offsets.get(first..end).unwrap_or(&[]).iter().map(|o| o - from as u32).collect(),
+        }
     }
 
     /// The first entry within the lower bound.
@@ -503,23 +508,14 @@ impl Run {
         if first >= end {
             return Run::default();
         }
-        let from = self.offsets.get(first).map_or(self.data.len(), |&o| o as usize);
-        let to = self.offsets.get(end).map_or(self.data.len(), |&o| o as usize);
-        Run {
-            data: self.data.get(from..to).unwrap_or(&[]).to_vec(),
-            offsets: self.offsets.get(first..end).unwrap_or(&[]).iter().map(|o| o - from as u32).collect(),
-        }
+        self.copy_entries(first, end)
     }
 
     /// Splits off the entries with keys `>= pivot` (copied into the returned run).
     fn split_off(&mut self, pivot: &[u8]) -> Run {
         let at = self.find(pivot).unwrap_or_else(|i| i);
-        let from = self.offsets.get(at).map_or(self.data.len(), |&o| o as usize);
-        let upper = Run {
-            data: self.data.get(from..).unwrap_or(&[]).to_vec(),
-            offsets: self.offsets.get(at..).unwrap_or(&[]).iter().map(|o| o - from as u32).collect(),
-        };
-        self.data.truncate(from);
+        let upper = self.copy_entries(at, self.len());
+        self.data.truncate(self.offset(at));
         self.offsets.truncate(at);
         self.shrink();
         upper

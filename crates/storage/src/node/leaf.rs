@@ -19,6 +19,7 @@ use std::ops::Bound;
 use crate::message::{Event, Seq, UpdateFn};
 use crate::node::basement::{encode_entry, entry_len, Basement, EntryRef, Version};
 use crate::node::buffer::{RangeDelete, Run};
+use crate::node::flat::below;
 
 /// The versions of `key` after `events` (in sequence order) reach its versions in the leaf
 /// (`old`), without the versions no reader can see any more: those before the newest one at or
@@ -356,19 +357,23 @@ impl Messages<'_> {
     fn events(&self, index: usize) -> Vec<(Seq, Event)> {
         let mut events = Vec::new();
         self.points.events_into(index, &mut events);
-        let key = self.points.key(index);
+        self.add_range_deletes(self.points.key(index), &mut events);
+        events
+    }
+
+    fn range_deletes(&self, key: &[u8]) -> Vec<(Seq, Event)> {
+        let mut deletes = Vec::new();
+        self.add_range_deletes(key, &mut deletes);
+        deletes
+    }
+
+    /// Adds the range deletes covering `key` to its events, keeping sequence order.
+    fn add_range_deletes(&self, key: &[u8], events: &mut Vec<(Seq, Event)>) {
         let before = events.len();
         events.extend(self.ranges.iter().filter(|r| r.contains(key)).map(|r| (r.seq, Event::Delete)));
         if events.len() > before {
             events.sort_by_key(|(seq, _)| *seq);
         }
-        events
-    }
-
-    fn range_deletes(&self, key: &[u8]) -> Vec<(Seq, Event)> {
-        let mut deletes: Vec<(Seq, Event)> = self.ranges.iter().filter(|r| r.contains(key)).map(|r| (r.seq, Event::Delete)).collect();
-        deletes.sort_by_key(|(seq, _)| *seq);
-        deletes
     }
 }
 
@@ -376,14 +381,6 @@ fn above(key: &[u8], lo: Bound<&[u8]>) -> bool {
     match lo {
         Bound::Included(lo) => key >= lo,
         Bound::Excluded(lo) => key > lo,
-        Bound::Unbounded => true,
-    }
-}
-
-fn below(key: &[u8], hi: Bound<&[u8]>) -> bool {
-    match hi {
-        Bound::Included(hi) => key <= hi,
-        Bound::Excluded(hi) => key < hi,
         Bound::Unbounded => true,
     }
 }

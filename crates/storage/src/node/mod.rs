@@ -119,6 +119,7 @@ impl Internal {
     /// Routes runs of messages (from a flush above) to the buffers of the children they cover.
     pub fn push_runs(&mut self, runs: &[buffer::Run], horizon: Seq) {
         for index in 0..self.buffers.len() {
+            // The pivots by field, not `child_range`: the buffers are borrowed mutably beside them.
             let (lo, hi) = (index.checked_sub(1).and_then(|i| self.pivots.get(i)), self.pivots.get(index));
             if let Some(buffer) = self.buffers.get_mut(index) {
                 buffer.push_runs(runs, lo.map(Vec::as_slice), hi.map(Vec::as_slice), horizon);

@@ -178,6 +178,7 @@ fn inject_point(ctx: &Ctx<'_>, root: &mut NodeId, key: Vec<u8>, seq: Seq, event:
                 return fix_path(ctx, root, path);
             }
             Step::Buffer(target) => {
+                // Buffering in the leaf's parent: the path now ends above that parent.
                 if target != id {
                     path.pop();
                 }
