@@ -128,7 +128,7 @@ fn write_and_commit(
     let mut bytes = 0u64;
     for (id, node, version) in captured.nodes.dirty {
         let written = shared.store.write_node(id, &node)?;
-        bytes += u64::from(written.len);
+        bytes += u64::from(written.addr.len);
         blocks.push((id, shared.store.mark_written(id, version, written)));
     }
     let catalog = Catalog { trees: captured.trees, blocks: blocks.into_iter().map(|(id, addr)| (id.0, addr)).collect() };

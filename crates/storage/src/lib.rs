@@ -23,6 +23,7 @@ mod recovery;
 mod snapshot;
 mod stats;
 mod store;
+mod thin;
 mod transaction;
 mod tree;
 mod wal;

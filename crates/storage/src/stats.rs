@@ -84,9 +84,15 @@ pub struct Stats {
     /// Accounted bytes of nodes in memory, and the budget they are held to.
     pub cache_used_bytes: u64,
     pub cache_budget_bytes: u64,
-    /// Nodes dropped from memory, nodes read back, dirty nodes written to make room.
+    /// Nodes dropped from memory, whole nodes read back, dirty nodes written to make room.
     pub evictions: u64,
     pub cache_loads: u64,
+    /// Eviction steps short of dropping a node: a node made thin (its layout kept, its basements
+    /// or buffers dropped) or a thin node's sections dropped.
+    pub partial_evictions: u64,
+    /// Reads of a node's head alone and of single sections (a basement or a buffer), by readers.
+    pub head_loads: u64,
+    pub section_loads: u64,
     pub write_backs: u64,
     /// Writers that waited for eviction because the cache was far over budget.
     pub throttle_waits: u64,
@@ -111,6 +117,9 @@ pub(crate) fn add_cache_and_disk(stats: &mut Stats, shared: &crate::engine::Shar
     stats.cache_budget_bytes = shared.options.cache_size_bytes as u64;
     stats.evictions = c.evictions.load(Relaxed);
     stats.cache_loads = c.loads.load(Relaxed);
+    stats.partial_evictions = c.partial_evictions.load(Relaxed);
+    stats.head_loads = c.head_loads.load(Relaxed);
+    stats.section_loads = c.section_loads.load(Relaxed);
     stats.write_backs = c.write_backs.load(Relaxed);
     stats.throttle_waits = c.throttle_waits.load(Relaxed);
     stats.write_copies = c.copies.load(Relaxed);

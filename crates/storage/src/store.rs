@@ -8,10 +8,12 @@
 //! Cache: nodes in memory are charged their accounted size against one budget, and so is a
 //! version a writer replaced while a checkpoint or an eviction still holds it, until they drop it
 //! (`CachedNode`): during a checkpoint, writers copy the nodes it has not written yet, and those
-//! copies are real memory. Past it, the
-//! least recently used nodes are evicted: clean ones simply dropped, dirty ones first written to
-//! a new block (copy-on-write: never over a block a checkpoint may still name). A node evicted is
-//! read back, checked and decoded on its next `get`. Over budget, a writer wakes the evictor
+//! copies are real memory. Past it, the least recently used nodes are evicted in steps (see
+//! `thin`): a whole node becomes *thin* (its layout only; a dirty one is first written to a new
+//! block, copy-on-write: never over a block a checkpoint may still name), a thin node loses the
+//! sections readers loaded into it, and only a thin node with none left is dropped. Readers
+//! (`view`) read a node's head and then single sections; writers (`get`, `take`) read the whole
+//! node, checked and decoded. Over budget, a writer wakes the evictor
 //! thread and goes on, so that compressing and writing nodes out overlaps with its work; far
 //! over budget it waits for the running eviction and evicts itself, which is the engine's
 //! backpressure. Only one thread evicts at a time.
@@ -31,9 +33,10 @@ use parking_lot::{Condvar, Mutex};
 use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::file::{BlockAddr, DataFile};
-use crate::node::codec::{decode_node, encode_node};
+use crate::node::codec::{self, decode_node, encode_node, Head, Layout};
 use crate::node::{Internal, Node, NodeId};
 use crate::stats::TRACKED_LEVELS;
+use crate::thin::{Part, Thin, View};
 
 const SHARDS: usize = 16;
 
@@ -84,14 +87,31 @@ impl Drop for CachedNode {
     }
 }
 
+/// What of a node is in memory.
+enum Resident {
+    Whole(Arc<CachedNode>),
+    Thin(Arc<Thin>),
+}
+
+impl Resident {
+    fn memory_bytes(&self) -> usize {
+        match self {
+            Resident::Whole(node) => node.memory_bytes(),
+            Resident::Thin(thin) => thin.memory_bytes(),
+        }
+    }
+}
+
 struct Slot {
-    node: Option<Arc<CachedNode>>,
+    node: Option<Resident>,
     /// Accounted bytes while in memory.
     size: usize,
     dirty: bool,
     /// Bumped on every `put`: a write-back or checkpoint of an older version does not clean it.
     version: u64,
     addr: Option<BlockAddr>,
+    /// The layout of the block at `addr`, once known (`None` for a block of the first format).
+    layout: Option<Arc<Layout>>,
     /// Out with a writer between `take` and `put`.
     taken: bool,
     last_used: u64,
@@ -105,8 +125,14 @@ pub(crate) struct Disk {
 
 #[derive(Default)]
 pub(crate) struct CacheCounters {
+    /// Whole nodes read.
     pub loads: AtomicU64,
+    /// Heads read alone (a reader reaching a node not in memory), sections read alone.
+    pub head_loads: AtomicU64,
+    pub section_loads: AtomicU64,
+    /// Nodes dropped from memory entirely; nodes made thin or thinner (sections dropped).
     pub evictions: AtomicU64,
+    pub partial_evictions: AtomicU64,
     pub write_backs: AtomicU64,
     pub throttle_waits: AtomicU64,
     /// Nodes a writer copied because a checkpoint or an eviction still held them.
@@ -115,6 +141,12 @@ pub(crate) struct CacheCounters {
     /// Node bytes written (after compression) by the height of the node.
     pub bytes_written_by_height: [AtomicU64; TRACKED_LEVELS],
     pub bytes_before_compression: AtomicU64,
+}
+
+/// A node block written: where, and its layout.
+pub(crate) struct Written {
+    pub addr: BlockAddr,
+    pub layout: Option<Arc<Layout>>,
 }
 
 /// What a checkpoint captures from the cache at its consistent point.
@@ -216,7 +248,8 @@ impl NodeStore {
     /// Registers the nodes of a checkpoint as on disk, not yet read (recovery).
     pub fn load_blocks(&self, blocks: &[(u64, BlockAddr)]) {
         for &(id, addr) in blocks {
-            let slot = Slot { node: None, size: 0, dirty: false, version: 0, addr: Some(addr), taken: false, last_used: 0 };
+            let slot =
+                Slot { node: None, size: 0, dirty: false, version: 0, addr: Some(addr), layout: None, taken: false, last_used: 0 };
             self.shard(NodeId(id)).lock().insert(NodeId(id), slot);
         }
     }
@@ -224,62 +257,156 @@ impl NodeStore {
     pub fn allocate(&self, node: Node) -> Result<NodeId> {
         let id = NodeId(self.next_id.fetch_add(1, Ordering::AcqRel));
         let size = node.memory_bytes();
-        let slot = Slot { node: Some(CachedNode::new(node, &self.used_bytes)), size, dirty: true, version: 1, addr: None, taken: false, last_used: self.tick() };
+        let node = Some(Resident::Whole(CachedNode::new(node, &self.used_bytes)));
+        let slot = Slot { node, size, dirty: true, version: 1, addr: None, layout: None, taken: false, last_used: self.tick() };
         self.shard(id).lock().insert(id, slot);
         self.used_bytes.fetch_add(size, Ordering::Relaxed);
         self.maybe_evict()?;
         Ok(id)
     }
 
+    /// The whole node, read from disk if it is not in memory whole (writers, flushes, verify).
     pub fn get(&self, id: NodeId) -> Result<Arc<CachedNode>> {
         // A checkpoint may move a clean node to the block it wrote while we read the old one (same
         // version, same content); reading again from the new block is simplest and rare.
         for _ in 0..8 {
             let addr = {
                 let mut shard = self.shard(id).lock();
-                let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
-                if slot.taken {
-                    return Err(Error::Invariant(format!("node {} read while a writer has it", id.0)));
-                }
-                slot.last_used = self.tick();
+                let slot = self.readable(&mut shard, id)?;
                 match (&slot.node, slot.addr) {
-                    (Some(node), _) => return Ok(Arc::clone(node)),
-                    (None, Some(addr)) => addr,
-                    (None, None) => return Err(missing(id)),
+                    (Some(Resident::Whole(node)), _) => return Ok(Arc::clone(node)),
+                    (_, Some(addr)) => addr,
+                    (_, None) => return Err(missing(id)),
                 }
             };
             if let Some(node) = self.load(id, addr)? {
                 return Ok(node);
             }
         }
-        Err(Error::Invariant(format!("node {} kept moving while it was read", id.0)))
+        Err(moving(id))
     }
 
-    /// Reads a node from `addr` into its slot; `None` if the slot moved meanwhile.
+    /// The node as a reader needs it: whatever of it is in memory, or its head alone read from
+    /// disk (its sections are then read one by one as the reader asks: `part`).
+    pub fn view(&self, id: NodeId) -> Result<View> {
+        for _ in 0..8 {
+            let addr = {
+                let mut shard = self.shard(id).lock();
+                let slot = self.readable(&mut shard, id)?;
+                match (&slot.node, slot.addr) {
+                    (Some(Resident::Whole(node)), _) => return Ok(View::Whole(Arc::clone(node))),
+                    (Some(Resident::Thin(thin)), _) => return Ok(View::Thin(Arc::clone(thin))),
+                    (None, Some(addr)) => addr,
+                    (None, None) => return Err(missing(id)),
+                }
+            };
+            if let Some(view) = self.load_head(id, addr)? {
+                return Ok(view);
+            }
+        }
+        Err(moving(id))
+    }
+
+    /// The slot of a node a reader may look at, marked as just used.
+    fn readable<'a>(&self, shard: &'a mut HashMap<NodeId, Slot>, id: NodeId) -> Result<&'a mut Slot> {
+        let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
+        if slot.taken {
+            return Err(Error::Invariant(format!("node {} read while a writer has it", id.0)));
+        }
+        slot.last_used = self.tick();
+        Ok(slot)
+    }
+
+    /// Puts what was read into a slot, in place of what is there; the caller checked the slot.
+    fn install(&self, slot: &mut Slot, resident: Option<Resident>) {
+        let size = resident.as_ref().map_or(0, Resident::memory_bytes);
+        self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
+        self.used_bytes.fetch_add(size, Ordering::Relaxed);
+        slot.node = resident;
+        slot.size = size;
+    }
+
+    /// Reads a whole node from `addr` into its slot; `None` if the slot moved meanwhile.
     fn load(&self, id: NodeId, addr: BlockAddr) -> Result<Option<Arc<CachedNode>>> {
-        let node = CachedNode::new(self.read_node(id, addr)?, &self.used_bytes);
-        let size = node.memory_bytes();
+        let disk = self.disk.as_ref().ok_or_else(|| missing(id))?;
+        let (node, layout) = decode_node(id, &disk.file.read_block(addr, id.0)?)?;
+        let node = CachedNode::new(node, &self.used_bytes);
         let mut shard = self.shard(id).lock();
         let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
         match &slot.node {
-            Some(loaded) => Ok(Some(Arc::clone(loaded))),
-            None if slot.addr == Some(addr) && !slot.taken => {
-                slot.node = Some(Arc::clone(&node));
-                slot.size = size;
-                self.used_bytes.fetch_add(size, Ordering::Relaxed);
+            Some(Resident::Whole(loaded)) => Ok(Some(Arc::clone(loaded))),
+            _ if slot.addr == Some(addr) && !slot.taken => {
+                slot.layout = layout.map(Arc::new);
+                self.install(slot, Some(Resident::Whole(Arc::clone(&node))));
                 self.counters.loads.fetch_add(1, Ordering::Relaxed);
                 drop(shard);
                 self.maybe_evict()?;
                 Ok(Some(node))
             }
+            _ => Ok(None),
+        }
+    }
+
+    /// Reads a node's head from `addr` into its slot as a thin node; `None` if the slot moved
+    /// meanwhile. A block of the first format has no head: it is read whole.
+    fn load_head(&self, id: NodeId, addr: BlockAddr) -> Result<Option<View>> {
+        let disk = self.disk.as_ref().ok_or_else(|| missing(id))?;
+        // Most heads fit in the first page; a node with long pivots needs a second read.
+        let mut head = disk.file.read_payload_prefix(addr, id.0, 4096)?;
+        let Some(head_len) = head.get(..codec::HEAD_PREFIX_BYTES).and_then(codec::head_len) else {
+            return Ok(self.load(id, addr)?.map(View::Whole));
+        };
+        if head_len > head.len() {
+            head = disk.file.read_payload_prefix(addr, id.0, head_len)?;
+        }
+        let Some(layout) = codec::decode_layout(id, head.get(..head_len).unwrap_or_default())? else {
+            return Ok(self.load(id, addr)?.map(View::Whole));
+        };
+        let layout = Arc::new(layout);
+        let thin = Arc::new(Thin::new(id, addr, Arc::clone(&layout)));
+        let mut shard = self.shard(id).lock();
+        let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
+        match &slot.node {
+            Some(Resident::Whole(node)) => Ok(Some(View::Whole(Arc::clone(node)))),
+            Some(Resident::Thin(thin)) => Ok(Some(View::Thin(Arc::clone(thin)))),
+            None if slot.addr == Some(addr) && !slot.taken => {
+                slot.layout = Some(layout);
+                self.install(slot, Some(Resident::Thin(Arc::clone(&thin))));
+                self.counters.head_loads.fetch_add(1, Ordering::Relaxed);
+                drop(shard);
+                self.maybe_evict()?;
+                Ok(Some(View::Thin(thin)))
+            }
             None => Ok(None),
         }
     }
 
-    fn read_node(&self, id: NodeId, addr: BlockAddr) -> Result<Node> {
-        let disk = self.disk.as_ref().ok_or_else(|| missing(id))?;
-        let payload = disk.file.read_block(addr, id.0)?;
-        decode_node(&payload)
+    /// Section `index` of a thin node, read alone from its block if it is not in memory, and
+    /// kept with the node if the node is still the one in its slot.
+    pub fn part(&self, thin: &Arc<Thin>, index: usize) -> Result<Option<Part>> {
+        if let Some(part) = thin.part(index) {
+            return Ok(Some(part.clone()));
+        }
+        let Some(section) = thin.layout.sections.get(index) else { return Ok(None) };
+        let disk = self.disk.as_ref().ok_or_else(|| missing(thin.id))?;
+        let bytes = disk.file.read_payload_range(thin.block, thin.id.0, section.offset as usize, section.len as usize)?;
+        let part = match &thin.layout.head {
+            Head::Leaf { .. } => Part::Basement(Arc::new(codec::decode_basement_section(thin.id, &bytes, section)?)),
+            Head::Internal { .. } => Part::Buffer(Arc::new(codec::decode_buffer_section(thin.id, &bytes, section)?)),
+        };
+        self.counters.section_loads.fetch_add(1, Ordering::Relaxed);
+        let mut shard = self.shard(thin.id).lock();
+        if let Some(slot) = shard.get_mut(&thin.id) {
+            if let Some(Resident::Thin(current)) = &slot.node {
+                if current.block == thin.block && current.part(index).is_none() && !slot.taken {
+                    let thicker = Arc::new(current.with_part(index, part.clone()));
+                    self.install(slot, Some(Resident::Thin(thicker)));
+                }
+            }
+        }
+        drop(shard);
+        self.maybe_evict()?;
+        Ok(Some(part))
     }
 
     /// Removes the node for changing; the caller `put`s it back. If a checkpoint or an eviction
@@ -313,7 +440,7 @@ impl NodeStore {
             let mut shard = self.shard(id).lock();
             let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
             self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
-            slot.node = Some(CachedNode::new(node, &self.used_bytes));
+            slot.node = Some(Resident::Whole(CachedNode::new(node, &self.used_bytes)));
             slot.size = size;
             slot.dirty = true;
             slot.version += 1;
@@ -341,7 +468,8 @@ impl NodeStore {
         for shard in &self.shards {
             for slot in shard.lock().values() {
                 nodes += 1;
-                if let Some(Node::Internal(internal)) = slot.node.as_deref().map(|cached| &cached.node) {
+                if let Some(Resident::Whole(cached)) = &slot.node {
+                    let Node::Internal(internal) = &cached.node else { continue };
                     let height = (internal.height as usize).min(TRACKED_LEVELS - 1);
                     if let Some(total) = buffered.get_mut(height) {
                         *total += internal.buffered_bytes() as u64;
@@ -419,56 +547,69 @@ impl NodeStore {
         self.evictor.set_running(false);
     }
 
-    /// Drops one node from memory, writing it to a new block first if it is dirty.
+    /// Evicts one step of a node (see `thin`): a whole node becomes thin, written to a new block
+    /// first if it is dirty; a thin node drops its sections; a thin node without any is dropped.
+    /// A node whose block has no layout (the first format) is dropped whole.
     fn evict(&self, id: NodeId) -> Result<()> {
-        let (node, version, dirty) = {
+        let (node, version) = {
             let mut shard = self.shard(id).lock();
             let Some(slot) = shard.get_mut(&id) else { return Ok(()) };
-            let Some(node) = slot.node.clone() else { return Ok(()) };
             if slot.taken {
                 return Ok(());
             }
-            if !slot.dirty {
-                slot.node = None;
-                self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
-                slot.size = 0;
-                self.counters.evictions.fetch_add(1, Ordering::Relaxed);
-                return Ok(());
+            match &slot.node {
+                None => return Ok(()),
+                Some(Resident::Whole(node)) if slot.dirty => (Arc::clone(node), slot.version),
+                Some(Resident::Whole(_)) => {
+                    let thin = slot.addr.zip(slot.layout.clone()).map(|(addr, layout)| Thin::new(id, addr, layout));
+                    self.evict_to(slot, thin);
+                    return Ok(());
+                }
+                Some(Resident::Thin(thin)) => {
+                    let thinner = thin.has_parts().then(|| thin.without_parts());
+                    self.evict_to(slot, thinner);
+                    return Ok(());
+                }
             }
-            (node, slot.version, slot.dirty)
         };
-        debug_assert!(dirty);
-        let addr = self.write_node(id, &node)?;
+        let written = self.write_node(id, &node)?;
         self.counters.write_backs.fetch_add(1, Ordering::Relaxed);
         let mut shard = self.shard(id).lock();
         match shard.get_mut(&id) {
             Some(slot) if slot.version == version && !slot.taken => {
-                if let Some(old) = slot.addr.replace(addr) {
+                if let Some(old) = slot.addr.replace(written.addr) {
                     self.superseded.lock().push(old);
                 }
+                slot.layout = written.layout.clone();
                 slot.dirty = false;
-                slot.node = None;
-                self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
-                slot.size = 0;
-                self.counters.evictions.fetch_add(1, Ordering::Relaxed);
+                let thin = written.layout.map(|layout| Thin::new(id, written.addr, layout));
+                self.evict_to(slot, thin);
             }
             // Changed (or freed) while being written: the block holds a version nobody names.
-            _ => self.free_unreferenced(addr),
+            _ => self.free_unreferenced(written.addr),
         }
         Ok(())
     }
 
+    /// Replaces a clean slot's node by a thinner one, or by nothing.
+    fn evict_to(&self, slot: &mut Slot, thinner: Option<Thin>) {
+        let counter = if thinner.is_some() { &self.counters.partial_evictions } else { &self.counters.evictions };
+        counter.fetch_add(1, Ordering::Relaxed);
+        self.install(slot, thinner.map(|thin| Resident::Thin(Arc::new(thin))));
+    }
+
     /// Encodes and writes a node to a new block.
-    pub fn write_node(&self, id: NodeId, node: &Node) -> Result<BlockAddr> {
+    pub fn write_node(&self, id: NodeId, node: &Node) -> Result<Written> {
         let disk = self.disk.as_ref().ok_or_else(|| Error::Invariant("write-back without a disk".into()))?;
-        let payload = encode_node(node, disk.compression);
+        let payload = encode_node(id, node, disk.compression);
         self.counters.bytes_before_compression.fetch_add(node.size_bytes() as u64, Ordering::Relaxed);
         self.counters.bytes_written.fetch_add(payload.len() as u64, Ordering::Relaxed);
         let level = (node.height() as usize).min(TRACKED_LEVELS - 1);
         if let Some(counter) = self.counters.bytes_written_by_height.get(level) {
             counter.fetch_add(payload.len() as u64, Ordering::Relaxed);
         }
-        disk.file.write_block(id.0, &payload)
+        let layout = codec::decode_layout(id, &payload)?.map(Arc::new);
+        Ok(Written { addr: disk.file.write_block(id.0, &payload)?, layout })
     }
 
     fn free_unreferenced(&self, addr: BlockAddr) {
@@ -484,7 +625,7 @@ impl NodeStore {
         for shard in &self.shards {
             for (id, slot) in shard.lock().iter() {
                 match (&slot.node, slot.dirty, slot.addr) {
-                    (Some(node), true, _) => capture.dirty.push((*id, Arc::clone(node), slot.version)),
+                    (Some(Resident::Whole(node)), true, _) => capture.dirty.push((*id, Arc::clone(node), slot.version)),
                     (_, false, Some(addr)) => capture.clean.push((*id, addr)),
                     _ => return Err(Error::Invariant(format!("node {} is neither in memory nor on disk", id.0))),
                 }
@@ -493,39 +634,41 @@ impl NodeStore {
         Ok(capture)
     }
 
-    /// The checkpoint wrote version `version` of a node to `addr`; returns the block its catalog
-    /// names for the node.
+    /// The checkpoint wrote version `version` of a node; returns the block its catalog names for
+    /// the node.
     ///
     /// If an eviction wrote the same version meanwhile and dropped the node from memory, readers
     /// may be reading the eviction's block right now (a reader copies a slot's address and reads
     /// without the shard lock), so that block stays and the checkpoint names it; the
     /// checkpoint's own copy, which no reader was ever told about, is freed at once. The
     /// eviction's write finished before this call, so the checkpoint's data-file sync covers it.
-    pub fn mark_written(&self, id: NodeId, version: u64, addr: BlockAddr) -> BlockAddr {
+    pub fn mark_written(&self, id: NodeId, version: u64, written: Written) -> BlockAddr {
         let mut shard = self.shard(id).lock();
         match shard.get_mut(&id) {
             Some(slot) if slot.version == version && slot.dirty => {
-                if let Some(old) = slot.addr.replace(addr) {
+                if let Some(old) = slot.addr.replace(written.addr) {
                     self.superseded.lock().push(old);
                 }
+                slot.layout = written.layout;
                 slot.dirty = false;
-                addr
+                written.addr
             }
             Some(slot) if slot.version == version => match slot.addr {
                 Some(evicted) => {
-                    self.free_unreferenced(addr);
+                    self.free_unreferenced(written.addr);
                     evicted
                 }
                 None => {
-                    slot.addr = Some(addr);
-                    addr
+                    slot.addr = Some(written.addr);
+                    slot.layout = written.layout;
+                    written.addr
                 }
             },
             // Changed or freed since the capture: the checkpoint names this block, the next one
             // will not.
             _ => {
-                self.superseded.lock().push(addr);
-                addr
+                self.superseded.lock().push(written.addr);
+                written.addr
             }
         }
     }
@@ -548,6 +691,10 @@ impl NodeStore {
 
 fn missing(id: NodeId) -> Error {
     Error::Corruption(format!("node {} is not in the store", id.0))
+}
+
+fn moving(id: NodeId) -> Error {
+    Error::Invariant(format!("node {} kept moving while it was read", id.0))
 }
 
 #[cfg(test)]
@@ -576,12 +723,13 @@ mod tests {
         store.evict(id).expect("evict");
         let evicted = store.shard(id).lock().get(&id).and_then(|slot| slot.addr).expect("evicted to a block");
         let written = store.write_node(id, &node).expect("checkpoint write");
-        assert_ne!(written, evicted);
+        let written_at = written.addr;
+        assert_ne!(written_at, evicted);
         assert_eq!(store.mark_written(id, version, written), evicted, "the catalog names the block readers use");
         assert_eq!(store.shard(id).lock().get(&id).and_then(|slot| slot.addr), Some(evicted));
         // The checkpoint's copy went back to the allocator; the evicted block did not.
         let again = store.write_node(id, &node).expect("a new write");
-        assert_eq!(again.offset, written.offset, "the checkpoint's unnamed copy is reused first");
+        assert_eq!(again.addr.offset, written_at.offset, "the checkpoint's unnamed copy is reused first");
         assert!(store.get(id).is_ok(), "the node reads back from the block readers were handed");
     }
 

@@ -5,7 +5,8 @@
 //! ```text
 //! slot (4096 bytes, at 0 or 4096):
 //!   magic "STRATA\0\x01"(8) checksum:u32 (crc32c of the body) body  (rest of the slot zero)
-//! body, format 2 (80 bytes):
+//! body, format 3 (80 bytes; format 2, the same, names a file that may hold node blocks of the
+//! first node format only — see `node::codec`; a binary that reads only those refuses format 3):
 //!   format:u32 generation:u64 checkpoint_seq:u64 log_segment:u64 next_node_id:u64
 //!   next_tree_id:u64 catalog_offset:u64 catalog_len:u32 reserved(8)
 //!   node_size:u32 basement_size:u32 fanout:u32 reserved(4)
@@ -20,7 +21,8 @@ use crate::file::allocator::PAGE_BYTES;
 use crate::node::codec::Reader;
 
 const MAGIC: &[u8; 8] = b"STRATA\0\x01";
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
+const FORMAT_2: u32 = 2;
 const FORMAT_1_BODY_BYTES: usize = 64;
 const BODY_BYTES: usize = 80;
 
@@ -89,7 +91,7 @@ impl Header {
         let format = Reader::new(r.take(4)?).u32()?;
         let body_bytes = match format {
             1 => FORMAT_1_BODY_BYTES,
-            FORMAT => BODY_BYTES,
+            FORMAT_2 | FORMAT => BODY_BYTES,
             _ => return Err(corrupt("unknown format version")),
         };
         let body = slot.get(12..12 + body_bytes).ok_or_else(|| corrupt("truncated"))?;
@@ -107,7 +109,7 @@ impl Header {
             catalog_len: r.u32()?,
             shape: None,
         };
-        if format == FORMAT {
+        if format != 1 {
             r.take(8)?;
             header.shape = Some(Shape { node_size_bytes: r.u32()?, basement_size_bytes: r.u32()?, fanout: r.u32()? });
         }

@@ -98,6 +98,38 @@ impl DataFile {
         Ok(payload.to_vec())
     }
 
+    /// Reads `len` bytes at `offset` of a block's payload without reading the rest: the start of
+    /// a node's encoding (its head), or one of its sections. The caller checks them (heads and
+    /// sections carry their own checksums); here only the block's header is checked, when the
+    /// read includes it, and the range against the block's length.
+    pub fn read_payload_range(&self, addr: BlockAddr, node_id: u64, offset: usize, len: usize) -> Result<Vec<u8>> {
+        let corrupt = |what: &str| Error::Corruption(format!("block at {} for node {node_id}: {what}", addr.offset));
+        let payload_len = (addr.len as usize).checked_sub(BLOCK_HEADER_BYTES).ok_or_else(|| corrupt("shorter than a block header"))?;
+        if offset.checked_add(len).is_none_or(|end| end > payload_len) {
+            return Err(corrupt(&format!("range {offset}+{len} outside a payload of {payload_len}")));
+        }
+        let mut bytes = vec![0; len];
+        self.file.read_exact_at(&mut bytes, addr.offset + (BLOCK_HEADER_BYTES + offset) as u64)?;
+        Ok(bytes)
+    }
+
+    /// Reads the first `len` bytes of a block's payload, checking the block's magic and node id.
+    pub fn read_payload_prefix(&self, addr: BlockAddr, node_id: u64, len: usize) -> Result<Vec<u8>> {
+        let corrupt = |what: &str| Error::Corruption(format!("block at {} for node {node_id}: {what}", addr.offset));
+        let payload_len = (addr.len as usize).checked_sub(BLOCK_HEADER_BYTES).ok_or_else(|| corrupt("shorter than a block header"))?;
+        let len = len.min(payload_len);
+        let mut block = vec![0; BLOCK_HEADER_BYTES + len];
+        self.file.read_exact_at(&mut block, addr.offset)?;
+        let (head, payload) = block.split_at(BLOCK_HEADER_BYTES);
+        let field = |range: std::ops::Range<usize>| head.get(range).unwrap_or_default();
+        let id = u64::from_le_bytes(field(8..16).try_into().map_err(|_| corrupt("node id"))?);
+        let stored_len = u32::from_le_bytes(field(16..20).try_into().map_err(|_| corrupt("length"))?);
+        if field(0..4) != BLOCK_MAGIC || id != node_id || stored_len as usize != payload_len {
+            return Err(corrupt("not this node's block"));
+        }
+        Ok(payload.to_vec())
+    }
+
     /// Returns a block's space for reuse. The caller guarantees no durable checkpoint names it.
     pub fn free(&self, addr: BlockAddr) {
         self.allocator.lock().free(addr.offset, u64::from(addr.len));

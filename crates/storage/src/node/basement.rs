@@ -18,9 +18,10 @@
 //! they read them as empty.
 
 use std::borrow::Cow;
+use std::ops::Bound;
 
 use crate::error::{Error, Result};
-use crate::message::Seq;
+use crate::message::{Event, Seq};
 use crate::node::flat::{self, read_u32};
 
 const TAG_DELETION: u8 = 0;
@@ -135,6 +136,23 @@ impl Basement {
 
     pub fn last_key(&self) -> Option<&[u8]> {
         self.len().checked_sub(1).and_then(|last| self.entry(last)).map(|e| e.key)
+    }
+
+    /// Appends `key`'s versions to `out` as events.
+    pub fn collect_events(&self, key: &[u8], out: &mut Vec<(Seq, Event)>) {
+        if let Some(entry) = self.find(key).ok().and_then(|i| self.entry(i)) {
+            out.extend(entry.versions().map(|(seq, v)| (seq, v.map_or(Event::Delete, |v| Event::Put(v.to_vec())))));
+        }
+    }
+
+    /// The entries with keys within the bounds, in key order.
+    pub fn entries_in<'a>(&'a self, lo: Bound<&'a [u8]>, hi: Bound<&'a [u8]>) -> impl Iterator<Item = EntryRef<'a>> + 'a {
+        let start = self.partition_point(|key| match lo {
+            Bound::Included(lo) => key < lo,
+            Bound::Excluded(lo) => key <= lo,
+            Bound::Unbounded => false,
+        });
+        (start..self.len()).filter_map(move |i| self.entry(i)).take_while(move |e| flat::below(e.key(), hi))
     }
 
     /// The entry with `key`, or where it would go.

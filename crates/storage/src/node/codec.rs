@@ -1,16 +1,21 @@
 //! Node encoding: the bytes a node is written as, and their decoding, which treats its input as
 //! untrusted (any byte string decodes to a node or to `Error::Corruption`, never a panic).
 //!
-//! All integers are little-endian. `bytes` is a u32 length then that many bytes. Each basement
-//! and each buffer is a separate length-prefixed *section*, compressed on its own (see
-//! `compression`), so that one can be read and decoded without the others.
+//! All integers are little-endian. `bytes` is a u32 length then that many bytes. A node is a
+//! *head* (what routes a key: pivots and children, or the basements' first keys) followed by its
+//! *sections* (one per basement or per buffer), each compressed on its own (see `compression`)
+//! and checksummed on its own, so that a reader holding the head can read, check and decode one
+//! section without the rest of the block (partial fetch; see `store` and `thin`).
 //!
 //! ```text
-//! node      := kind:u8 (1 leaf | 2 internal) body
-//! leaf      := basement_count:u32 section*            (one basement per section)
-//! internal  := height:u32 child_count:u32 child_id:u64*child_count
-//!              pivot:bytes*(child_count - 1) section*child_count   (one buffer per section)
-//! section   := len:u32 compressed(payload)
+//! node      := kind:u8 (3 leaf | 4 internal) head_len:u32 head_crc:u32 head section*
+//!              head_crc = crc32c(node_id:u64 | head)
+//! leaf head := basement_count:u32 (section_len:u32 section_crc:u32)*basement_count
+//!              first_key:bytes*(basement_count - 1)      (of basements 1.., ascending)
+//! internal head := height:u32 child_count:u32 child_id:u64*child_count
+//!              pivot:bytes*(child_count - 1) (section_len:u32 section_crc:u32)*child_count
+//! section   := compressed(payload), section_len bytes back to back after the head;
+//!              section_crc = crc32c(node_id:u64 | section)
 //! basement  := entry_count:u32 (key:bytes version_count:u32 (seq:u64 tag:u8 [value:bytes])*)*
 //!              tag: 0 deletion, 1 value; keys strictly ascending, versions strictly ascending,
 //!              each entry with a live version (the entries are also the basement's bytes in
@@ -19,6 +24,10 @@
 //!              range_count:u32 (start:bytes has_end:u8 [end:bytes] seq:u64)*
 //!              op: 0 put, 1 delete, 2 update
 //! ```
+//!
+//! Kinds 1 (leaf) and 2 (internal), written before 2026-11-23, are still read: the same sections
+//! without checksums, each length-prefixed, after `basement_count` or after the pivots. Their
+//! nodes are read whole only (they have no layout) until they are written again.
 
 use crate::compression::{compress, decompress, Compression};
 use crate::error::{Error, Result};
@@ -27,41 +36,231 @@ use crate::node::basement::Basement;
 use crate::node::leaf::Leaf;
 use crate::node::{Internal, Node, NodeId};
 
-const KIND_LEAF: u8 = 1;
-const KIND_INTERNAL: u8 = 2;
+const KIND_LEAF_V1: u8 = 1;
+const KIND_INTERNAL_V1: u8 = 2;
+const KIND_LEAF: u8 = 3;
+const KIND_INTERNAL: u8 = 4;
+/// kind, head_len, head_crc.
+pub const HEAD_PREFIX_BYTES: usize = 9;
 
-pub fn encode_node(node: &Node, compression: Compression) -> Vec<u8> {
-    let mut out = Vec::with_capacity(node.size_bytes() + 64);
-    match node {
+/// Where one section lies in a node's encoding (`offset` from the encoding's start) and its
+/// checksum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SectionRef {
+    pub offset: u32,
+    pub len: u32,
+    pub crc: u32,
+}
+
+/// What a node's head says: enough to route a key to a section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Head {
+    /// The first keys of basements 1.. (basement 0 also owns everything below the first).
+    Leaf { first_keys: Vec<Vec<u8>> },
+    Internal { height: u32, pivots: Vec<Vec<u8>>, children: Vec<NodeId> },
+}
+
+/// A node's head and where its sections are: all a thin node keeps (see `thin`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub head: Head,
+    pub sections: Vec<SectionRef>,
+}
+
+impl Layout {
+    /// The memory a layout holds, as charged to the cache.
+    pub fn memory_bytes(&self) -> usize {
+        let keys = match &self.head {
+            Head::Leaf { first_keys } => first_keys.iter().map(|k| k.len() + 24).sum::<usize>(),
+            Head::Internal { pivots, children, .. } => pivots.iter().map(|k| k.len() + 24).sum::<usize>() + 8 * children.len(),
+        };
+        keys + self.sections.len() * std::mem::size_of::<SectionRef>() + 96
+    }
+}
+
+pub fn encode_node(id: NodeId, node: &Node, compression: Compression) -> Vec<u8> {
+    let mut body = Vec::with_capacity(node.size_bytes() / 2 + 64);
+    let mut table = Vec::new();
+    let mut section = |raw: &[u8]| {
+        let start = body.len();
+        compress(compression, raw, &mut body);
+        let compressed = body.get(start..).unwrap_or_default();
+        put_u32(&mut table, compressed.len());
+        table.extend_from_slice(&section_crc(id, compressed).to_le_bytes());
+    };
+    let mut head = Vec::new();
+    let kind = match node {
         Node::Leaf(leaf) => {
-            out.push(KIND_LEAF);
-            put_u32(&mut out, leaf.basements().len());
             for basement in leaf.basements() {
-                put_section(&mut out, &encode_basement(basement), compression);
+                section(&encode_basement(basement));
             }
+            put_u32(&mut head, leaf.basements().len());
+            head.extend_from_slice(&table);
+            for basement in leaf.basements().iter().skip(1) {
+                put_bytes(&mut head, basement.first_key().unwrap_or_default());
+            }
+            KIND_LEAF
         }
         Node::Internal(internal) => {
-            out.push(KIND_INTERNAL);
-            put_u32(&mut out, internal.height as usize);
-            put_u32(&mut out, internal.children.len());
+            for buffer in &internal.buffers {
+                section(&encode_buffer(buffer));
+            }
+            put_u32(&mut head, internal.height as usize);
+            put_u32(&mut head, internal.children.len());
             for child in &internal.children {
-                out.extend_from_slice(&child.0.to_le_bytes());
+                head.extend_from_slice(&child.0.to_le_bytes());
             }
             for pivot in &internal.pivots {
-                put_bytes(&mut out, pivot);
+                put_bytes(&mut head, pivot);
             }
-            for buffer in &internal.buffers {
-                put_section(&mut out, &encode_buffer(buffer), compression);
-            }
+            head.extend_from_slice(&table);
+            KIND_INTERNAL
         }
-    }
+    };
+    let mut out = Vec::with_capacity(HEAD_PREFIX_BYTES + head.len() + body.len());
+    out.push(kind);
+    put_u32(&mut out, head.len());
+    out.extend_from_slice(&section_crc(id, &head).to_le_bytes());
+    out.extend_from_slice(&head);
+    out.extend_from_slice(&body);
     out
 }
 
-pub fn decode_node(bytes: &[u8]) -> Result<Node> {
+/// The checksum of a head or a section: the node id goes in, so that bytes of another node's
+/// block never pass for this one's.
+fn section_crc(id: NodeId, bytes: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&id.0.to_le_bytes()), bytes)
+}
+
+/// How many bytes from the start of an encoding hold its head, if `prefix` (at least
+/// `HEAD_PREFIX_BYTES` of it) is of a node with a layout.
+pub fn head_len(prefix: &[u8]) -> Option<usize> {
+    let mut r = Reader::new(prefix);
+    match r.u8().ok()? {
+        KIND_LEAF | KIND_INTERNAL => Some(HEAD_PREFIX_BYTES + r.u32().ok()? as usize),
+        _ => None,
+    }
+}
+
+/// Reads a node's layout from the start of its encoding (the head is enough), checking the
+/// head's checksum. `Ok(None)` for a node of the first format, which has no layout.
+pub fn decode_layout(id: NodeId, bytes: &[u8]) -> Result<Option<Layout>> {
+    let mut r = Reader::new(bytes);
+    let kind = r.u8()?;
+    if kind == KIND_LEAF_V1 || kind == KIND_INTERNAL_V1 {
+        return Ok(None);
+    }
+    let head_len = r.u32()? as usize;
+    let crc = r.u32()?;
+    let head = r.take(head_len)?;
+    if section_crc(id, head) != crc {
+        return Err(corrupt(format!("head checksum mismatch for node {}", id.0)));
+    }
+    let mut r = Reader::new(head);
+    let mut offset = HEAD_PREFIX_BYTES + head_len;
+    let mut table = |r: &mut Reader<'_>, count: usize| -> Result<Vec<SectionRef>> {
+        let mut sections = Vec::with_capacity(count);
+        for _ in 0..count {
+            let (len, crc) = (r.u32()?, r.u32()?);
+            let at = u32::try_from(offset).map_err(|_| corrupt("node too large".into()))?;
+            sections.push(SectionRef { offset: at, len, crc });
+            offset += len as usize;
+        }
+        Ok(sections)
+    };
+    let layout = match kind {
+        KIND_LEAF => {
+            let count = r.count(8)?;
+            if count == 0 {
+                return Err(corrupt("leaf without basements".into()));
+            }
+            let sections = table(&mut r, count)?;
+            let mut first_keys = Vec::with_capacity(count - 1);
+            for _ in 1..count {
+                let key = r.bytes()?.to_vec();
+                if first_keys.last().is_some_and(|previous: &Vec<u8>| previous >= &key) {
+                    return Err(corrupt("basement first keys out of order".into()));
+                }
+                first_keys.push(key);
+            }
+            Layout { head: Head::Leaf { first_keys }, sections }
+        }
+        KIND_INTERNAL => {
+            let height = r.u32()?;
+            let count = r.count(8)?;
+            if count == 0 || height == 0 {
+                return Err(corrupt("internal node without children or height".into()));
+            }
+            let mut children = Vec::with_capacity(count);
+            for _ in 0..count {
+                children.push(NodeId(r.u64()?));
+            }
+            let mut pivots = Vec::with_capacity(count - 1);
+            for _ in 1..count {
+                pivots.push(r.bytes()?.to_vec());
+            }
+            let sections = table(&mut r, count)?;
+            Layout { head: Head::Internal { height, pivots, children }, sections }
+        }
+        kind => return Err(corrupt(format!("unknown node kind {kind}"))),
+    };
+    r.finish()?;
+    Ok(Some(layout))
+}
+
+/// Checks one section's bytes against its checksum and decompresses them.
+fn open_section(id: NodeId, bytes: &[u8], section: &SectionRef) -> Result<Vec<u8>> {
+    if bytes.len() != section.len as usize || section_crc(id, bytes) != section.crc {
+        return Err(corrupt(format!("section checksum mismatch for node {}", id.0)));
+    }
+    decompress(bytes)
+}
+
+pub fn decode_basement_section(id: NodeId, bytes: &[u8], section: &SectionRef) -> Result<Basement> {
+    decode_basement(&open_section(id, bytes, section)?)
+}
+
+pub fn decode_buffer_section(id: NodeId, bytes: &[u8], section: &SectionRef) -> Result<Buffer> {
+    decode_buffer(&open_section(id, bytes, section)?)
+}
+
+/// Decodes a whole node; with a layout when it has one (not a node of the first format).
+pub fn decode_node(id: NodeId, bytes: &[u8]) -> Result<(Node, Option<Layout>)> {
+    let Some(layout) = decode_layout(id, bytes)? else { return Ok((decode_node_v1(bytes)?, None)) };
+    let end = layout.sections.last().map_or(0, |s| s.offset as usize + s.len as usize);
+    let end = end.max(head_len(bytes).unwrap_or(0));
+    if end != bytes.len() {
+        return Err(corrupt(format!("{} bytes after the node's sections", bytes.len().abs_diff(end))));
+    }
+    let section_bytes = |s: &SectionRef| bytes.get(s.offset as usize..s.offset as usize + s.len as usize).unwrap_or_default();
+    let node = match &layout.head {
+        Head::Leaf { first_keys } => {
+            let mut basements = Vec::with_capacity(layout.sections.len());
+            for (index, section) in layout.sections.iter().enumerate() {
+                let basement = decode_basement_section(id, section_bytes(section), section)?;
+                if index > 0 && (basement.is_empty() || basement.first_key() != first_keys.get(index - 1).map(Vec::as_slice)) {
+                    return Err(corrupt("a basement's first key differs from its head".into()));
+                }
+                basements.push(basement);
+            }
+            Node::Leaf(Leaf::from_basements(basements))
+        }
+        Head::Internal { height, pivots, children } => {
+            let mut buffers = Vec::with_capacity(layout.sections.len());
+            for section in &layout.sections {
+                buffers.push(decode_buffer_section(id, section_bytes(section), section)?);
+            }
+            Node::Internal(Internal { height: *height, pivots: pivots.clone(), children: children.clone(), buffers })
+        }
+    };
+    Ok((node, Some(layout)))
+}
+
+/// The first format: sections length-prefixed, without checksums or a head.
+fn decode_node_v1(bytes: &[u8]) -> Result<Node> {
     let mut r = Reader::new(bytes);
     let node = match r.u8()? {
-        KIND_LEAF => {
+        KIND_LEAF_V1 => {
             let count = r.count(4)?;
             let mut basements = Vec::with_capacity(count);
             for _ in 0..count {
@@ -69,14 +268,14 @@ pub fn decode_node(bytes: &[u8]) -> Result<Node> {
             }
             Node::Leaf(Leaf::from_basements(basements))
         }
-        KIND_INTERNAL => Node::Internal(decode_internal(&mut r)?),
+        KIND_INTERNAL_V1 => Node::Internal(decode_internal_v1(&mut r)?),
         kind => return Err(corrupt(format!("unknown node kind {kind}"))),
     };
     r.finish()?;
     Ok(node)
 }
 
-fn decode_internal(r: &mut Reader<'_>) -> Result<Internal> {
+fn decode_internal_v1(r: &mut Reader<'_>) -> Result<Internal> {
     let height = r.u32()?;
     let child_count = r.count(8)?;
     if child_count == 0 {
@@ -164,12 +363,6 @@ fn put_u32(out: &mut Vec<u8>, n: usize) {
 fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     put_u32(out, bytes.len());
     out.extend_from_slice(bytes);
-}
-
-fn put_section(out: &mut Vec<u8>, section: &[u8], compression: Compression) {
-    let mut compressed = Vec::with_capacity(section.len() / 2 + 8);
-    compress(compression, section, &mut compressed);
-    put_bytes(out, &compressed);
 }
 
 /// A cursor over untrusted bytes: every read checks what is left.
@@ -262,14 +455,55 @@ mod tests {
         Node::Leaf(Leaf::from_basements(vec![first, second]))
     }
 
+    const ID: NodeId = NodeId(7);
+
     #[test]
     fn nodes_round_trip() {
         for compression in [Compression::None, Compression::Lz4, Compression::Zstd(3)] {
             for node in [sample_internal(), sample_leaf(), Node::Leaf(Leaf::default())] {
-                let bytes = encode_node(&node, compression);
-                assert_eq!(decode_node(&bytes), Ok(node));
+                let bytes = encode_node(ID, &node, compression);
+                let (decoded, layout) = decode_node(ID, &bytes).expect("decodes");
+                assert_eq!(decoded, node);
+                assert_eq!(decode_layout(ID, &bytes).expect("layout"), layout);
             }
         }
+    }
+
+    /// Each section reads alone from the head's table, checked by its own checksum.
+    #[test]
+    fn sections_decode_alone_from_the_layout() {
+        let Node::Leaf(leaf) = sample_leaf() else { unreachable!() };
+        let bytes = encode_node(ID, &Node::Leaf(leaf.clone()), Compression::Lz4);
+        let head = head_len(&bytes[..HEAD_PREFIX_BYTES]).expect("has a head");
+        let layout = decode_layout(ID, &bytes[..head]).expect("head alone decodes").expect("a layout");
+        assert_eq!(layout.head, Head::Leaf { first_keys: vec![b"c".to_vec()] });
+        for (section, basement) in layout.sections.iter().zip(leaf.basements()) {
+            let at = section.offset as usize..(section.offset + section.len) as usize;
+            assert_eq!(decode_basement_section(ID, &bytes[at.clone()], section).as_ref(), Ok(basement));
+            assert!(decode_basement_section(NodeId(8), &bytes[at], section).is_err(), "another node's section");
+        }
+        assert!(decode_layout(NodeId(8), &bytes).is_err(), "another node's head");
+        let Node::Internal(internal) = sample_internal() else { unreachable!() };
+        let bytes = encode_node(ID, &Node::Internal(internal.clone()), Compression::Zstd(1));
+        let layout = decode_layout(ID, &bytes).expect("layout").expect("a layout");
+        for (section, buffer) in layout.sections.iter().zip(&internal.buffers) {
+            let at = section.offset as usize..(section.offset + section.len) as usize;
+            assert_eq!(decode_buffer_section(ID, &bytes[at], section).as_ref(), Ok(buffer));
+        }
+    }
+
+    /// Blocks of the first format (no head, no section checksums) still read, without a layout.
+    #[test]
+    fn first_format_nodes_still_decode() {
+        let Node::Leaf(leaf) = sample_leaf() else { unreachable!() };
+        let mut bytes = vec![KIND_LEAF_V1];
+        put_u32(&mut bytes, leaf.basements().len());
+        for basement in leaf.basements() {
+            let mut compressed = Vec::new();
+            compress(Compression::Lz4, &encode_basement(basement), &mut compressed);
+            put_bytes(&mut bytes, &compressed);
+        }
+        assert_eq!(decode_node(ID, &bytes), Ok((Node::Leaf(leaf), None)));
     }
 
     #[test]
@@ -280,11 +514,16 @@ mod tests {
     }
 
     #[test]
-    fn every_truncation_is_corruption() {
+    fn every_truncation_and_flipped_byte_is_corruption() {
         for node in [sample_internal(), sample_leaf()] {
-            let bytes = encode_node(&node, Compression::Lz4);
+            let bytes = encode_node(ID, &node, Compression::Lz4);
             for len in 0..bytes.len() {
-                assert!(matches!(decode_node(&bytes[..len]), Err(Error::Corruption(_))), "len {len}");
+                assert!(matches!(decode_node(ID, &bytes[..len]), Err(Error::Corruption(_))), "len {len}");
+            }
+            for index in 0..bytes.len() {
+                let mut flipped = bytes.clone();
+                flipped[index] ^= 0x10;
+                assert!(decode_node(ID, &flipped).is_err(), "byte {index} flipped");
             }
         }
     }
@@ -292,17 +531,17 @@ mod tests {
     proptest! {
         #[test]
         fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
-            let _ = decode_node(&bytes);
+            let _ = decode_node(ID, &bytes);
         }
 
         #[test]
         fn flipped_bytes_never_panic(index in 0usize..200, bit in 0u8..8) {
-            let mut bytes = encode_node(&sample_internal(), Compression::Lz4);
+            let mut bytes = encode_node(ID, &sample_internal(), Compression::Lz4);
             let len = bytes.len();
             if let Some(b) = bytes.get_mut(index % len) {
                 *b ^= 1 << bit;
             }
-            let _ = decode_node(&bytes);
+            let _ = decode_node(ID, &bytes);
         }
     }
 }

@@ -14,12 +14,10 @@
 //! deletions.
 
 use std::borrow::Cow;
-use std::ops::Bound;
 
 use crate::message::{Event, Seq, UpdateFn};
 use crate::node::basement::{encode_entry, entry_len, Basement, EntryRef, Version};
 use crate::node::buffer::{RangeDelete, Run};
-use crate::node::flat::below;
 
 /// The versions of `key` after `events` (in sequence order) reach its versions in the leaf
 /// (`old`), without the versions no reader can see any more: those before the newest one at or
@@ -101,46 +99,6 @@ impl Leaf {
         later.partition_point(|b| b.first_key().is_some_and(|first| first <= key))
     }
 
-    /// The first key owned by the next basement after `index`, if there is one.
-    pub fn basement_upper(&self, index: usize) -> Option<&[u8]> {
-        self.basements.get(index + 1).and_then(Basement::first_key)
-    }
-
-    /// The first key of basement `index` when it is not the leaf's first basement.
-    pub fn basement_lower(&self, index: usize) -> Option<&[u8]> {
-        if index == 0 { None } else { self.basements.get(index).and_then(Basement::first_key) }
-    }
-
-    /// Appends `key`'s versions to `out` as events.
-    pub fn collect_events(&self, key: &[u8], out: &mut Vec<(Seq, Event)>) {
-        let Some(basement) = self.basements.get(self.basement_index(key)) else { return };
-        if let Some(entry) = basement.find(key).ok().and_then(|i| basement.entry(i)) {
-            out.extend(entry.versions().map(|(seq, v)| (seq, v.map_or(Event::Delete, |v| Event::Put(v.to_vec())))));
-        }
-    }
-
-    /// The entries with keys within the bounds, in key order, starting at the basement that
-    /// owns the lower bound.
-    pub fn entries_in<'a>(
-        &'a self,
-        lo: Bound<&'a [u8]>,
-        hi: Bound<&'a [u8]>,
-    ) -> impl Iterator<Item = EntryRef<'a>> + 'a {
-        let first = match lo {
-            Bound::Included(k) | Bound::Excluded(k) => self.basement_index(k),
-            Bound::Unbounded => 0,
-        };
-        self.basements
-            .get(first..)
-            .unwrap_or(&[])
-            .iter()
-            .flat_map(move |basement| {
-                let start = basement.partition_point(|key| !above(key, lo));
-                (start..basement.len()).filter_map(move |i| basement.entry(i))
-            })
-            .take_while(move |e| below(e.key(), hi))
-    }
-
     /// Applies a flush's messages: range deletes and point messages, each key's in sequence
     /// order, then rebalances basements to `basement_size_bytes`.
     pub fn apply(&mut self, incoming: Incoming, horizon: Seq, update: &UpdateFn, basement_size_bytes: usize) {
@@ -219,12 +177,6 @@ impl Leaf {
         if basement.size_bytes() > basement_size_bytes || (basement.is_empty() && self.basements.len() > 1) {
             self.normalize(basement_size_bytes);
         }
-    }
-
-    /// The basement holding the greatest keys below `key`.
-    pub fn basement_index_below(&self, key: &[u8]) -> usize {
-        let later = self.basements.get(1..).unwrap_or(&[]);
-        later.partition_point(|b| b.first_key().is_some_and(|first| first < key))
     }
 
     /// Drops empty basements, splits those over `basement_size_bytes`, and joins small
@@ -374,14 +326,6 @@ impl Messages<'_> {
         if events.len() > before {
             events.sort_by_key(|(seq, _)| *seq);
         }
-    }
-}
-
-fn above(key: &[u8], lo: Bound<&[u8]>) -> bool {
-    match lo {
-        Bound::Included(lo) => key >= lo,
-        Bound::Excluded(lo) => key > lo,
-        Bound::Unbounded => true,
     }
 }
 

@@ -59,18 +59,40 @@ pub struct Internal {
     pub buffers: Vec<Buffer>,
 }
 
+/// The child that owns `key`, by an internal node's pivots.
+pub fn child_index(pivots: &[Vec<u8>], key: &[u8]) -> usize {
+    pivots.partition_point(|pivot| pivot.as_slice() <= key)
+}
+
+/// The child holding the greatest keys below `key`, by an internal node's pivots.
+pub fn child_index_below(pivots: &[Vec<u8>], key: &[u8]) -> usize {
+    pivots.partition_point(|pivot| pivot.as_slice() < key)
+}
+
+/// The key range `[lo, hi)` of child `index` by an internal node's pivots, given the node's own.
+pub fn child_range<'a>(
+    pivots: &'a [Vec<u8>],
+    index: usize,
+    lo: Option<&'a [u8]>,
+    hi: Option<&'a [u8]>,
+) -> (Option<&'a [u8]>, Option<&'a [u8]>) {
+    let child_lo = if index == 0 { lo } else { pivots.get(index - 1).map(Vec::as_slice) };
+    let child_hi = pivots.get(index).map(Vec::as_slice).or(hi);
+    (child_lo, child_hi)
+}
+
 /// Bytes charged per pivot beyond its key, for the child id and the buffer header.
 const PIVOT_OVERHEAD_BYTES: usize = 48;
 
 impl Internal {
     /// The child that owns `key`.
     pub fn child_index(&self, key: &[u8]) -> usize {
-        self.pivots.partition_point(|pivot| pivot.as_slice() <= key)
+        child_index(&self.pivots, key)
     }
 
     /// The child holding the greatest keys below `key`.
     pub fn child_index_below(&self, key: &[u8]) -> usize {
-        self.pivots.partition_point(|pivot| pivot.as_slice() < key)
+        child_index_below(&self.pivots, key)
     }
 
     /// The key range `[lo, hi)` of child `index`, given this node's own range.
@@ -80,9 +102,7 @@ impl Internal {
         lo: Option<&'a [u8]>,
         hi: Option<&'a [u8]>,
     ) -> (Option<&'a [u8]>, Option<&'a [u8]>) {
-        let child_lo = if index == 0 { lo } else { self.pivots.get(index - 1).map(Vec::as_slice) };
-        let child_hi = self.pivots.get(index).map(Vec::as_slice).or(hi);
-        (child_lo, child_hi)
+        child_range(&self.pivots, index, lo, hi)
     }
 
     pub fn buffered_bytes(&self) -> usize {
@@ -118,12 +138,9 @@ impl Internal {
 
     /// Routes runs of messages (from a flush above) to the buffers of the children they cover.
     pub fn push_runs(&mut self, runs: &[buffer::Run], horizon: Seq) {
-        for index in 0..self.buffers.len() {
-            // The pivots by field, not `child_range`: the buffers are borrowed mutably beside them.
-            let (lo, hi) = (index.checked_sub(1).and_then(|i| self.pivots.get(i)), self.pivots.get(index));
-            if let Some(buffer) = self.buffers.get_mut(index) {
-                buffer.push_runs(runs, lo.map(Vec::as_slice), hi.map(Vec::as_slice), horizon);
-            }
+        for (index, buffer) in self.buffers.iter_mut().enumerate() {
+            let (lo, hi) = child_range(&self.pivots, index, None, None);
+            buffer.push_runs(runs, lo, hi, horizon);
         }
     }
 

@@ -79,9 +79,8 @@ impl Tree {
         let Some(id) = root.take() else { return Ok(()) };
         let mut pending = vec![id];
         while let Some(id) = pending.pop() {
-            if let Node::Internal(internal) = &**store.get(id)? {
-                pending.extend(internal.children.iter().copied());
-            }
+            // The head is enough: a dropped tree's buffers and basements are never read.
+            pending.extend(store.view(id)?.children().iter().copied());
             store.free(id);
         }
         Ok(())

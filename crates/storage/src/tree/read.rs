@@ -7,14 +7,13 @@
 //! fresh lock, so a long scan never holds the tree.
 
 use std::collections::BTreeMap;
-use std::ops::{Bound, Deref};
+use std::ops::Bound;
 
 use crate::error::Result;
 use crate::message::{resolve, Event, Seq};
 use crate::node::buffer::RangeDelete;
-use crate::node::leaf::Leaf;
-use crate::node::{Node, NodeId};
-use crate::store::CachedNode;
+use crate::node::{child_range, NodeId};
+use crate::thin::View;
 use crate::tree::{Ctx, Tree};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,22 +36,20 @@ impl Tree {
         let mut id = guard.ok_or_else(|| self.not_found())?;
         let mut events = Vec::new();
         loop {
-            let node = ctx.store.get(id)?;
-            match &**node {
-                Node::Internal(internal) => {
-                    let index = internal.child_index(key);
-                    if let Some(buffer) = internal.buffers.get(index) {
-                        buffer.collect_events(key, &mut events);
-                    }
-                    match internal.children.get(index) {
-                        Some(child) => id = *child,
-                        None => break,
-                    }
+            let node = ctx.store.view(id)?;
+            if node.is_leaf() {
+                if let Some(basement) = node.basement(ctx.store, node.basement_index(key))? {
+                    basement.collect_events(key, &mut events);
                 }
-                Node::Leaf(leaf) => {
-                    leaf.collect_events(key, &mut events);
-                    break;
-                }
+                break;
+            }
+            let index = node.child_index(key);
+            if let Some(buffer) = node.buffer(ctx.store, index)? {
+                buffer.collect_events(key, &mut events);
+            }
+            match node.children().get(index) {
+                Some(child) => id = *child,
+                None => break,
             }
         }
         Ok(resolve(key, &mut events, snapshot, &ctx.options.update))
@@ -82,18 +79,17 @@ impl Tree {
         let mut buffered: BTreeMap<Vec<u8>, Vec<(Seq, Event)>> = BTreeMap::new();
         let mut ranges: Vec<RangeDelete> = Vec::new();
         for (node, index) in &path.internals {
-            let Node::Internal(internal) = &***node else { continue };
-            let Some(buffer) = internal.buffers.get(*index) else { continue };
+            let Some(buffer) = node.buffer(ctx.store, *index)? else { continue };
             for (key, events) in buffer.points_in(lo, hi) {
                 buffered.entry(key).or_default().extend(events);
             }
             ranges.extend(buffer.ranges().iter().cloned());
         }
-        let leaf = match path.leaf.as_deref().map(Deref::deref) {
-            Some(Node::Leaf(leaf)) => Some(leaf),
-            _ => None,
+        let basement = match &path.leaf {
+            Some((leaf, index)) => leaf.basement(ctx.store, *index)?,
+            None => None,
         };
-        let mut leaf_entries = leaf.into_iter().flat_map(|leaf| leaf.entries_in(lo, hi)).peekable();
+        let mut leaf_entries = basement.iter().flat_map(|basement| basement.entries_in(lo, hi)).peekable();
         let mut messages = buffered.into_iter().peekable();
         let mut entries = Vec::new();
         loop {
@@ -139,8 +135,9 @@ enum Target<'a> {
 
 struct Path {
     /// The internal nodes walked through and the child taken at each.
-    internals: Vec<(std::sync::Arc<CachedNode>, usize)>,
-    leaf: Option<std::sync::Arc<CachedNode>>,
+    internals: Vec<(View, usize)>,
+    /// The leaf reached and the basement of the window.
+    leaf: Option<(View, usize)>,
     window_lo: Option<Vec<u8>>,
     window_hi: Option<Vec<u8>>,
 }
@@ -150,41 +147,38 @@ fn descend(ctx: &Ctx<'_>, root: NodeId, target: Target<'_>) -> Result<Path> {
     let (mut lo, mut hi): (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
     let mut id = root;
     loop {
-        let node = ctx.store.get(id)?;
-        let internal = match &**node {
-            Node::Internal(internal) => internal,
-            Node::Leaf(leaf) => {
-                let index = basement_for(leaf, &target);
-                let window_lo = leaf.basement_lower(index).map(<[u8]>::to_vec).or(lo);
-                let window_hi = leaf.basement_upper(index).map(<[u8]>::to_vec).or(hi);
-                return Ok(Path { internals, leaf: Some(node.clone()), window_lo, window_hi });
-            }
-        };
+        let node = ctx.store.view(id)?;
+        if node.is_leaf() {
+            let index = basement_for(&node, &target);
+            let window_lo = node.basement_lower(index).map(<[u8]>::to_vec).or(lo);
+            let window_hi = node.basement_upper(index).map(<[u8]>::to_vec).or(hi);
+            return Ok(Path { internals, leaf: Some((node, index)), window_lo, window_hi });
+        }
         let index = match target {
-            Target::AtOrAfter(bound) => bound_key(bound).map_or(0, |k| internal.child_index(k)),
+            Target::AtOrAfter(bound) => bound_key(bound).map_or(0, |k| node.child_index(k)),
             Target::AtOrBefore(bound) => match bound {
-                Bound::Included(k) => internal.child_index(k),
-                Bound::Excluded(k) => internal.child_index_below(k),
-                Bound::Unbounded => internal.children.len().saturating_sub(1),
+                Bound::Included(k) => node.child_index(k),
+                Bound::Excluded(k) => node.child_index_below(k),
+                Bound::Unbounded => node.children().len().saturating_sub(1),
             },
         };
-        let (child_lo, child_hi) = internal.child_range(index, lo.as_deref(), hi.as_deref());
+        let (child_lo, child_hi) = child_range(node.pivots(), index, lo.as_deref(), hi.as_deref());
         let (child_lo, child_hi) = (child_lo.map(<[u8]>::to_vec), child_hi.map(<[u8]>::to_vec));
-        let Some(&child) = internal.children.get(index) else { return Ok(Path { internals, leaf: None, window_lo: lo, window_hi: hi }) };
+        let Some(&child) = node.children().get(index) else { return Ok(Path { internals, leaf: None, window_lo: lo, window_hi: hi }) };
         lo = child_lo;
         hi = child_hi;
-        internals.push((node.clone(), index));
+        internals.push((node, index));
         id = child;
     }
 }
 
-fn basement_for(leaf: &Leaf, target: &Target<'_>) -> usize {
+fn basement_for(leaf: &View, target: &Target<'_>) -> usize {
     match *target {
         Target::AtOrAfter(bound) => bound_key(bound).map_or(0, |k| leaf.basement_index(k)),
         Target::AtOrBefore(bound) => match bound {
             Bound::Included(k) => leaf.basement_index(k),
             Bound::Excluded(k) => leaf.basement_index_below(k),
-            Bound::Unbounded => leaf.basements().len().saturating_sub(1),
+            Bound::Unbounded => leaf.basement_count().saturating_sub(1),
         },
     }
 }
