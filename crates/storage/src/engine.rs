@@ -234,7 +234,7 @@ impl Engine {
     /// An engine whose nodes live in memory only.
     pub fn open_in_memory(options: Options) -> Result<Engine> {
         options.validate()?;
-        let store = NodeStore::new(None, options.cache_size_bytes);
+        let store = NodeStore::new(None, options.cache_size_bytes, options.partial_eviction);
         Engine::start(Arc::new(Shared::new(options, store)))
     }
 

@@ -56,6 +56,10 @@ pub struct Options {
     pub log_segment_bytes: u64,
     /// The log is synced at least this often while `Periodic` commits wait.
     pub log_sync_interval: Duration,
+    /// Evict nodes a step at a time and let readers read heads and single sections (see the
+    /// storage engine's `thin` module). Off, nodes are evicted and read whole, as writers read
+    /// them: only for benchmarks that measure what partial eviction is worth.
+    pub partial_eviction: bool,
 }
 
 impl Default for Options {
@@ -72,6 +76,7 @@ impl Default for Options {
             checkpoint_log_bytes: 256 << 20,
             log_segment_bytes: 64 << 20,
             log_sync_interval: Duration::from_millis(100),
+            partial_eviction: true,
         }
     }
 }
@@ -88,6 +93,7 @@ impl std::fmt::Debug for Options {
             .field("checkpoint_interval", &self.checkpoint_interval)
             .field("checkpoint_log_bytes", &self.checkpoint_log_bytes)
             .field("log_segment_bytes", &self.log_segment_bytes)
+            .field("partial_eviction", &self.partial_eviction)
             .finish_non_exhaustive()
     }
 }

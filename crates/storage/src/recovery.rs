@@ -49,7 +49,7 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> 
     if let Some(shape) = header.as_ref().and_then(|h| h.shape) {
         options.adopt_shape(shape)?;
     }
-    let store = NodeStore::new(Some(Disk { file: Arc::clone(&data), compression: options.compression }), options.cache_size_bytes);
+    let store = NodeStore::new(Some(Disk { file: Arc::clone(&data), compression: options.compression }), options.cache_size_bytes, options.partial_eviction);
     let shared = Shared::new(options, store);
     let (checkpoint, from_segment) = match header {
         Some(header) => {

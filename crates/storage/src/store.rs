@@ -130,6 +130,8 @@ pub(crate) struct CacheCounters {
     /// Heads read alone (a reader reaching a node not in memory), sections read alone.
     pub head_loads: AtomicU64,
     pub section_loads: AtomicU64,
+    /// Node bytes read from the data file: whole blocks, heads, sections.
+    pub bytes_read: AtomicU64,
     /// Nodes dropped from memory entirely; nodes made thin or thinner (sections dropped).
     pub evictions: AtomicU64,
     pub partial_evictions: AtomicU64,
@@ -160,6 +162,8 @@ pub(crate) struct NodeStore {
     next_id: AtomicU64,
     disk: Option<Disk>,
     budget_bytes: usize,
+    /// `Options::partial_eviction`.
+    partial: bool,
     /// Charged bytes: nodes in their slots and detached versions (see `CachedNode`).
     used_bytes: Arc<AtomicUsize>,
     clock: AtomicU64,
@@ -210,12 +214,13 @@ impl Evictor {
 }
 
 impl NodeStore {
-    pub fn new(disk: Option<Disk>, budget_bytes: usize) -> NodeStore {
+    pub fn new(disk: Option<Disk>, budget_bytes: usize, partial: bool) -> NodeStore {
         NodeStore {
             shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
             next_id: AtomicU64::new(1),
             disk,
             budget_bytes,
+            partial,
             used_bytes: Arc::new(AtomicUsize::new(0)),
             clock: AtomicU64::new(0),
             superseded: Mutex::new(Vec::new()),
@@ -289,6 +294,9 @@ impl NodeStore {
     /// The node as a reader needs it: whatever of it is in memory, or its head alone read from
     /// disk (its sections are then read one by one as the reader asks: `part`).
     pub fn view(&self, id: NodeId) -> Result<View> {
+        if !self.partial {
+            return Ok(View::Whole(self.get(id)?));
+        }
         for _ in 0..8 {
             let addr = {
                 let mut shard = self.shard(id).lock();
@@ -329,7 +337,9 @@ impl NodeStore {
     /// Reads a whole node from `addr` into its slot; `None` if the slot moved meanwhile.
     fn load(&self, id: NodeId, addr: BlockAddr) -> Result<Option<Arc<CachedNode>>> {
         let disk = self.disk.as_ref().ok_or_else(|| missing(id))?;
-        let (node, layout) = decode_node(id, &disk.file.read_block(addr, id.0)?)?;
+        let block = disk.file.read_block(addr, id.0)?;
+        self.counters.bytes_read.fetch_add(u64::from(addr.len), Ordering::Relaxed);
+        let (node, layout) = decode_node(id, &block)?;
         let node = CachedNode::new(node, &self.used_bytes);
         let mut shard = self.shard(id).lock();
         let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
@@ -359,6 +369,7 @@ impl NodeStore {
         if head_len > head.len() {
             head = disk.file.read_payload_prefix(addr, id.0, head_len)?;
         }
+        self.counters.bytes_read.fetch_add(head.len() as u64, Ordering::Relaxed);
         let Some(layout) = codec::decode_layout(id, head.get(..head_len).unwrap_or_default())? else {
             return Ok(self.load(id, addr)?.map(View::Whole));
         };
@@ -395,6 +406,7 @@ impl NodeStore {
             Head::Internal { .. } => Part::Buffer(Arc::new(codec::decode_buffer_section(thin.id, &bytes, section)?)),
         };
         self.counters.section_loads.fetch_add(1, Ordering::Relaxed);
+        self.counters.bytes_read.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         let mut shard = self.shard(thin.id).lock();
         if let Some(slot) = shard.get_mut(&thin.id) {
             if let Some(Resident::Thin(current)) = &slot.node {
@@ -593,6 +605,7 @@ impl NodeStore {
 
     /// Replaces a clean slot's node by a thinner one, or by nothing.
     fn evict_to(&self, slot: &mut Slot, thinner: Option<Thin>) {
+        let thinner = thinner.filter(|_| self.partial);
         let counter = if thinner.is_some() { &self.counters.partial_evictions } else { &self.counters.evictions };
         counter.fetch_add(1, Ordering::Relaxed);
         self.install(slot, thinner.map(|thin| Resident::Thin(Arc::new(thin))));
@@ -707,7 +720,7 @@ mod tests {
     fn store_on_sim_disk() -> NodeStore {
         let fs = SimFs::new();
         let file = DataFile::open(&fs, std::path::Path::new("data")).expect("open data file");
-        NodeStore::new(Some(Disk { file: Arc::new(file), compression: Compression::None }), 1 << 20)
+        NodeStore::new(Some(Disk { file: Arc::new(file), compression: Compression::None }), 1 << 20, true)
     }
 
     /// A checkpoint captured a dirty node; an eviction wrote the same version and dropped it from

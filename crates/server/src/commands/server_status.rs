@@ -87,6 +87,7 @@ pub fn stats_document(stats: &storage::Stats) -> Document {
         },
         "nodeBytesUncompressed": n(stats.node_bytes_uncompressed),
         "nodeBytesWritten": n(stats.node_bytes_written),
+        "nodeBytesRead": n(stats.node_bytes_read),
         "nodeBytesWrittenByHeight": levels(&stats.node_bytes_written_by_height),
         "logSyncs": n(stats.log_syncs),
         "logBytes": n(stats.log_bytes),
