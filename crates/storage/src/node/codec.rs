@@ -79,50 +79,68 @@ impl Layout {
 }
 
 pub fn encode_node(id: NodeId, node: &Node, compression: Compression) -> Vec<u8> {
-    let mut body = Vec::with_capacity(node.size_bytes() / 2 + 64);
-    let mut table = Vec::new();
-    let mut section = |raw: &[u8]| {
-        let start = body.len();
-        compress(compression, raw, &mut body);
-        let compressed = body.get(start..).unwrap_or_default();
+    // The head's size is known before the sections are compressed (its section table has a
+    // fixed size), so sections are compressed straight into place and the table filled after.
+    let mut out = Vec::with_capacity(node.size_bytes() / 2 + 256);
+    let sections = match node {
+        Node::Leaf(leaf) => leaf.basements().len(),
+        Node::Internal(internal) => internal.buffers.len(),
+    };
+    let table_len = 8 * sections;
+    let kind = match node {
+        Node::Leaf(_) => KIND_LEAF,
+        Node::Internal(_) => KIND_INTERNAL,
+    };
+    out.push(kind);
+    out.extend_from_slice(&[0; 8]);
+    let table_at = match node {
+        Node::Leaf(leaf) => {
+            put_u32(&mut out, sections);
+            let table_at = out.len();
+            out.resize(table_at + table_len, 0);
+            for basement in leaf.basements().iter().skip(1) {
+                put_bytes(&mut out, basement.first_key().unwrap_or_default());
+            }
+            table_at
+        }
+        Node::Internal(internal) => {
+            put_u32(&mut out, internal.height as usize);
+            put_u32(&mut out, internal.children.len());
+            for child in &internal.children {
+                out.extend_from_slice(&child.0.to_le_bytes());
+            }
+            for pivot in &internal.pivots {
+                put_bytes(&mut out, pivot);
+            }
+            let table_at = out.len();
+            out.resize(table_at + table_len, 0);
+            table_at
+        }
+    };
+    let head_end = out.len();
+    let mut table = Vec::with_capacity(table_len);
+    let mut section = |out: &mut Vec<u8>, raw: &[u8]| {
+        let start = out.len();
+        compress(compression, raw, out);
+        let compressed = out.get(start..).unwrap_or_default();
         put_u32(&mut table, compressed.len());
         table.extend_from_slice(&section_crc(id, compressed).to_le_bytes());
     };
-    let mut head = Vec::new();
-    let kind = match node {
-        Node::Leaf(leaf) => {
-            for basement in leaf.basements() {
-                section(&encode_basement(basement));
-            }
-            put_u32(&mut head, leaf.basements().len());
-            head.extend_from_slice(&table);
-            for basement in leaf.basements().iter().skip(1) {
-                put_bytes(&mut head, basement.first_key().unwrap_or_default());
-            }
-            KIND_LEAF
-        }
-        Node::Internal(internal) => {
-            for buffer in &internal.buffers {
-                section(&encode_buffer(buffer));
-            }
-            put_u32(&mut head, internal.height as usize);
-            put_u32(&mut head, internal.children.len());
-            for child in &internal.children {
-                head.extend_from_slice(&child.0.to_le_bytes());
-            }
-            for pivot in &internal.pivots {
-                put_bytes(&mut head, pivot);
-            }
-            head.extend_from_slice(&table);
-            KIND_INTERNAL
-        }
-    };
-    let mut out = Vec::with_capacity(HEAD_PREFIX_BYTES + head.len() + body.len());
-    out.push(kind);
-    put_u32(&mut out, head.len());
-    out.extend_from_slice(&section_crc(id, &head).to_le_bytes());
-    out.extend_from_slice(&head);
-    out.extend_from_slice(&body);
+    match node {
+        Node::Leaf(leaf) => leaf.basements().iter().for_each(|basement| section(&mut out, &encode_basement(basement))),
+        Node::Internal(internal) => internal.buffers.iter().for_each(|buffer| section(&mut out, &encode_buffer(buffer))),
+    }
+    if let Some(slot) = out.get_mut(table_at..table_at + table_len) {
+        slot.copy_from_slice(&table);
+    }
+    let head = out.get(HEAD_PREFIX_BYTES..head_end).unwrap_or_default();
+    let (head_len, crc) = (head.len(), section_crc(id, head));
+    let mut prefix = Vec::with_capacity(8);
+    put_u32(&mut prefix, head_len);
+    prefix.extend_from_slice(&crc.to_le_bytes());
+    if let Some(slot) = out.get_mut(1..HEAD_PREFIX_BYTES) {
+        slot.copy_from_slice(&prefix);
+    }
     out
 }
 
