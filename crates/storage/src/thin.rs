@@ -178,8 +178,12 @@ impl View {
         }
     }
 
-    /// The first key of each of a leaf's basements after its first, as `Leaf` routes by them.
+    /// The first key of a leaf's basement `basement`, for basements after the first (those a
+    /// leaf routes by: the first also owns the keys below its first); `None` for the first.
     fn first_key(&self, basement: usize) -> Option<&[u8]> {
+        if basement == 0 {
+            return None;
+        }
         match self {
             View::Whole(node) => match &***node {
                 Node::Leaf(leaf) => leaf.basements().get(basement).and_then(Basement::first_key),
@@ -218,7 +222,7 @@ impl View {
 
     /// The first key of basement `index` when it is not the leaf's first.
     pub fn basement_lower(&self, index: usize) -> Option<&[u8]> {
-        if index == 0 { None } else { self.first_key(index) }
+        self.first_key(index)
     }
 
     /// The first key owned by the basement after `index`, if there is one.
