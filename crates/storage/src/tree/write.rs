@@ -10,8 +10,8 @@
 use crate::error::Result;
 use crate::message::{Event, Seq};
 use crate::node::buffer::{Buffer, RangeDelete, Run};
-use crate::node::leaf::Incoming;
-use crate::node::{Node, NodeId};
+use crate::node::leaf::{Incoming, Leaf};
+use crate::node::{Internal, Node, NodeId};
 use crate::options::FlushMode;
 use crate::stats::Counters;
 use crate::tree::flush::{fix_path, fix_root, flush_child, flush_node, needs_flush};
@@ -116,10 +116,13 @@ fn flush_root_once(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
 }
 
 fn write_all(ctx: &Ctx<'_>, root: &mut NodeId, messages: Vec<TreeMessage>) -> Result<()> {
-    for message in messages {
+    let mut messages = messages.into_iter().peekable();
+    loop {
+        buffer_in_root(ctx, *root, &mut messages)?;
+        let Some(message) = messages.next() else { break };
         Counters::add(&ctx.counters.messages, 1);
         match message {
-            TreeMessage::Point { key, seq, event } => inject_point(ctx, root, key, seq, event)?,
+            TreeMessage::Point { key, seq, event } => inject_point(ctx, root, (key, seq, event), &mut messages)?,
             TreeMessage::Range(range) => inject_range(ctx, root, range)?,
         }
     }
@@ -127,6 +130,40 @@ fn write_all(ctx: &Ctx<'_>, root: &mut NodeId, messages: Vec<TreeMessage>) -> Re
         flush_root(ctx, root)?;
     }
     Ok(())
+}
+
+/// Buffers the point messages at the head of `messages` in the root, with one take and put of
+/// the root for all of them (instead of one per message: a commit of a thousand random index
+/// entries), for as long as each is one that `inject_point` would buffer in the root too: not an
+/// append down the open rightmost path, not a range delete.
+fn buffer_in_root<I: Iterator<Item = TreeMessage>>(
+    ctx: &Ctx<'_>,
+    root: NodeId,
+    messages: &mut std::iter::Peekable<I>,
+) -> Result<()> {
+    let buffers_in = |node: &Node, message: &TreeMessage| match (node, message) {
+        (Node::Internal(internal), TreeMessage::Point { key, .. }) => !descends(internal, key),
+        _ => false,
+    };
+    match messages.peek() {
+        Some(message) if buffers_in(&*ctx.store.get(root)?, message) => {}
+        _ => return Ok(()),
+    }
+    let mut node = ctx.store.take(root)?;
+    while let Some(TreeMessage::Point { key, seq, event }) = messages.next_if(|message| buffers_in(&node, message)) {
+        Counters::add(&ctx.counters.messages, 1);
+        if let Node::Internal(internal) = &mut node {
+            internal.push_point(key, vec![(seq, event)], ctx.horizon, ctx.options.basement_size_bytes);
+        }
+    }
+    ctx.store.put(root, node)
+}
+
+/// Whether a point message for `key` passes this internal node by (to its rightmost child,
+/// whose buffer is empty) rather than being buffered in it.
+fn descends(internal: &Internal, key: &[u8]) -> bool {
+    let index = internal.child_index(key);
+    index + 1 == internal.children.len() && internal.buffers.get(index).is_some_and(Buffer::is_empty)
 }
 
 fn flush_root(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
@@ -137,7 +174,12 @@ fn flush_root(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
     Ok(())
 }
 
-fn inject_point(ctx: &Ctx<'_>, root: &mut NodeId, key: Vec<u8>, seq: Seq, event: Event) -> Result<()> {
+fn inject_point<I: Iterator<Item = TreeMessage>>(
+    ctx: &Ctx<'_>,
+    root: &mut NodeId,
+    (key, seq, event): (Vec<u8>, Seq, Event),
+    rest: &mut std::iter::Peekable<I>,
+) -> Result<()> {
     let mut path: Vec<(NodeId, usize)> = Vec::new();
     let mut id = *root;
     let target = loop {
@@ -153,10 +195,8 @@ fn inject_point(ctx: &Ctx<'_>, root: &mut NodeId, key: Vec<u8>, seq: Seq, event:
             },
             Node::Internal(internal) => {
                 let index = internal.child_index(&key);
-                let rightmost = index + 1 == internal.children.len();
-                let open = rightmost && internal.buffers.get(index).is_some_and(Buffer::is_empty);
                 match internal.children.get(index) {
-                    Some(child) if open => Step::Descend(index, *child),
+                    Some(child) if descends(internal, &key) => Step::Descend(index, *child),
                     _ => Step::Buffer(id),
                 }
             }
@@ -168,11 +208,9 @@ fn inject_point(ctx: &Ctx<'_>, root: &mut NodeId, key: Vec<u8>, seq: Seq, event:
                 id = child;
             }
             Step::Leaf => {
-                Counters::add(&ctx.counters.direct_leaf_writes, 1);
                 let mut node = ctx.store.take(id)?;
                 if let Node::Leaf(leaf) = &mut node {
-                    let b = ctx.options.basement_size_bytes;
-                    leaf.apply_point(key, vec![(seq, event)], ctx.horizon, ctx.update(), b);
+                    append_to_leaf(ctx, leaf, (key, seq, event), rest);
                 }
                 ctx.store.put(id, node)?;
                 return fix_path(ctx, root, path);
@@ -202,6 +240,36 @@ fn inject_point(ctx: &Ctx<'_>, root: &mut NodeId, key: Vec<u8>, seq: Seq, event:
         return fix_path(ctx, root, path);
     }
     Ok(())
+}
+
+/// Applies an append to the leaf it reached, and with it the messages after it that are appends
+/// too (each key above the last: routed down the same open path, as keys only grow), while the
+/// leaf stays within the node size: one take, put and rebalance of the leaf for a commit's run of
+/// increasing `_id`s instead of one per document.
+fn append_to_leaf<I: Iterator<Item = TreeMessage>>(
+    ctx: &Ctx<'_>,
+    leaf: &mut Leaf,
+    first: (Vec<u8>, Seq, Event),
+    rest: &mut std::iter::Peekable<I>,
+) {
+    let basement_size = ctx.options.basement_size_bytes;
+    let mut next = Some(first);
+    while let Some((key, seq, event)) = next.take() {
+        Counters::add(&ctx.counters.direct_leaf_writes, 1);
+        let floor = match leaf.last_key() {
+            Some(last) if last > key.as_slice() => last.to_vec(),
+            _ => key.clone(),
+        };
+        leaf.apply_point(key, vec![(seq, event)], ctx.horizon, ctx.update(), basement_size);
+        if leaf.size_bytes() > ctx.options.node_size_bytes {
+            break;
+        }
+        let is_append = |message: &TreeMessage| matches!(message, TreeMessage::Point { key, .. } if *key > floor);
+        if let Some(TreeMessage::Point { key, seq, event }) = rest.next_if(is_append) {
+            Counters::add(&ctx.counters.messages, 1);
+            next = Some((key, seq, event));
+        }
+    }
 }
 
 enum Step {
