@@ -6,6 +6,10 @@
 //! keeps sequence order, and increasing keys (the ObjectId `_id` case) do not pay for buffering
 //! and flushing they do not need. Every other key is buffered, which is what makes random
 //! inserts cheap once the tree is larger than memory.
+//!
+//! A commit's messages for one tree are applied in runs: consecutive messages bound for the
+//! root's buffers share one take and put of the root, and consecutive appends share one take,
+//! put and rebalance of the rightmost leaf (`buffer_in_root`, `append_to_leaf`).
 
 use crate::error::Result;
 use crate::message::{Event, Seq};
