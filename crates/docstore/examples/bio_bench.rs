@@ -12,7 +12,9 @@
 //! Flags: `--docs N` (default 300,000), `--cache-size BYTES` (engine cache, default 128 MiB),
 //! `--dir PATH` (default a fresh directory under the system temp dir, removed at the end),
 //! `--batch N` (default 1,000), `--only without|with`. Commits use `Durability::Periodic`
-//! (the log is synced at least every 100 ms: journaling on).
+//! (the log is synced at least every 100 ms: journaling on). `STRATA_CHECKPOINT_LOG_BYTES`,
+//! `STRATA_NODE_SIZE` and `STRATA_FANOUT` in the environment override the engine's checkpoint
+//! trigger and tree shape.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -88,6 +90,17 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<(Vec<f64>, f64)> {
     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let mut options = StoreOptions::default();
     options.engine = storage::Options::for_cache_size(args.cache_size);
+    // Knobs for sweeps, as in iibench: STRATA_CHECKPOINT_LOG_BYTES, STRATA_NODE_SIZE (bytes), STRATA_FANOUT.
+    let knob = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    if let Some(bytes) = knob("STRATA_CHECKPOINT_LOG_BYTES") {
+        options.engine.checkpoint_log_bytes = bytes;
+    }
+    if let Some(bytes) = knob("STRATA_NODE_SIZE") {
+        options.engine.node_size_bytes = bytes as usize;
+    }
+    if let Some(fanout) = knob("STRATA_FANOUT") {
+        options.engine.fanout = fanout as usize;
+    }
     let store = Store::open(dir, options)?;
     if indexed {
         store.create_indexes("bench", "bio", &[doc! {"key": {"name": 1}}])?;
@@ -118,13 +131,16 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<(Vec<f64>, f64)> {
             // Reading the engine's figures walks its trees: outside the timed inserts.
             let stats = store.engine_stats();
             println!(
-                "  {} sixth {}: {inserted:>9} docs, {rate:>9.0} docs/s (cache {} MiB, resident {} MiB, data file {} MiB, flushes {})",
+                "  {} sixth {}: {inserted:>9} docs, {rate:>9.0} docs/s (cache {} MiB, resident {} MiB, data file {} MiB, flushes {}, checkpoints {}, tree lock waits {} ms, throttle waits {})",
                 if indexed { "with   " } else { "without" },
                 rates.len() + 1,
                 stats.cache_used_bytes >> 20,
                 resident_mib(),
                 stats.data_file_bytes >> 20,
                 stats.flushes,
+                stats.checkpoints,
+                stats.tree_lock_wait_micros / 1000,
+                stats.throttle_waits,
             );
             rates.push(rate);
             sixth_time = std::time::Duration::ZERO;

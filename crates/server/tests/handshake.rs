@@ -115,7 +115,11 @@ async fn diagnostic_commands() {
     assert!(status.get_document("opcounters").is_ok());
     let strata = status.get_document("strata").unwrap();
     assert_eq!(strata.get_array("nodeBytesWrittenByHeight").unwrap().len(), 8);
-    assert!(strata.get_document("cache").unwrap().get_i64("writeCopies").is_ok());
+    let cache = strata.get_document("cache").unwrap();
+    for counter in ["writeCopies", "partialEvictions", "headLoads", "sectionLoads"] {
+        assert!(cache.get_i64(counter).is_ok(), "serverStatus.strata.cache.{counter}");
+    }
+    assert!(strata.get_i64("nodeBytesRead").is_ok());
     let reply = client.command(doc! { "frobnicate": 1, "$db": "admin" }).await;
     assert_eq!(reply.get_i32("code").unwrap(), 59);
     assert_eq!(reply.get_str("codeName").unwrap(), "CommandNotFound");

@@ -19,6 +19,7 @@ pub(crate) struct Counters {
     pub checkpoints: AtomicU64,
     pub checkpoint_bytes: AtomicU64,
     pub checkpoint_micros: AtomicU64,
+    pub tree_lock_wait_micros: AtomicU64,
 }
 
 impl Counters {
@@ -49,6 +50,7 @@ impl Counters {
             checkpoints: self.checkpoints.load(Relaxed),
             checkpoint_bytes: self.checkpoint_bytes.load(Relaxed),
             checkpoint_micros: self.checkpoint_micros.load(Relaxed),
+            tree_lock_wait_micros: self.tree_lock_wait_micros.load(Relaxed),
             ..Stats::default()
         }
     }
@@ -81,6 +83,8 @@ pub struct Stats {
     pub checkpoint_bytes: u64,
     /// Time spent in checkpoints, in total.
     pub checkpoint_micros: u64,
+    /// Time commits waited for a tree's lock (held by a background flush step or a reader).
+    pub tree_lock_wait_micros: u64,
     /// Accounted bytes of nodes in memory, and the budget they are held to.
     pub cache_used_bytes: u64,
     pub cache_budget_bytes: u64,

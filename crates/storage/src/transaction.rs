@@ -6,7 +6,8 @@
 //! is dropped and `Error::KeyExists` names the key. Writes never read (but for those checks):
 //! a put, a delete, a range delete and a blind update are just messages.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -151,19 +152,23 @@ impl<'e> Transaction<'e> {
         Ok(trees)
     }
 
-    /// Replays the writes over the latest state, in order, to check each insert-if-absent.
+    /// Replays the writes over the latest state, in order, to check each insert-if-absent. Only
+    /// the trees with an insert-if-absent matter (a check reads its own tree only), and values
+    /// are borrowed from the writes, not copied: this runs under the commit lock.
     fn check_absent(&self, trees: &HashMap<TreeId, Arc<Tree>>) -> Result<()> {
         let ctx = self.shared.ctx();
         let update = &self.shared.options.update;
-        let mut overlay: HashMap<(TreeId, &[u8]), Option<Vec<u8>>> = HashMap::new();
+        let checked: HashSet<TreeId> =
+            self.writes.iter().filter(|(_, w)| matches!(w, Write::InsertIfAbsent(..))).map(|(id, _)| *id).collect();
+        let mut overlay: HashMap<(TreeId, &[u8]), Option<Cow<'_, [u8]>>> = HashMap::new();
         let mut ranges: Vec<(TreeId, &[u8], Option<&[u8]>)> = Vec::new();
-        let current = |overlay: &HashMap<(TreeId, &[u8]), Option<Vec<u8>>>,
+        let current = |overlay: &HashMap<(TreeId, &[u8]), Option<Cow<'_, [u8]>>>,
                        ranges: &[(TreeId, &[u8], Option<&[u8]>)],
                        id: TreeId,
                        key: &[u8]|
          -> Result<Option<Vec<u8>>> {
             if let Some(value) = overlay.get(&(id, key)) {
-                return Ok(value.clone());
+                return Ok(value.as_deref().map(<[u8]>::to_vec));
             }
             if ranges.iter().any(|(t, s, e)| *t == id && key >= *s && e.is_none_or(|e| key < e)) {
                 return Ok(None);
@@ -173,18 +178,18 @@ impl<'e> Transaction<'e> {
                 None => Ok(None),
             }
         };
-        for (id, write) in &self.writes {
+        for (id, write) in self.writes.iter().filter(|(id, _)| checked.contains(id)) {
             let id = *id;
             match write {
                 Write::Put(k, v) => {
-                    overlay.insert((id, k), Some(v.clone()));
+                    overlay.insert((id, k), Some(Cow::Borrowed(v)));
                 }
                 Write::Delete(k) => {
                     overlay.insert((id, k), None);
                 }
                 Write::Update(k, operand) => {
                     let old = current(&overlay, &ranges, id, k)?;
-                    overlay.insert((id, k), update(k, old.as_deref(), operand));
+                    overlay.insert((id, k), update(k, old.as_deref(), operand).map(Cow::Owned));
                 }
                 Write::DeleteRange(start, end) => {
                     let end = end.as_deref();
@@ -192,11 +197,15 @@ impl<'e> Transaction<'e> {
                     ranges.push((id, start, end));
                 }
                 Write::InsertIfAbsent(k, v) => {
-                    if current(&overlay, &ranges, id, k)?.is_some() {
+                    let exists = match overlay.get(&(id, k.as_slice())) {
+                        Some(value) => value.is_some(),
+                        None => current(&overlay, &ranges, id, k)?.is_some(),
+                    };
+                    if exists {
                         let tree = trees.get(&id).map(|t| t.name.clone()).unwrap_or_default();
                         return Err(Error::KeyExists { tree, key: k.clone() });
                     }
-                    overlay.insert((id, k), Some(v.clone()));
+                    overlay.insert((id, k), Some(Cow::Borrowed(v)));
                 }
             }
         }

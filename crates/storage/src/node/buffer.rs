@@ -19,6 +19,7 @@
 //! - each run's keys are strictly ascending;
 //! - `size_bytes` equals `recompute_size()`.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -84,12 +85,9 @@ impl PartialEq for Buffer {
 
 impl Eq for Buffer {}
 
-pub fn point_size_bytes(key: &[u8], event: &Event) -> usize {
-    key.len() + event.size_bytes() + MESSAGE_OVERHEAD_BYTES
-}
-
-fn head_charge(key: &[u8], events: &[(Seq, Event)]) -> usize {
-    events.iter().map(|(_, e)| point_size_bytes(key, e)).sum()
+/// What a key's messages in `head` are charged: per message, its key, its event and the overhead.
+fn head_charge(key_len: usize, events: &[(Seq, Event)]) -> usize {
+    events.iter().map(|(_, e)| key_len + e.size_bytes() + MESSAGE_OVERHEAD_BYTES).sum()
 }
 
 impl Buffer {
@@ -112,15 +110,21 @@ impl Buffer {
     /// key's history in `head` against `horizon` (older runs are pruned when they merge).
     /// `head` is frozen into a run once it holds about `head_bytes` (the basement size).
     pub fn push_all(&mut self, key: Vec<u8>, incoming: Vec<(Seq, Event)>, horizon: Seq, head_bytes: usize) {
-        let events = self.head.entry(key.clone()).or_default();
-        let before = head_charge(&key, events);
-        // Exact: most keys have one message, and default growth would allocate four.
-        events.reserve_exact(incoming.len());
-        events.extend(incoming);
+        let key_len = key.len();
+        // A new key (the common case) keeps the caller's key and events as they are: no copy.
+        let (before, events) = match self.head.entry(key) {
+            Entry::Vacant(slot) => (0, slot.insert(incoming)),
+            Entry::Occupied(slot) => {
+                let events = slot.into_mut();
+                let before = head_charge(key_len, events);
+                events.extend(incoming);
+                (before, events)
+            }
+        };
         if events.len() > 1 {
             prune(events, horizon);
         }
-        self.size_bytes = self.size_bytes - before + head_charge(&key, events);
+        self.size_bytes = self.size_bytes - before + head_charge(key_len, events);
         if self.head.len() >= (head_bytes / MESSAGE_OVERHEAD_BYTES).max(1) {
             self.freeze(horizon);
         }
@@ -274,7 +278,7 @@ impl Buffer {
     }
 
     pub fn recompute_size(&self) -> usize {
-        let head: usize = self.head.iter().map(|(k, events)| head_charge(k, events)).sum();
+        let head: usize = self.head.iter().map(|(k, events)| head_charge(k.len(), events)).sum();
         let runs: usize = self.runs.iter().map(Run::size_bytes).sum();
         head + runs + self.ranges.iter().map(RangeDelete::size_bytes).sum::<usize>()
     }

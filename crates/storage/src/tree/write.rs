@@ -51,7 +51,9 @@ pub(crate) enum FlushNeed {
 impl Tree {
     /// Applies a commit's messages to this tree, in order.
     pub fn write(&self, ctx: &Ctx<'_>, messages: Vec<TreeMessage>) -> Result<FlushNeed> {
+        let waiting = std::time::Instant::now();
         let mut guard = self.root.write();
+        Counters::add(&ctx.counters.tree_lock_wait_micros, waiting.elapsed().as_micros() as u64);
         let mut root = guard.ok_or_else(|| self.not_found())?;
         let result = write_all(ctx, &mut root, messages);
         *guard = Some(root);
