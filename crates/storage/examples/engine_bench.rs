@@ -4,6 +4,9 @@
 //!
 //!     cargo run --release -p storage --example engine_bench -- --keys 10000000
 
+#[path = "support/machine.rs"]
+mod machine;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -38,15 +41,6 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
-        .unwrap_or_else(|| "unknown cpu".into());
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{cpu}, {cores} cores")
-}
-
 fn report(name: &str, n: u64, ours: Duration, theirs: Duration) {
     let rate = |d: Duration| n as f64 / d.as_secs_f64();
     println!(
@@ -60,7 +54,7 @@ fn report(name: &str, n: u64, ours: Duration, theirs: Duration) {
 fn main() {
     let args = parse_args();
     println!("command: {}", std::env::args().collect::<Vec<_>>().join(" "));
-    println!("machine: {}", machine());
+    println!("machine: {}", machine::machine());
     println!(
         "keys: {} x (8-byte key, 8-byte value); node {} B, basement {} B, fanout {}; one transaction per insert",
         args.keys, args.node_size_bytes, args.basement_size_bytes, args.fanout

@@ -9,6 +9,9 @@
 //!
 //! The load (random keys, 1000 per commit) runs once per `--dir`; later runs reuse it.
 
+#[path = "support/machine.rs"]
+mod machine;
+
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -47,15 +50,6 @@ fn parse_args() -> Args {
 fn usage() -> ! {
     eprintln!("usage: read_bench [--keys N] [--value-bytes N] [--cache-mib N] [--reads N] [--rounds N] [--dir DIR]");
     std::process::exit(2)
-}
-
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
-        .unwrap_or_else(|| "unknown cpu".into());
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{cpu}, {cores} cores")
 }
 
 /// Key `i` of the data set: spread over the key space, so the load is random inserts.
@@ -145,7 +139,7 @@ fn report(name: &str, reads: u64, m: &Measured) {
 fn main() {
     let args = parse_args();
     println!("command: {}", std::env::args().collect::<Vec<_>>().join(" "));
-    println!("machine: {}", machine());
+    println!("machine: {}", machine::machine());
     let shape = options(&args, true);
     println!(
         "sizes: {} keys, {} B values, cache {} MiB, node {} KiB, basement {} KiB; {} timed reads per mode per round",
