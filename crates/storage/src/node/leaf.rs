@@ -30,6 +30,21 @@ fn apply_events<'a>(
     update: &UpdateFn,
 ) -> Vec<Version<'a>> {
     let mut versions: Vec<Version<'a>> = Vec::with_capacity(events.len() + 1);
+    apply_events_into(key, old, events, horizon, update, &mut versions);
+    versions
+}
+
+/// `apply_events` into `versions` (cleared first), so that a flush applying thousands of keys
+/// reuses one vector instead of allocating one per key.
+fn apply_events_into<'a>(
+    key: &[u8],
+    old: Option<EntryRef<'a>>,
+    events: impl IntoIterator<Item = (Seq, Event)>,
+    horizon: Seq,
+    update: &UpdateFn,
+    versions: &mut Vec<Version<'a>>,
+) {
+    versions.clear();
     if let Some(old) = old {
         versions.extend(old.versions().map(|(seq, v)| (seq, v.map(Cow::Borrowed))));
     }
@@ -47,7 +62,6 @@ fn apply_events<'a>(
     if let Some(base) = versions.iter().rposition(|(seq, _)| *seq <= horizon) {
         versions.drain(..base);
     }
-    versions
 }
 
 /// What one flush brings to a leaf.
@@ -274,49 +288,47 @@ impl Messages<'_> {
     fn merge_into(&self, basement: &Basement, range: std::ops::Range<usize>) -> Basement {
         let incoming_bytes = self.points.span_bytes(range.clone());
         let mut out = Basement::with_capacity(basement.encoded().len() + incoming_bytes, basement.len() + range.len());
+        // One events and one versions vector for the whole basement, reused key after key.
+        let (mut events, mut versions) = (Vec::new(), Vec::new());
         let mut next = range.start;
         for entry in basement.entries() {
             while next < range.end && self.points.key(next) < entry.key() {
-                self.push_new(&mut out, next);
+                self.push_new(&mut out, next, &mut events, &mut versions);
                 next += 1;
             }
-            let events = if next < range.end && self.points.key(next) == entry.key() {
+            if next < range.end && self.points.key(next) == entry.key() {
+                self.events_into(next, &mut events);
                 next += 1;
-                self.events(next - 1)
             } else {
-                self.range_deletes(entry.key())
-            };
+                self.add_range_deletes(entry.key(), &mut events);
+            }
             if events.is_empty() {
                 out.push_raw(entry);
             } else {
-                out.push_entry(entry.key(), &apply_events(entry.key(), Some(entry), events, self.horizon, self.update));
+                apply_events_into(entry.key(), Some(entry), events.drain(..), self.horizon, self.update, &mut versions);
+                out.push_entry(entry.key(), &versions);
             }
         }
         for index in next..range.end {
-            self.push_new(&mut out, index);
+            self.push_new(&mut out, index, &mut events, &mut versions);
         }
         out.shrink_slack();
         out
     }
 
     /// Writes the entry of a key the basement does not hold yet.
-    fn push_new(&self, out: &mut Basement, index: usize) {
+    fn push_new<'a>(&self, out: &mut Basement, index: usize, events: &mut Vec<(Seq, Event)>, versions: &mut Vec<Version<'a>>) {
         let key = self.points.key(index);
-        out.push_entry(key, &apply_events(key, None, self.events(index), self.horizon, self.update));
+        self.events_into(index, events);
+        apply_events_into(key, None, events.drain(..), self.horizon, self.update, versions);
+        out.push_entry(key, versions);
     }
 
-    /// Point message `index`'s events with the range deletes covering its key, in sequence order.
-    fn events(&self, index: usize) -> Vec<(Seq, Event)> {
-        let mut events = Vec::new();
-        self.points.events_into(index, &mut events);
-        self.add_range_deletes(self.points.key(index), &mut events);
-        events
-    }
-
-    fn range_deletes(&self, key: &[u8]) -> Vec<(Seq, Event)> {
-        let mut deletes = Vec::new();
-        self.add_range_deletes(key, &mut deletes);
-        deletes
+    /// Point message `index`'s events with the range deletes covering its key, in sequence
+    /// order, appended to `events` (empty on entry).
+    fn events_into(&self, index: usize, events: &mut Vec<(Seq, Event)>) {
+        self.points.events_into(index, events);
+        self.add_range_deletes(self.points.key(index), events);
     }
 
     /// Adds the range deletes covering `key` to its events, keeping sequence order.
