@@ -91,12 +91,13 @@ pub fn resolve(
 /// delete) at or below `horizon`, the oldest snapshot any reader may hold. `events` must be in
 /// ascending sequence order; it stays so.
 pub fn prune(events: &mut Vec<(Seq, Event)>, horizon: Seq) {
-    let base = events
-        .iter()
-        .rposition(|(seq, e)| *seq <= horizon && e.is_base());
-    if let Some(base) = base {
-        events.drain(..base);
-    }
+    let prefix = prunable_prefix(events, horizon);
+    events.drain(..prefix);
+}
+
+/// How many events at the front of `events` `prune` drops.
+pub fn prunable_prefix(events: &[(Seq, Event)], horizon: Seq) -> usize {
+    events.iter().rposition(|(seq, e)| *seq <= horizon && e.is_base()).unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -23,7 +23,9 @@ use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use crate::message::{prune, Event, Seq};
+use smallvec::SmallVec;
+
+use crate::message::{prunable_prefix, prune, Event, Seq};
 use crate::node::flat::{self, below, read_u32};
 
 /// Bytes charged per message in `head` beyond its key and value, for the seq, the tag and the map
@@ -69,7 +71,7 @@ impl RangeDelete {
 #[derive(Clone, Debug, Default)]
 pub struct Buffer {
     /// The newest messages, by key.
-    head: BTreeMap<Vec<u8>, Vec<(Seq, Event)>>,
+    head: BTreeMap<Vec<u8>, HeadEvents>,
     /// Older messages, oldest run first.
     runs: Vec<Run>,
     ranges: Vec<RangeDelete>,
@@ -84,6 +86,9 @@ impl PartialEq for Buffer {
 }
 
 impl Eq for Buffer {}
+
+/// A key's messages in `head`: most keys have one, kept inline (no allocation per message).
+type HeadEvents = SmallVec<[(Seq, Event); 1]>;
 
 /// What a key's messages in `head` are charged: per message, its key, its event and the overhead.
 fn head_charge(key_len: usize, events: &[(Seq, Event)]) -> usize {
@@ -103,17 +108,23 @@ impl Buffer {
     /// messages for that key that no reader at or after `horizon` can see.
     #[cfg(test)]
     pub fn push(&mut self, key: Vec<u8>, seq: Seq, event: Event, horizon: Seq) {
-        self.push_all(key, vec![(seq, event)], horizon, 64 << 10);
+        self.push_all(key, [(seq, event)], horizon, 64 << 10);
     }
 
     /// Adds a key's events, in ascending order and all newer than those held, then prunes that
     /// key's history in `head` against `horizon` (older runs are pruned when they merge).
     /// `head` is frozen into a run once it holds about `head_bytes` (the basement size).
-    pub fn push_all(&mut self, key: Vec<u8>, incoming: Vec<(Seq, Event)>, horizon: Seq, head_bytes: usize) {
+    pub fn push_all(
+        &mut self,
+        key: Vec<u8>,
+        incoming: impl IntoIterator<Item = (Seq, Event)>,
+        horizon: Seq,
+        head_bytes: usize,
+    ) {
         let key_len = key.len();
-        // A new key (the common case) keeps the caller's key and events as they are: no copy.
+        // A new key (the common case) keeps the caller's key as it is: no copy.
         let (before, events) = match self.head.entry(key) {
-            Entry::Vacant(slot) => (0, slot.insert(incoming)),
+            Entry::Vacant(slot) => (0, slot.insert(incoming.into_iter().collect())),
             Entry::Occupied(slot) => {
                 let events = slot.into_mut();
                 let before = head_charge(key_len, events);
@@ -122,7 +133,8 @@ impl Buffer {
             }
         };
         if events.len() > 1 {
-            prune(events, horizon);
+            let prefix = prunable_prefix(events, horizon);
+            events.drain(..prefix);
         }
         self.size_bytes = self.size_bytes - before + head_charge(key_len, events);
         if self.head.len() >= (head_bytes / MESSAGE_OVERHEAD_BYTES).max(1) {
@@ -366,7 +378,7 @@ const OP_DELETE: u8 = 1;
 const OP_UPDATE: u8 = 2;
 
 impl Run {
-    fn from_map(messages: &BTreeMap<Vec<u8>, Vec<(Seq, Event)>>) -> Run {
+    fn from_map(messages: &BTreeMap<Vec<u8>, HeadEvents>) -> Run {
         let mut run = Run::default();
         for (key, events) in messages {
             run.push(key, events);
