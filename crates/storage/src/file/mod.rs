@@ -56,16 +56,22 @@ impl DataFile {
         let len = BLOCK_HEADER_BYTES + payload.len();
         let len32 = u32::try_from(len).map_err(|_| Error::TooLarge(format!("block of {len} bytes")))?;
         let payload_len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-        let mut block = Vec::with_capacity(len);
-        block.extend_from_slice(BLOCK_MAGIC);
-        block.extend_from_slice(&[0; 4]);
-        block.extend_from_slice(&node_id.to_le_bytes());
-        block.extend_from_slice(&payload_len.to_le_bytes());
-        block.extend_from_slice(payload);
-        let checksum = crc32c::crc32c(block.get(8..).unwrap_or_default());
-        block.splice(4..8, checksum.to_le_bytes());
+        // The header and the payload are written as two pieces rather than copied into one
+        // buffer: a node's payload is megabytes, and that copy was memory outside the budget.
+        // A block is named by nothing until a sync covers it, and its checksum covers both.
+        let mut header = Vec::with_capacity(BLOCK_HEADER_BYTES);
+        header.extend_from_slice(BLOCK_MAGIC);
+        header.extend_from_slice(&[0; 4]);
+        header.extend_from_slice(&node_id.to_le_bytes());
+        header.extend_from_slice(&payload_len.to_le_bytes());
+        let checksum = crc32c::crc32c_append(crc32c::crc32c(header.get(8..).unwrap_or_default()), payload);
+        header.splice(4..8, checksum.to_le_bytes());
         let offset = self.allocator.lock().allocate(len as u64);
-        if let Err(error) = self.file.write_all_at(&block, offset) {
+        let written = self
+            .file
+            .write_all_at(&header, offset)
+            .and_then(|()| self.file.write_all_at(payload, offset + BLOCK_HEADER_BYTES as u64));
+        if let Err(error) = written {
             self.allocator.lock().free(offset, len as u64);
             return Err(error.into());
         }
