@@ -52,6 +52,13 @@ fn report(name: &str, n: u64, ours: Duration, theirs: Duration) {
 }
 
 fn main() {
+    if let Err(error) = run() {
+        eprintln!("engine_bench: {error}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> storage::Result<()> {
     let args = parse_args();
     println!("command: {}", std::env::args().collect::<Vec<_>>().join(" "));
     println!("machine: {}", machine::machine());
@@ -71,15 +78,15 @@ fn main() {
 
     for (name, keys) in [("sequential insert", None), ("random insert", Some(&random_keys))] {
         let key_at = |i: u64| keys.map_or(i, |k| k[i as usize]).to_be_bytes();
-        let engine = Engine::open_in_memory(options.clone()).expect("open");
-        let tree = engine.create_tree("bench").expect("tree");
+        let engine = Engine::open_in_memory(options.clone())?;
+        let tree = engine.create_tree("bench")?;
         let start = Instant::now();
         for i in 0..n {
             let mut txn = engine.begin();
             txn.put(tree, key_at(i).to_vec(), i.to_le_bytes().to_vec());
-            txn.commit(Durability::None).expect("commit");
+            txn.commit(Durability::None)?;
         }
-        engine.flush_all().expect("flush");
+        engine.flush_all()?;
         let ours = start.elapsed();
         let start = Instant::now();
         let mut map = BTreeMap::new();
@@ -94,7 +101,7 @@ fn main() {
             let start = Instant::now();
             for _ in 0..n {
                 let k = key_at(rng.gen_range(0..n));
-                std::hint::black_box(snapshot.get(tree, &k).expect("get"));
+                std::hint::black_box(snapshot.get(tree, &k)?);
             }
             let ours = start.elapsed();
             let start = Instant::now();
@@ -105,7 +112,7 @@ fn main() {
             report("random point read", n, ours, start.elapsed());
 
             let start = Instant::now();
-            let count = snapshot.iter(tree).map(|r| r.expect("scan")).count();
+            let count = snapshot.iter(tree).try_fold(0usize, |count, entry| entry.map(|_| count + 1))?;
             let ours = start.elapsed();
             let start = Instant::now();
             // Both sides hand out owned copies of each key and value, as the engine's iterator does.
@@ -115,4 +122,5 @@ fn main() {
             println!("engine stats after random inserts: {:?}", engine.stats());
         }
     }
+    Ok(())
 }
