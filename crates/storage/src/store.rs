@@ -87,23 +87,9 @@ impl Drop for CachedNode {
     }
 }
 
-/// What of a node is in memory.
-enum Resident {
-    Whole(Arc<CachedNode>),
-    Thin(Arc<Thin>),
-}
-
-impl Resident {
-    fn memory_bytes(&self) -> usize {
-        match self {
-            Resident::Whole(node) => node.memory_bytes(),
-            Resident::Thin(thin) => thin.memory_bytes(),
-        }
-    }
-}
-
 struct Slot {
-    node: Option<Resident>,
+    /// What of the node is in memory (a reader's view of it is a clone of this).
+    node: Option<View>,
     /// Accounted bytes while in memory.
     size: usize,
     dirty: bool,
@@ -264,7 +250,7 @@ impl NodeStore {
     pub fn allocate(&self, node: Node) -> Result<NodeId> {
         let id = NodeId(self.next_id.fetch_add(1, Ordering::AcqRel));
         let size = node.memory_bytes();
-        let node = Some(Resident::Whole(CachedNode::new(node, &self.used_bytes)));
+        let node = Some(View::Whole(CachedNode::new(node, &self.used_bytes)));
         let slot = Slot { node, size, dirty: true, version: 1, addr: None, layout: None, taken: false, last_used: self.tick() };
         self.shard(id).lock().insert(id, slot);
         self.used_bytes.fetch_add(size, Ordering::Relaxed);
@@ -281,7 +267,7 @@ impl NodeStore {
                 let mut shard = self.shard(id).lock();
                 let slot = self.readable(&mut shard, id)?;
                 match (&slot.node, slot.addr) {
-                    (Some(Resident::Whole(node)), _) => return Ok(Arc::clone(node)),
+                    (Some(View::Whole(node)), _) => return Ok(Arc::clone(node)),
                     (_, Some(addr)) => addr,
                     (_, None) => return Err(missing(id)),
                 }
@@ -304,8 +290,7 @@ impl NodeStore {
                 let mut shard = self.shard(id).lock();
                 let slot = self.readable(&mut shard, id)?;
                 match (&slot.node, slot.addr) {
-                    (Some(Resident::Whole(node)), _) => return Ok(View::Whole(Arc::clone(node))),
-                    (Some(Resident::Thin(thin)), _) => return Ok(View::Thin(Arc::clone(thin))),
+                    (Some(view), _) => return Ok(view.clone()),
                     (None, Some(addr)) => addr,
                     (None, None) => return Err(missing(id)),
                 }
@@ -328,11 +313,11 @@ impl NodeStore {
     }
 
     /// Puts what was read into a slot, in place of what is there; the caller checked the slot.
-    fn install(&self, slot: &mut Slot, resident: Option<Resident>) {
+    fn install(&self, slot: &mut Slot, resident: Option<View>) {
         if resident.is_none() {
             slot.layout = None;
         }
-        let size = resident.as_ref().map_or(0, Resident::memory_bytes);
+        let size = resident.as_ref().map_or(0, View::memory_bytes);
         self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
         self.used_bytes.fetch_add(size, Ordering::Relaxed);
         slot.node = resident;
@@ -349,10 +334,10 @@ impl NodeStore {
         let mut shard = self.shard(id).lock();
         let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
         match &slot.node {
-            Some(Resident::Whole(loaded)) => Ok(Some(Arc::clone(loaded))),
+            Some(View::Whole(loaded)) => Ok(Some(Arc::clone(loaded))),
             _ if slot.addr == Some(addr) && !slot.taken => {
                 slot.layout = layout.map(Arc::new);
-                self.install(slot, Some(Resident::Whole(Arc::clone(&node))));
+                self.install(slot, Some(View::Whole(Arc::clone(&node))));
                 self.counters.loads.fetch_add(1, Ordering::Relaxed);
                 drop(shard);
                 self.maybe_evict()?;
@@ -372,7 +357,8 @@ impl NodeStore {
             return Ok(self.load(id, addr)?.map(View::Whole));
         };
         if head_len > head.len() {
-            head = disk.file.read_payload_prefix(addr, id.0, head_len)?;
+            let rest = disk.file.read_payload_range(addr, id.0, head.len(), head_len - head.len())?;
+            head.extend_from_slice(&rest);
         }
         self.counters.bytes_read.fetch_add(head.len() as u64, Ordering::Relaxed);
         let Some(layout) = codec::decode_layout(id, head.get(..head_len).unwrap_or_default())? else {
@@ -383,11 +369,10 @@ impl NodeStore {
         let mut shard = self.shard(id).lock();
         let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
         match &slot.node {
-            Some(Resident::Whole(node)) => Ok(Some(View::Whole(Arc::clone(node)))),
-            Some(Resident::Thin(thin)) => Ok(Some(View::Thin(Arc::clone(thin)))),
+            Some(view) => Ok(Some(view.clone())),
             None if slot.addr == Some(addr) && !slot.taken => {
                 slot.layout = Some(layout);
-                self.install(slot, Some(Resident::Thin(Arc::clone(&thin))));
+                self.install(slot, Some(View::Thin(Arc::clone(&thin))));
                 self.counters.head_loads.fetch_add(1, Ordering::Relaxed);
                 drop(shard);
                 self.maybe_evict()?;
@@ -413,13 +398,16 @@ impl NodeStore {
         self.counters.section_loads.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes_read.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         let mut shard = self.shard(thin.id).lock();
-        if let Some(slot) = shard.get_mut(&thin.id) {
-            if let Some(Resident::Thin(current)) = &slot.node {
-                if current.block == thin.block && current.part(index).is_none() && !slot.taken {
-                    let thicker = Arc::new(current.with_part(index, part.clone()));
-                    self.install(slot, Some(Resident::Thin(thicker)));
-                }
+        let thicker = match shard.get(&thin.id) {
+            Some(Slot { node: Some(View::Thin(current)), taken: false, .. })
+                if current.block == thin.block && current.part(index).is_none() =>
+            {
+                Some(current.with_part(index, part.clone()))
             }
+            _ => None,
+        };
+        if let (Some(thicker), Some(slot)) = (thicker, shard.get_mut(&thin.id)) {
+            self.install(slot, Some(View::Thin(Arc::new(thicker))));
         }
         drop(shard);
         self.maybe_evict()?;
@@ -457,7 +445,7 @@ impl NodeStore {
             let mut shard = self.shard(id).lock();
             let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
             self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
-            slot.node = Some(Resident::Whole(CachedNode::new(node, &self.used_bytes)));
+            slot.node = Some(View::Whole(CachedNode::new(node, &self.used_bytes)));
             slot.size = size;
             slot.dirty = true;
             slot.layout = None;
@@ -486,7 +474,7 @@ impl NodeStore {
         for shard in &self.shards {
             for slot in shard.lock().values() {
                 nodes += 1;
-                if let Some(Resident::Whole(cached)) = &slot.node {
+                if let Some(View::Whole(cached)) = &slot.node {
                     let Node::Internal(internal) = &cached.node else { continue };
                     let height = (internal.height as usize).min(TRACKED_LEVELS - 1);
                     if let Some(total) = buffered.get_mut(height) {
@@ -577,13 +565,13 @@ impl NodeStore {
             }
             match &slot.node {
                 None => return Ok(()),
-                Some(Resident::Whole(node)) if slot.dirty => (Arc::clone(node), slot.version),
-                Some(Resident::Whole(_)) => {
+                Some(View::Whole(node)) if slot.dirty => (Arc::clone(node), slot.version),
+                Some(View::Whole(_)) => {
                     let thin = slot.addr.zip(slot.layout.clone()).map(|(addr, layout)| Thin::new(id, addr, layout));
                     self.evict_to(slot, thin);
                     return Ok(());
                 }
-                Some(Resident::Thin(thin)) => {
+                Some(View::Thin(thin)) => {
                     let thinner = thin.has_parts().then(|| thin.without_parts());
                     self.evict_to(slot, thinner);
                     return Ok(());
@@ -614,7 +602,7 @@ impl NodeStore {
         let thinner = thinner.filter(|_| self.partial);
         let counter = if thinner.is_some() { &self.counters.partial_evictions } else { &self.counters.evictions };
         counter.fetch_add(1, Ordering::Relaxed);
-        self.install(slot, thinner.map(|thin| Resident::Thin(Arc::new(thin))));
+        self.install(slot, thinner.map(|thin| View::Thin(Arc::new(thin))));
     }
 
     /// Encodes and writes a node to a new block.
@@ -644,7 +632,7 @@ impl NodeStore {
         for shard in &self.shards {
             for (id, slot) in shard.lock().iter() {
                 match (&slot.node, slot.dirty, slot.addr) {
-                    (Some(Resident::Whole(node)), true, _) => capture.dirty.push((*id, Arc::clone(node), slot.version)),
+                    (Some(View::Whole(node)), true, _) => capture.dirty.push((*id, Arc::clone(node), slot.version)),
                     (_, false, Some(addr)) => capture.clean.push((*id, addr)),
                     _ => return Err(Error::Invariant(format!("node {} is neither in memory nor on disk", id.0))),
                 }
@@ -766,9 +754,9 @@ mod tests {
             let slot = shard.get(&id).expect("slot");
             let resident = match &slot.node {
                 None => "none",
-                Some(Resident::Whole(_)) => "whole",
-                Some(Resident::Thin(thin)) if thin.has_parts() => "thin with parts",
-                Some(Resident::Thin(_)) => "thin",
+                Some(View::Whole(_)) => "whole",
+                Some(View::Thin(thin)) if thin.has_parts() => "thin with parts",
+                Some(View::Thin(_)) => "thin",
             };
             (resident, slot.layout.is_some(), slot.size)
         };
@@ -786,6 +774,30 @@ mod tests {
         assert_eq!(store.used_bytes(), 0);
         assert!(matches!(store.view(id).expect("view again"), View::Thin(_)), "its head is read back alone");
         assert!(matches!(&**store.get(id).expect("a writer's whole read"), Node::Leaf(_)));
+    }
+
+    /// A head longer than the first page a reader reads is completed with a second read of the
+    /// rest (long keys in a leaf of many basements), and its sections still read alone.
+    #[test]
+    fn a_head_longer_than_a_page_reads_back() {
+        use crate::node::basement::Basement;
+        let store = store_on_sim_disk();
+        let key = |i: usize| format!("{i:0>200}").into_bytes();
+        let basements: Vec<Basement> = (0..64)
+            .map(|i| Basement::from_entries([(&key(i)[..], vec![(1, Some(std::borrow::Cow::Borrowed(&b"v"[..])))])]))
+            .collect();
+        let leaf = Leaf::from_basements(basements.clone());
+        let id = store.allocate(Node::Leaf(leaf)).expect("allocate");
+        store.evict(id).expect("written and thin");
+        store.evict(id).expect("dropped");
+        let View::Thin(thin) = store.view(id).expect("view") else { panic!("the head is read alone") };
+        assert_eq!(thin.layout.sections.len(), 64);
+        for (index, basement) in basements.iter().enumerate() {
+            match store.part(&thin, index).expect("a section") {
+                Some(Part::Basement(read)) => assert_eq!(&*read, basement),
+                _ => panic!("basement {index} reads back"),
+            }
+        }
     }
 
     /// A writer changes a node a checkpoint still holds: both versions are in memory, and both

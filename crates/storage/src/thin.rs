@@ -99,7 +99,8 @@ impl<T> Deref for Held<'_, T> {
     }
 }
 
-/// A node as a reader sees it: whole, or thin with its sections read as they are needed.
+/// What of a node is in memory, as the cache holds it and a reader sees it: whole, or thin
+/// with its sections read as they are needed.
 #[derive(Clone)]
 pub(crate) enum View {
     Whole(Arc<CachedNode>),
@@ -107,6 +108,14 @@ pub(crate) enum View {
 }
 
 impl View {
+    /// The memory this much of the node holds, as charged to the cache.
+    pub fn memory_bytes(&self) -> usize {
+        match self {
+            View::Whole(node) => node.memory_bytes(),
+            View::Thin(thin) => thin.memory_bytes(),
+        }
+    }
+
     pub fn is_leaf(&self) -> bool {
         match self {
             View::Whole(node) => matches!(&***node, Node::Leaf(_)),
@@ -114,32 +123,26 @@ impl View {
         }
     }
 
-    /// An internal node's pivots (none for a leaf).
-    pub fn pivots(&self) -> &[Vec<u8>] {
+    /// An internal node's pivots and children (none for a leaf).
+    fn routing(&self) -> (&[Vec<u8>], &[NodeId]) {
         match self {
             View::Whole(node) => match &***node {
-                Node::Internal(internal) => &internal.pivots,
-                Node::Leaf(_) => &[],
+                Node::Internal(internal) => (&internal.pivots, &internal.children),
+                Node::Leaf(_) => (&[], &[]),
             },
             View::Thin(thin) => match &thin.layout.head {
-                Head::Internal { pivots, .. } => pivots,
-                Head::Leaf { .. } => &[],
+                Head::Internal { pivots, children, .. } => (pivots, children),
+                Head::Leaf { .. } => (&[], &[]),
             },
         }
     }
 
-    /// An internal node's children (none for a leaf).
+    pub fn pivots(&self) -> &[Vec<u8>] {
+        self.routing().0
+    }
+
     pub fn children(&self) -> &[NodeId] {
-        match self {
-            View::Whole(node) => match &***node {
-                Node::Internal(internal) => &internal.children,
-                Node::Leaf(_) => &[],
-            },
-            View::Thin(thin) => match &thin.layout.head {
-                Head::Internal { children, .. } => children,
-                Head::Leaf { .. } => &[],
-            },
-        }
+        self.routing().1
     }
 
     pub fn child_index(&self, key: &[u8]) -> usize {

@@ -160,10 +160,10 @@ impl<'e> Transaction<'e> {
         let update = &self.shared.options.update;
         let checked: HashSet<TreeId> =
             self.writes.iter().filter(|(_, w)| matches!(w, Write::InsertIfAbsent(..))).map(|(id, _)| *id).collect();
-        let mut overlay: HashMap<(TreeId, &[u8]), Option<Cow<'_, [u8]>>> = HashMap::new();
-        let mut ranges: Vec<(TreeId, &[u8], Option<&[u8]>)> = Vec::new();
-        let current = |overlay: &HashMap<(TreeId, &[u8]), Option<Cow<'_, [u8]>>>,
-                       ranges: &[(TreeId, &[u8], Option<&[u8]>)],
+        let mut overlay: Overlay<'_> = HashMap::new();
+        let mut ranges: Vec<RangeWrite<'_>> = Vec::new();
+        let current = |overlay: &Overlay<'_>,
+                       ranges: &[RangeWrite<'_>],
                        id: TreeId,
                        key: &[u8]|
          -> Result<Option<Vec<u8>>> {
@@ -212,6 +212,11 @@ impl<'e> Transaction<'e> {
         Ok(())
     }
 }
+
+/// What an insert-if-absent check sees of a transaction's own earlier writes: a key's value
+/// (`None`: deleted), and the range deletes (tree, start, end).
+type Overlay<'a> = HashMap<(TreeId, &'a [u8]), Option<Cow<'a, [u8]>>>;
+type RangeWrite<'a> = (TreeId, &'a [u8], Option<&'a [u8]>);
 
 /// Hands full roots to the flusher, or flushes one far over its size here (backpressure).
 fn flush_as_needed(shared: &Shared, needs: Vec<(Arc<Tree>, FlushNeed)>) {

@@ -36,6 +36,37 @@ pub struct BlockAddr {
     pub len: u32,
 }
 
+/// The fields of a block's header (after its magic).
+struct BlockHeader {
+    checksum: u32,
+    node_id: u64,
+    payload_len: u32,
+}
+
+impl BlockHeader {
+    /// The header at the start of `block`; `None` without the magic.
+    fn parse(block: &[u8]) -> Option<BlockHeader> {
+        let field = |range: std::ops::Range<usize>| block.get(range);
+        if field(0..4)? != BLOCK_MAGIC {
+            return None;
+        }
+        Some(BlockHeader {
+            checksum: u32::from_le_bytes(field(4..8)?.try_into().ok()?),
+            node_id: u64::from_le_bytes(field(8..16)?.try_into().ok()?),
+            payload_len: u32::from_le_bytes(field(16..20)?.try_into().ok()?),
+        })
+    }
+}
+
+fn corrupt_block(addr: BlockAddr, node_id: u64, what: &str) -> Error {
+    Error::Corruption(format!("block at {} for node {node_id}: {what}", addr.offset))
+}
+
+/// The payload length a block's address implies.
+fn payload_len(addr: BlockAddr, node_id: u64) -> Result<usize> {
+    (addr.len as usize).checked_sub(BLOCK_HEADER_BYTES).ok_or_else(|| corrupt_block(addr, node_id, "shorter than a block header"))
+}
+
 pub struct DataFile {
     file: Arc<dyn File>,
     allocator: Mutex<Allocator>,
@@ -80,62 +111,49 @@ impl DataFile {
 
     /// Reads a block and returns its payload, checking its checksum and its node id.
     pub fn read_block(&self, addr: BlockAddr, node_id: u64) -> Result<Vec<u8>> {
-        let corrupt = |what: &str| Error::Corruption(format!("block at {} for node {node_id}: {what}", addr.offset));
-        let len = addr.len as usize;
-        if len < BLOCK_HEADER_BYTES {
-            return Err(corrupt("shorter than a block header"));
-        }
-        let mut block = vec![0; len];
+        let corrupt = |what: &str| corrupt_block(addr, node_id, what);
+        let payload_len = payload_len(addr, node_id)?;
+        let mut block = vec![0; addr.len as usize];
         self.file.read_exact_at(&mut block, addr.offset)?;
-        let (head, payload) = block.split_at(BLOCK_HEADER_BYTES);
-        let field = |range: std::ops::Range<usize>| head.get(range).unwrap_or_default();
-        if field(0..4) != BLOCK_MAGIC {
-            return Err(corrupt("bad magic"));
-        }
-        let stored = u32::from_le_bytes(field(4..8).try_into().map_err(|_| corrupt("checksum"))?);
-        if crc32c::crc32c(block.get(8..).unwrap_or_default()) != stored {
+        let header = BlockHeader::parse(&block).ok_or_else(|| corrupt("bad magic"))?;
+        if crc32c::crc32c(block.get(8..).unwrap_or_default()) != header.checksum {
             return Err(corrupt("checksum mismatch"));
         }
-        let id = u64::from_le_bytes(field(8..16).try_into().map_err(|_| corrupt("node id"))?);
-        let payload_len = u32::from_le_bytes(field(16..20).try_into().map_err(|_| corrupt("length"))?);
-        if id != node_id || payload_len as usize != payload.len() {
-            return Err(corrupt(&format!("belongs to node {id}")));
+        if header.node_id != node_id || header.payload_len as usize != payload_len {
+            return Err(corrupt(&format!("belongs to node {}", header.node_id)));
         }
         // In place, not a second allocation of a node's size beside the first.
         block.drain(..BLOCK_HEADER_BYTES);
         Ok(block)
     }
 
-    /// Reads `len` bytes at `offset` of a block's payload without reading the rest: the start of
-    /// a node's encoding (its head), or one of its sections. The caller checks them (heads and
-    /// sections carry their own checksums); here only the block's header is checked, when the
-    /// read includes it, and the range against the block's length.
+    /// Reads `len` bytes at `offset` of a block's payload without reading the rest: one section
+    /// of a node's encoding, or the rest of a long head. The caller checks them (heads and
+    /// sections carry their own checksums); here only the range is checked against the block.
     pub fn read_payload_range(&self, addr: BlockAddr, node_id: u64, offset: usize, len: usize) -> Result<Vec<u8>> {
-        let corrupt = |what: &str| Error::Corruption(format!("block at {} for node {node_id}: {what}", addr.offset));
-        let payload_len = (addr.len as usize).checked_sub(BLOCK_HEADER_BYTES).ok_or_else(|| corrupt("shorter than a block header"))?;
+        let payload_len = payload_len(addr, node_id)?;
         if offset.checked_add(len).is_none_or(|end| end > payload_len) {
-            return Err(corrupt(&format!("range {offset}+{len} outside a payload of {payload_len}")));
+            let what = format!("range {offset}+{len} outside a payload of {payload_len}");
+            return Err(corrupt_block(addr, node_id, &what));
         }
         let mut bytes = vec![0; len];
         self.file.read_exact_at(&mut bytes, addr.offset + (BLOCK_HEADER_BYTES + offset) as u64)?;
         Ok(bytes)
     }
 
-    /// Reads the first `len` bytes of a block's payload, checking the block's magic and node id.
+    /// Reads the first `len` bytes of a block's payload (fewer if the payload is shorter),
+    /// checking the block's magic, node id and length; its checksum needs the whole block.
     pub fn read_payload_prefix(&self, addr: BlockAddr, node_id: u64, len: usize) -> Result<Vec<u8>> {
-        let corrupt = |what: &str| Error::Corruption(format!("block at {} for node {node_id}: {what}", addr.offset));
-        let payload_len = (addr.len as usize).checked_sub(BLOCK_HEADER_BYTES).ok_or_else(|| corrupt("shorter than a block header"))?;
-        let len = len.min(payload_len);
-        let mut block = vec![0; BLOCK_HEADER_BYTES + len];
+        let payload_len = payload_len(addr, node_id)?;
+        let mut block = vec![0; BLOCK_HEADER_BYTES + len.min(payload_len)];
         self.file.read_exact_at(&mut block, addr.offset)?;
-        let (head, payload) = block.split_at(BLOCK_HEADER_BYTES);
-        let field = |range: std::ops::Range<usize>| head.get(range).unwrap_or_default();
-        let id = u64::from_le_bytes(field(8..16).try_into().map_err(|_| corrupt("node id"))?);
-        let stored_len = u32::from_le_bytes(field(16..20).try_into().map_err(|_| corrupt("length"))?);
-        if field(0..4) != BLOCK_MAGIC || id != node_id || stored_len as usize != payload_len {
-            return Err(corrupt("not this node's block"));
+        match BlockHeader::parse(&block) {
+            Some(header) if header.node_id == node_id && header.payload_len as usize == payload_len => {
+                block.drain(..BLOCK_HEADER_BYTES);
+                Ok(block)
+            }
+            _ => Err(corrupt_block(addr, node_id, "not this node's block")),
         }
-        Ok(payload.to_vec())
     }
 
     /// Returns a block's space for reuse. The caller guarantees no durable checkpoint names it.

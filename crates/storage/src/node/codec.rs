@@ -204,20 +204,11 @@ pub fn decode_layout(id: NodeId, bytes: &[u8]) -> Result<Option<Layout>> {
             Layout { head: Head::Leaf { first_keys }, sections }
         }
         KIND_INTERNAL => {
-            let height = r.u32()?;
-            let count = r.count(8)?;
-            if count == 0 || height == 0 {
-                return Err(corrupt("internal node without children or height".into()));
+            let (height, children, pivots) = read_routing(&mut r)?;
+            if height == 0 {
+                return Err(corrupt("internal node of height 0".into()));
             }
-            let mut children = Vec::with_capacity(count);
-            for _ in 0..count {
-                children.push(NodeId(r.u64()?));
-            }
-            let mut pivots = Vec::with_capacity(count - 1);
-            for _ in 1..count {
-                pivots.push(r.bytes()?.to_vec());
-            }
-            let sections = table(&mut r, count)?;
+            let sections = table(&mut r, children.len())?;
             Layout { head: Head::Internal { height, pivots, children }, sections }
         }
         kind => return Err(corrupt(format!("unknown node kind {kind}"))),
@@ -274,6 +265,24 @@ pub fn decode_node(id: NodeId, bytes: &[u8]) -> Result<(Node, Option<Layout>)> {
     Ok((node, Some(layout)))
 }
 
+/// An internal node's height, child ids and pivots, written alike by both formats.
+fn read_routing(r: &mut Reader<'_>) -> Result<(u32, Vec<NodeId>, Vec<Vec<u8>>)> {
+    let height = r.u32()?;
+    let count = r.count(8)?;
+    if count == 0 {
+        return Err(corrupt("internal node without children".into()));
+    }
+    let mut children = Vec::with_capacity(count);
+    for _ in 0..count {
+        children.push(NodeId(r.u64()?));
+    }
+    let mut pivots = Vec::with_capacity(count - 1);
+    for _ in 1..count {
+        pivots.push(r.bytes()?.to_vec());
+    }
+    Ok((height, children, pivots))
+}
+
 /// The first format: sections length-prefixed, without checksums or a head.
 fn decode_node_v1(bytes: &[u8]) -> Result<Node> {
     let mut r = Reader::new(bytes);
@@ -294,21 +303,9 @@ fn decode_node_v1(bytes: &[u8]) -> Result<Node> {
 }
 
 fn decode_internal_v1(r: &mut Reader<'_>) -> Result<Internal> {
-    let height = r.u32()?;
-    let child_count = r.count(8)?;
-    if child_count == 0 {
-        return Err(corrupt("internal node without children".into()));
-    }
-    let mut children = Vec::with_capacity(child_count);
-    for _ in 0..child_count {
-        children.push(NodeId(r.u64()?));
-    }
-    let mut pivots = Vec::with_capacity(child_count - 1);
-    for _ in 1..child_count {
-        pivots.push(r.bytes()?.to_vec());
-    }
-    let mut buffers = Vec::with_capacity(child_count);
-    for _ in 0..child_count {
+    let (height, children, pivots) = read_routing(r)?;
+    let mut buffers = Vec::with_capacity(children.len());
+    for _ in 0..children.len() {
         buffers.push(decode_buffer(&decompress(r.bytes()?)?)?);
     }
     Ok(Internal { height, pivots, children, buffers })

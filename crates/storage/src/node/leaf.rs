@@ -25,11 +25,11 @@ use crate::node::buffer::{RangeDelete, Run};
 fn apply_events<'a>(
     key: &[u8],
     old: Option<EntryRef<'a>>,
-    events: Vec<(Seq, Event)>,
+    events: impl IntoIterator<Item = (Seq, Event)>,
     horizon: Seq,
     update: &UpdateFn,
 ) -> Vec<Version<'a>> {
-    let mut versions: Vec<Version<'a>> = Vec::with_capacity(events.len() + 1);
+    let mut versions: Vec<Version<'a>> = Vec::new();
     apply_events_into(key, old, events, horizon, update, &mut versions);
     versions
 }
@@ -148,7 +148,7 @@ impl Leaf {
     pub fn apply_point(
         &mut self,
         key: Vec<u8>,
-        events: Vec<(Seq, Event)>,
+        events: impl IntoIterator<Item = (Seq, Event)>,
         horizon: Seq,
         update: &UpdateFn,
         basement_size_bytes: usize,

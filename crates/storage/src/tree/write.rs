@@ -259,14 +259,14 @@ fn append_to_leaf<I: Iterator<Item = TreeMessage>>(
     rest: &mut std::iter::Peekable<I>,
 ) {
     let basement_size = ctx.options.basement_size_bytes;
+    // The greatest key seen so far (reused: copied into, not allocated, per message).
+    let mut floor: Vec<u8> = Vec::new();
     let mut next = Some(first);
     while let Some((key, seq, event)) = next.take() {
         Counters::add(&ctx.counters.direct_leaf_writes, 1);
-        let floor = match leaf.last_key() {
-            Some(last) if last > key.as_slice() => last.to_vec(),
-            _ => key.clone(),
-        };
-        leaf.apply_point(key, vec![(seq, event)], ctx.horizon, ctx.update(), basement_size);
+        floor.clear();
+        floor.extend_from_slice(leaf.last_key().filter(|last| *last > key.as_slice()).unwrap_or(&key));
+        leaf.apply_point(key, [(seq, event)], ctx.horizon, ctx.update(), basement_size);
         if leaf.size_bytes() > ctx.options.node_size_bytes {
             break;
         }
