@@ -10,6 +10,7 @@
 
 mod compare;
 mod fjall;
+mod heap;
 mod measure;
 mod redb;
 mod report;
@@ -18,6 +19,11 @@ mod strata;
 mod workload;
 
 use std::path::PathBuf;
+
+/// Counts live heap bytes for the interval lines (see `heap`); forwards to the system allocator
+/// (glibc's, the one Strata ships with).
+#[global_allocator]
+static ALLOCATOR: heap::CountingAllocator = heap::CountingAllocator;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 

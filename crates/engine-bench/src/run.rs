@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
+use crate::heap;
 use crate::measure::{dir_size, peak_rss_bytes, process_write_bytes, rss_bytes};
 use crate::report::Line;
 use crate::workload::{self, Backend, Sample, Workload};
@@ -107,7 +108,10 @@ fn interval(engine: &str, backend: &dyn Backend, now: Sample, previous: Sample) 
         .float("seconds", now.elapsed.as_secs_f64())
         .float("interval_rate", workload::rate(previous, now))
         .float("cumulative_rate", workload::rate(start, now))
-        .int("rss_bytes", rss_bytes().unwrap_or(0));
+        .int("rss_bytes", rss_bytes().unwrap_or(0))
+        .int("peak_rss_bytes", peak_rss_bytes().unwrap_or(0))
+        .int("heap_bytes", heap::live_bytes() as u64)
+        .int("heap_peak_bytes", heap::take_peak_bytes() as u64);
     match backend.cache_used_bytes() {
         Some(used) => line.int("cache_used_bytes", used),
         None => line,
