@@ -282,8 +282,45 @@ impl IndexSpec {
 
     /// The keys of a stored document, decoding only the fields the index reads.
     pub fn keys_raw(&self, raw: &RawDocument) -> Result<IndexKeys> {
+        if let Some(key) = self.top_level_key_raw(raw)? {
+            return Ok(IndexKeys { keys: vec![key], multikey: false });
+        }
         let document = decode_fields(raw, self.fields.iter().map(|(path, _)| path.head()))?;
         self.keys(&document)
+    }
+
+    /// The commonest case read straight from the stored bytes, without building a `Document`:
+    /// every indexed field a top-level field the document has, none an array. `None` sends the
+    /// document down the general path (dotted paths, missing fields, arrays), which this must
+    /// agree with: a repeated field name counts by its last occurrence, as `decode_fields` does.
+    fn top_level_key_raw(&self, raw: &RawDocument) -> Result<Option<EncodedKey>> {
+        const MOST_FIELDS: usize = 4;
+        if self.fields.len() > MOST_FIELDS || self.fields.iter().any(|(path, _)| path.parts().len() != 1) {
+            return Ok(None);
+        }
+        let mut values: [Option<Bson>; MOST_FIELDS] = Default::default();
+        for element in raw.iter_elements() {
+            let element = element.map_err(|e| Error::InvalidBson(e.to_string()))?;
+            let key = element.key().as_str();
+            for ((path, _), slot) in self.fields.iter().zip(values.iter_mut()) {
+                if path.head() != key {
+                    continue;
+                }
+                if element.element_type() == bson::spec::ElementType::Array {
+                    return Ok(None);
+                }
+                let value = element.value().map_err(|e| Error::InvalidBson(e.to_string()))?;
+                *slot = Some(Bson::try_from(value).map_err(|e| Error::InvalidBson(e.to_string()))?);
+            }
+        }
+        let mut encoder = KeyEncoder::new();
+        for ((_, direction), value) in self.fields.iter().zip(&values) {
+            match value {
+                Some(value) => encoder.push(value, *direction),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(encoder.finish()))
     }
 
     /// The keys of a document (see the module header for MongoDB's rules).

@@ -124,3 +124,51 @@ fn sparse_parallel_and_raw() {
     assert!(IndexSpec::from_key_pattern(&doc! {"a": 0}, Sparseness::Dense).is_err());
     assert!(IndexSpec::from_key_pattern(&doc! {"a": "hashed"}, Sparseness::Dense).is_err());
 }
+
+/// `keys_raw` reads the commonest documents straight from their bytes; on every shape (present,
+/// missing, null, arrays, nested documents, a repeated field name, dotted paths, sparse and
+/// dense, ascending and descending) it must yield what the general path yields from the decoded
+/// document.
+#[test]
+fn raw_keys_agree_with_decoded_keys() {
+    let patterns = [
+        doc! {"a": 1},
+        doc! {"a": -1},
+        doc! {"a": 1, "b": -1},
+        doc! {"b": 1, "a": 1, "c": 1},
+        doc! {"a": 1, "b": 1, "c": 1, "d": 1, "e": 1},
+        doc! {"a.x": 1},
+        doc! {"a": 1, "b.y": 1},
+    ];
+    let documents = [
+        doc! {"a": 1, "b": "x", "c": 2.5},
+        doc! {"a": "text", "bio": "long"},
+        doc! {"b": 1},
+        doc! {"a": null, "b": null},
+        doc! {"a": [3, 1], "b": 2},
+        doc! {"a": {"x": 5}, "b": {"y": [1, 2]}},
+        doc! {"a": [], "b": 1},
+        doc! {"a": bson::oid::ObjectId::from_bytes([7; 12]), "b": bson::DateTime::from_millis(5), "c": true},
+        doc! {"a": 1i64, "b": -0.0, "c": f64::NAN, "d": "z", "e": {"f": 1}},
+    ];
+    // A repeated field name cannot be built with `doc!`: append to raw bytes.
+    let mut repeated = bson::RawDocumentBuf::new();
+    repeated.append(bson::raw::cstr!("a"), 1);
+    repeated.append(bson::raw::cstr!("b"), "first");
+    repeated.append(bson::raw::cstr!("a"), "second");
+    let mut raws: Vec<bson::RawDocumentBuf> =
+        documents.iter().map(|d| bson::RawDocumentBuf::try_from(d).unwrap_or_else(|e| panic!("{e}"))).collect();
+    raws.push(repeated);
+    for pattern in &patterns {
+        for sparseness in [Sparseness::Dense, Sparseness::Sparse] {
+            let spec = IndexSpec::from_key_pattern(pattern, sparseness).unwrap_or_else(|e| panic!("{e}"));
+            for raw in &raws {
+                let decoded = document::path::decode_fields(raw, spec.fields().iter().map(|(p, _)| p.head()))
+                    .unwrap_or_else(|e| panic!("{e}"));
+                let general = spec.keys(&decoded).map_err(|e| e.to_string());
+                let fast = spec.keys_raw(raw).map_err(|e| e.to_string());
+                assert_eq!(fast, general, "{pattern} {sparseness:?} {raw:?}");
+            }
+        }
+    }
+}

@@ -379,7 +379,14 @@ const OP_UPDATE: u8 = 2;
 
 impl Run {
     fn from_map(messages: &BTreeMap<Vec<u8>, HeadEvents>) -> Run {
-        let mut run = Run::default();
+        // Sized exactly up front (the layout `push` writes): grown by doubling, the run was
+        // copied several times and then once more to shrink it.
+        let event_bytes = |event: &Event| match event {
+            Event::Put(v) | Event::Update(v) => 8 + 1 + 4 + v.len(),
+            Event::Delete => 8 + 1,
+        };
+        let bytes = messages.iter().map(|(key, events)| 8 + key.len() + events.iter().map(|(_, e)| event_bytes(e)).sum::<usize>()).sum();
+        let mut run = Run { data: Vec::with_capacity(bytes), offsets: Vec::with_capacity(messages.len()) };
         for (key, events) in messages {
             run.push(key, events);
         }
