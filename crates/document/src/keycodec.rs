@@ -100,7 +100,9 @@ pub struct KeyEncoder {
 
 impl KeyEncoder {
     pub fn new() -> KeyEncoder {
-        KeyEncoder::default()
+        // Room for a short string component and the 12-byte `_id` an index entry appends, so a
+        // typical key is built and extended without growing (it grew 8 -> 16 -> 32 -> ...).
+        KeyEncoder { key: EncodedKey { order: Vec::with_capacity(48), types: Vec::with_capacity(8) } }
     }
 
     /// Appends one component.

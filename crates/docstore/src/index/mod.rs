@@ -114,9 +114,9 @@ impl Index {
     }
 
     /// Adds the entries of a document (`unique`: checked by the engine at commit).
-    pub fn add(&self, txn: &mut Transaction<'_>, id: &[u8], raw: &RawDocument, keys: &[EncodedKey]) {
+    pub fn add(&self, txn: &mut Transaction<'_>, id: &[u8], raw: &RawDocument, keys: Vec<EncodedKey>) {
         for key in keys {
-            let (entry_key, value) = self.entry(key, id, raw);
+            let (entry_key, value) = self.entry_owned(key, id, raw);
             match self.layout {
                 Layout::Standard => txn.put(self.tree, entry_key, value),
                 Layout::Unique => txn.insert_if_absent(self.tree, entry_key, value),
@@ -172,6 +172,23 @@ impl Index {
                 value.extend_from_slice(payload);
                 (key.order.clone(), value)
             }
+        }
+    }
+
+    /// `entry` for a key the caller is done with: the entry key is the key's own bytes (the
+    /// `_id` appended in place), not a copy.
+    fn entry_owned(&self, key: EncodedKey, id: &[u8], raw: &RawDocument) -> (Vec<u8>, Vec<u8>) {
+        match self.layout {
+            Layout::Standard => {
+                let payload = self.payload(&key, raw);
+                let mut value = Vec::with_capacity(4 + payload.len());
+                value.extend_from_slice(&length(key.order.len()).to_le_bytes());
+                value.extend_from_slice(payload);
+                let mut entry_key = key.order;
+                entry_key.extend_from_slice(id);
+                (entry_key, value)
+            }
+            Layout::Unique => self.entry(&key, id, raw),
         }
     }
 

@@ -13,7 +13,7 @@ pub mod delete;
 pub mod insert;
 pub mod update;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocument};
@@ -36,7 +36,9 @@ pub struct DocumentWrite<'s> {
     /// Indexes turned multikey by this write (the catalog entry changes with it).
     new_multikey: HashSet<String>,
     /// Change of each index's logical size (bytes of keys and values), by tree name.
-    index_bytes: HashMap<String, i64>,
+    /// Logical bytes added to each index tree: a few entries, searched in order (a hash per
+    /// document and index cost more than the search).
+    index_bytes: Vec<(String, i64)>,
 }
 
 impl<'s> DocumentWrite<'s> {
@@ -48,7 +50,7 @@ impl<'s> DocumentWrite<'s> {
             count_delta: 0,
             size_delta: 0,
             new_multikey: HashSet::new(),
-            index_bytes: HashMap::new(),
+            index_bytes: Vec::new(),
         }
     }
 
@@ -62,10 +64,10 @@ impl<'s> DocumentWrite<'s> {
             all_keys.push(keys);
         }
         self.txn.insert_if_absent(self.collection.tree, id.to_vec(), raw.as_bytes().to_vec());
-        for (index, keys) in self.collection.indexes.iter().zip(&all_keys) {
-            index.add(&mut self.txn, id, raw, keys);
+        for (index, keys) in self.collection.indexes.iter().zip(all_keys) {
             let bytes: i64 = keys.iter().map(|k| index.entry_bytes(k, id, raw)).sum();
             add_index_bytes(&mut self.index_bytes, &index.meta.tree, bytes);
+            index.add(&mut self.txn, id, raw, keys);
         }
         self.count_delta += 1;
         self.size_delta += raw.as_bytes().len() as i64;
@@ -185,7 +187,7 @@ fn apply_key_diff(
     let removed: Vec<&EncodedKey> = old_keys.iter().filter(|k| !new_orders.contains(k.order.as_slice())).collect();
     index.remove(txn, id, &removed);
     let added: Vec<EncodedKey> = new_keys.iter().filter(|k| !old_orders.contains(k.order.as_slice())).cloned().collect();
-    index.add(txn, id, new, &added);
+    index.add(txn, id, new, added);
     let rewritten: Vec<&EncodedKey> = new_keys
         .iter()
         .filter(|k| old_orders.contains(k.order.as_slice()))
@@ -239,11 +241,9 @@ pub fn check_id(id: &Bson) -> Result<()> {
 }
 
 /// Adds to an index's size change; the tree name is copied once per write, not per document.
-fn add_index_bytes(totals: &mut HashMap<String, i64>, tree: &str, delta: i64) {
-    match totals.get_mut(tree) {
-        Some(total) => *total += delta,
-        None => {
-            totals.insert(tree.to_string(), delta);
-        }
+fn add_index_bytes(totals: &mut Vec<(String, i64)>, tree: &str, delta: i64) {
+    match totals.iter_mut().find(|(name, _)| name == tree) {
+        Some((_, total)) => *total += delta,
+        None => totals.push((tree.to_string(), delta)),
     }
 }
