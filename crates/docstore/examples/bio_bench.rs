@@ -135,7 +135,7 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<(Vec<f64>, f64)> {
             // Reading the engine's figures walks its trees: outside the timed inserts.
             let stats = store.engine_stats();
             println!(
-                "  {} sixth {}: {inserted:>9} docs, {rate:>9.0} docs/s (cache {} MiB, resident {} MiB, data file {} MiB, flushes {}, checkpoints {}, tree lock waits {} ms, throttle waits {})",
+                "  {} sixth {}: {inserted:>9} docs, {rate:>9.0} docs/s (cache {} MiB, resident {} MiB, data file {} MiB, flushes {}, checkpoints {}, tree lock waits {} ms, throttle waits {}, nodes read whole {}, copies {})",
                 if indexed { "with   " } else { "without" },
                 rates.len() + 1,
                 stats.cache_used_bytes >> 20,
@@ -145,6 +145,8 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<(Vec<f64>, f64)> {
                 stats.checkpoints,
                 stats.tree_lock_wait_micros / 1000,
                 stats.throttle_waits,
+                stats.cache_loads,
+                stats.write_copies,
             );
             rates.push(rate);
             sixth_time = std::time::Duration::ZERO;

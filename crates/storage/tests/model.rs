@@ -462,6 +462,37 @@ fn batched_appends_and_root_buffering_match_the_model() {
     assert!(stats.direct_leaf_writes > 1000 && stats.leaf_splits > 10 && stats.flushes > 10, "{stats:?}");
 }
 
+/// Goal: a key below the keys appended so far is buffered in the root, not sent down the
+/// rightmost path on its own (which an empty rightmost buffer used to allow: an index entry took
+/// and put, or read from disk, the nodes below). Method: append until the tree is several levels
+/// tall (every buffer then empty), write one key just below the last, and look where it waits.
+#[test]
+fn a_key_below_the_appended_ones_is_buffered_in_the_root() {
+    let engine = Engine::open_in_memory(Options::tiny()).unwrap_or_else(|e| panic!("{e}"));
+    let tree = engine.create_tree("t").unwrap_or_else(|e| panic!("{e}"));
+    let appended = 3000u32;
+    for batch in 0..appended / 50 {
+        let mut txn = engine.begin();
+        for i in batch * 50..(batch + 1) * 50 {
+            txn.put(tree, i.to_be_bytes().to_vec(), vec![7; 16]);
+        }
+        txn.commit(Durability::None).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let before = engine.stats();
+    assert_eq!(before.buffered_bytes_by_height.iter().sum::<u64>(), 0, "appends wait nowhere: {before:?}");
+    let mut txn = engine.begin();
+    txn.put(tree, (appended - 2).to_be_bytes().to_vec(), vec![9; 16]);
+    txn.commit(Durability::None).unwrap_or_else(|e| panic!("{e}"));
+    let after = engine.stats();
+    let levels: Vec<usize> = (0..after.buffered_bytes_by_height.len()).filter(|&h| after.buffered_bytes_by_height[h] > 0).collect();
+    // Tiny nodes (fanout 4) over 3000 keys: the root is at height 3 or more; the rightmost
+    // leaf's parent is at height 1, where the key used to wait.
+    assert!(matches!(levels.as_slice(), [h] if *h >= 2), "buffered by height: {:?}", after.buffered_bytes_by_height);
+    engine.verify().unwrap_or_else(|e| panic!("{e}"));
+    let value = engine.snapshot().get(tree, &(appended - 2).to_be_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(value, Some(vec![9; 16]));
+}
+
 /// Goal: readers of nodes evicted piece by piece (thin nodes: heads read alone, then single
 /// basements and buffers) see exactly what readers of whole nodes see.
 /// Method: a seeded random run on a simulated disk with a 16 KiB cache, so that nodes go thin

@@ -50,6 +50,11 @@ pub(crate) struct Tree {
     pub name: String,
     /// `None` once the tree is dropped: readers that found it before see `TreeNotFound`.
     root: RwLock<Option<NodeId>>,
+    /// The largest key a writer sent down past the root (see `write::inject_point`): a later key
+    /// at or below it is not an append, and is buffered in the root even when its child's buffer
+    /// is empty. Only ever makes a message stop higher, which is always correct; kept in memory,
+    /// starting empty. Taken under the root's write lock.
+    append_floor: parking_lot::Mutex<Vec<u8>>,
 }
 
 impl Tree {
@@ -60,7 +65,7 @@ impl Tree {
 
     /// A tree whose nodes already exist (recovery).
     pub fn with_root(id: TreeId, name: String, root: NodeId) -> Tree {
-        Tree { id, name, root: RwLock::new(Some(root)) }
+        Tree { id, name, root: RwLock::new(Some(root)), append_floor: parking_lot::Mutex::new(Vec::new()) }
     }
 
     /// Holds the tree's shape still (no writer, no flush) while the guard lives.

@@ -4,7 +4,8 @@
 //! rightmost child at every level, whose buffers are all empty) goes straight down to the
 //! rightmost leaf instead: there is no older message for its key above, so applying it lower
 //! keeps sequence order, and increasing keys (the ObjectId `_id` case) do not pay for buffering
-//! and flushing they do not need. Every other key is buffered, which is what makes random
+//! and flushing they do not need. Only a key above the tree's append floor (the last key
+//! appended) is tried as an append. Every other key is buffered, which is what makes random
 //! inserts cheap once the tree is larger than memory.
 //!
 //! A commit's messages for one tree are applied in runs: consecutive messages bound for the
@@ -55,7 +56,7 @@ impl Tree {
         let mut guard = self.root.write();
         Counters::add(&ctx.counters.tree_lock_wait_micros, waiting.elapsed().as_micros() as u64);
         let mut root = guard.ok_or_else(|| self.not_found())?;
-        let result = write_all(ctx, &mut root, messages);
+        let result = write_all(ctx, &mut root, &mut self.append_floor.lock(), messages);
         *guard = Some(root);
         result?;
         let node = ctx.store.get(root)?;
@@ -121,14 +122,14 @@ fn flush_root_once(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
     fix_root(ctx, root)
 }
 
-fn write_all(ctx: &Ctx<'_>, root: &mut NodeId, messages: Vec<TreeMessage>) -> Result<()> {
+fn write_all(ctx: &Ctx<'_>, root: &mut NodeId, floor: &mut Vec<u8>, messages: Vec<TreeMessage>) -> Result<()> {
     let mut messages = messages.into_iter().peekable();
     loop {
-        buffer_in_root(ctx, *root, &mut messages)?;
+        buffer_in_root(ctx, *root, floor, &mut messages)?;
         let Some(message) = messages.next() else { break };
         Counters::add(&ctx.counters.messages, 1);
         match message {
-            TreeMessage::Point { key, seq, event } => inject_point(ctx, root, (key, seq, event), &mut messages)?,
+            TreeMessage::Point { key, seq, event } => inject_point(ctx, root, floor, (key, seq, event), &mut messages)?,
             TreeMessage::Range(range) => inject_range(ctx, root, range)?,
         }
     }
@@ -145,10 +146,11 @@ fn write_all(ctx: &Ctx<'_>, root: &mut NodeId, messages: Vec<TreeMessage>) -> Re
 fn buffer_in_root<I: Iterator<Item = TreeMessage>>(
     ctx: &Ctx<'_>,
     root: NodeId,
+    floor: &[u8],
     messages: &mut std::iter::Peekable<I>,
 ) -> Result<()> {
     let buffers_in = |node: &Node, message: &TreeMessage| match (node, message) {
-        (Node::Internal(internal), TreeMessage::Point { key, .. }) => !descends(internal, key),
+        (Node::Internal(internal), TreeMessage::Point { key, .. }) => !descends_from_root(internal, floor, key),
         _ => false,
     };
     match messages.peek() {
@@ -172,6 +174,14 @@ fn descends(internal: &Internal, key: &[u8]) -> bool {
     index + 1 == internal.children.len() && internal.buffers.get(index).is_some_and(Buffer::is_empty)
 }
 
+/// `descends` at the root, for a key above the tree's append floor only. Without the floor, a
+/// random key (an index entry) landing in the rightmost child's range while that buffer was empty
+/// went down on its own, with a take and put (or a read from disk) of the node below, and broke
+/// the commit's run of messages buffered in the root.
+fn descends_from_root(internal: &Internal, floor: &[u8], key: &[u8]) -> bool {
+    key > floor && descends(internal, key)
+}
+
 fn flush_root(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
     if needs_flush(ctx, &*ctx.store.get(*root)?) {
         flush_node(ctx, *root)?;
@@ -183,6 +193,7 @@ fn flush_root(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
 fn inject_point<I: Iterator<Item = TreeMessage>>(
     ctx: &Ctx<'_>,
     root: &mut NodeId,
+    floor: &mut Vec<u8>,
     (key, seq, event): (Vec<u8>, Seq, Event),
     rest: &mut std::iter::Peekable<I>,
 ) -> Result<()> {
@@ -201,8 +212,9 @@ fn inject_point<I: Iterator<Item = TreeMessage>>(
             },
             Node::Internal(internal) => {
                 let index = internal.child_index(&key);
+                let down = if id == *root { descends_from_root(internal, floor, &key) } else { descends(internal, &key) };
                 match internal.children.get(index) {
-                    Some(child) if descends(internal, &key) => Step::Descend(index, *child),
+                    Some(child) if down => Step::Descend(index, *child),
                     _ => Step::Buffer(id),
                 }
             }
@@ -210,6 +222,10 @@ fn inject_point<I: Iterator<Item = TreeMessage>>(
         drop(node);
         match step {
             Step::Descend(index, child) => {
+                if id == *root {
+                    floor.clear();
+                    floor.extend_from_slice(&key);
+                }
                 path.push((id, index));
                 id = child;
             }
@@ -217,6 +233,11 @@ fn inject_point<I: Iterator<Item = TreeMessage>>(
                 let mut node = ctx.store.take(id)?;
                 if let Node::Leaf(leaf) = &mut node {
                     append_to_leaf(ctx, leaf, (key, seq, event), rest);
+                    // The run of appends went in with this one: the floor is the last of them.
+                    if let Some(last) = leaf.last_key() {
+                        floor.clear();
+                        floor.extend_from_slice(last);
+                    }
                 }
                 ctx.store.put(id, node)?;
                 return fix_path(ctx, root, path);
