@@ -2,7 +2,9 @@
 //! bio} with names drawn from a pool of 1M, inserted in batches of 1,000 without and then with
 //! an index on `name`. Prints docs/s (time in `Store::insert` only, not in making the documents)
 //! for each sixth of each run and the with/without ratio
-//! (MongoDB 2.0 in the post: 0.27 after 20M documents; the aim is 0.8 or better).
+//! (MongoDB 2.0 in the post: 0.27 after 20M documents; the aim is 0.8 or better), and per run
+//! the CPU per document of the inserting thread (inside `insert`) and of the engine's threads,
+//! steadier than wall time on a shared machine.
 //!
 //! ```sh
 //! cargo run --release -p docstore --example bio_bench -- --docs 1000000 --cache-size 134217728
