@@ -18,6 +18,10 @@
 //! `STRATA_NODE_SIZE` and `STRATA_FANOUT` in the environment override the engine's checkpoint
 //! trigger and tree shape.
 
+// Shared with the storage benchmarks: CPU time per thread.
+#[path = "../../storage/examples/support/cpu.rs"]
+mod cpu;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -116,14 +120,14 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<(Vec<f64>, f64)> {
     let mut sixth_time = std::time::Duration::ZERO;
     let mut inserted = 0u64;
     let mut insert_cpu_ns = 0u64;
-    let engine_cpu_before = engine_threads_cpu_ns();
+    let engine_cpu_before = cpu::threads_cpu_ns("strata-");
     while inserted < args.docs {
         let n = args.batch.min(args.docs - inserted);
         let batch: Vec<RawDocumentBuf> = (0..n).map(|i| document(&mut rng, inserted + i)).collect();
         let insert_started = Instant::now();
-        let cpu_before = thread_cpu_ns();
+        let cpu_before = cpu::thread_cpu_ns();
         let outcome = store.insert("bench", "bio", batch, true, Durability::Periodic);
-        insert_cpu_ns += thread_cpu_ns().saturating_sub(cpu_before);
+        insert_cpu_ns += cpu::thread_cpu_ns().saturating_sub(cpu_before);
         let took = insert_started.elapsed();
         insert_time += took;
         sixth_time += took;
@@ -160,7 +164,7 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<(Vec<f64>, f64)> {
     let overall = args.docs as f64 / insert_time.as_secs_f64();
     // CPU is steadier than wall time on a shared machine: what the inserting thread spent in
     // `insert`, and what the engine's background threads (evictor, flusher, checkpointer) spent.
-    let engine_cpu_ns = engine_threads_cpu_ns().saturating_sub(engine_cpu_before);
+    let engine_cpu_ns = cpu::threads_cpu_ns("strata-").saturating_sub(engine_cpu_before);
     println!(
         "  {} CPU per document: inserting thread {:.2} µs, engine threads {:.2} µs",
         if indexed { "with   " } else { "without" },
@@ -173,26 +177,6 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<(Vec<f64>, f64)> {
     }
     store.close()?;
     Ok((rates, overall))
-}
-
-/// CPU time of the calling thread so far (`/proc/thread-self/schedstat`, nanoseconds); 0 where
-/// the kernel does not report it.
-fn thread_cpu_ns() -> u64 {
-    schedstat_ns(Path::new("/proc/thread-self/schedstat"))
-}
-
-/// CPU time so far of this process's engine threads (named `strata-...`).
-fn engine_threads_cpu_ns() -> u64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0 };
-    tasks
-        .flatten()
-        .filter(|task| std::fs::read_to_string(task.path().join("comm")).is_ok_and(|comm| comm.starts_with("strata-")))
-        .map(|task| schedstat_ns(&task.path().join("schedstat")))
-        .sum()
-}
-
-fn schedstat_ns(path: &Path) -> u64 {
-    std::fs::read_to_string(path).ok().and_then(|text| text.split_whitespace().next()?.parse().ok()).unwrap_or(0)
 }
 
 fn main() {

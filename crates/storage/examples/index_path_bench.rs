@@ -17,10 +17,12 @@
 //!
 //! Keys are `--key-bytes` long, values 5 bytes (an index entry's type bytes).
 
+#[path = "support/cpu.rs"]
+mod cpu;
 #[path = "support/machine.rs"]
 mod machine;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use storage::{Durability, Engine, Options};
@@ -56,7 +58,7 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Workload {
     Append,
     Random,
@@ -99,26 +101,20 @@ fn run(args: &Args, workload: Workload) -> storage::Result<Round> {
         let end = (next + args.batch).min(args.messages);
         // Keys are made before the clock starts, as the document layer makes them.
         let keys: Vec<Vec<u8>> = (next..end).map(|i| workload.key(i, args.key_bytes)).collect();
-        let (cpu_before, started) = (thread_cpu_ns(), Instant::now());
+        let (cpu_before, started) = (cpu::thread_cpu_ns(), Instant::now());
         let mut txn = engine.begin();
         for key in keys {
             txn.put(tree, key, [0u8; 5].to_vec());
         }
         txn.commit(Durability::Periodic)?;
         wall_ns += started.elapsed().as_nanos();
-        cpu_ns += thread_cpu_ns().saturating_sub(cpu_before);
+        cpu_ns += cpu::thread_cpu_ns().saturating_sub(cpu_before);
         next = end;
     }
     engine.close()?;
     let _ = std::fs::remove_dir_all(&args.dir);
     let per = |total: f64| total / args.messages as f64;
     Ok(Round { cpu_ns: per(cpu_ns as f64), wall_ns: per(wall_ns as f64) })
-}
-
-/// CPU time of the calling thread so far, in nanoseconds; 0 where the kernel does not say.
-fn thread_cpu_ns() -> u64 {
-    let text = std::fs::read_to_string(Path::new("/proc/thread-self/schedstat")).unwrap_or_default();
-    text.split_whitespace().next().and_then(|ns| ns.parse().ok()).unwrap_or(0)
 }
 
 fn fastest_and_median(mut values: Vec<f64>) -> (f64, f64) {
@@ -137,10 +133,10 @@ fn main() {
     let workloads = [Workload::Append, Workload::Random];
     let mut results: Vec<Vec<Round>> = workloads.iter().map(|_| Vec::new()).collect();
     for round in 0..args.rounds {
-        for (index, &workload) in workloads.iter().enumerate() {
-            // Alternate which goes first, so that neither always follows the other.
-            let workload = if round % 2 == 0 { workload } else { workloads[workloads.len() - 1 - index] };
-            let slot = workloads.iter().position(|&w| w == workload).unwrap_or(0);
+        // Alternate which goes first, so that neither always follows the other.
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for slot in order {
+            let workload = workloads[slot];
             match run(&args, workload) {
                 Ok(measured) => {
                     println!("  round {} {:<6} cpu {:>7.0} ns/message  wall {:>7.0} ns/message", round + 1, workload.name(), measured.cpu_ns, measured.wall_ns);

@@ -157,39 +157,38 @@ impl Index {
     }
 
     fn entry(&self, key: &EncodedKey, id: &[u8], raw: &RawDocument) -> (Vec<u8>, Vec<u8>) {
-        let payload = self.payload(key, raw);
-        match self.layout {
-            Layout::Standard => {
-                let mut value = Vec::with_capacity(4 + payload.len());
-                value.extend_from_slice(&length(key.order.len()).to_le_bytes());
-                value.extend_from_slice(payload);
-                ([key.order.as_slice(), id].concat(), value)
-            }
-            Layout::Unique => {
-                let mut value = Vec::with_capacity(4 + id.len() + payload.len());
-                value.extend_from_slice(&length(id.len()).to_le_bytes());
-                value.extend_from_slice(id);
-                value.extend_from_slice(payload);
-                (key.order.clone(), value)
-            }
-        }
+        let entry_key = match self.layout {
+            Layout::Standard => [key.order.as_slice(), id].concat(),
+            Layout::Unique => key.order.clone(),
+        };
+        (entry_key, self.entry_value(key, id, raw))
     }
 
     /// `entry` for a key the caller is done with: the entry key is the key's own bytes (the
     /// `_id` appended in place), not a copy.
     fn entry_owned(&self, key: EncodedKey, id: &[u8], raw: &RawDocument) -> (Vec<u8>, Vec<u8>) {
-        match self.layout {
-            Layout::Standard => {
-                let payload = self.payload(&key, raw);
-                let mut value = Vec::with_capacity(4 + payload.len());
-                value.extend_from_slice(&length(key.order.len()).to_le_bytes());
-                value.extend_from_slice(payload);
-                let mut entry_key = key.order;
-                entry_key.extend_from_slice(id);
-                (entry_key, value)
-            }
-            Layout::Unique => self.entry(&key, id, raw),
+        let value = self.entry_value(&key, id, raw);
+        let mut entry_key = key.order;
+        if matches!(self.layout, Layout::Standard) {
+            entry_key.extend_from_slice(id);
         }
+        (entry_key, value)
+    }
+
+    /// The value an entry is stored with: the length of the part of its key before the `_id`
+    /// (standard) or the `_id` itself (unique), then the payload.
+    fn entry_value(&self, key: &EncodedKey, id: &[u8], raw: &RawDocument) -> Vec<u8> {
+        let payload = self.payload(key, raw);
+        let mut value = Vec::with_capacity(4 + id.len() + payload.len());
+        match self.layout {
+            Layout::Standard => value.extend_from_slice(&length(key.order.len()).to_le_bytes()),
+            Layout::Unique => {
+                value.extend_from_slice(&length(id.len()).to_le_bytes());
+                value.extend_from_slice(id);
+            }
+        }
+        value.extend_from_slice(payload);
+        value
     }
 
     /// Splits a stored entry back into its parts (bytes from disk: errors, never panics).

@@ -379,13 +379,9 @@ const OP_UPDATE: u8 = 2;
 
 impl Run {
     fn from_map(messages: &BTreeMap<Vec<u8>, HeadEvents>) -> Run {
-        // Sized exactly up front (the layout `push` writes): grown by doubling, the run was
-        // copied several times and then once more to shrink it.
-        let event_bytes = |event: &Event| match event {
-            Event::Put(v) | Event::Update(v) => 8 + 1 + 4 + v.len(),
-            Event::Delete => 8 + 1,
-        };
-        let bytes = messages.iter().map(|(key, events)| 8 + key.len() + events.iter().map(|(_, e)| event_bytes(e)).sum::<usize>()).sum();
+        // Sized exactly up front: grown by doubling, the run was copied several times and then
+        // once more to shrink it.
+        let bytes = messages.iter().map(|(key, events)| Run::entry_len(key, events)).sum();
         let mut run = Run { data: Vec::with_capacity(bytes), offsets: Vec::with_capacity(messages.len()) };
         for (key, events) in messages {
             run.push(key, events);
@@ -394,11 +390,24 @@ impl Run {
         run
     }
 
+    /// The bytes `push` writes for a key's events.
+    fn entry_len(key: &[u8], events: &[(Seq, Event)]) -> usize {
+        if events.is_empty() {
+            return 0;
+        }
+        let event_len = |event: &Event| match event {
+            Event::Put(v) | Event::Update(v) => 8 + 1 + 4 + v.len(),
+            Event::Delete => 8 + 1,
+        };
+        4 + key.len() + 4 + events.iter().map(|(_, event)| event_len(event)).sum::<usize>()
+    }
+
     fn push(&mut self, key: &[u8], events: &[(Seq, Event)]) {
         if events.is_empty() {
             return;
         }
-        self.offsets.push(self.data.len() as u32);
+        let start = self.data.len();
+        self.offsets.push(start as u32);
         let out = &mut self.data;
         flat::write_entry_head(out, key, events.len());
         for (seq, event) in events {
@@ -412,6 +421,7 @@ impl Run {
                 Event::Delete => out.push(OP_DELETE),
             }
         }
+        debug_assert_eq!(self.data.len() - start, Run::entry_len(key, events));
     }
 
     fn push_raw(&mut self, raw: &[u8]) {

@@ -50,7 +50,8 @@ pub(crate) struct Tree {
     pub name: String,
     /// `None` once the tree is dropped: readers that found it before see `TreeNotFound`.
     root: RwLock<Option<NodeId>>,
-    /// The largest key a writer sent down past the root (see `write::inject_point`): a later key
+    /// The greatest key a writer sent down past the root or appended to the rightmost leaf (see
+    /// `write::inject_point`, `write::append_to_leaf`): a later key
     /// at or below it is not an append, and is buffered in the root even when its child's buffer
     /// is empty. Only ever makes a message stop higher, which is always correct; kept in memory,
     /// starting empty. Taken under the root's write lock.

@@ -232,12 +232,7 @@ fn inject_point<I: Iterator<Item = TreeMessage>>(
             Step::Leaf => {
                 let mut node = ctx.store.take(id)?;
                 if let Node::Leaf(leaf) = &mut node {
-                    append_to_leaf(ctx, leaf, (key, seq, event), rest);
-                    // The run of appends went in with this one: the floor is the last of them.
-                    if let Some(last) = leaf.last_key() {
-                        floor.clear();
-                        floor.extend_from_slice(last);
-                    }
+                    append_to_leaf(ctx, leaf, floor, (key, seq, event), rest);
                 }
                 ctx.store.put(id, node)?;
                 return fix_path(ctx, root, path);
@@ -272,16 +267,16 @@ fn inject_point<I: Iterator<Item = TreeMessage>>(
 /// Applies an append to the leaf it reached, and with it the messages after it that are appends
 /// too (each key above the last: routed down the same open path, as keys only grow), while the
 /// leaf stays within the node size: one take, put and rebalance of the leaf for a commit's run of
-/// increasing `_id`s instead of one per document.
+/// increasing `_id`s instead of one per document. `floor`, the tree's append floor, ends as the
+/// greatest key of the run and the leaf.
 fn append_to_leaf<I: Iterator<Item = TreeMessage>>(
     ctx: &Ctx<'_>,
     leaf: &mut Leaf,
+    floor: &mut Vec<u8>,
     first: (Vec<u8>, Seq, Event),
     rest: &mut std::iter::Peekable<I>,
 ) {
     let basement_size = ctx.options.basement_size_bytes;
-    // The greatest key seen so far (reused: copied into, not allocated, per message).
-    let mut floor: Vec<u8> = Vec::new();
     let mut next = Some(first);
     while let Some((key, seq, event)) = next.take() {
         Counters::add(&ctx.counters.direct_leaf_writes, 1);
@@ -291,7 +286,7 @@ fn append_to_leaf<I: Iterator<Item = TreeMessage>>(
         if leaf.size_bytes() > ctx.options.node_size_bytes {
             break;
         }
-        let is_append = |message: &TreeMessage| matches!(message, TreeMessage::Point { key, .. } if *key > floor);
+        let is_append = |message: &TreeMessage| matches!(message, TreeMessage::Point { key, .. } if key > floor);
         if let Some(TreeMessage::Point { key, seq, event }) = rest.next_if(is_append) {
             Counters::add(&ctx.counters.messages, 1);
             next = Some((key, seq, event));
