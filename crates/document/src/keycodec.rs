@@ -47,7 +47,8 @@ use bson::{Binary, Bson, Decimal128, Document, Regex, Timestamp, oid::ObjectId, 
 
 use crate::error::{Error, Result};
 use crate::number::Numeric;
-use crate::order::canonical_type_rank;
+use crate::order::{STRING_RANK, canonical_type_rank};
+use crate::scan::Scalar;
 
 /// The sort direction of one key component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -101,15 +102,38 @@ pub struct KeyEncoder {
 impl KeyEncoder {
     pub fn new() -> KeyEncoder {
         // Room for a short string component and the 12-byte `_id` an index entry appends, so a
-        // typical key is built and extended without growing (it grew 8 -> 16 -> 32 -> ...).
+        // typical key is built and extended without growing (it grew 8 -> 16 -> 32 -> ...); and
+        // in `types`, for the 4-byte length an index entry's value puts before them.
         KeyEncoder { key: EncodedKey { order: Vec::with_capacity(48), types: Vec::with_capacity(8) } }
     }
 
     /// Appends one component.
     pub fn push(&mut self, value: &Bson, direction: Direction) {
+        self.push_component(canonical_type_rank(value), direction, |key| encode_body(value, key));
+    }
+
+    /// `push` for a value read from a document's bytes: a string is encoded from the borrowed
+    /// bytes, with no owned copy made first.
+    pub fn push_scalar(&mut self, value: Scalar<'_>, direction: Direction) {
+        let value = match value {
+            Scalar::String(text) => {
+                return self.push_component(STRING_RANK, direction, |key| encode_tagged_string(text, TAG_STRING, key));
+            }
+            Scalar::Double(d) => Bson::Double(d),
+            Scalar::ObjectId(bytes) => Bson::ObjectId(ObjectId::from_bytes(bytes)),
+            Scalar::Boolean(b) => Bson::Boolean(b),
+            Scalar::DateTime(millis) => Bson::DateTime(bson::DateTime::from_millis(millis)),
+            Scalar::Null => Bson::Null,
+            Scalar::Int32(i) => Bson::Int32(i),
+            Scalar::Int64(i) => Bson::Int64(i),
+        };
+        self.push(&value, direction);
+    }
+
+    fn push_component(&mut self, rank: u8, direction: Direction, body: impl FnOnce(&mut EncodedKey)) {
         let start = self.key.order.len();
-        self.key.order.push(canonical_type_rank(value));
-        encode_body(value, &mut self.key);
+        self.key.order.push(rank);
+        body(&mut self.key);
         if direction == Direction::Descending {
             for byte in &mut self.key.order[start..] {
                 *byte = !*byte;

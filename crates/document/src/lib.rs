@@ -4,12 +4,14 @@
 //! - [`number`]: the exact form in which all BSON numeric types compare.
 //! - [`keycodec`]: index keys as bytes whose `memcmp` order is that order.
 //! - [`path`]: dotted field paths and the index keys a document yields.
+//! - [`scan`]: a stored document's top-level elements, read without building values.
 //! - [`error`]: the crate's one error enum.
 
 pub mod keycodec;
 pub mod number;
 pub mod order;
 pub mod path;
+pub mod scan;
 
 pub use order::{canonical_type_rank, compare_documents, compare_values, values_equal};
 pub mod error;

@@ -24,6 +24,9 @@ use bson::{Bson, Document};
 
 use crate::number::Numeric;
 
+/// The rank of strings (and symbols) in MongoDB's cross-type order.
+pub const STRING_RANK: u8 = 16;
+
 /// MongoDB's canonical type rank (its `canonicalizeBSONType` plus one, so MinKey fits a `u8`).
 /// Values of different ranks compare by rank alone; all numbers share one rank, as do strings
 /// and symbols, and null and missing fields.
@@ -33,7 +36,7 @@ pub fn canonical_type_rank(value: &Bson) -> u8 {
         Bson::Undefined => 1,
         Bson::Null => 6,
         Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => 11,
-        Bson::String(_) | Bson::Symbol(_) => 16,
+        Bson::String(_) | Bson::Symbol(_) => STRING_RANK,
         Bson::Document(_) => 21,
         Bson::Array(_) => 26,
         Bson::Binary(_) => 31,

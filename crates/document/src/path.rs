@@ -24,6 +24,7 @@ use bson::{Bson, Document, RawDocument};
 use crate::error::{Error, Result};
 use crate::keycodec::{Direction, EncodedKey, KeyEncoder};
 use crate::order::compare_values;
+use crate::scan::{self, Scalar};
 
 /// A parsed dotted path.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -290,34 +291,32 @@ impl IndexSpec {
     }
 
     /// The commonest case read straight from the stored bytes, without building a `Document`:
-    /// every indexed field a top-level field the document has, none an array. `None` sends the
-    /// document down the general path (dotted paths, missing fields, arrays), which this must
-    /// agree with: a repeated field name counts by its last occurrence, as `decode_fields` does.
+    /// every indexed field a top-level field the document has, of a type `scan::scalar` reads.
+    /// `None` sends the document down the general path (dotted paths, missing fields, arrays,
+    /// other types), which this must agree with: a repeated field name counts by its last
+    /// occurrence, as `decode_fields` does.
     fn top_level_key_raw(&self, raw: &RawDocument) -> Result<Option<EncodedKey>> {
         const MOST_FIELDS: usize = 4;
         if self.fields.len() > MOST_FIELDS || self.fields.iter().any(|(path, _)| path.parts().len() != 1) {
             return Ok(None);
         }
-        let mut values: [Option<Bson>; MOST_FIELDS] = Default::default();
-        for element in raw.iter_elements() {
-            let element = element.map_err(|e| Error::InvalidBson(e.to_string()))?;
-            let key = element.key().as_str();
+        // Per field: its last occurrence's value, or `Err(())` for one this path does not read.
+        let mut values: [Option<std::result::Result<Scalar<'_>, ()>>; MOST_FIELDS] = Default::default();
+        let scanned = scan::for_each_element(raw.as_bytes(), |element| {
             for ((path, _), slot) in self.fields.iter().zip(values.iter_mut()) {
-                if path.head() != key {
-                    continue;
+                if path.head().as_bytes() == element.name {
+                    *slot = Some(scan::scalar(&element).ok_or(()));
                 }
-                if element.element_type() == bson::spec::ElementType::Array {
-                    return Ok(None);
-                }
-                let value = element.value().map_err(|e| Error::InvalidBson(e.to_string()))?;
-                *slot = Some(Bson::try_from(value).map_err(|e| Error::InvalidBson(e.to_string()))?);
             }
+        });
+        if scanned.is_none() {
+            return Ok(None);
         }
         let mut encoder = KeyEncoder::new();
-        for ((_, direction), value) in self.fields.iter().zip(&values) {
+        for ((_, direction), value) in self.fields.iter().zip(values) {
             match value {
-                Some(value) => encoder.push(value, *direction),
-                None => return Ok(None),
+                Some(Ok(value)) => encoder.push_scalar(value, *direction),
+                _ => return Ok(None),
             }
         }
         Ok(Some(encoder.finish()))

@@ -150,6 +150,8 @@ fn raw_keys_agree_with_decoded_keys() {
         doc! {"a": [], "b": 1},
         doc! {"a": bson::oid::ObjectId::from_bytes([7; 12]), "b": bson::DateTime::from_millis(5), "c": true},
         doc! {"a": 1i64, "b": -0.0, "c": f64::NAN, "d": "z", "e": {"f": 1}},
+        doc! {"a": "nul\0inside", "b": -7, "c": i64::MIN, "d": false},
+        every_type(),
     ];
     // A repeated field name cannot be built with `doc!`: append to raw bytes.
     let mut repeated = bson::RawDocumentBuf::new();
@@ -171,4 +173,61 @@ fn raw_keys_agree_with_decoded_keys() {
             }
         }
     }
+}
+
+/// One document holding every BSON type, each under several of the names the patterns index.
+fn every_type() -> bson::Document {
+    use bson::spec::BinarySubtype;
+    let values: Vec<bson::Bson> = vec![
+        bson::Bson::MinKey,
+        bson::Bson::Undefined,
+        bson::Bson::Decimal128(bson::Decimal128::from_bytes([1; 16])),
+        bson::Bson::Binary(bson::Binary { subtype: BinarySubtype::Generic, bytes: vec![0, 1, 2] }),
+        bson::Bson::RegularExpression(bson::Regex { pattern: cstring("^a"), options: cstring("i") }),
+        bson::Bson::JavaScriptCode("f()".into()),
+        bson::Bson::Symbol("sym".into()),
+        bson::Bson::Timestamp(bson::Timestamp { time: 3, increment: 4 }),
+        bson::Bson::MaxKey,
+    ];
+    let mut document = bson::Document::new();
+    for (i, value) in values.into_iter().enumerate() {
+        document.insert(format!("v{i}"), value.clone());
+        // The patterns index a..e: give each a different exotic type in turn.
+        if let Some(name) = ["a", "b", "c", "d", "e"].get(i) {
+            document.insert(*name, value);
+        }
+    }
+    document
+}
+
+#[test]
+fn the_scanner_sees_the_elements_bson_sees() {
+    let documents = [every_type(), doc! {"a": 1, "b": {"c": [1, "x", {"d": null}]}, "": "empty name"}, doc! {}];
+    for document in &documents {
+        let raw = bson::RawDocumentBuf::try_from(document).unwrap_or_else(|e| panic!("{e}"));
+        let mut scanned = Vec::new();
+        let complete = document::scan::for_each_element(raw.as_bytes(), |element| {
+            scanned.push((element.name.to_vec(), element.kind, element.value.len()))
+        });
+        assert_eq!(complete, Some(()), "{document}");
+        let expected: Vec<(Vec<u8>, u8, usize)> = raw
+            .iter_elements()
+            .map(|element| {
+                let element = element.unwrap_or_else(|e| panic!("{e}"));
+                let kind = element.element_type() as u8;
+                let value_len = element.size();
+                (element.key().as_str().as_bytes().to_vec(), kind, value_len)
+            })
+            .collect();
+        assert_eq!(scanned, expected, "{document}");
+        // Every truncation of the document is refused, never read past its end.
+        for cut in 0..raw.as_bytes().len() {
+            let prefix = &raw.as_bytes()[..cut];
+            assert_eq!(document::scan::for_each_element(prefix, |_| {}), None, "cut at {cut}");
+        }
+    }
+}
+
+fn cstring(text: &str) -> bson::raw::CString {
+    text.to_string().try_into().unwrap_or_else(|e| panic!("{e}"))
 }

@@ -1,0 +1,115 @@
+//! The top-level elements of a stored document, read straight from its bytes.
+//!
+//! Why not `bson::RawDocument::iter`: an index key is extracted for every document inserted, and
+//! the crate's iterator reads each field name byte by byte, checks it is UTF-8 and builds an
+//! error context per element; on a bio-style document (a short `name` beside a 2 KB `bio`) that
+//! was most of the key's cost. This scanner only measures elements to step over them and hands
+//! out a few scalar types decoded; it answers `None` for anything it does not read (a malformed
+//! document included), and the caller takes the general path, which reports the error.
+
+/// A top-level element: its name's bytes, its BSON type byte and its value's bytes.
+pub struct RawElement<'a> {
+    pub name: &'a [u8],
+    pub kind: u8,
+    pub value: &'a [u8],
+}
+
+/// A scalar value decoded from an element, borrowing the document's bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar<'a> {
+    Double(f64),
+    String(&'a str),
+    ObjectId([u8; 12]),
+    Boolean(bool),
+    DateTime(i64),
+    Null,
+    Int32(i32),
+    Int64(i64),
+}
+
+pub const KIND_DOUBLE: u8 = 0x01;
+pub const KIND_STRING: u8 = 0x02;
+pub const KIND_DOCUMENT: u8 = 0x03;
+pub const KIND_ARRAY: u8 = 0x04;
+pub const KIND_OBJECT_ID: u8 = 0x07;
+pub const KIND_BOOLEAN: u8 = 0x08;
+pub const KIND_DATE_TIME: u8 = 0x09;
+pub const KIND_NULL: u8 = 0x0A;
+pub const KIND_INT32: u8 = 0x10;
+pub const KIND_INT64: u8 = 0x12;
+
+/// Calls `visit` with each top-level element in order; `None` if the bytes are not a well-formed
+/// document as far as this reads them (lengths and terminators, not the contents of sub-documents).
+pub fn for_each_element<'a>(document: &'a [u8], mut visit: impl FnMut(RawElement<'a>)) -> Option<()> {
+    let declared = read_i32(document, 0)?;
+    if usize::try_from(declared).ok()? != document.len() || document.last() != Some(&0) {
+        return None;
+    }
+    let end = document.len() - 1;
+    let mut at = 4;
+    while at < end {
+        let kind = document[at];
+        let name_start = at + 1;
+        let name_len = document.get(name_start..end)?.iter().position(|&byte| byte == 0)?;
+        let value_start = name_start + name_len + 1;
+        let value_len = value_length(kind, document.get(value_start..end)?)?;
+        let value = document.get(value_start..value_start.checked_add(value_len)?)?;
+        visit(RawElement { name: &document[name_start..name_start + name_len], kind, value });
+        at = value_start + value_len;
+    }
+    (at == end).then_some(())
+}
+
+/// The length of a value of BSON type `kind` at the start of `rest`.
+fn value_length(kind: u8, rest: &[u8]) -> Option<usize> {
+    let prefixed = |extra: usize| -> Option<usize> { usize::try_from(read_i32(rest, 0)?).ok()?.checked_add(extra) };
+    let cstring = |from: usize| -> Option<usize> { Some(rest.get(from..)?.iter().position(|&byte| byte == 0)? + 1) };
+    match kind {
+        KIND_DOUBLE | KIND_DATE_TIME | 0x11 | KIND_INT64 => Some(8),
+        KIND_STRING | 0x0D | 0x0E => prefixed(4),
+        KIND_DOCUMENT | KIND_ARRAY | 0x0F => prefixed(0),
+        0x05 => prefixed(5),
+        0x06 | KIND_NULL | 0x7F | 0xFF => Some(0),
+        KIND_OBJECT_ID => Some(12),
+        KIND_BOOLEAN => Some(1),
+        0x0B => {
+            let pattern = cstring(0)?;
+            Some(pattern + cstring(pattern)?)
+        }
+        0x0C => prefixed(4 + 12),
+        KIND_INT32 => Some(4),
+        0x13 => Some(16),
+        _ => None,
+    }
+}
+
+/// The value of an element, for the scalar types listed in [`Scalar`]; `None` for other types
+/// and for a string that is not UTF-8 or not terminated.
+pub fn scalar<'a>(element: &RawElement<'a>) -> Option<Scalar<'a>> {
+    let value = element.value;
+    Some(match element.kind {
+        KIND_DOUBLE => Scalar::Double(f64::from_le_bytes(value.try_into().ok()?)),
+        KIND_STRING => {
+            let (terminator, text) = value.get(4..)?.split_last()?;
+            if *terminator != 0 {
+                return None;
+            }
+            Scalar::String(std::str::from_utf8(text).ok()?)
+        }
+        KIND_OBJECT_ID => Scalar::ObjectId(value.try_into().ok()?),
+        KIND_BOOLEAN => match value {
+            [0] => Scalar::Boolean(false),
+            [1] => Scalar::Boolean(true),
+            _ => return None,
+        },
+        KIND_DATE_TIME => Scalar::DateTime(i64::from_le_bytes(value.try_into().ok()?)),
+        KIND_NULL => Scalar::Null,
+        KIND_INT32 => Scalar::Int32(i32::from_le_bytes(value.try_into().ok()?)),
+        KIND_INT64 => Scalar::Int64(i64::from_le_bytes(value.try_into().ok()?)),
+        _ => return None,
+    })
+}
+
+fn read_i32(bytes: &[u8], at: usize) -> Option<i32> {
+    Some(i32::from_le_bytes(bytes.get(at..at.checked_add(4)?)?.try_into().ok()?))
+}
