@@ -4,7 +4,9 @@
 //! for each sixth of each run and the with/without ratio
 //! (MongoDB 2.0 in the post: 0.27 after 20M documents; the aim is 0.8 or better), and per run
 //! the CPU per document of the inserting thread (inside `insert`) and of the engine's threads,
-//! steadier than wall time on a shared machine.
+//! steadier than wall time on a shared machine. With `--pairs N` the two runs alternate N times
+//! (without, with, without, ...) and the medians of the pairs' ratios are printed last: on a
+//! shared machine one pair's ratio moves by ±0.1 with the load of the moment.
 //!
 //! ```sh
 //! cargo run --release -p docstore --example bio_bench -- --docs 1000000 --cache-size 134217728
@@ -13,14 +15,16 @@
 //!
 //! Flags: `--docs N` (default 300,000), `--cache-size BYTES` (engine cache, default 128 MiB),
 //! `--dir PATH` (default a fresh directory under the system temp dir, removed at the end),
-//! `--batch N` (default 1,000), `--only without|with`. Commits use `Durability::Periodic`
+//! `--batch N` (default 1,000), `--only without|with`, `--pairs N` (default 1). Commits use `Durability::Periodic`
 //! (the log is synced at least every 100 ms: journaling on). `STRATA_CHECKPOINT_LOG_BYTES`,
 //! `STRATA_NODE_SIZE` and `STRATA_FANOUT` in the environment override the engine's checkpoint
 //! trigger and tree shape.
 
-// Shared with the storage benchmarks: CPU time per thread.
+// Shared with the storage benchmarks: CPU time per thread, the machine's description.
 #[path = "../../storage/examples/support/cpu.rs"]
 mod cpu;
+#[path = "../../storage/examples/support/machine.rs"]
+mod machine;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -40,10 +44,11 @@ struct Args {
     dir: Option<PathBuf>,
     batch: u64,
     only: Option<String>,
+    pairs: usize,
 }
 
 fn args() -> Args {
-    let mut args = Args { docs: 300_000, cache_size: 128 << 20, dir: None, batch: 1_000, only: None };
+    let mut args = Args { docs: 300_000, cache_size: 128 << 20, dir: None, batch: 1_000, only: None, pairs: 1 };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().unwrap_or_default();
@@ -53,6 +58,7 @@ fn args() -> Args {
             "--dir" => args.dir = Some(PathBuf::from(value)),
             "--batch" => args.batch = value.parse().unwrap_or(args.batch),
             "--only" => args.only = Some(value),
+            "--pairs" => args.pairs = value.parse().unwrap_or(args.pairs).max(1),
             other => {
                 eprintln!("unknown flag {other}");
                 std::process::exit(2);
@@ -90,8 +96,18 @@ fn resident_mib() -> u64 {
 
 type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
-/// Inserts `docs` documents; returns docs/s per sixth and overall.
-fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<(Vec<f64>, f64)> {
+/// What one run measured.
+struct RunResult {
+    /// docs/s in each sixth of the run.
+    sixths: Vec<f64>,
+    /// docs/s over the whole run.
+    overall: f64,
+    /// CPU per document of the inserting thread inside `insert`, in µs.
+    insert_cpu_us: f64,
+}
+
+/// Inserts `docs` documents into a fresh store at `dir`.
+fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<RunResult> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let mut options = StoreOptions::default();
@@ -165,10 +181,10 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<(Vec<f64>, f64)> {
     // CPU is steadier than wall time on a shared machine: what the inserting thread spent in
     // `insert`, and what the engine's background threads (evictor, flusher, checkpointer) spent.
     let engine_cpu_ns = cpu::threads_cpu_ns("strata-").saturating_sub(engine_cpu_before);
+    let insert_cpu_us = insert_cpu_ns as f64 / 1e3 / args.docs as f64;
     println!(
-        "  {} CPU per document: inserting thread {:.2} µs, engine threads {:.2} µs",
+        "  {} CPU per document: inserting thread {insert_cpu_us:.2} µs, engine threads {:.2} µs",
         if indexed { "with   " } else { "without" },
-        insert_cpu_ns as f64 / 1e3 / args.docs as f64,
         engine_cpu_ns as f64 / 1e3 / args.docs as f64,
     );
     let count = store.estimated_document_count("bench", "bio")?;
@@ -176,7 +192,7 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<(Vec<f64>, f64)> {
         return Err(format!("the collection holds {count} documents, not {}", args.docs).into());
     }
     store.close()?;
-    Ok((rates, overall))
+    Ok(RunResult { sixths: rates, overall, insert_cpu_us })
 }
 
 fn main() {
@@ -184,35 +200,95 @@ fn main() {
     storage::allocator::limit_malloc_arenas(2);
     let args = args();
     let base = args.dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("bio_bench-{}", std::process::id())));
+    println!("command: {}", std::env::args().collect::<Vec<_>>().join(" "));
+    println!("machine: {}", machine::machine());
     println!(
-        "bio_bench: {} docs of ~{DOCUMENT_BYTES} B (~{} MiB), batches of {}, cache {} MiB, names from a pool of {NAME_POOL}",
+        "bio_bench: {} docs of ~{DOCUMENT_BYTES} B (~{} MiB), batches of {}, cache {} MiB, names from a pool of {NAME_POOL}, {} pair(s) of runs",
         args.docs,
         args.docs * DOCUMENT_BYTES as u64 >> 20,
         args.batch,
-        args.cache_size >> 20
+        args.cache_size >> 20,
+        args.pairs,
     );
+    let mut ratios = Vec::new();
+    for pair in 1..=args.pairs {
+        if args.pairs > 1 {
+            println!("pair {pair} of {}", args.pairs);
+        }
+        if let Some(ratio) = run_pair(&base, &args) {
+            ratios.push(ratio);
+        }
+    }
+    if ratios.len() > 1 {
+        let overall: Vec<f64> = ratios.iter().map(|r| r.overall).collect();
+        let last: Vec<f64> = ratios.iter().map(|r| r.last_sixth).collect();
+        let cpu: Vec<f64> = ratios.iter().map(|r| r.insert_cpu).collect();
+        println!(
+            "medians over {} pairs: with/without ratio overall {:.2} (pairs: {}), last sixth {:.2} (pairs: {}), inserting thread CPU {:.2}",
+            ratios.len(),
+            median(&overall),
+            list(&overall),
+            median(&last),
+            list(&last),
+            median(&cpu),
+        );
+    }
+    if args.dir.is_none() {
+        let _ = std::fs::remove_dir_all(&base);
+    }
+}
+
+/// A pair's with/without ratios: of the rates overall and in the last sixth, and of the
+/// inserting thread's CPU per document (without / with: below 1 when the index costs CPU).
+struct PairRatio {
+    overall: f64,
+    last_sixth: f64,
+    insert_cpu: f64,
+}
+
+/// Runs without and then with the index (or the one `--only` names); the pair's ratios if both ran.
+fn run_pair(base: &Path, args: &Args) -> Option<PairRatio> {
     let mut results = Vec::new();
     for indexed in [false, true] {
         let label = if indexed { "with" } else { "without" };
         if args.only.as_deref().is_some_and(|only| only != label) {
             continue;
         }
-        let (rates, overall) = match run(&base.join(label), &args, indexed) {
+        let result = match run(&base.join(label), args, indexed) {
             Ok(result) => result,
             Err(error) => {
                 eprintln!("bio_bench {label} index: {error}");
                 std::process::exit(1);
             }
         };
-        println!("{label} index on name: {overall:.0} docs/s overall");
-        results.push((rates, overall));
+        println!("{label} index on name: {:.0} docs/s overall", result.overall);
+        results.push(result);
     }
-    if let [(without, without_overall), (with, with_overall)] = results.as_slice() {
-        let sixths: Vec<String> = without.iter().zip(with).map(|(a, b)| format!("{:.2}", b / a)).collect();
-        println!("with/without ratio per sixth: [{}]", sixths.join(", "));
-        println!("with/without ratio overall: {:.2}; last sixth: {:.2}", with_overall / without_overall, with.last().unwrap_or(&0.0) / without.last().unwrap_or(&1.0));
+    let [without, with] = results.as_slice() else { return None };
+    let sixths: Vec<f64> = without.sixths.iter().zip(&with.sixths).map(|(a, b)| b / a).collect();
+    let ratio = PairRatio {
+        overall: with.overall / without.overall,
+        last_sixth: with.sixths.last().unwrap_or(&0.0) / without.sixths.last().unwrap_or(&1.0),
+        insert_cpu: without.insert_cpu_us / with.insert_cpu_us,
+    };
+    println!("with/without ratio per sixth: [{}]", list(&sixths));
+    println!(
+        "with/without ratio overall: {:.2}; last sixth: {:.2}; inserting thread CPU per document: {:.2}",
+        ratio.overall, ratio.last_sixth, ratio.insert_cpu
+    );
+    Some(ratio)
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
     }
-    if args.dir.is_none() {
-        let _ = std::fs::remove_dir_all(&base);
-    }
+}
+
+fn list(values: &[f64]) -> String {
+    values.iter().map(|v| format!("{v:.2}")).collect::<Vec<_>>().join(", ")
 }
