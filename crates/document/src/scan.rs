@@ -4,8 +4,10 @@
 //! the crate's iterator reads each field name byte by byte, checks it is UTF-8 and builds an
 //! error context per element; on a bio-style document (a short `name` beside a 2 KB `bio`) that
 //! was most of the key's cost. This scanner only measures elements to step over them and hands
-//! out a few scalar types decoded; it answers `None` for anything it does not read (a malformed
-//! document included), and the caller takes the general path, which reports the error.
+//! out a few scalar types decoded; it answers `None` for anything it does not read (a document
+//! whose lengths, terminators or names are damaged included), and the caller takes the general
+//! path, which reports the error. It does not check the contents of values it steps over (a
+//! string's UTF-8, say): stored documents were checked by bson when they were inserted.
 
 /// A top-level element: its name's bytes, its BSON type byte and its value's bytes.
 pub struct RawElement<'a> {
@@ -39,7 +41,8 @@ pub const KIND_INT32: u8 = 0x10;
 pub const KIND_INT64: u8 = 0x12;
 
 /// Calls `visit` with each top-level element in order; `None` if the bytes are not a well-formed
-/// document as far as this reads them (lengths and terminators, not the contents of sub-documents).
+/// document as far as this reads them (lengths, terminators, UTF-8 names and regular expressions;
+/// not the contents of other values: `scalar` checks those it decodes).
 pub fn for_each_element<'a>(document: &'a [u8], mut visit: impl FnMut(RawElement<'a>)) -> Option<()> {
     let declared = read_i32(document, 0)?;
     if usize::try_from(declared).ok()? != document.len() || document.last() != Some(&0) {
@@ -54,7 +57,10 @@ pub fn for_each_element<'a>(document: &'a [u8], mut visit: impl FnMut(RawElement
         let value_start = name_start + name_len + 1;
         let value_len = value_length(kind, document.get(value_start..end)?)?;
         let value = document.get(value_start..value_start.checked_add(value_len)?)?;
-        visit(RawElement { name: &document[name_start..name_start + name_len], kind, value });
+        // A field name must be UTF-8, as bson's reader (the general path) insists.
+        let name = &document[name_start..name_start + name_len];
+        std::str::from_utf8(name).ok()?;
+        visit(RawElement { name, kind, value });
         at = value_start + value_len;
     }
     (at == end).then_some(())
@@ -63,7 +69,13 @@ pub fn for_each_element<'a>(document: &'a [u8], mut visit: impl FnMut(RawElement
 /// The length of a value of BSON type `kind` at the start of `rest`.
 fn value_length(kind: u8, rest: &[u8]) -> Option<usize> {
     let prefixed = |extra: usize| -> Option<usize> { usize::try_from(read_i32(rest, 0)?).ok()?.checked_add(extra) };
-    let cstring = |from: usize| -> Option<usize> { Some(rest.get(from..)?.iter().position(|&byte| byte == 0)? + 1) };
+    // A regular expression's pattern and options: UTF-8, as bson's reader insists.
+    let cstring = |from: usize| -> Option<usize> {
+        let text = rest.get(from..)?;
+        let len = text.iter().position(|&byte| byte == 0)?;
+        std::str::from_utf8(&text[..len]).ok()?;
+        Some(len + 1)
+    };
     match kind {
         KIND_DOUBLE | KIND_DATE_TIME | 0x11 | KIND_INT64 => Some(8),
         KIND_STRING | 0x0D | 0x0E => prefixed(4),

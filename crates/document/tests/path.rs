@@ -231,3 +231,41 @@ fn the_scanner_sees_the_elements_bson_sees() {
 fn cstring(text: &str) -> bson::raw::CString {
     text.to_string().try_into().unwrap_or_else(|e| panic!("{e}"))
 }
+
+proptest::proptest! {
+    // Damaged bytes (proptest prints the failing case): every document bson reads, the scanner
+    // reads as the same elements, and then the raw key path agrees with the general one. (The
+    // scanner may accept more: it does not check the contents of values it does not decode, such
+    // as a stored string's UTF-8; documents are checked by bson when they are inserted.)
+    #[test]
+    fn the_scanner_reads_what_bson_reads(at in 0usize..4096, byte in proptest::num::u8::ANY, cut in 0usize..3) {
+        let mut document = every_type();
+        document.insert("a", "name0000042");
+        document.insert("s", 7);
+        let raw = bson::RawDocumentBuf::try_from(&document).unwrap_or_else(|e| panic!("{e}"));
+        let mut bytes = raw.as_bytes().to_vec();
+        let at = at % bytes.len();
+        bytes[at] = byte;
+        bytes.truncate(bytes.len() - cut);
+        let mut scanned = Vec::new();
+        let complete = document::scan::for_each_element(&bytes, |element| {
+            scanned.push((element.name.to_vec(), element.kind, element.value.len()))
+        });
+        let Ok(parsed) = bson::RawDocument::from_bytes(&bytes) else { return Ok(()) };
+        let Ok(expected) = parsed
+            .iter_elements()
+            .map(|element| element.map(|e| (e.key().as_str().as_bytes().to_vec(), e.element_type() as u8, e.size())))
+            .collect::<Result<Vec<(Vec<u8>, u8, usize)>, _>>()
+        else {
+            return Ok(());
+        };
+        proptest::prop_assert_eq!(complete, Some(()));
+        proptest::prop_assert_eq!(&scanned, &expected);
+        let spec = IndexSpec::from_key_pattern(&doc! {"a": 1, "s": -1}, Sparseness::Dense).unwrap_or_else(|e| panic!("{e}"));
+        let raw_keys = spec.keys_raw(parsed).map(|k| k.keys).map_err(|e| e.to_string());
+        let decoded = Document::try_from(parsed).map_err(|e| e.to_string()).and_then(|d| spec.keys(&d).map(|k| k.keys).map_err(|e| e.to_string()));
+        if let (Ok(raw_keys), Ok(decoded)) = (&raw_keys, &decoded) {
+            proptest::prop_assert_eq!(raw_keys, decoded);
+        }
+    }
+}
