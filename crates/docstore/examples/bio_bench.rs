@@ -15,10 +15,10 @@
 //!
 //! Flags: `--docs N` (default 300,000), `--cache-size BYTES` (engine cache, default 128 MiB),
 //! `--dir PATH` (default a fresh directory under the system temp dir, removed at the end),
-//! `--batch N` (default 1,000), `--only without|with`, `--pairs N` (default 1). Commits use `Durability::Periodic`
-//! (the log is synced at least every 100 ms: journaling on). `STRATA_CHECKPOINT_LOG_BYTES`,
-//! `STRATA_NODE_SIZE` and `STRATA_FANOUT` in the environment override the engine's checkpoint
-//! trigger and tree shape.
+//! `--batch N` (default 1,000), `--only without|with`, `--pairs N` (default 1). Commits use
+//! `Durability::Periodic` (the log is synced at least every 100 ms: journaling on).
+//! `STRATA_CHECKPOINT_LOG_BYTES`, `STRATA_NODE_SIZE` and `STRATA_FANOUT` in the environment
+//! override the engine's checkpoint trigger and tree shape.
 
 // Shared with the storage benchmarks: CPU time per thread, the machine's description.
 #[path = "../../storage/examples/support/cpu.rs"]

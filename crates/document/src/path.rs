@@ -300,12 +300,12 @@ impl IndexSpec {
         if self.fields.len() > MOST_FIELDS || self.fields.iter().any(|(path, _)| path.parts().len() != 1) {
             return Ok(None);
         }
-        // Per field: its last occurrence's value, or `Err(())` for one this path does not read.
-        let mut values: [Option<std::result::Result<Scalar<'_>, ()>>; MOST_FIELDS] = Default::default();
+        // Per field, its last occurrence: `Some(None)` for a value this path does not read.
+        let mut values: [Option<Option<Scalar<'_>>>; MOST_FIELDS] = Default::default();
         let scanned = scan::for_each_element(raw.as_bytes(), |element| {
             for ((path, _), slot) in self.fields.iter().zip(values.iter_mut()) {
                 if path.head().as_bytes() == element.name {
-                    *slot = Some(scan::scalar(&element).ok_or(()));
+                    *slot = Some(scan::scalar(&element));
                 }
             }
         });
@@ -315,7 +315,7 @@ impl IndexSpec {
         let mut encoder = KeyEncoder::new();
         for ((_, direction), value) in self.fields.iter().zip(values) {
             match value {
-                Some(Ok(value)) => encoder.push_scalar(value, *direction),
+                Some(Some(value)) => encoder.push_scalar(value, *direction),
                 _ => return Ok(None),
             }
         }

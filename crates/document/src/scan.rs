@@ -9,10 +9,12 @@
 //! path, which reports the error. It does not check the contents of values it steps over (a
 //! string's UTF-8, say): stored documents were checked by bson when they were inserted.
 
-/// A top-level element: its name's bytes, its BSON type byte and its value's bytes.
+use bson::spec::ElementType;
+
+/// A top-level element: its name's bytes, its BSON type and its value's bytes.
 pub struct RawElement<'a> {
     pub name: &'a [u8],
-    pub kind: u8,
+    pub kind: ElementType,
     pub value: &'a [u8],
 }
 
@@ -29,17 +31,6 @@ pub enum Scalar<'a> {
     Int64(i64),
 }
 
-pub const KIND_DOUBLE: u8 = 0x01;
-pub const KIND_STRING: u8 = 0x02;
-pub const KIND_DOCUMENT: u8 = 0x03;
-pub const KIND_ARRAY: u8 = 0x04;
-pub const KIND_OBJECT_ID: u8 = 0x07;
-pub const KIND_BOOLEAN: u8 = 0x08;
-pub const KIND_DATE_TIME: u8 = 0x09;
-pub const KIND_NULL: u8 = 0x0A;
-pub const KIND_INT32: u8 = 0x10;
-pub const KIND_INT64: u8 = 0x12;
-
 /// Calls `visit` with each top-level element in order; `None` if the bytes are not a well-formed
 /// document as far as this reads them (lengths, terminators, UTF-8 names and regular expressions;
 /// not the contents of other values: `scalar` checks those it decodes).
@@ -51,7 +42,7 @@ pub fn for_each_element<'a>(document: &'a [u8], mut visit: impl FnMut(RawElement
     let end = document.len() - 1;
     let mut at = 4;
     while at < end {
-        let kind = document[at];
+        let kind = ElementType::from(document[at])?;
         let name_start = at + 1;
         let name_len = document.get(name_start..end)?.iter().position(|&byte| byte == 0)?;
         let value_start = name_start + name_len + 1;
@@ -67,7 +58,7 @@ pub fn for_each_element<'a>(document: &'a [u8], mut visit: impl FnMut(RawElement
 }
 
 /// The length of a value of BSON type `kind` at the start of `rest`.
-fn value_length(kind: u8, rest: &[u8]) -> Option<usize> {
+fn value_length(kind: ElementType, rest: &[u8]) -> Option<usize> {
     let prefixed = |extra: usize| -> Option<usize> { usize::try_from(read_i32(rest, 0)?).ok()?.checked_add(extra) };
     // A regular expression's pattern and options: UTF-8, as bson's reader insists.
     let cstring = |from: usize| -> Option<usize> {
@@ -76,22 +67,22 @@ fn value_length(kind: u8, rest: &[u8]) -> Option<usize> {
         std::str::from_utf8(&text[..len]).ok()?;
         Some(len + 1)
     };
+    use ElementType::*;
     match kind {
-        KIND_DOUBLE | KIND_DATE_TIME | 0x11 | KIND_INT64 => Some(8),
-        KIND_STRING | 0x0D | 0x0E => prefixed(4),
-        KIND_DOCUMENT | KIND_ARRAY | 0x0F => prefixed(0),
-        0x05 => prefixed(5),
-        0x06 | KIND_NULL | 0x7F | 0xFF => Some(0),
-        KIND_OBJECT_ID => Some(12),
-        KIND_BOOLEAN => Some(1),
-        0x0B => {
+        Double | DateTime | Timestamp | Int64 => Some(8),
+        String | JavaScriptCode | Symbol => prefixed(4),
+        EmbeddedDocument | Array | JavaScriptCodeWithScope => prefixed(0),
+        Binary => prefixed(5),
+        Undefined | Null | MaxKey | MinKey => Some(0),
+        ObjectId => Some(12),
+        Boolean => Some(1),
+        RegularExpression => {
             let pattern = cstring(0)?;
             Some(pattern + cstring(pattern)?)
         }
-        0x0C => prefixed(4 + 12),
-        KIND_INT32 => Some(4),
-        0x13 => Some(16),
-        _ => None,
+        DbPointer => prefixed(4 + 12),
+        Int32 => Some(4),
+        Decimal128 => Some(16),
     }
 }
 
@@ -100,24 +91,24 @@ fn value_length(kind: u8, rest: &[u8]) -> Option<usize> {
 pub fn scalar<'a>(element: &RawElement<'a>) -> Option<Scalar<'a>> {
     let value = element.value;
     Some(match element.kind {
-        KIND_DOUBLE => Scalar::Double(f64::from_le_bytes(value.try_into().ok()?)),
-        KIND_STRING => {
+        ElementType::Double => Scalar::Double(f64::from_le_bytes(value.try_into().ok()?)),
+        ElementType::String => {
             let (terminator, text) = value.get(4..)?.split_last()?;
             if *terminator != 0 {
                 return None;
             }
             Scalar::String(std::str::from_utf8(text).ok()?)
         }
-        KIND_OBJECT_ID => Scalar::ObjectId(value.try_into().ok()?),
-        KIND_BOOLEAN => match value {
+        ElementType::ObjectId => Scalar::ObjectId(value.try_into().ok()?),
+        ElementType::Boolean => match value {
             [0] => Scalar::Boolean(false),
             [1] => Scalar::Boolean(true),
             _ => return None,
         },
-        KIND_DATE_TIME => Scalar::DateTime(i64::from_le_bytes(value.try_into().ok()?)),
-        KIND_NULL => Scalar::Null,
-        KIND_INT32 => Scalar::Int32(i32::from_le_bytes(value.try_into().ok()?)),
-        KIND_INT64 => Scalar::Int64(i64::from_le_bytes(value.try_into().ok()?)),
+        ElementType::DateTime => Scalar::DateTime(i64::from_le_bytes(value.try_into().ok()?)),
+        ElementType::Null => Scalar::Null,
+        ElementType::Int32 => Scalar::Int32(i32::from_le_bytes(value.try_into().ok()?)),
+        ElementType::Int64 => Scalar::Int64(i64::from_le_bytes(value.try_into().ok()?)),
         _ => return None,
     })
 }

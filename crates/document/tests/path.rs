@@ -205,20 +205,9 @@ fn the_scanner_sees_the_elements_bson_sees() {
     let documents = [every_type(), doc! {"a": 1, "b": {"c": [1, "x", {"d": null}]}, "": "empty name"}, doc! {}];
     for document in &documents {
         let raw = bson::RawDocumentBuf::try_from(document).unwrap_or_else(|e| panic!("{e}"));
-        let mut scanned = Vec::new();
-        let complete = document::scan::for_each_element(raw.as_bytes(), |element| {
-            scanned.push((element.name.to_vec(), element.kind, element.value.len()))
-        });
+        let (complete, scanned) = scanned_elements(raw.as_bytes());
         assert_eq!(complete, Some(()), "{document}");
-        let expected: Vec<(Vec<u8>, u8, usize)> = raw
-            .iter_elements()
-            .map(|element| {
-                let element = element.unwrap_or_else(|e| panic!("{e}"));
-                let kind = element.element_type() as u8;
-                let value_len = element.size();
-                (element.key().as_str().as_bytes().to_vec(), kind, value_len)
-            })
-            .collect();
+        let expected = bson_elements(&raw).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(scanned, expected, "{document}");
         // Every truncation of the document is refused, never read past its end.
         for cut in 0..raw.as_bytes().len() {
@@ -226,6 +215,23 @@ fn the_scanner_sees_the_elements_bson_sees() {
             assert_eq!(document::scan::for_each_element(prefix, |_| {}), None, "cut at {cut}");
         }
     }
+}
+
+/// Each element's name, type and value length, as the scanner reads them, and whether it read
+/// the whole document.
+fn scanned_elements(bytes: &[u8]) -> (Option<()>, Vec<(Vec<u8>, u8, usize)>) {
+    let mut scanned = Vec::new();
+    let complete = document::scan::for_each_element(bytes, |element| {
+        scanned.push((element.name.to_vec(), element.kind as u8, element.value.len()))
+    });
+    (complete, scanned)
+}
+
+/// `scanned_elements` as bson's own reader reads them.
+fn bson_elements(raw: &bson::RawDocument) -> Result<Vec<(Vec<u8>, u8, usize)>, bson::error::Error> {
+    raw.iter_elements()
+        .map(|element| element.map(|e| (e.key().as_str().as_bytes().to_vec(), e.element_type() as u8, e.size())))
+        .collect()
 }
 
 fn cstring(text: &str) -> bson::raw::CString {
@@ -247,18 +253,9 @@ proptest::proptest! {
         let at = at % bytes.len();
         bytes[at] = byte;
         bytes.truncate(bytes.len() - cut);
-        let mut scanned = Vec::new();
-        let complete = document::scan::for_each_element(&bytes, |element| {
-            scanned.push((element.name.to_vec(), element.kind, element.value.len()))
-        });
+        let (complete, scanned) = scanned_elements(&bytes);
         let Ok(parsed) = bson::RawDocument::from_bytes(&bytes) else { return Ok(()) };
-        let Ok(expected) = parsed
-            .iter_elements()
-            .map(|element| element.map(|e| (e.key().as_str().as_bytes().to_vec(), e.element_type() as u8, e.size())))
-            .collect::<Result<Vec<(Vec<u8>, u8, usize)>, _>>()
-        else {
-            return Ok(());
-        };
+        let Ok(expected) = bson_elements(parsed) else { return Ok(()) };
         proptest::prop_assert_eq!(complete, Some(()));
         proptest::prop_assert_eq!(&scanned, &expected);
         let spec = IndexSpec::from_key_pattern(&doc! {"a": 1, "s": -1}, Sparseness::Dense).unwrap_or_else(|e| panic!("{e}"));

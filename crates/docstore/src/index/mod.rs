@@ -165,18 +165,16 @@ impl Index {
     }
 
     /// `entry` for a key the caller is done with: the entry key is the key's own bytes (the
-    /// `_id` appended in place), not a copy.
+    /// `_id` appended in place), and unless the index is clustering the value is built in the
+    /// key's `types` buffer (`KeyEncoder` leaves room for a standard entry's header).
     fn entry_owned(&self, key: EncodedKey, id: &[u8], raw: &RawDocument) -> (Vec<u8>, Vec<u8>) {
-        let value = match (self.layout, self.clustering) {
-            // The commonest entry's value is the key's `types` bytes behind the order part's
-            // length: built in the key's own buffer (`KeyEncoder` leaves room), one allocation
-            // fewer per entry.
-            (Layout::Standard, false) => {
-                let mut value = key.types;
-                value.splice(0..0, length(key.order.len()).to_le_bytes());
-                value
-            }
-            _ => self.entry_value(&key, id, raw),
+        let value = if self.clustering {
+            self.entry_value(&key, id, raw)
+        } else {
+            let (length, id_part) = self.value_header(key.order.len(), id);
+            let mut value = key.types;
+            value.splice(0..0, length.into_iter().chain(id_part.iter().copied()));
+            value
         };
         let mut entry_key = key.order;
         if matches!(self.layout, Layout::Standard) {
@@ -185,20 +183,24 @@ impl Index {
         (entry_key, value)
     }
 
-    /// The value an entry is stored with: the length of the part of its key before the `_id`
-    /// (standard) or the `_id` itself (unique), then the payload.
+    /// The value an entry is stored with: `value_header`, then the payload.
     fn entry_value(&self, key: &EncodedKey, id: &[u8], raw: &RawDocument) -> Vec<u8> {
+        let (length, id_part) = self.value_header(key.order.len(), id);
         let payload = self.payload(key, raw);
-        let mut value = Vec::with_capacity(4 + id.len() + payload.len());
-        match self.layout {
-            Layout::Standard => value.extend_from_slice(&length(key.order.len()).to_le_bytes()),
-            Layout::Unique => {
-                value.extend_from_slice(&length(id.len()).to_le_bytes());
-                value.extend_from_slice(id);
-            }
-        }
+        let mut value = Vec::with_capacity(length.len() + id_part.len() + payload.len());
+        value.extend_from_slice(&length);
+        value.extend_from_slice(id_part);
         value.extend_from_slice(payload);
         value
+    }
+
+    /// What an entry's value holds before its payload: the length of the part of its key before
+    /// the `_id` (standard), or the `_id`'s length and the `_id` itself (unique).
+    fn value_header<'a>(&self, order_len: usize, id: &'a [u8]) -> ([u8; 4], &'a [u8]) {
+        match self.layout {
+            Layout::Standard => (length(order_len).to_le_bytes(), &[]),
+            Layout::Unique => (length(id.len()).to_le_bytes(), id),
+        }
     }
 
     /// Splits a stored entry back into its parts (bytes from disk: errors, never panics).
