@@ -11,6 +11,8 @@ pub(crate) struct Counters {
     pub messages: AtomicU64,
     pub direct_leaf_writes: AtomicU64,
     pub flushes: AtomicU64,
+    pub detached_flushes: AtomicU64,
+    pub detached_flushes_abandoned: AtomicU64,
     pub cascades: AtomicU64,
     pub leaf_splits: AtomicU64,
     pub internal_splits: AtomicU64,
@@ -40,6 +42,8 @@ impl Counters {
             messages: self.messages.load(Relaxed),
             direct_leaf_writes: self.direct_leaf_writes.load(Relaxed),
             flushes: self.flushes.load(Relaxed),
+            detached_flushes: self.detached_flushes.load(Relaxed),
+            detached_flushes_abandoned: self.detached_flushes_abandoned.load(Relaxed),
             cascades: self.cascades.load(Relaxed),
             leaf_splits: self.leaf_splits.load(Relaxed),
             internal_splits: self.internal_splits.load(Relaxed),
@@ -66,6 +70,10 @@ pub struct Stats {
     pub direct_leaf_writes: u64,
     /// Buffers moved one level down.
     pub flushes: u64,
+    /// Flushes into a leaf done outside the tree's lock (counted in `flushes` too), and those
+    /// dropped because the tree changed under them.
+    pub detached_flushes: u64,
+    pub detached_flushes_abandoned: u64,
     /// Flushes that overfilled the child and so flushed it in turn.
     pub cascades: u64,
     pub leaf_splits: u64,

@@ -141,7 +141,7 @@ pub(crate) struct CacheCounters {
 }
 
 /// Bytes charged to the budget for the length of one operation (`NodeStore::charge_transient`).
-struct TransientCharge<'a> {
+pub(crate) struct TransientCharge<'a> {
     used_bytes: &'a AtomicUsize,
     bytes: usize,
 }
@@ -477,6 +477,60 @@ impl NodeStore {
         self.maybe_evict()
     }
 
+    /// The node if it is in memory whole; never reads the disk (the background flusher's look
+    /// for nodes over the node size).
+    pub fn resident(&self, id: NodeId) -> Option<Arc<CachedNode>> {
+        let shard = self.shard(id).lock();
+        match shard.get(&id).map(|slot| &slot.node) {
+            Some(Some(View::Whole(node))) => Some(Arc::clone(node)),
+            _ => None,
+        }
+    }
+
+    /// The node with its version (see `Slot::version`), for a change made outside the tree's
+    /// lock and installed by `replace` only if nobody changed the node meanwhile.
+    pub fn get_versioned(&self, id: NodeId) -> Result<(Arc<CachedNode>, u64)> {
+        let node = self.get(id)?;
+        let shard = self.shard(id).lock();
+        let slot = shard.get(&id).ok_or_else(|| missing(id))?;
+        match &slot.node {
+            Some(View::Whole(current)) if Arc::ptr_eq(current, &node) => Ok((node, slot.version)),
+            // Changed between the two looks (a writer has it, or a newer version is in).
+            _ => Err(moving(id)),
+        }
+    }
+
+    /// Puts a new version of a node in place of version `version`, without reading the node;
+    /// returns false, changing nothing, if the node is out with a writer or is at another
+    /// version. A version still held by a checkpoint or an eviction stays charged until they
+    /// drop it, as in `take`.
+    pub fn replace(&self, id: NodeId, version: u64, node: Node) -> Result<bool> {
+        let size = node.memory_bytes();
+        {
+            let mut shard = self.shard(id).lock();
+            let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
+            if slot.taken || slot.version != version {
+                return Ok(false);
+            }
+            if let Some(View::Whole(old)) = &slot.node {
+                if Arc::strong_count(old) > 1 {
+                    old.detached_bytes.store(slot.size, Ordering::Relaxed);
+                    self.used_bytes.fetch_add(slot.size, Ordering::Relaxed);
+                }
+            }
+            self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
+            slot.node = Some(View::Whole(CachedNode::new(node, &self.used_bytes)));
+            slot.size = size;
+            slot.dirty = true;
+            slot.layout = None;
+            slot.version += 1;
+            slot.last_used = self.tick();
+        }
+        self.used_bytes.fetch_add(size, Ordering::Relaxed);
+        self.maybe_evict()?;
+        Ok(true)
+    }
+
     pub fn free(&self, id: NodeId) {
         if let Some(slot) = self.shard(id).lock().remove(&id) {
             self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
@@ -638,7 +692,7 @@ impl NodeStore {
     /// buffers of a node being encoded and written, or read and decoded, which every writer,
     /// the evictor and the checkpointer can each hold at once. It only counts: the threads that
     /// next check the budget evict or throttle for it.
-    fn charge_transient(&self, bytes: usize) -> TransientCharge<'_> {
+    pub(crate) fn charge_transient(&self, bytes: usize) -> TransientCharge<'_> {
         self.used_bytes.fetch_add(bytes, Ordering::Relaxed);
         TransientCharge { used_bytes: &self.used_bytes, bytes }
     }

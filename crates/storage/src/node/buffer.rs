@@ -13,6 +13,14 @@
 //! A key's messages may be spread over the runs and `head`: a later run holds newer messages than
 //! an earlier one, and `head` the newest. Readers gather them in that order.
 //!
+//! A flush into a leaf may run outside the tree's lock (`tree::detached`): it *seals* the
+//! buffer's runs and range deletes as they are, applies copies of them to a copy of the leaf,
+//! and under the lock again drops exactly the sealed ones. Until then readers see them here as
+//! ever; compaction never merges a sealed run with a newer one, so the sealed messages stay
+//! apart from the messages that arrive meanwhile. Anything that reshapes the buffer (a split, a
+//! merge with a sibling, a flush that takes it, decoding) unseals it, and the detached flush,
+//! finding the seal gone, drops its work.
+//!
 //! Invariants (checked by `verify`):
 //! - every point message's key, and every range delete, lies within the child's key range;
 //! - a key's messages, gathered in run order then `head`, are in strictly ascending sequence order;
@@ -76,6 +84,15 @@ pub struct Buffer {
     runs: Vec<Run>,
     ranges: Vec<RangeDelete>,
     size_bytes: usize,
+    /// The oldest runs and range deletes, being applied to the child by a detached flush.
+    sealed: Sealed,
+}
+
+/// How many of a buffer's runs and range deletes (the oldest) are sealed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sealed {
+    pub runs: usize,
+    pub ranges: usize,
 }
 
 /// Two buffers are equal when they hold the same messages, however they are laid out.
@@ -157,10 +174,10 @@ impl Buffer {
     }
 
     /// Merges the newest runs while one is at least half the size of the run after it, so that
-    /// run sizes fall geometrically (a few dozen runs at most).
+    /// run sizes fall geometrically (a few dozen runs at most). Sealed runs are left as they are.
     fn compact(&mut self, horizon: Seq) {
         while let [.., older, newer] = self.runs.as_slice() {
-            if older.len() > 2 * newer.len() {
+            if older.len() > 2 * newer.len() || self.runs.len() - 2 < self.sealed.runs {
                 break;
             }
             let merged = older.merge(newer, horizon);
@@ -240,7 +257,35 @@ impl Buffer {
         self.freeze_head();
         let taken = (std::mem::take(&mut self.runs), std::mem::take(&mut self.ranges));
         self.size_bytes = 0;
+        self.sealed = Sealed::default();
         taken
+    }
+
+    /// Seals every message here (`head` frozen into a run first) for a detached flush, and
+    /// returns copies of them, runs oldest first, and the seal to hand back to `drop_sealed`.
+    pub fn seal(&mut self) -> (Vec<Run>, Vec<RangeDelete>, Sealed) {
+        self.freeze_head();
+        self.sealed = Sealed { runs: self.runs.len(), ranges: self.ranges.len() };
+        (self.runs.clone(), self.ranges.clone(), self.sealed)
+    }
+
+    /// What is sealed now (nothing, once something reshaped the buffer).
+    pub fn sealed(&self) -> Sealed {
+        self.sealed
+    }
+
+    /// Drops the sealed runs and range deletes: their messages are in the child now.
+    pub fn drop_sealed(&mut self) {
+        let Sealed { runs, ranges } = self.sealed;
+        self.runs.drain(..runs.min(self.runs.len()));
+        self.ranges.drain(..ranges.min(self.ranges.len()));
+        self.sealed = Sealed::default();
+        self.size_bytes = self.recompute_size();
+    }
+
+    /// Keeps the messages but forgets the seal (a detached flush gave up).
+    pub fn unseal(&mut self) {
+        self.sealed = Sealed::default();
     }
 
     /// Adds the part within `[lo, hi)` of runs (oldest first) whose messages are all newer than
@@ -259,6 +304,7 @@ impl Buffer {
     /// Moves every message into `other` (used when two siblings merge: their ranges are
     /// disjoint, so no key gains messages from both, and run order does not matter).
     pub fn append_to(self, other: &mut Buffer) {
+        other.sealed = Sealed::default();
         other.head.extend(self.head);
         other.runs.extend(self.runs);
         other.ranges.extend(self.ranges);
@@ -267,6 +313,7 @@ impl Buffer {
 
     /// Splits off the messages for keys `>= pivot` into a new buffer (used when a child splits).
     pub fn split_off(&mut self, pivot: &[u8]) -> Buffer {
+        self.sealed = Sealed::default();
         let mut right = Buffer { head: self.head.split_off(pivot), ..Buffer::default() };
         for run in &mut self.runs {
             let upper = run.split_off(pivot);
@@ -293,6 +340,18 @@ impl Buffer {
         let head: usize = self.head.iter().map(|(k, events)| head_charge(k.len(), events)).sum();
         let runs: usize = self.runs.iter().map(Run::size_bytes).sum();
         head + runs + self.ranges.iter().map(RangeDelete::size_bytes).sum::<usize>()
+    }
+
+    /// A key that has messages here, or the start of a range delete (`None` if empty).
+    pub fn any_key(&self) -> Option<Vec<u8>> {
+        let from_runs = self.runs.iter().find(|run| run.len() > 0).map(|run| run.key(0));
+        let key = self.head.keys().next().map(Vec::as_slice).or(from_runs);
+        key.or_else(|| self.ranges.first().map(|range| range.start.as_slice())).map(<[u8]>::to_vec)
+    }
+
+    /// Whether the seal covers runs and range deletes that exist (for `verify`).
+    pub fn seal_fits(&self) -> bool {
+        self.sealed.runs <= self.runs.len() && self.sealed.ranges <= self.ranges.len()
     }
 
     /// Whether each run's keys are strictly ascending (for `verify`).
@@ -440,6 +499,20 @@ impl Run {
 
     fn size_bytes(&self) -> usize {
         self.data.len() + 4 * self.offsets.len()
+    }
+
+    /// The memory the run holds, spare capacity included.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.data.capacity() + 4 * self.offsets.capacity()
+    }
+
+    /// Runs (oldest first) merged into one, pruned against `horizon`.
+    pub(crate) fn merge_all(runs: &[Run], horizon: Seq) -> Run {
+        match runs {
+            [] => Run::default(),
+            [run] => run.clone(),
+            _ => merge_all(runs.iter(), horizon),
+        }
     }
 
     /// Where entry `index` starts (the end of the data past the last entry).

@@ -49,6 +49,19 @@ fn flush_until_fits(ctx: &Ctx<'_>, internal: &mut Internal) -> Result<()> {
 
 /// Moves the whole buffer of child `index` into the child, then rebalances the child.
 pub(super) fn flush_child(ctx: &Ctx<'_>, parent: &mut Internal, index: usize) -> Result<()> {
+    flush_child_then(ctx, parent, index, Cascade::Now)
+}
+
+/// Whether a child left over the node size by a flush is flushed in turn at once, or left for
+/// the background flusher to find (`tree::detached`), which flushes into leaves without the
+/// tree's lock.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cascade {
+    Now,
+    Later,
+}
+
+pub(super) fn flush_child_then(ctx: &Ctx<'_>, parent: &mut Internal, index: usize, cascade_mode: Cascade) -> Result<()> {
     let (Some(buffer), Some(&child_id)) = (parent.buffers.get_mut(index), parent.children.get(index)) else {
         return Err(Error::Invariant(format!("flush of missing child {index}")));
     };
@@ -73,7 +86,7 @@ pub(super) fn flush_child(ctx: &Ctx<'_>, parent: &mut Internal, index: usize) ->
         }
     };
     ctx.store.put(child_id, child)?;
-    if cascade {
+    if cascade && cascade_mode == Cascade::Now {
         Counters::add(&ctx.counters.cascades, 1);
         flush_node(ctx, child_id)?;
     }
@@ -131,6 +144,12 @@ fn split_child(ctx: &Ctx<'_>, parent: &mut Internal, index: usize) -> Result<boo
         }
     };
     ctx.store.put(child_id, child)?;
+    insert_pieces(ctx, parent, index, pieces)
+}
+
+/// Puts the pieces split off child `index` (each with the pivot before it) after it, with the
+/// child's buffer split at their pivots. Returns whether there were any.
+pub(super) fn insert_pieces(ctx: &Ctx<'_>, parent: &mut Internal, index: usize, pieces: Vec<(Vec<u8>, Node)>) -> Result<bool> {
     let Some(buffer) = parent.buffers.get_mut(index) else { return Ok(false) };
     let mut parts: Vec<Buffer> = pieces.iter().rev().map(|(pivot, _)| buffer.split_off(pivot)).collect();
     parts.reverse();

@@ -7,6 +7,7 @@
 //!
 //! Policy and action are apart: `flush::needs_flush` decides, `flush::flush_node` acts.
 
+mod detached;
 mod flush;
 mod read;
 mod verify;
@@ -56,6 +57,8 @@ pub(crate) struct Tree {
     /// is empty. Only ever makes a message stop higher, which is always correct; kept in memory,
     /// starting empty. Taken under the root's write lock.
     append_floor: parking_lot::Mutex<Vec<u8>>,
+    /// Held for the whole of a background flush (`detached`): one at a time per tree.
+    flushing: parking_lot::Mutex<()>,
 }
 
 impl Tree {
@@ -66,7 +69,13 @@ impl Tree {
 
     /// A tree whose nodes already exist (recovery).
     pub fn with_root(id: TreeId, name: String, root: NodeId) -> Tree {
-        Tree { id, name, root: RwLock::new(Some(root)), append_floor: parking_lot::Mutex::new(Vec::new()) }
+        Tree {
+            id,
+            name,
+            root: RwLock::new(Some(root)),
+            append_floor: parking_lot::Mutex::new(Vec::new()),
+            flushing: parking_lot::Mutex::new(()),
+        }
     }
 
     /// Holds the tree's shape still (no writer, no flush) while the guard lives.

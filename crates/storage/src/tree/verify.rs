@@ -109,6 +109,9 @@ fn verify_buffer(buffer: &Buffer, lo: Option<&[u8]>, hi: Option<&[u8]>, below: &
     if buffer.size_bytes() != buffer.recompute_size() {
         return Err("size accounting is off".into());
     }
+    if !buffer.seal_fits() {
+        return Err("a buffer's seal covers runs or range deletes it does not have".into());
+    }
     if !buffer.runs_sorted() {
         return Err("a run's keys are out of order".into());
     }

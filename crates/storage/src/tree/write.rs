@@ -19,7 +19,7 @@ use crate::node::leaf::{Incoming, Leaf};
 use crate::node::{Internal, Node, NodeId};
 use crate::options::FlushMode;
 use crate::stats::Counters;
-use crate::tree::flush::{fix_path, fix_root, flush_child, flush_node, needs_flush};
+use crate::tree::flush::{fix_path, fix_root, flush_node, needs_flush};
 use crate::tree::{Ctx, Tree};
 use crate::wal::record::LogWrite;
 
@@ -72,54 +72,6 @@ impl Tree {
             FlushNeed::None
         })
     }
-
-    /// Flushes the root until its buffers fit in the node size, one child's buffer at a time.
-    /// Before each step, the child about to receive the buffer is read into the cache without
-    /// the tree's lock, so that writers to this tree do not wait on the disk; the lock is held
-    /// for the in-memory work, and let go between steps.
-    pub fn flush_if_needed(&self, ctx: &Ctx<'_>) -> Result<()> {
-        loop {
-            let Some(child) = self.flush_target(ctx)? else { return Ok(()) };
-            // Only a hint: the tree may change before the lock is taken, and a node a writer
-            // has out cannot be read now. The flush itself reads what it really needs.
-            let _ = ctx.store.get(child);
-            let mut guard = self.root.write();
-            let Some(mut root) = *guard else { return Ok(()) };
-            let result = flush_root_once(ctx, &mut root);
-            *guard = Some(root);
-            result?;
-        }
-    }
-
-    /// The child whose buffer a flush of the root would move next, if the root is full.
-    fn flush_target(&self, ctx: &Ctx<'_>) -> Result<Option<NodeId>> {
-        let guard = self.root.read();
-        let Some(root) = *guard else { return Ok(None) };
-        let node = ctx.store.get(root)?;
-        drop(guard);
-        Ok(match &**node {
-            Node::Internal(internal) if needs_flush(ctx, &node) => internal.children.get(internal.heaviest_child()).copied(),
-            _ => None,
-        })
-    }
-}
-
-/// Moves the root's heaviest buffer down one level if the root is full, then fixes the root.
-fn flush_root_once(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
-    if !needs_flush(ctx, &*ctx.store.get(*root)?) {
-        return Ok(());
-    }
-    let mut node = ctx.store.take(*root)?;
-    let result = match &mut node {
-        Node::Internal(internal) => {
-            let heaviest = internal.heaviest_child();
-            flush_child(ctx, internal, heaviest)
-        }
-        Node::Leaf(_) => Ok(()),
-    };
-    ctx.store.put(*root, node)?;
-    result?;
-    fix_root(ctx, root)
 }
 
 fn write_all(ctx: &Ctx<'_>, root: &mut NodeId, floor: &mut Vec<u8>, messages: Vec<TreeMessage>) -> Result<()> {
