@@ -6,7 +6,8 @@
 //! the CPU per document of the inserting thread (inside `insert`) and of the engine's threads,
 //! steadier than wall time on a shared machine. With `--pairs N` the two runs alternate N times
 //! (without, with, without, ...) and the medians of the pairs' ratios are printed last: on a
-//! shared machine one pair's ratio moves by ±0.1 with the load of the moment.
+//! shared machine one pair's ratio moves by ±0.1 with the load of the moment. Each run of a pair
+//! runs in a fresh process (this program again, with `--only`): see `run_in_child`.
 //!
 //! ```sh
 //! cargo run --release -p docstore --example bio_bench -- --docs 1000000 --cache-size 134217728
@@ -45,12 +46,18 @@ struct Args {
     batch: u64,
     only: Option<String>,
     pairs: usize,
+    /// Run by a parent bio_bench for one run of a pair: no header.
+    child: bool,
 }
 
 fn args() -> Args {
-    let mut args = Args { docs: 300_000, cache_size: 128 << 20, dir: None, batch: 1_000, only: None, pairs: 1 };
+    let mut args = Args { docs: 300_000, cache_size: 128 << 20, dir: None, batch: 1_000, only: None, pairs: 1, child: false };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--child" {
+            args.child = true;
+            continue;
+        }
         let value = it.next().unwrap_or_default();
         match flag.as_str() {
             "--docs" => args.docs = value.parse().unwrap_or(args.docs),
@@ -106,6 +113,56 @@ struct RunResult {
     insert_cpu_us: f64,
 }
 
+impl RunResult {
+    /// The line a child process prints last, for its parent to read.
+    fn encode(&self) -> String {
+        format!("result: {} {} {}", self.overall, self.insert_cpu_us, list_exact(&self.sixths))
+    }
+
+    fn decode(line: &str) -> Option<RunResult> {
+        let mut fields = line.strip_prefix("result: ")?.split(' ');
+        let overall = fields.next()?.parse().ok()?;
+        let insert_cpu_us = fields.next()?.parse().ok()?;
+        let sixths = fields.next()?.split(',').map(str::parse).collect::<Result<_, _>>().ok()?;
+        Some(RunResult { sixths, overall, insert_cpu_us })
+    }
+}
+
+fn list_exact(values: &[f64]) -> String {
+    values.iter().map(f64::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// One run in a new process (this program with `--only`), its output passed through. Run in
+/// one process one after the other, the second run found the allocator's arenas as the first
+/// left them: glibc hands a new thread an arena an exited thread used, so the inserting thread
+/// could end up sharing its arena with the new engine's threads, and the second run (the
+/// indexed one, whose engine threads allocate more) blocked on the arena's lock about 20 times
+/// per 1,000 documents instead of 2, which cost it 10-20% of its rate.
+fn run_in_child(base: &Path, args: &Args, label: &str) -> BenchResult<RunResult> {
+    use std::io::BufRead;
+    let exe = std::env::current_exe()?;
+    let mut child = std::process::Command::new(exe)
+        .args(["--docs", &args.docs.to_string(), "--cache-size", &args.cache_size.to_string(), "--batch", &args.batch.to_string()])
+        .args(["--dir", &base.display().to_string(), "--only", label, "--child"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    let mut result = None;
+    if let Some(stdout) = child.stdout.take() {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let line = line?;
+            match RunResult::decode(&line) {
+                Some(decoded) => result = Some(decoded),
+                None => println!("{line}"),
+            }
+        }
+    }
+    let status = child.wait()?;
+    match result {
+        Some(result) if status.success() => Ok(result),
+        _ => Err(format!("the {label} run's process failed ({status})").into()),
+    }
+}
+
 /// Inserts `docs` documents into a fresh store at `dir`.
 fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<RunResult> {
     let _ = std::fs::remove_dir_all(dir);
@@ -137,6 +194,7 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<RunResult> {
     let mut inserted = 0u64;
     let mut insert_cpu_ns = 0u64;
     let engine_cpu_before = cpu::threads_cpu_ns("strata-");
+    let times_before = cpu::ThreadTimes::now();
     while inserted < args.docs {
         let n = args.batch.min(args.docs - inserted);
         let batch: Vec<RawDocumentBuf> = (0..n).map(|i| document(&mut rng, inserted + i)).collect();
@@ -157,13 +215,15 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<RunResult> {
             // Reading the engine's figures walks its trees: outside the timed inserts.
             let stats = store.engine_stats();
             println!(
-                "  {} sixth {}: {inserted:>9} docs, {rate:>9.0} docs/s (cache {} MiB, resident {} MiB, data file {} MiB, flushes {}, checkpoints {}, tree lock waits {} ms, throttle waits {}, nodes read whole {}, copies {})",
+                "  {} sixth {}: {inserted:>9} docs, {rate:>9.0} docs/s (cache {} MiB, resident {} MiB, data file {} MiB, flushes {} ({} detached, {} dropped), checkpoints {}, tree lock waits {} ms, throttle waits {}, nodes read whole {}, copies {})",
                 if indexed { "with   " } else { "without" },
                 rates.len() + 1,
                 stats.cache_used_bytes >> 20,
                 resident_mib(),
                 stats.data_file_bytes >> 20,
                 stats.flushes,
+                stats.detached_flushes,
+                stats.detached_flushes_abandoned,
                 stats.checkpoints,
                 stats.tree_lock_wait_micros / 1000,
                 stats.throttle_waits,
@@ -187,6 +247,17 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<RunResult> {
         if indexed { "with   " } else { "without" },
         engine_cpu_ns as f64 / 1e3 / args.docs as f64,
     );
+    let times = cpu::ThreadTimes::now().since(&times_before);
+    let per_doc_us = |ms: u64| ms as f64 * 1e3 / args.docs as f64;
+    println!(
+        "  {} inserting thread over the run (making documents too): user {:.2} µs/doc, system {:.2}, waiting for a CPU {:.2}; per 1000 docs {:.1} blocks, {:.1} preemptions",
+        if indexed { "with   " } else { "without" },
+        per_doc_us(times.user_ms),
+        per_doc_us(times.system_ms),
+        times.runnable_wait_ns as f64 / 1e3 / args.docs as f64,
+        times.voluntary_switches as f64 * 1000.0 / args.docs as f64,
+        times.preemptions as f64 * 1000.0 / args.docs as f64,
+    );
     let count = store.estimated_document_count("bench", "bio")?;
     if count != args.docs {
         return Err(format!("the collection holds {count} documents, not {}", args.docs).into());
@@ -200,6 +271,10 @@ fn main() {
     storage::allocator::limit_malloc_arenas(2);
     let args = args();
     let base = args.dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("bio_bench-{}", std::process::id())));
+    if args.child {
+        run_pair(&base, &args);
+        return;
+    }
     println!("command: {}", std::env::args().collect::<Vec<_>>().join(" "));
     println!("machine: {}", machine::machine());
     println!(
@@ -254,7 +329,13 @@ fn run_pair(base: &Path, args: &Args) -> Option<PairRatio> {
         if args.only.as_deref().is_some_and(|only| only != label) {
             continue;
         }
-        let result = match run(&base.join(label), args, indexed) {
+        // A pair's runs each get a fresh process (see `run_in_child`); `--only` runs here.
+        let result = if args.only.is_some() {
+            run(&base.join(label), args, indexed).inspect(|result| println!("{}", result.encode()))
+        } else {
+            run_in_child(base, args, label)
+        };
+        let result = match result {
             Ok(result) => result,
             Err(error) => {
                 eprintln!("bio_bench {label} index: {error}");
