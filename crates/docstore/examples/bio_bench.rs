@@ -342,7 +342,9 @@ fn run_pair(base: &Path, args: &Args) -> Option<PairRatio> {
                 std::process::exit(1);
             }
         };
-        println!("{label} index on name: {:.0} docs/s overall", result.overall);
+        if !args.child {
+            println!("{label} index on name: {:.0} docs/s overall", result.overall);
+        }
         results.push(result);
     }
     let [without, with] = results.as_slice() else { return None };
