@@ -8,8 +8,8 @@
 //! 299 MiB peak resident with glibc's defaults, 247 MiB with two arenas; see docs/BENCHMARKS.md).
 //!
 //! So a binary that embeds the engine calls [`limit_malloc_arenas`] first thing in `main`, and
-//! the engine calls [`release_free_memory`] after each checkpoint. Elsewhere than glibc both do
-//! nothing.
+//! the engine calls [`release_free_memory`] after each checkpoint (and the evictor while the
+//! process is well over its cache budget: see `store`). Elsewhere than glibc both do nothing.
 
 /// Caps the number of malloc arenas. Returns whether the allocator took the setting.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -38,3 +38,10 @@ pub fn release_free_memory() {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub fn release_free_memory() {}
+
+/// The process's resident memory (`VmRSS`), where /proc tells it.
+pub fn resident_bytes() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib = status.lines().find_map(|line| line.strip_prefix("VmRSS:")?.trim().strip_suffix("kB")?.trim().parse::<usize>().ok())?;
+    Some(kib * 1024)
+}

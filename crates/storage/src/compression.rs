@@ -29,7 +29,12 @@ pub fn compress(method: Compression, raw: &[u8], out: &mut Vec<u8>) {
     let raw_len = u32::try_from(raw.len()).unwrap_or(u32::MAX);
     let compressed = match method {
         Compression::None => None,
-        Compression::Lz4 => Some((METHOD_LZ4, lz4_flex::block::compress(raw))),
+        Compression::Lz4 => {
+            if lz4_into(raw, raw_len, out) {
+                return;
+            }
+            None
+        }
         Compression::Zstd(level) => zstd::bulk::compress(raw, level).ok().map(|c| (METHOD_ZSTD, c)),
     };
     match compressed {
@@ -43,6 +48,40 @@ pub fn compress(method: Compression, raw: &[u8], out: &mut Vec<u8>) {
             out.push(METHOD_NONE);
             out.extend_from_slice(&raw_len.to_le_bytes());
             out.extend_from_slice(raw);
+        }
+    }
+}
+
+thread_local! {
+    /// The LZ4 hash table, kept by each thread that compresses: `lz4_flex::block::compress`
+    /// allocated a zeroed 16 KiB table and an output buffer per section, two large allocations
+    /// per basement for the evictor, whose malloc arena the committing thread may share (glibc:
+    /// two arenas; see `allocator`).
+    static LZ4_TABLE: std::cell::RefCell<lz4_flex::block::CompressTable> =
+        std::cell::RefCell::new(lz4_flex::block::CompressTable::large());
+}
+
+/// Appends `raw` LZ4-compressed, with its header, straight into `out`; false (and `out` as it
+/// was) if it did not come out smaller.
+fn lz4_into(raw: &[u8], raw_len: u32, out: &mut Vec<u8>) -> bool {
+    let start = out.len();
+    let body = start + 5;
+    out.resize(body + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
+    let written = out.get_mut(body..).and_then(|space| {
+        LZ4_TABLE.with(|table| lz4_flex::block::compress_into_with_table(raw, space, &mut table.borrow_mut()).ok())
+    });
+    match written {
+        Some(len) if len < raw.len() => {
+            out.truncate(body + len);
+            if let Some(header) = out.get_mut(start..body) {
+                header[0] = METHOD_LZ4;
+                header[1..].copy_from_slice(&raw_len.to_le_bytes());
+            }
+            true
+        }
+        _ => {
+            out.truncate(start);
+            false
         }
     }
 }
