@@ -29,9 +29,10 @@ enum Commands {
     Bench(bench::BenchArgs),
 }
 
+// The engine's memory budget depends on it (storage::allocator).
+storage::strata_allocator!();
+
 fn main() -> anyhow::Result<()> {
-    // Before any thread starts: the engine's memory budget depends on it (storage::allocator).
-    storage::allocator::limit_malloc_arenas(2);
     let cli = Cli::parse();
     match cli.command {
         Commands::Serve(args) => serve::run(args),

@@ -266,9 +266,10 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<RunResult> {
     Ok(RunResult { sixths: rates, overall, insert_cpu_us })
 }
 
+// As Strata's server does: the memory budget depends on it.
+storage::strata_allocator!();
+
 fn main() {
-    // As Strata's server does (storage::allocator): the memory budget depends on it.
-    storage::allocator::limit_malloc_arenas(2);
     let args = args();
     let base = args.dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("bio_bench-{}", std::process::id())));
     if args.child {

@@ -1,11 +1,13 @@
-//! A counting wrapper around the system allocator: the bytes the process has allocated and not
-//! freed, and their highest value since the last interval. Beside the resident set it separates
+//! A counting wrapper around the allocator Strata's binaries run on (jemalloc): the bytes the
+//! process has allocated and not freed, and their highest value since the last interval. Beside the resident set it separates
 //! memory the program holds (live heap) from memory the allocator keeps after a free
 //! (retention), and the per-interval peak shows the transient highs that a sample every million
 //! inserts misses and a memory cap does not.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+use storage::allocator::Jemalloc;
 
 pub struct CountingAllocator;
 
@@ -21,12 +23,12 @@ fn shrank(bytes: usize) {
     LIVE.fetch_sub(bytes, Ordering::Relaxed);
 }
 
-// SAFETY: every call is forwarded unchanged to `System`, which upholds `GlobalAlloc`'s contract;
+// SAFETY: every call is forwarded unchanged to jemalloc, which upholds `GlobalAlloc`'s contract;
 // the counters are only arithmetic on the sizes passed in.
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let pointer = unsafe { System.alloc(layout) };
+        let pointer = unsafe { Jemalloc.alloc(layout) };
         if !pointer.is_null() {
             grew(layout.size());
         }
@@ -34,7 +36,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let pointer = unsafe { System.alloc_zeroed(layout) };
+        let pointer = unsafe { Jemalloc.alloc_zeroed(layout) };
         if !pointer.is_null() {
             grew(layout.size());
         }
@@ -42,12 +44,12 @@ unsafe impl GlobalAlloc for CountingAllocator {
     }
 
     unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(pointer, layout) };
+        unsafe { Jemalloc.dealloc(pointer, layout) };
         shrank(layout.size());
     }
 
     unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let moved = unsafe { System.realloc(pointer, layout, new_size) };
+        let moved = unsafe { Jemalloc.realloc(pointer, layout, new_size) };
         if !moved.is_null() {
             // Grown first: while a block moves, the old and the new are both held.
             grew(new_size);

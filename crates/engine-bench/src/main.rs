@@ -20,10 +20,9 @@ mod workload;
 
 use std::path::PathBuf;
 
-/// Counts live heap bytes for the interval lines (see `heap`); forwards to the system allocator
-/// (glibc's, the one Strata ships with).
-#[global_allocator]
-static ALLOCATOR: heap::CountingAllocator = heap::CountingAllocator;
+// Counts live heap bytes for the interval lines (see `heap`) around the allocator Strata's
+// binaries run on, set as they set it.
+storage::strata_allocator!(heap::CountingAllocator = heap::CountingAllocator);
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -137,8 +136,6 @@ fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 fn main() -> anyhow::Result<()> {
-    // The allocator the engine ships with (glibc's), set as Strata's binaries set it.
-    storage::allocator::limit_malloc_arenas(2);
     match Cli::parse().command {
         Command::Run(args) => run::run(&args),
         Command::Compare(args) => compare::compare(&args),

@@ -51,6 +51,9 @@ fn report(name: &str, n: u64, ours: Duration, theirs: Duration) {
     );
 }
 
+// The allocator Strata's binaries run on: the memory budget depends on it.
+storage::strata_allocator!();
+
 fn main() {
     if let Err(error) = run() {
         eprintln!("engine_bench: {error}");

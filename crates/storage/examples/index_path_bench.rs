@@ -122,6 +122,9 @@ fn fastest_and_median(mut values: Vec<f64>) -> (f64, f64) {
     (values.first().copied().unwrap_or(0.0), values.get(values.len() / 2).copied().unwrap_or(0.0))
 }
 
+// The allocator Strata's binaries run on: the memory budget depends on it.
+storage::strata_allocator!();
+
 fn main() {
     let args = parse_args();
     println!("command: {}", std::env::args().collect::<Vec<_>>().join(" "));

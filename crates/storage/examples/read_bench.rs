@@ -136,6 +136,9 @@ fn report(name: &str, reads: u64, m: &Measured) {
     );
 }
 
+// The allocator Strata's binaries run on: the memory budget depends on it.
+storage::strata_allocator!();
+
 fn main() {
     let args = parse_args();
     println!("command: {}", std::env::args().collect::<Vec<_>>().join(" "));

@@ -54,9 +54,8 @@ pub fn compress(method: Compression, raw: &[u8], out: &mut Vec<u8>) {
 
 thread_local! {
     /// The LZ4 hash table, kept by each thread that compresses: `lz4_flex::block::compress`
-    /// allocated a zeroed 16 KiB table and an output buffer per section, two large allocations
-    /// per basement for the evictor, whose malloc arena the committing thread may share (glibc:
-    /// two arenas; see `allocator`).
+    /// allocated a zeroed 16 KiB table and an output buffer per section: two large allocations
+    /// per basement the evictor writes.
     static LZ4_TABLE: std::cell::RefCell<lz4_flex::block::CompressTable> =
         std::cell::RefCell::new(lz4_flex::block::CompressTable::large());
 }

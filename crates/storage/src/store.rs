@@ -49,7 +49,9 @@ const EVICT_TARGET_PERCENT: usize = 90;
 /// the writers, and at 150% (the earlier value) the nodes alone could take half again the budget.
 const THROTTLE_PERCENT: usize = 115;
 
-/// How often, at most, the evictor returns free allocator pages to the system. Without it the
+/// How often, at most, the evictor returns free glibc allocator pages to the system (in a program
+/// that embeds the engine on glibc's malloc; Strata's binaries run on jemalloc, which purges on
+/// its own: see `allocator`). On glibc, without it the
 /// process's resident memory ran 80-100 MiB above its live heap (iibench, 128 MiB cache: live
 /// heap 150-180 MiB, resident 215-245 MiB, OOM-killed under a 256 MiB cap); trimming every
 /// 100-300 ms kept it within 20-40 MiB of the heap at no measurable cost in inserts/s.
@@ -622,10 +624,10 @@ impl NodeStore {
     /// eviction error (a failed write) is left for the writers: past the throttle they evict
     /// themselves and meet it.
     ///
-    /// Evicting frees node-sized allocations that the allocator would keep (glibc's arenas give
-    /// back only the top of a heap), so the evictor also hands free pages back to the system, at
-    /// most every `TRIM_INTERVAL` while the process holds more than `TRIM_ABOVE_PERCENT` of the
-    /// budget.
+    /// Evicting frees node-sized allocations that glibc's allocator would keep (its arenas give
+    /// back only the top of a heap), so the evictor also hands its free pages back to the system,
+    /// at most every `TRIM_INTERVAL` while the process holds more than `TRIM_ABOVE_PERCENT` of
+    /// the budget.
     pub fn run_evictor(&self) {
         let mut last_trim = Instant::now();
         while self.evictor.wait() {
