@@ -1,9 +1,9 @@
 //! A message buffer: the pending writes an internal node holds for one child.
 //!
 //! Messages arrive one key at a time (a commit at the root, a flush from above). The newest wait
-//! in `head`, a small map; once it holds about a basement's worth it is frozen into a *run*: its messages
-//! encoded back to back in key order (the entry bytes of the buffer's on-disk section) with
-//! their offsets beside them. Runs merge as a binary counter (a run at least as large as the one
+//! in `head`: appended to one allocation as they come, with their offsets kept in key order. Once
+//! it holds a few hundred it is frozen into a *run*: its messages encoded back to back in key
+//! order (the entry bytes of the buffer's on-disk section) with their offsets beside them. Runs merge as a binary counter (a run at least as large as the one
 //! after it absorbs it), so there are about log2(messages / head size) runs and each message is
 //! copied that many times. Why: as map entries, a 30-byte index key cost about 160 bytes of heap
 //! (the map slot, the key's and the events' allocations); in a run it costs about 55. A node's
@@ -27,18 +27,20 @@
 //! - each run's keys are strictly ascending;
 //! - `size_bytes` equals `recompute_size()`.
 
-use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use smallvec::SmallVec;
-
-use crate::message::{prunable_prefix, prune, Event, Seq};
+use crate::message::{prune, Event, Seq};
 use crate::node::flat::{self, below, read_u32};
 
-/// Bytes charged per message in `head` beyond its key and value, for the seq, the tag and the map
-/// entry. (A `BTreeMap` slot at its usual fill, the events `Vec`, the event and their allocations.)
+/// Bytes charged per range delete beyond its bounds (the `Vec`s and the seq); and what sets how
+/// many messages `head` takes before it freezes: `head_bytes / MESSAGE_OVERHEAD_BYTES` (512 at
+/// the default 64 KiB basement).
 const MESSAGE_OVERHEAD_BYTES: usize = 128;
+
+/// `head` also freezes once its messages' bytes reach this many `head_bytes`, so that a head of
+/// large values stays small (and its u32 offsets in range).
+const HEAD_DATA_BASEMENTS: usize = 16;
 
 /// A delete of every key in `[start, end)`; `end: None` means unbounded above.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,8 +80,8 @@ impl RangeDelete {
 /// The messages buffered for one child.
 #[derive(Clone, Debug, Default)]
 pub struct Buffer {
-    /// The newest messages, by key.
-    head: BTreeMap<Vec<u8>, HeadEvents>,
+    /// The newest messages.
+    head: Head,
     /// Older messages, oldest run first.
     runs: Vec<Run>,
     ranges: Vec<RangeDelete>,
@@ -104,14 +106,6 @@ impl PartialEq for Buffer {
 
 impl Eq for Buffer {}
 
-/// A key's messages in `head`: most keys have one, kept inline (no allocation per message).
-type HeadEvents = SmallVec<[(Seq, Event); 1]>;
-
-/// What a key's messages in `head` are charged: per message, its key, its event and the overhead.
-fn head_charge(key_len: usize, events: &[(Seq, Event)]) -> usize {
-    events.iter().map(|(_, e)| key_len + e.size_bytes() + MESSAGE_OVERHEAD_BYTES).sum()
-}
-
 impl Buffer {
     pub fn is_empty(&self) -> bool {
         self.head.is_empty() && self.runs.is_empty() && self.ranges.is_empty()
@@ -121,55 +115,42 @@ impl Buffer {
         self.size_bytes
     }
 
-    /// Adds a point message, newer than every message of its key already here, and drops the
-    /// messages for that key that no reader at or after `horizon` can see.
+    /// Adds a point message, newer than every message of its key already here.
     #[cfg(test)]
     pub fn push(&mut self, key: Vec<u8>, seq: Seq, event: Event, horizon: Seq) {
-        self.push_all(key, [(seq, event)], horizon, 64 << 10);
+        self.push_all(&key, [(seq, event)], horizon, 64 << 10);
     }
 
-    /// Adds a key's events, in ascending order and all newer than those held, then prunes that
-    /// key's history in `head` against `horizon` (older runs are pruned when they merge).
-    /// `head` is frozen into a run once it holds about `head_bytes` (the basement size).
-    pub fn push_all(
-        &mut self,
-        key: Vec<u8>,
-        incoming: impl IntoIterator<Item = (Seq, Event)>,
-        horizon: Seq,
-        head_bytes: usize,
-    ) {
-        let key_len = key.len();
-        // A new key (the common case) keeps the caller's key as it is: no copy.
-        let (before, events) = match self.head.entry(key) {
-            Entry::Vacant(slot) => (0, slot.insert(incoming.into_iter().collect())),
-            Entry::Occupied(slot) => {
-                let events = slot.into_mut();
-                let before = head_charge(key_len, events);
-                events.extend(incoming);
-                (before, events)
-            }
-        };
-        if events.len() > 1 {
-            let prefix = prunable_prefix(events, horizon);
-            events.drain(..prefix);
+    /// Adds a key's events, in ascending order and all newer than those held. `head` is frozen
+    /// into a run (the key's history there pruned against `horizon`) once it holds
+    /// `head_bytes / MESSAGE_OVERHEAD_BYTES` messages or `HEAD_DATA_BASEMENTS * head_bytes`
+    /// bytes (`head_bytes` is the basement size).
+    pub fn push_all(&mut self, key: &[u8], incoming: impl IntoIterator<Item = (Seq, Event)>, horizon: Seq, head_bytes: usize) {
+        let before = self.head.size_bytes();
+        for message in incoming {
+            self.head.push(key, &message);
         }
-        self.size_bytes = self.size_bytes - before + head_charge(key_len, events);
-        if self.head.len() >= (head_bytes / MESSAGE_OVERHEAD_BYTES).max(1) {
+        self.size_bytes += self.head.size_bytes() - before;
+        let full = self.head.len() >= (head_bytes / MESSAGE_OVERHEAD_BYTES).max(1)
+            || self.head.data.len() >= HEAD_DATA_BASEMENTS * head_bytes;
+        if full {
             self.freeze(horizon);
         }
     }
 
     /// Turns `head` into the newest run, then merges runs as a binary counter.
     fn freeze(&mut self, horizon: Seq) {
-        self.freeze_head();
+        self.freeze_head(horizon);
         self.compact(horizon);
     }
 
-    /// Moves `head`, if it holds anything, into a run after the others (nothing pruned).
-    fn freeze_head(&mut self) {
+    /// Moves `head`, if it holds anything, into a run after the others, each key's messages
+    /// there pruned against `horizon` (0 prunes nothing). The head keeps its allocations for
+    /// the messages that come next.
+    fn freeze_head(&mut self, horizon: Seq) {
         if !self.head.is_empty() {
-            let head = std::mem::take(&mut self.head);
-            self.runs.push(Run::from_map(&head));
+            self.runs.push(self.head.to_run(horizon));
+            self.head.clear();
         }
     }
 
@@ -199,8 +180,11 @@ impl Buffer {
                 run.events_into(index, out);
             }
         }
-        if let Some(events) = self.head.get(key) {
-            out.extend(events.iter().cloned());
+        for index in self.head.lower_bound(Bound::Included(key))..self.head.len() {
+            if self.head.key(index) != key {
+                break;
+            }
+            self.head.events_into(index, out);
         }
         for range in self.ranges.iter().filter(|r| r.contains(key)) {
             out.push((range.seq, Event::Delete));
@@ -223,8 +207,12 @@ impl Buffer {
                 run.events_into(index, gathered.entry(key.to_vec()).or_default());
             }
         }
-        for (key, events) in self.head.range::<[u8], _>((lo, hi)) {
-            gathered.entry(key.clone()).or_default().extend(events.iter().cloned());
+        for index in self.head.lower_bound(lo)..self.head.len() {
+            let key = self.head.key(index);
+            if !below(key, hi) {
+                break;
+            }
+            self.head.events_into(index, gathered.entry(key.to_vec()).or_default());
         }
         gathered.into_iter()
     }
@@ -254,7 +242,7 @@ impl Buffer {
     /// pruned), and its range deletes: a flush into an internal child moves these on without
     /// decoding a message.
     pub fn take_runs(&mut self) -> (Vec<Run>, Vec<RangeDelete>) {
-        self.freeze_head();
+        self.freeze_head(0);
         let taken = (std::mem::take(&mut self.runs), std::mem::take(&mut self.ranges));
         self.size_bytes = 0;
         self.sealed = Sealed::default();
@@ -264,7 +252,7 @@ impl Buffer {
     /// Seals every message here (`head` frozen into a run first) for a detached flush, and
     /// returns copies of them, runs oldest first, and the seal to hand back to `drop_sealed`.
     pub fn seal(&mut self) -> (Vec<Run>, Vec<RangeDelete>, Sealed) {
-        self.freeze_head();
+        self.freeze_head(0);
         self.sealed = Sealed { runs: self.runs.len(), ranges: self.ranges.len() };
         (self.runs.clone(), self.ranges.clone(), self.sealed)
     }
@@ -296,16 +284,17 @@ impl Buffer {
             return;
         }
         // `head` is older than what arrives: it becomes a run before them.
-        self.freeze_head();
+        self.freeze_head(horizon);
         self.runs.extend(pieces);
         self.compact(horizon);
     }
 
     /// Moves every message into `other` (used when two siblings merge: their ranges are
     /// disjoint, so no key gains messages from both, and run order does not matter).
-    pub fn append_to(self, other: &mut Buffer) {
+    pub fn append_to(mut self, other: &mut Buffer) {
         other.sealed = Sealed::default();
-        other.head.extend(self.head);
+        self.freeze_head(0);
+        other.freeze_head(0);
         other.runs.extend(self.runs);
         other.ranges.extend(self.ranges);
         other.size_bytes = other.recompute_size();
@@ -314,7 +303,8 @@ impl Buffer {
     /// Splits off the messages for keys `>= pivot` into a new buffer (used when a child splits).
     pub fn split_off(&mut self, pivot: &[u8]) -> Buffer {
         self.sealed = Sealed::default();
-        let mut right = Buffer { head: self.head.split_off(pivot), ..Buffer::default() };
+        self.freeze_head(0);
+        let mut right = Buffer::default();
         for run in &mut self.runs {
             let upper = run.split_off(pivot);
             if upper.len() > 0 {
@@ -337,7 +327,7 @@ impl Buffer {
     }
 
     pub fn recompute_size(&self) -> usize {
-        let head: usize = self.head.iter().map(|(k, events)| head_charge(k.len(), events)).sum();
+        let head = self.head.size_bytes();
         let runs: usize = self.runs.iter().map(Run::size_bytes).sum();
         head + runs + self.ranges.iter().map(RangeDelete::size_bytes).sum::<usize>()
     }
@@ -345,7 +335,7 @@ impl Buffer {
     /// A key that has messages here, or the start of a range delete (`None` if empty).
     pub fn any_key(&self) -> Option<Vec<u8>> {
         let from_runs = self.runs.iter().find(|run| run.len() > 0).map(|run| run.key(0));
-        let key = self.head.keys().next().map(Vec::as_slice).or(from_runs);
+        let key = (!self.head.is_empty()).then(|| self.head.key(0)).or(from_runs);
         key.or_else(|| self.ranges.first().map(|range| range.start.as_slice())).map(<[u8]>::to_vec)
     }
 
@@ -354,9 +344,10 @@ impl Buffer {
         self.sealed.runs <= self.runs.len() && self.sealed.ranges <= self.ranges.len()
     }
 
-    /// Whether each run's keys are strictly ascending (for `verify`).
+    /// Whether each run's keys are strictly ascending and `head`'s in order (for `verify`).
     pub fn runs_sorted(&self) -> bool {
-        self.runs.iter().all(|run| (1..run.len()).all(|i| run.key(i - 1) < run.key(i)))
+        let head = (1..self.head.len()).all(|i| self.head.key(i - 1) <= self.head.key(i));
+        head && self.runs.iter().all(|run| (1..run.len()).all(|i| run.key(i - 1) < run.key(i)))
     }
 
     /// The point messages as the buffer's on-disk section holds them: their count, then their
@@ -369,8 +360,8 @@ impl Buffer {
                 _ => {}
             }
         }
-        let head = Run::from_map(&self.head);
         // Horizon 0 prunes nothing: encoding keeps every message.
+        let head = self.head.to_run(0);
         let merged = merge_all(self.runs.iter().chain([&head]), 0);
         (merged.len(), std::borrow::Cow::Owned(merged.data))
     }
@@ -406,6 +397,102 @@ impl Buffer {
 
 }
 
+/// The newest messages, as they arrived: entries in a run's layout (one message each) appended
+/// to one allocation, with their offsets kept sorted by key (a key's messages in arrival order).
+/// Why not a map: as `BTreeMap` entries each message was two allocations (its key and value)
+/// and a share of a map node, freed by the hundred whenever the head froze, and the committing
+/// thread's allocator paid for it on every indexed insert; here the caller's key and value are
+/// freed as soon as they are copied in, and a freeze copies entries out in key order.
+#[derive(Clone, Debug, Default)]
+struct Head {
+    data: Vec<u8>,
+    sorted: Vec<u32>,
+}
+
+impl Head {
+    fn len(&self) -> usize {
+        self.sorted.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.sorted.is_empty()
+    }
+
+    /// What the head is charged: its messages' bytes and their offsets.
+    fn size_bytes(&self) -> usize {
+        self.data.len() + 4 * self.sorted.len()
+    }
+
+    fn clear(&mut self) {
+        self.data.clear();
+        self.sorted.clear();
+    }
+
+    /// Adds a message after every message already here for its key.
+    fn push(&mut self, key: &[u8], message: &(Seq, Event)) {
+        let at = flat::partition_point(self.len(), |i| self.key(i), |k| k <= key);
+        let start = self.data.len() as u32;
+        write_entry(&mut self.data, key, std::slice::from_ref(message));
+        self.sorted.insert(at, start);
+    }
+
+    /// Message `index` in key order (its entry's bytes).
+    fn raw(&self, index: usize) -> &[u8] {
+        let start = self.sorted.get(index).map_or(self.data.len(), |&at| at as usize);
+        let entry = self.data.get(start..).unwrap_or(&[]);
+        let event_at = 4 + read_u32(entry, 0).unwrap_or(0) as usize + 4;
+        let len = match entry.get(event_at + 8) {
+            Some(&OP_DELETE) => event_at + 9,
+            _ => event_at + 13 + read_u32(entry, event_at + 9).unwrap_or(0) as usize,
+        };
+        entry.get(..len).unwrap_or(&[])
+    }
+
+    fn key(&self, index: usize) -> &[u8] {
+        let raw = self.raw(index);
+        raw.get(4..4 + read_u32(raw, 0).unwrap_or(0) as usize).unwrap_or(&[])
+    }
+
+    /// The first message within the lower bound.
+    fn lower_bound(&self, lo: Bound<&[u8]>) -> usize {
+        match lo {
+            Bound::Unbounded => 0,
+            Bound::Included(bound) => flat::partition_point(self.len(), |i| self.key(i), |k| k < bound),
+            Bound::Excluded(bound) => flat::partition_point(self.len(), |i| self.key(i), |k| k <= bound),
+        }
+    }
+
+    /// Decodes message `index` onto `out`.
+    fn events_into(&self, index: usize, out: &mut Vec<(Seq, Event)>) {
+        let raw = self.raw(index);
+        let event_at = 4 + read_u32(raw, 0).unwrap_or(0) as usize + 4;
+        if let Some((event, _)) = parse_event(raw.get(event_at..).unwrap_or(&[])) {
+            out.push(event);
+        }
+    }
+
+    /// The messages as a run: a key's messages in one entry, pruned against `horizon`.
+    fn to_run(&self, horizon: Seq) -> Run {
+        let mut run = Run { data: Vec::with_capacity(self.data.len()), offsets: Vec::with_capacity(self.len()) };
+        let mut first = 0;
+        while first < self.len() {
+            let key = self.key(first);
+            let end = (first + 1..self.len()).find(|&i| self.key(i) != key).unwrap_or(self.len());
+            if end == first + 1 {
+                run.push_raw(self.raw(first));
+            } else {
+                let mut events = Vec::with_capacity(end - first);
+                (first..end).for_each(|i| self.events_into(i, &mut events));
+                prune(&mut events, horizon);
+                run.push(key, &events);
+            }
+            first = end;
+        }
+        run.shrink();
+        run
+    }
+}
+
 /// Merges runs (oldest first) into one. Newest (smallest) first, so each merge copies what is
 /// merged so far plus one run about as large: about twice the bytes in all, where oldest first
 /// copies the largest run once per run.
@@ -437,18 +524,6 @@ const OP_DELETE: u8 = 1;
 const OP_UPDATE: u8 = 2;
 
 impl Run {
-    fn from_map(messages: &BTreeMap<Vec<u8>, HeadEvents>) -> Run {
-        // Sized exactly up front: grown by doubling, the run was copied several times and then
-        // once more to shrink it.
-        let bytes = messages.iter().map(|(key, events)| Run::entry_len(key, events)).sum();
-        let mut run = Run { data: Vec::with_capacity(bytes), offsets: Vec::with_capacity(messages.len()) };
-        for (key, events) in messages {
-            run.push(key, events);
-        }
-        run.shrink();
-        run
-    }
-
     /// The bytes `push` writes for a key's events.
     fn entry_len(key: &[u8], events: &[(Seq, Event)]) -> usize {
         if events.is_empty() {
@@ -467,19 +542,7 @@ impl Run {
         }
         let start = self.data.len();
         self.offsets.push(start as u32);
-        let out = &mut self.data;
-        flat::write_entry_head(out, key, events.len());
-        for (seq, event) in events {
-            out.extend_from_slice(&seq.to_le_bytes());
-            match event {
-                Event::Put(v) | Event::Update(v) => {
-                    out.push(if matches!(event, Event::Put(_)) { OP_PUT } else { OP_UPDATE });
-                    out.extend_from_slice(&(v.len() as u32).to_le_bytes());
-                    out.extend_from_slice(v);
-                }
-                Event::Delete => out.push(OP_DELETE),
-            }
-        }
+        write_entry(&mut self.data, key, events);
         debug_assert_eq!(self.data.len() - start, Run::entry_len(key, events));
     }
 
@@ -628,6 +691,22 @@ impl Run {
     }
 }
 
+/// Appends the entry of a key's events (a run's layout).
+fn write_entry(out: &mut Vec<u8>, key: &[u8], events: &[(Seq, Event)]) {
+    flat::write_entry_head(out, key, events.len());
+    for (seq, event) in events {
+        out.extend_from_slice(&seq.to_le_bytes());
+        match event {
+            Event::Put(v) | Event::Update(v) => {
+                out.push(if matches!(event, Event::Put(_)) { OP_PUT } else { OP_UPDATE });
+                out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                out.extend_from_slice(v);
+            }
+            Event::Delete => out.push(OP_DELETE),
+        }
+    }
+}
+
 /// Checks the entry at the start of untrusted `bytes` (lengths, ops, at least one event, strictly
 /// ascending sequence numbers); returns its encoded length.
 fn check_entry(bytes: &[u8]) -> Result<usize, String> {
@@ -683,7 +762,7 @@ mod tests {
         for (seq, (k, delete)) in ops.iter().enumerate() {
             let key = vec![*k];
             let event = if *delete { Event::Delete } else { Event::Put(vec![*k; usize::from(*k % 5)]) };
-            buffer.push_all(key.clone(), vec![(seq as Seq + 1, event.clone())], 0, 2 * MESSAGE_OVERHEAD_BYTES);
+            buffer.push_all(&key, vec![(seq as Seq + 1, event.clone())], 0, 2 * MESSAGE_OVERHEAD_BYTES);
             model.entry(key).or_default().push((seq as Seq + 1, event));
         }
         (buffer, model)
@@ -733,10 +812,26 @@ mod tests {
     }
 
     #[test]
+    fn a_keys_messages_in_head_freeze_into_one_pruned_entry() {
+        let mut buffer = Buffer::default();
+        let put = |seq: Seq| (seq, Event::Put(vec![seq as u8]));
+        for seq in 1..=3 {
+            buffer.push_all(b"k", [put(seq)], 2, 4 * MESSAGE_OVERHEAD_BYTES);
+        }
+        assert_eq!(buffer.points().collect::<Vec<_>>(), vec![(b"k".to_vec(), vec![put(1), put(2), put(3)])]);
+        // The fourth message fills the head: it freezes, and horizon 2 drops message 1.
+        buffer.push_all(b"j", [(4, Event::Delete)], 2, 4 * MESSAGE_OVERHEAD_BYTES);
+        let expected = vec![(b"j".to_vec(), vec![(4, Event::Delete)]), (b"k".to_vec(), vec![put(2), put(3)])];
+        assert_eq!(buffer.points().collect::<Vec<_>>(), expected);
+        assert!(buffer.runs_sorted());
+        assert_eq!(buffer.size_bytes(), buffer.recompute_size());
+    }
+
+    #[test]
     fn merging_runs_prunes_what_no_reader_needs() {
         let mut buffer = Buffer::default();
         for seq in 1..=20 {
-            buffer.push_all(vec![b'k'], vec![(seq, Event::Put(vec![seq as u8]))], 100, MESSAGE_OVERHEAD_BYTES);
+            buffer.push_all(b"k", vec![(seq, Event::Put(vec![seq as u8]))], 100, MESSAGE_OVERHEAD_BYTES);
         }
         let events: Vec<_> = buffer.points().flat_map(|(_, e)| e).collect();
         assert_eq!(events, vec![(20, Event::Put(vec![20]))]);

@@ -113,7 +113,7 @@ fn buffer_in_root<I: Iterator<Item = TreeMessage>>(
     while let Some(TreeMessage::Point { key, seq, event }) = messages.next_if(|message| buffers_in(&node, message)) {
         Counters::add(&ctx.counters.messages, 1);
         if let Node::Internal(internal) = &mut node {
-            internal.push_point(key, [(seq, event)], ctx.horizon, ctx.options.basement_size_bytes);
+            internal.push_point(&key, [(seq, event)], ctx.horizon, ctx.options.basement_size_bytes);
         }
     }
     ctx.store.put(root, node)
@@ -201,7 +201,7 @@ fn inject_point<I: Iterator<Item = TreeMessage>>(
     let mut node = ctx.store.take(target)?;
     let over = match &mut node {
         Node::Internal(internal) => {
-            internal.push_point(key, [(seq, event)], ctx.horizon, ctx.options.basement_size_bytes);
+            internal.push_point(&key, [(seq, event)], ctx.horizon, ctx.options.basement_size_bytes);
             needs_flush_internal(ctx, internal.buffered_bytes())
         }
         Node::Leaf(_) => false,
