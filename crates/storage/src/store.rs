@@ -475,17 +475,23 @@ impl NodeStore {
         {
             let mut shard = self.shard(id).lock();
             let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
-            self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
-            slot.node = Some(View::Whole(CachedNode::new(node, &self.used_bytes)));
-            slot.size = size;
-            slot.dirty = true;
-            slot.layout = None;
-            slot.version += 1;
+            self.install_version(slot, node, size);
             slot.taken = false;
-            slot.last_used = self.tick();
         }
         self.used_bytes.fetch_add(size, Ordering::Relaxed);
         self.maybe_evict()
+    }
+
+    /// Makes `node` (`size` bytes) the slot's new, dirty version. The caller charges `size` to
+    /// the budget once the shard's lock is dropped.
+    fn install_version(&self, slot: &mut Slot, node: Node, size: usize) {
+        self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
+        slot.node = Some(View::Whole(CachedNode::new(node, &self.used_bytes)));
+        slot.size = size;
+        slot.dirty = true;
+        slot.layout = None;
+        slot.version += 1;
+        slot.last_used = self.tick();
     }
 
     /// The node if it is in memory whole; never reads the disk (the background flusher's look
@@ -529,13 +535,7 @@ impl NodeStore {
                     self.used_bytes.fetch_add(slot.size, Ordering::Relaxed);
                 }
             }
-            self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
-            slot.node = Some(View::Whole(CachedNode::new(node, &self.used_bytes)));
-            slot.size = size;
-            slot.dirty = true;
-            slot.layout = None;
-            slot.version += 1;
-            slot.last_used = self.tick();
+            self.install_version(slot, node, size);
         }
         self.used_bytes.fetch_add(size, Ordering::Relaxed);
         self.maybe_evict()?;
