@@ -6,6 +6,9 @@ use crate::compression::Compression;
 use crate::file::header::Shape;
 use crate::message::{counter_update, UpdateFn};
 
+/// The largest node size `validate` accepts (256 MiB; the default is 4 MiB at most).
+pub const MAX_NODE_SIZE_BYTES: usize = 256 << 20;
+
 /// Where flushes and evictions run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlushMode {
@@ -153,6 +156,11 @@ impl Options {
             return Err(crate::Error::InvalidArgument(
                 "node size must be at least twice the basement size".into(),
             ));
+        }
+        // A buffer's runs address their bytes with u32 offsets, and a buffer grows to a few
+        // node sizes before it must flush.
+        if self.node_size_bytes > MAX_NODE_SIZE_BYTES {
+            return Err(crate::Error::InvalidArgument(format!("node size must be at most {MAX_NODE_SIZE_BYTES} bytes")));
         }
         Ok(())
     }

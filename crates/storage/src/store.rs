@@ -284,7 +284,10 @@ impl NodeStore {
         let slot = Slot { node, size, dirty: true, version: 1, addr: None, layout: None, taken: false, last_used: self.tick() };
         self.shard(id).lock().insert(id, slot);
         self.used_bytes.fetch_add(size, Ordering::Relaxed);
-        self.maybe_evict()?;
+        // A split allocates its pieces one by one after cutting the parent's buffer: failing
+        // here would lose the pieces not yet in. A failed eviction (a write) is met again, and
+        // reported, by the writer's next `put`, which evicts past the throttle.
+        let _ = self.maybe_evict();
         Ok(id)
     }
 
@@ -506,21 +509,23 @@ impl NodeStore {
 
     /// The node with its version (see `Slot::version`), for a change made outside the tree's
     /// lock and installed by `replace` only if nobody changed the node meanwhile.
-    pub fn get_versioned(&self, id: NodeId) -> Result<(Arc<CachedNode>, u64)> {
+    /// `None` if the node changed between reading it and looking up its version (a writer has
+    /// it, a newer version is in, or the evictor thinned it).
+    pub fn get_versioned(&self, id: NodeId) -> Result<Option<(Arc<CachedNode>, u64)>> {
         let node = self.get(id)?;
         let shard = self.shard(id).lock();
         let slot = shard.get(&id).ok_or_else(|| missing(id))?;
-        match &slot.node {
-            Some(View::Whole(current)) if Arc::ptr_eq(current, &node) => Ok((node, slot.version)),
-            // Changed between the two looks (a writer has it, or a newer version is in).
-            _ => Err(moving(id)),
-        }
+        Ok(match &slot.node {
+            Some(View::Whole(current)) if Arc::ptr_eq(current, &node) => Some((node, slot.version)),
+            _ => None,
+        })
     }
 
     /// Puts a new version of a node in place of version `version`, without reading the node;
     /// returns false, changing nothing, if the node is out with a writer or is at another
     /// version. A version still held by a checkpoint or an eviction stays charged until they
-    /// drop it, as in `take`.
+    /// drop it, as in `take`. It does not evict: once it returns true the caller must finish
+    /// its change (drop the applied messages) without failing; its next `put` evicts.
     pub fn replace(&self, id: NodeId, version: u64, node: Node) -> Result<bool> {
         let size = node.memory_bytes();
         {
@@ -538,7 +543,6 @@ impl NodeStore {
             self.install_version(slot, node, size);
         }
         self.used_bytes.fetch_add(size, Ordering::Relaxed);
-        self.maybe_evict()?;
         Ok(true)
     }
 

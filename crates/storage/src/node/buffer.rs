@@ -38,9 +38,11 @@ use crate::node::flat::{self, below, read_u32};
 /// the default 64 KiB basement).
 const MESSAGE_OVERHEAD_BYTES: usize = 128;
 
-/// `head` also freezes once its messages' bytes reach this many `head_bytes`, so that a head of
-/// large values stays small (and its u32 offsets in range).
+/// `head` also freezes once its messages' bytes reach this many `head_bytes`, or
+/// `HEAD_DATA_MAX_BYTES`, so that a head of large values stays small (and its u32 offsets, with
+/// one value of at most 64 MiB on top, in range).
 const HEAD_DATA_BASEMENTS: usize = 16;
+const HEAD_DATA_MAX_BYTES: usize = 64 << 20;
 
 /// A delete of every key in `[start, end)`; `end: None` means unbounded above.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -132,7 +134,7 @@ impl Buffer {
         }
         self.size_bytes += self.head.size_bytes() - before;
         let full = self.head.len() >= (head_bytes / MESSAGE_OVERHEAD_BYTES).max(1)
-            || self.head.data.len() >= HEAD_DATA_BASEMENTS * head_bytes;
+            || self.head.data.len() >= (HEAD_DATA_BASEMENTS * head_bytes).min(HEAD_DATA_MAX_BYTES);
         if full {
             self.freeze(horizon);
         }
@@ -253,6 +255,8 @@ impl Buffer {
     /// returns copies of them, runs oldest first, and the seal to hand back to `drop_sealed`.
     pub fn seal(&mut self) -> (Vec<Run>, Vec<RangeDelete>, Sealed) {
         self.freeze_head(0);
+        // A key's several messages in `head` became one entry: fewer bytes.
+        self.size_bytes = self.recompute_size();
         self.sealed = Sealed { runs: self.runs.len(), ranges: self.ranges.len() };
         (self.runs.clone(), self.ranges.clone(), self.sealed)
     }
@@ -824,6 +828,15 @@ mod tests {
         let expected = vec![(b"j".to_vec(), vec![(4, Event::Delete)]), (b"k".to_vec(), vec![put(2), put(3)])];
         assert_eq!(buffer.points().collect::<Vec<_>>(), expected);
         assert!(buffer.runs_sorted());
+        assert_eq!(buffer.size_bytes(), buffer.recompute_size());
+    }
+
+    #[test]
+    fn sealing_keeps_the_size_accounting() {
+        let mut buffer = Buffer::default();
+        buffer.push(b"k".to_vec(), 1, Event::Put(vec![1]), 0);
+        buffer.push(b"k".to_vec(), 2, Event::Put(vec![2]), 0);
+        let _sealed = buffer.seal();
         assert_eq!(buffer.size_bytes(), buffer.recompute_size());
     }
 

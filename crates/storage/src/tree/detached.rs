@@ -140,7 +140,8 @@ impl Tree {
         let result = self.push_at(ctx, &mut root, target);
         *guard = Some(root);
         let pushed = result?;
-        if pushed && needs_flush(ctx, &*ctx.store.get(target.child)?) {
+        // The child may be gone: a leaf that came out small merges into its sibling.
+        if pushed && ctx.store.resident(target.child).is_some_and(|child| needs_flush(ctx, &child)) {
             overfull.push((target.child, target.probe.clone()));
         }
         Ok(pushed)
@@ -195,7 +196,7 @@ impl Tree {
         let Some(root) = *guard else { return Ok(None) };
         let Some(mut path) = self.find(ctx, root, &target)? else { return Ok(None) };
         let Some((parent_id, index)) = path.pop() else { return Ok(None) };
-        let (leaf, version) = ctx.store.get_versioned(target.child)?;
+        let Some((leaf, version)) = ctx.store.get_versioned(target.child)? else { return Ok(None) };
         if !matches!(&**leaf, Node::Leaf(_)) {
             return Ok(None);
         }
@@ -509,5 +510,61 @@ mod tests {
             assert!(!fixture.tree.finish(&ctx, sealing, pieces).expect("install"), "the work was dropped");
             fixture.check();
         }
+    }
+
+    /// The fallback after `MOST_ABANDONED` flushes a leaf under the lock; a leaf that comes out
+    /// small merges into its sibling and is freed, and the flush must not look it up afterwards
+    /// (it did, and failed with "node N is not in the store"). Found in review.
+    #[test]
+    fn a_locked_flush_into_a_leaf_that_merges_away_succeeds() {
+        let options = Options {
+            node_size_bytes: 4096,
+            basement_size_bytes: 512,
+            fanout: 4,
+            flush_mode: FlushMode::Background,
+            ..Options::default()
+        };
+        let store = NodeStore::new(None, usize::MAX / 2, false);
+        let counters = Counters::default();
+        let tree = Tree::create(TreeId(1), "t".into(), &store).expect("create");
+        let (mut seq, mut rng) = (0u64, 0x9e37_79b9_7f4a_7c15u64);
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for round in 0..3000 {
+            // Fill first, then mostly delete, so that leaves shrink and merge.
+            let delete_share = if round < 300 { 5 } else { 80 };
+            let mut messages = Vec::new();
+            for _ in 0..40 {
+                let key = format!("key{:05}", next() % 3000).into_bytes();
+                seq += 1;
+                let write = if next() % 100 < delete_share {
+                    LogWrite::Delete(key)
+                } else {
+                    LogWrite::Put(key, format!("value {seq} {}", "x".repeat((next() % 40) as usize)).into_bytes())
+                };
+                messages.push(TreeMessage::from_write(seq, write));
+            }
+            let ctx = Ctx { store: &store, options: &options, counters: &counters, horizon: seq };
+            tree.write(&ctx, messages).expect("write");
+            let mut overfull = Vec::new();
+            while let Some(step) = tree.plan(&ctx, &mut overfull).expect("plan") {
+                // What `flush_if_needed` does for every step once MOST_ABANDONED is reached.
+                let target = match step {
+                    Step::Leaf(target) | Step::Push(target) => target,
+                };
+                if let Err(error) = tree.push_locked(&ctx, &target, &mut overfull) {
+                    panic!("round {round}: the fallback flush failed: {error}");
+                }
+            }
+            if round % 100 == 0 {
+                let root = *tree.lock_shape();
+                tree.verify(&ctx, root, &mut HashSet::new()).expect("verify");
+            }
+        }
+        assert!(counters.merges.load(std::sync::atomic::Ordering::Relaxed) > 0, "no leaf merged away");
     }
 }
