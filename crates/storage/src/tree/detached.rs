@@ -402,11 +402,16 @@ mod tests {
 
         /// A commit of `count` random puts and deletes, applied to the tree and the model.
         fn write(&mut self, count: usize) {
+            self.write_with(count, 20);
+        }
+
+        /// `write` with `delete_percent` of the messages deletes.
+        fn write_with(&mut self, count: usize, delete_percent: u64) {
             let mut messages = Vec::new();
             for _ in 0..count {
                 let key = format!("key{:05}", self.next() % 3000).into_bytes();
                 self.seq += 1;
-                let write = if self.next() % 5 == 0 {
+                let write = if self.next() % 100 < delete_percent {
                     self.model.remove(&key);
                     LogWrite::Delete(key)
                 } else {
@@ -517,54 +522,24 @@ mod tests {
     /// (it did, and failed with "node N is not in the store"). Found in review.
     #[test]
     fn a_locked_flush_into_a_leaf_that_merges_away_succeeds() {
-        let options = Options {
-            node_size_bytes: 4096,
-            basement_size_bytes: 512,
-            fanout: 4,
-            flush_mode: FlushMode::Background,
-            ..Options::default()
-        };
-        let store = NodeStore::new(None, usize::MAX / 2, false);
-        let counters = Counters::default();
-        let tree = Tree::create(TreeId(1), "t".into(), &store).expect("create");
-        let (mut seq, mut rng) = (0u64, 0x9e37_79b9_7f4a_7c15u64);
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut fixture = Fixture::new(17);
         for round in 0..3000 {
             // Fill first, then mostly delete, so that leaves shrink and merge.
-            let delete_share = if round < 300 { 5 } else { 80 };
-            let mut messages = Vec::new();
-            for _ in 0..40 {
-                let key = format!("key{:05}", next() % 3000).into_bytes();
-                seq += 1;
-                let write = if next() % 100 < delete_share {
-                    LogWrite::Delete(key)
-                } else {
-                    LogWrite::Put(key, format!("value {seq} {}", "x".repeat((next() % 40) as usize)).into_bytes())
-                };
-                messages.push(TreeMessage::from_write(seq, write));
-            }
-            let ctx = Ctx { store: &store, options: &options, counters: &counters, horizon: seq };
-            tree.write(&ctx, messages).expect("write");
+            fixture.write_with(40, if round < 300 { 5 } else { 80 });
+            let ctx = fixture.ctx();
             let mut overfull = Vec::new();
-            while let Some(step) = tree.plan(&ctx, &mut overfull).expect("plan") {
-                // What `flush_if_needed` does for every step once MOST_ABANDONED is reached.
-                let target = match step {
-                    Step::Leaf(target) | Step::Push(target) => target,
-                };
-                if let Err(error) = tree.push_locked(&ctx, &target, &mut overfull) {
-                    panic!("round {round}: the fallback flush failed: {error}");
+            while let Some(step) = fixture.tree.plan(&ctx, &mut overfull).expect("plan") {
+                // What `flush_if_needed` does for every step once `MOST_ABANDONED` is reached.
+                let (Step::Leaf(target) | Step::Push(target)) = step;
+                if let Err(error) = fixture.tree.push_locked(&ctx, &target, &mut overfull) {
+                    panic!("round {round}: the locked flush failed: {error}");
                 }
             }
             if round % 100 == 0 {
-                let root = *tree.lock_shape();
-                tree.verify(&ctx, root, &mut HashSet::new()).expect("verify");
+                fixture.check();
             }
         }
-        assert!(counters.merges.load(std::sync::atomic::Ordering::Relaxed) > 0, "no leaf merged away");
+        fixture.check();
+        assert!(fixture.counters.merges.load(std::sync::atomic::Ordering::Relaxed) > 0, "no leaf merged away");
     }
 }
