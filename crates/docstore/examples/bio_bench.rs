@@ -94,11 +94,9 @@ fn document(rng: &mut StdRng, sequence: u64) -> RawDocumentBuf {
     }
 }
 
-/// This process's resident memory now (`VmRSS`); 0 where /proc does not say.
-fn resident_mib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib = status.lines().find_map(|l| l.strip_prefix("VmRSS:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok());
-    kib.unwrap_or(0) >> 10
+/// This process's resident memory now; 0 where /proc does not say.
+fn resident_mib() -> usize {
+    storage::allocator::resident_bytes().unwrap_or(0) >> 20
 }
 
 type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -165,6 +163,8 @@ fn run_in_child(base: &Path, args: &Args, label: &str) -> BenchResult<RunResult>
 
 /// Inserts `docs` documents into a fresh store at `dir`.
 fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<RunResult> {
+    // How this run's lines start.
+    let side = if indexed { "with   " } else { "without" };
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let mut options = StoreOptions::default();
@@ -216,7 +216,7 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<RunResult> {
             let stats = store.engine_stats();
             println!(
                 "  {} sixth {}: {inserted:>9} docs, {rate:>9.0} docs/s (cache {} MiB, resident {} MiB, data file {} MiB, flushes {} ({} detached, {} dropped), checkpoints {}, tree lock waits {} ms, throttle waits {}, nodes read whole {}, copies {})",
-                if indexed { "with   " } else { "without" },
+                side,
                 rates.len() + 1,
                 stats.cache_used_bytes >> 20,
                 resident_mib(),
@@ -244,14 +244,14 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<RunResult> {
     let insert_cpu_us = insert_cpu_ns as f64 / 1e3 / args.docs as f64;
     println!(
         "  {} CPU per document: inserting thread {insert_cpu_us:.2} µs, engine threads {:.2} µs",
-        if indexed { "with   " } else { "without" },
+        side,
         engine_cpu_ns as f64 / 1e3 / args.docs as f64,
     );
     let times = cpu::ThreadTimes::now().since(&times_before);
     let per_doc_us = |ms: u64| ms as f64 * 1e3 / args.docs as f64;
     println!(
         "  {} inserting thread over the run (making documents too): user {:.2} µs/doc, system {:.2}, waiting for a CPU {:.2}; per 1000 docs {:.1} blocks, {:.1} preemptions",
-        if indexed { "with   " } else { "without" },
+        side,
         per_doc_us(times.user_ms),
         per_doc_us(times.system_ms),
         times.runnable_wait_ns as f64 / 1e3 / args.docs as f64,

@@ -27,26 +27,24 @@ const METHOD_ZSTD: u8 = 2;
 
 pub fn compress(method: Compression, raw: &[u8], out: &mut Vec<u8>) {
     let raw_len = u32::try_from(raw.len()).unwrap_or(u32::MAX);
-    let compressed = match method {
+    let start = out.len();
+    out.push(METHOD_NONE);
+    out.extend_from_slice(&raw_len.to_le_bytes());
+    let body = out.len();
+    let method = match method {
         Compression::None => None,
-        Compression::Lz4 => {
-            if lz4_into(raw, raw_len, out) {
-                return;
-            }
-            None
-        }
-        Compression::Zstd(level) => zstd::bulk::compress(raw, level).ok().map(|c| (METHOD_ZSTD, c)),
+        Compression::Lz4 => lz4_into(raw, out).then_some(METHOD_LZ4),
+        Compression::Zstd(level) => zstd_into(raw, level, out).then_some(METHOD_ZSTD),
     };
-    match compressed {
-        // Keep the raw bytes when compression does not pay.
-        Some((tag, bytes)) if bytes.len() < raw.len() => {
-            out.push(tag);
-            out.extend_from_slice(&raw_len.to_le_bytes());
-            out.extend_from_slice(&bytes);
+    match method {
+        Some(tag) => {
+            if let Some(byte) = out.get_mut(start) {
+                *byte = tag;
+            }
         }
-        _ => {
-            out.push(METHOD_NONE);
-            out.extend_from_slice(&raw_len.to_le_bytes());
+        // Keep the raw bytes when compression does not pay.
+        None => {
+            out.truncate(body);
             out.extend_from_slice(raw);
         }
     }
@@ -60,11 +58,10 @@ thread_local! {
         std::cell::RefCell::new(lz4_flex::block::CompressTable::large());
 }
 
-/// Appends `raw` LZ4-compressed, with its header, straight into `out`; false (and `out` as it
-/// was) if it did not come out smaller.
-fn lz4_into(raw: &[u8], raw_len: u32, out: &mut Vec<u8>) -> bool {
-    let start = out.len();
-    let body = start + 5;
+/// Appends `raw` LZ4-compressed straight into `out`; false if it did not come out smaller
+/// (what was appended is then the caller's to cut).
+fn lz4_into(raw: &[u8], out: &mut Vec<u8>) -> bool {
+    let body = out.len();
     out.resize(body + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
     let written = out.get_mut(body..).and_then(|space| {
         LZ4_TABLE.with(|table| lz4_flex::block::compress_into_with_table(raw, space, &mut table.borrow_mut()).ok())
@@ -72,16 +69,20 @@ fn lz4_into(raw: &[u8], raw_len: u32, out: &mut Vec<u8>) -> bool {
     match written {
         Some(len) if len < raw.len() => {
             out.truncate(body + len);
-            if let Some(header) = out.get_mut(start..body) {
-                header[0] = METHOD_LZ4;
-                header[1..].copy_from_slice(&raw_len.to_le_bytes());
-            }
             true
         }
-        _ => {
-            out.truncate(start);
-            false
+        _ => false,
+    }
+}
+
+/// Appends `raw` zstd-compressed at `level` to `out`, if that comes out smaller.
+fn zstd_into(raw: &[u8], level: i32, out: &mut Vec<u8>) -> bool {
+    match zstd::bulk::compress(raw, level) {
+        Ok(compressed) if compressed.len() < raw.len() => {
+            out.extend_from_slice(&compressed);
+            true
         }
+        _ => false,
     }
 }
 

@@ -465,8 +465,7 @@ impl NodeStore {
         match Arc::try_unwrap(shared) {
             Ok(alone) => Ok(alone.into_node()),
             Err(still_shared) => {
-                still_shared.detached_bytes.store(size, Ordering::Relaxed);
-                self.used_bytes.fetch_add(size, Ordering::Relaxed);
+                self.keep_charged(&still_shared, size);
                 self.counters.copies.fetch_add(1, Ordering::Relaxed);
                 Ok(still_shared.node.clone())
             }
@@ -483,6 +482,13 @@ impl NodeStore {
         }
         self.used_bytes.fetch_add(size, Ordering::Relaxed);
         self.maybe_evict()
+    }
+
+    /// A version leaving its slot while others still hold it stays charged (`size` bytes) until
+    /// its last holder drops it.
+    fn keep_charged(&self, old: &CachedNode, size: usize) {
+        old.detached_bytes.store(size, Ordering::Relaxed);
+        self.used_bytes.fetch_add(size, Ordering::Relaxed);
     }
 
     /// Makes `node` (`size` bytes) the slot's new, dirty version. The caller charges `size` to
@@ -536,8 +542,7 @@ impl NodeStore {
             }
             if let Some(View::Whole(old)) = &slot.node {
                 if Arc::strong_count(old) > 1 {
-                    old.detached_bytes.store(slot.size, Ordering::Relaxed);
-                    self.used_bytes.fetch_add(slot.size, Ordering::Relaxed);
+                    self.keep_charged(old, slot.size);
                 }
             }
             self.install_version(slot, node, size);
@@ -637,8 +642,9 @@ impl NodeStore {
         while self.evictor.wait() {
             let _evicting = self.evicting.lock();
             let _ = self.evict_to_target();
-            let over = crate::allocator::resident_bytes().is_none_or(|bytes| bytes > self.budget_bytes / 100 * TRIM_ABOVE_PERCENT);
-            if last_trim.elapsed() >= TRIM_INTERVAL && over {
+            // Reading the resident size is a read of /proc: only once a trim is due.
+            let over = || crate::allocator::resident_bytes().is_none_or(|bytes| bytes > self.budget_bytes / 100 * TRIM_ABOVE_PERCENT);
+            if last_trim.elapsed() >= TRIM_INTERVAL && over() {
                 crate::allocator::release_free_memory();
                 last_trim = Instant::now();
             }

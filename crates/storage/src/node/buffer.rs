@@ -182,12 +182,7 @@ impl Buffer {
                 run.events_into(index, out);
             }
         }
-        for index in self.head.lower_bound(Bound::Included(key))..self.head.len() {
-            if self.head.key(index) != key {
-                break;
-            }
-            self.head.events_into(index, out);
-        }
+        self.head.events_of(key, out);
         for range in self.ranges.iter().filter(|r| r.contains(key)) {
             out.push((range.seq, Event::Delete));
         }
@@ -440,11 +435,21 @@ impl Head {
         self.sorted.insert(at, start);
     }
 
-    /// Message `index` in key order (its entry's bytes).
-    fn raw(&self, index: usize) -> &[u8] {
+    /// The data from message `index` (in key order) on: its entry first.
+    fn from(&self, index: usize) -> &[u8] {
         let start = self.sorted.get(index).map_or(self.data.len(), |&at| at as usize);
-        let entry = self.data.get(start..).unwrap_or(&[]);
-        let event_at = 4 + read_u32(entry, 0).unwrap_or(0) as usize + 4;
+        self.data.get(start..).unwrap_or(&[])
+    }
+
+    /// Where an entry's one event starts: after the key's length, the key and the count.
+    fn event_at(entry: &[u8]) -> usize {
+        4 + read_u32(entry, 0).unwrap_or(0) as usize + 4
+    }
+
+    /// Message `index`'s entry bytes.
+    fn raw(&self, index: usize) -> &[u8] {
+        let entry = self.from(index);
+        let event_at = Head::event_at(entry);
         let len = match entry.get(event_at + 8) {
             Some(&OP_DELETE) => event_at + 9,
             _ => event_at + 13 + read_u32(entry, event_at + 9).unwrap_or(0) as usize,
@@ -452,9 +457,10 @@ impl Head {
         entry.get(..len).unwrap_or(&[])
     }
 
+    /// Message `index`'s key (read without sizing its event: the binary searches' hot path).
     fn key(&self, index: usize) -> &[u8] {
-        let raw = self.raw(index);
-        raw.get(4..4 + read_u32(raw, 0).unwrap_or(0) as usize).unwrap_or(&[])
+        let entry = self.from(index);
+        entry.get(4..4 + read_u32(entry, 0).unwrap_or(0) as usize).unwrap_or(&[])
     }
 
     /// The first message within the lower bound.
@@ -468,10 +474,19 @@ impl Head {
 
     /// Decodes message `index` onto `out`.
     fn events_into(&self, index: usize, out: &mut Vec<(Seq, Event)>) {
-        let raw = self.raw(index);
-        let event_at = 4 + read_u32(raw, 0).unwrap_or(0) as usize + 4;
-        if let Some((event, _)) = parse_event(raw.get(event_at..).unwrap_or(&[])) {
+        let entry = self.from(index);
+        if let Some((event, _)) = parse_event(entry.get(Head::event_at(entry)..).unwrap_or(&[])) {
             out.push(event);
+        }
+    }
+
+    /// Appends `key`'s messages here, oldest first.
+    fn events_of(&self, key: &[u8], out: &mut Vec<(Seq, Event)>) {
+        for index in self.lower_bound(Bound::Included(key))..self.len() {
+            if self.key(index) != key {
+                break;
+            }
+            self.events_into(index, out);
         }
     }
 

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::message::Seq;
-use crate::node::buffer::{RangeDelete, Run, Sealed};
+use crate::node::buffer::{Buffer, RangeDelete, Run, Sealed};
 use crate::node::leaf::Incoming;
 use crate::node::{Internal, Node, NodeId};
 use crate::stats::Counters;
@@ -62,6 +62,13 @@ struct Sealing {
     leaf: Arc<CachedNode>,
     version: u64,
     horizon: Seq,
+}
+
+impl Sealing {
+    /// The memory the sealed runs' copies hold.
+    fn runs_bytes(&self) -> usize {
+        self.runs.iter().map(Run::memory_bytes).sum()
+    }
 }
 
 impl Tree {
@@ -148,17 +155,32 @@ impl Tree {
     }
 
     fn push_at(&self, ctx: &Ctx<'_>, root: &mut NodeId, target: &Target) -> Result<bool> {
-        let Some(mut path) = self.find(ctx, *root, target)? else { return Ok(false) };
-        let Some((parent_id, index)) = path.pop() else { return Ok(false) };
-        let mut node = ctx.store.take(parent_id)?;
-        let result = match &mut node {
-            Node::Internal(parent) => flush_child_then(ctx, parent, index, Cascade::Later),
-            Node::Leaf(_) => Ok(()),
-        };
-        ctx.store.put(parent_id, node)?;
-        result?;
+        let change = |parent: &mut Internal, index| flush_child_then(ctx, parent, index, Cascade::Later);
+        let Some(((), path)) = self.change_parent(ctx, *root, target, change)? else { return Ok(false) };
         fix_path(ctx, root, path)?;
         Ok(true)
+    }
+
+    /// Under the write lock: applies `change` to the target's parent (taken out of the store and
+    /// put back, even if `change` fails) with the child's index. Returns its result and the path
+    /// above the parent, or `None` if the tree no longer leads to the target.
+    fn change_parent<T>(
+        &self,
+        ctx: &Ctx<'_>,
+        root: NodeId,
+        target: &Target,
+        change: impl FnOnce(&mut Internal, usize) -> Result<T>,
+    ) -> Result<Option<(T, Vec<(NodeId, usize)>)>> {
+        let Some(mut path) = self.find(ctx, root, target)? else { return Ok(None) };
+        let Some((parent_id, index)) = path.pop() else { return Ok(None) };
+        let mut node = ctx.store.take(parent_id)?;
+        // `find` saw an internal node there, and the lock has been held since.
+        let result = match &mut node {
+            Node::Internal(parent) => Some(change(parent, index)),
+            Node::Leaf(_) => None,
+        };
+        ctx.store.put(parent_id, node)?;
+        result.transpose().map(|changed| changed.map(|value| (value, path)))
     }
 
     /// The three steps of a leaf flush (see the module header). Returns false if the tree
@@ -176,7 +198,7 @@ impl Tree {
 
     /// Step 3 for a sealing and the leaf built from it.
     fn finish(&self, ctx: &Ctx<'_>, sealing: Sealing, pieces: (Node, Vec<(Vec<u8>, Node)>)) -> Result<bool> {
-        let bytes: usize = sealing.runs.iter().map(Run::memory_bytes).sum();
+        let bytes = sealing.runs_bytes();
         let Sealing { target, seal, leaf, version, .. } = sealing;
         // Our hold on the old version would only make `replace` keep it charged a moment longer.
         drop(leaf);
@@ -202,7 +224,7 @@ impl Tree {
         }
         let mut node = ctx.store.take(parent_id)?;
         let sealed = match &mut node {
-            Node::Internal(parent) => parent.buffers.get_mut(index).filter(|buffer| !buffer.is_empty()).map(|buffer| buffer.seal()),
+            Node::Internal(parent) => parent.buffers.get_mut(index).filter(|buffer| !buffer.is_empty()).map(Buffer::seal),
             Node::Leaf(_) => None,
         };
         ctx.store.put(parent_id, node)?;
@@ -220,21 +242,18 @@ impl Tree {
         version: u64,
         (leaf, pieces): (Node, Vec<(Vec<u8>, Node)>),
     ) -> Result<bool> {
-        let Some(mut path) = self.find(ctx, *root, target)? else { return Ok(false) };
-        let Some((parent_id, index)) = path.pop() else { return Ok(false) };
-        let mut node = ctx.store.take(parent_id)?;
-        let result = match &mut node {
-            Node::Internal(parent) => install_in(ctx, parent, index, target.child, seal, version, (leaf, pieces)),
-            Node::Leaf(_) => Ok(false),
-        };
-        ctx.store.put(parent_id, node)?;
-        let installed = result?;
-        if installed {
-            fix_path(ctx, root, path)?;
-        } else {
-            fix_root(ctx, root)?;
+        let change = |parent: &mut Internal, index| install_in(ctx, parent, index, target.child, seal, version, (leaf, pieces));
+        match self.change_parent(ctx, *root, target, change)? {
+            None => Ok(false),
+            Some((true, path)) => {
+                fix_path(ctx, root, path)?;
+                Ok(true)
+            }
+            Some((false, _)) => {
+                fix_root(ctx, root)?;
+                Ok(false)
+            }
         }
-        Ok(installed)
     }
 }
 
@@ -312,11 +331,7 @@ fn install_in(
     (leaf, pieces): (Node, Vec<(Vec<u8>, Node)>),
 ) -> Result<bool> {
     let Some(buffer) = parent.buffers.get_mut(index) else { return Ok(false) };
-    if buffer.sealed() != seal {
-        buffer.unseal();
-        return Ok(false);
-    }
-    if !ctx.store.replace(child, version, leaf)? {
+    if buffer.sealed() != seal || !ctx.store.replace(child, version, leaf)? {
         buffer.unseal();
         return Ok(false);
     }
@@ -336,9 +351,8 @@ fn install_in(
 /// if it came out over the node size (the first piece, then the others with their pivots).
 fn apply_to_copy(ctx: &Ctx<'_>, sealing: &Sealing) -> Option<(Node, Vec<(Vec<u8>, Node)>)> {
     let Node::Leaf(old) = &**sealing.leaf else { return None };
-    let bytes: usize = sealing.runs.iter().map(Run::memory_bytes).sum();
     // The copy and the merged messages are real memory while they are built.
-    let _charge = ctx.store.charge_transient(old.memory_bytes() + bytes);
+    let _charge = ctx.store.charge_transient(old.memory_bytes() + sealing.runs_bytes());
     let points = Run::merge_all(&sealing.runs, sealing.horizon);
     let mut leaf = old.clone();
     let incoming = Incoming { points, ranges: sealing.ranges.clone() };
