@@ -5,8 +5,9 @@
 //! path of the filter, every sort path unless the index yields the order, and a plain inclusion
 //! projection of index fields that excludes `_id`. Each entry's key is decoded back to its values
 //! (the key's type tags make that exact: `1`, `1.0` and `NumberLong(1)` come back as they went
-//! in) and laid out as a document of the index's fields; filter, sort and projection then run on
-//! it exactly as on a fetched document.
+//! in) and laid out as a document of the index's fields, in the index's order (as MongoDB's
+//! covered projection does: it cannot know the stored document's order); filter, sort and
+//! projection then run on it exactly as on a fetched document.
 //!
 //! Null: a missing field and a null one index alike, and a synthesized `{a: null}` would make
 //! `{a: {$exists: false}}` fail and a projection invent the field; so an entry with a null (or
