@@ -120,6 +120,7 @@ async fn diagnostic_commands() {
         assert!(cache.get_i64(counter).is_ok(), "serverStatus.strata.cache.{counter}");
     }
     assert!(strata.get_i64("nodeBytesRead").is_ok());
+    assert_eq!(strata.get_i64("flushFailures").unwrap(), 0);
     let reply = client.command(doc! { "frobnicate": 1, "$db": "admin" }).await;
     assert_eq!(reply.get_i32("code").unwrap(), 59);
     assert_eq!(reply.get_str("codeName").unwrap(), "CommandNotFound");

@@ -143,10 +143,21 @@ impl Shared {
         while let Ok(id) = queue.recv() {
             self.flush_pending.lock().remove(&id);
             if let Ok(tree) = self.tree(id) {
-                // An error here is an I/O failure or the engine's own inconsistency; the next
-                // commit's flush of the same tree meets it again and reports it.
-                let _ = tree.flush_if_needed(&self.ctx());
+                if let Err(error) = tree.flush_if_needed(&self.ctx()) {
+                    self.flush_failed(&error);
+                }
             }
+        }
+    }
+
+    /// A flush failed: an I/O error, or a node that does not read back. The tree may be left
+    /// half-changed in memory (the log still holds every acknowledged commit), so the engine
+    /// stops taking commits, whichever thread flushed: the next commit reports this error, and
+    /// reopening recovers from the last checkpoint and the log.
+    pub fn flush_failed(&self, error: &Error) {
+        Counters::add(&self.counters.flush_failures, 1);
+        if let Some(log) = self.log() {
+            log.stop(&format!("flush failed: {error}"));
         }
     }
 

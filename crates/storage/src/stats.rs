@@ -13,6 +13,7 @@ pub(crate) struct Counters {
     pub flushes: AtomicU64,
     pub detached_flushes: AtomicU64,
     pub detached_flushes_abandoned: AtomicU64,
+    pub flush_failures: AtomicU64,
     pub cascades: AtomicU64,
     pub leaf_splits: AtomicU64,
     pub internal_splits: AtomicU64,
@@ -44,6 +45,7 @@ impl Counters {
             flushes: self.flushes.load(Relaxed),
             detached_flushes: self.detached_flushes.load(Relaxed),
             detached_flushes_abandoned: self.detached_flushes_abandoned.load(Relaxed),
+            flush_failures: self.flush_failures.load(Relaxed),
             cascades: self.cascades.load(Relaxed),
             leaf_splits: self.leaf_splits.load(Relaxed),
             internal_splits: self.internal_splits.load(Relaxed),
@@ -74,6 +76,9 @@ pub struct Stats {
     /// dropped because the tree changed under them.
     pub detached_flushes: u64,
     pub detached_flushes_abandoned: u64,
+    /// Flushes that failed (an I/O error or a damaged node). The first one stops the log: no
+    /// commit is acknowledged after it until the engine is reopened and recovers.
+    pub flush_failures: u64,
     /// Flushes that overfilled the child and so flushed it in turn.
     pub cascades: u64,
     pub leaf_splits: u64,

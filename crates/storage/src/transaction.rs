@@ -225,9 +225,7 @@ fn flush_as_needed(shared: &Shared, needs: Vec<(Arc<Tree>, FlushNeed)>) {
             FlushNeed::Urgent if shared.options.flush_mode == FlushMode::Background => {
                 if let Err(error) = tree.flush_if_needed(&shared.ctx()) {
                     // The commit itself is applied (and logged); what failed is the engine.
-                    if let Some(log) = shared.log() {
-                        log.stop(&format!("flush failed: {error}"));
-                    }
+                    shared.flush_failed(&error);
                 }
             }
             FlushNeed::Urgent | FlushNeed::Wanted => shared.request_flush(tree.id),

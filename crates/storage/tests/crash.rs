@@ -236,3 +236,56 @@ fn disk_log_bytes(disk: &SimFs) -> usize {
         .map(|name| disk.open(&dir.join(name), OpenMode::Existing).and_then(|f| f.len()).expect("len") as usize)
         .sum()
 }
+
+/// The background flusher meets a disk whose reads fail while writes go on (so commits alone
+/// would still succeed): from its first failed flush no commit is acknowledged, and after a
+/// crash every commit that was acknowledged is there.
+#[test]
+fn a_failed_background_flush_stops_commits_and_keeps_the_acknowledged_ones() {
+    let options = Options { flush_mode: storage::FlushMode::Background, ..options() };
+    let disk = SimFs::new();
+    let engine = Engine::open_with(Arc::new(disk.clone()), Path::new("/db"), options.clone()).expect("open");
+    let tree = engine.create_tree("left").expect("tree");
+    let key = |i: u32| format!("key-{i:05}").into_bytes();
+    let mut model = Model::default();
+    for batch in 0..60 {
+        let mut txn = engine.begin();
+        for i in batch * 50..(batch + 1) * 50 {
+            txn.put(tree, key(i), vec![1; 40]);
+            model[0].insert(key(i), vec![1; 40]);
+        }
+        txn.commit(Durability::Immediate).expect("load");
+    }
+    // Everything written and clean: the 64 KiB cache drops most leaves, which flushes must read.
+    engine.checkpoint().expect("checkpoint");
+    disk.fail_reads(Fault::Eio);
+
+    let seed = rand::random::<u64>();
+    println!("seed {seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut failure_seen = false;
+    let mut acked = 0;
+    let mut states = vec![model.clone()];
+    let refused = loop {
+        assert!(acked < 5_000, "seed {seed}: no flush failed in {acked} commits on a disk that cannot read");
+        // Keys among those loaded: below the appended ones, so they wait in the root's buffer.
+        let (k, v) = (key(rng.gen_range(0..3_000)), vec![rng.r#gen(); 40]);
+        let mut txn = engine.begin();
+        txn.put(tree, k.clone(), v.clone());
+        model[0].insert(k, v);
+        states.push(model.clone());
+        match txn.commit(Durability::Immediate) {
+            Ok(_) => {
+                assert!(!failure_seen, "seed {seed}: commit {acked} was acknowledged after a flush failed");
+                acked += 1;
+            }
+            Err(error) => break error,
+        }
+        failure_seen = engine.stats().flush_failures > 0;
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
+    println!("{acked} commits acknowledged, then: {refused}");
+    assert!(refused.to_string().contains("flush failed"), "seed {seed}: commit refused for another reason: {refused}");
+    std::mem::forget(engine);
+    check_recovery(&disk, seed, &states, acked, &format!("seed {seed}, after a failed flush"));
+}

@@ -63,6 +63,7 @@ pub fn stats_document(stats: &storage::Stats) -> Document {
         "messages": n(stats.messages),
         "directLeafWrites": n(stats.direct_leaf_writes),
         "flushes": n(stats.flushes),
+        "flushFailures": n(stats.flush_failures),
         "cascades": n(stats.cascades),
         "leafSplits": n(stats.leaf_splits),
         "internalSplits": n(stats.internal_splits),

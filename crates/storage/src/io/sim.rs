@@ -99,6 +99,8 @@ pub struct SimFs {
 struct Faults {
     at: BTreeMap<u64, Fault>,
     from: Option<(u64, Fault)>,
+    /// Every `read_at` fails with this (writes and syncs go on).
+    reads: Option<Fault>,
 }
 
 #[derive(Debug)]
@@ -242,6 +244,12 @@ impl SimFs {
         self.state.lock().faults.from = Some((call, fault));
     }
 
+    /// Makes every file read from now on fail with `fault`, while writes and syncs go on: a disk
+    /// that lost the blocks already written, seen only by what reads them back.
+    pub fn fail_reads(&self, fault: Fault) {
+        self.state.lock().faults.reads = Some(fault);
+    }
+
     /// Removes every injected fault.
     pub fn clear_faults(&self) {
         self.state.lock().faults = Faults::default();
@@ -377,6 +385,9 @@ impl File for SimFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let mut state = self.state.lock();
         state.call_ok()?;
+        if let Some(fault) = state.faults.reads {
+            return Err(fault.error());
+        }
         Ok(state.image(self.inode)?.read(buf, offset))
     }
 
