@@ -155,10 +155,11 @@ impl Shared {
     /// stops taking commits, whichever thread flushed: the next commit reports this error, and
     /// reopening recovers from the last checkpoint and the log.
     pub fn flush_failed(&self, error: &Error) {
-        Counters::add(&self.counters.flush_failures, 1);
         if let Some(log) = self.log() {
             log.stop(&format!("flush failed: {error}"));
         }
+        // Counted once the log is stopped: whoever sees the count sees commits refused.
+        Counters::add(&self.counters.flush_failures, 1);
     }
 
     fn run_maintenance(&self) {
