@@ -121,6 +121,7 @@ async fn diagnostic_commands() {
     }
     assert!(strata.get_i64("nodeBytesRead").is_ok());
     assert_eq!(strata.get_i64("flushFailures").unwrap(), 0);
+    assert_eq!(strata.get_i64("checkpointFailures").unwrap(), 0);
     let reply = client.command(doc! { "frobnicate": 1, "$db": "admin" }).await;
     assert_eq!(reply.get_i32("code").unwrap(), 59);
     assert_eq!(reply.get_str("codeName").unwrap(), "CommandNotFound");

@@ -20,6 +20,7 @@ pub(crate) struct Counters {
     pub merges: AtomicU64,
     pub flushed_bytes_by_height: [AtomicU64; TRACKED_LEVELS],
     pub checkpoints: AtomicU64,
+    pub checkpoint_failures: AtomicU64,
     pub checkpoint_bytes: AtomicU64,
     pub checkpoint_micros: AtomicU64,
     pub tree_lock_wait_micros: AtomicU64,
@@ -54,6 +55,7 @@ impl Counters {
             node_count: 0,
             buffered_bytes_by_height: [0; TRACKED_LEVELS],
             checkpoints: self.checkpoints.load(Relaxed),
+            checkpoint_failures: self.checkpoint_failures.load(Relaxed),
             checkpoint_bytes: self.checkpoint_bytes.load(Relaxed),
             checkpoint_micros: self.checkpoint_micros.load(Relaxed),
             tree_lock_wait_micros: self.tree_lock_wait_micros.load(Relaxed),
@@ -92,6 +94,8 @@ pub struct Stats {
     /// holding them (nodes on disk are not read to count theirs).
     pub buffered_bytes_by_height: [u64; TRACKED_LEVELS],
     pub checkpoints: u64,
+    /// Checkpoints that failed (the previous one stays the file's; the log keeps every commit).
+    pub checkpoint_failures: u64,
     /// Bytes of node and catalog blocks the checkpoints wrote.
     pub checkpoint_bytes: u64,
     /// Time spent in checkpoints, in total.

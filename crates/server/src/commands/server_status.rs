@@ -72,6 +72,7 @@ pub fn stats_document(stats: &storage::Stats) -> Document {
         "nodeCount": n(stats.node_count),
         "bufferedBytesByHeight": levels(&stats.buffered_bytes_by_height),
         "checkpoints": n(stats.checkpoints),
+        "checkpointFailures": n(stats.checkpoint_failures),
         "checkpointBytes": n(stats.checkpoint_bytes),
         "checkpointMicros": n(stats.checkpoint_micros),
         "cache": {
