@@ -31,12 +31,12 @@ pub fn compress(method: Compression, raw: &[u8], out: &mut Vec<u8>) {
     out.push(METHOD_NONE);
     out.extend_from_slice(&raw_len.to_le_bytes());
     let body = out.len();
-    let method = match method {
+    let tag = match method {
         Compression::None => None,
         Compression::Lz4 => lz4_into(raw, out).then_some(METHOD_LZ4),
         Compression::Zstd(level) => zstd_into(raw, level, out).then_some(METHOD_ZSTD),
     };
-    match method {
+    match tag {
         Some(tag) => {
             if let Some(byte) = out.get_mut(start) {
                 *byte = tag;
@@ -75,11 +75,16 @@ fn lz4_into(raw: &[u8], out: &mut Vec<u8>) -> bool {
     }
 }
 
-/// Appends `raw` zstd-compressed at `level` to `out`, if that comes out smaller.
+/// Appends `raw` zstd-compressed at `level` straight into `out`; false if it did not come out
+/// smaller (it is given no more room than `raw`'s length, so a larger result fails there).
+/// What was appended is then the caller's to cut.
 fn zstd_into(raw: &[u8], level: i32, out: &mut Vec<u8>) -> bool {
-    match zstd::bulk::compress(raw, level) {
-        Ok(compressed) if compressed.len() < raw.len() => {
-            out.extend_from_slice(&compressed);
+    let body = out.len();
+    out.resize(body + raw.len(), 0);
+    let written = out.get_mut(body..).and_then(|space| zstd::bulk::compress_to_buffer(raw, space, level).ok());
+    match written {
+        Some(len) if len < raw.len() => {
+            out.truncate(body + len);
             true
         }
         _ => false,
@@ -121,6 +126,26 @@ mod tests {
             if method != Compression::None {
                 assert!(out.len() < raw.len() / 2, "{method:?} compresses repetitive data");
             }
+        }
+    }
+
+    #[test]
+    fn incompressible_bytes_are_kept_raw_after_what_out_held() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let raw: Vec<u8> = (0..10_000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        for method in [Compression::None, Compression::Lz4, Compression::Zstd(3)] {
+            let mut out = b"before".to_vec();
+            compress(method, &raw, &mut out);
+            assert_eq!(out.get(..6), Some(&b"before"[..]), "{method:?}");
+            assert_eq!(out.get(6), Some(&METHOD_NONE), "{method:?} keeps random bytes raw");
+            assert_eq!(decompress(&out[6..]).expect("round trip"), raw, "{method:?}");
         }
     }
 

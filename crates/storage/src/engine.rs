@@ -142,10 +142,10 @@ impl Shared {
     fn run_flusher(&self, queue: Receiver<TreeId>) {
         while let Ok(id) = queue.recv() {
             self.flush_pending.lock().remove(&id);
-            if let Ok(tree) = self.tree(id) {
-                if let Err(error) = tree.flush_if_needed(&self.ctx()) {
-                    self.flush_failed(&error);
-                }
+            if let Ok(tree) = self.tree(id)
+                && let Err(error) = tree.flush_if_needed(&self.ctx())
+            {
+                self.flush_failed(&error);
             }
         }
     }

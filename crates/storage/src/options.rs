@@ -7,7 +7,7 @@ use crate::file::header::Shape;
 use crate::message::{counter_update, UpdateFn};
 
 /// The largest node size `validate` accepts (256 MiB; the default is 4 MiB at most).
-pub const MAX_NODE_SIZE_BYTES: usize = 256 << 20;
+const MAX_NODE_SIZE_BYTES: usize = 256 << 20;
 
 /// Where flushes and evictions run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -540,10 +540,10 @@ impl NodeStore {
             if slot.taken || slot.version != version {
                 return Ok(false);
             }
-            if let Some(View::Whole(old)) = &slot.node {
-                if Arc::strong_count(old) > 1 {
-                    self.keep_charged(old, slot.size);
-                }
+            if let Some(View::Whole(old)) = &slot.node
+                && Arc::strong_count(old) > 1
+            {
+                self.keep_charged(old, slot.size);
             }
             self.install_version(slot, node, size);
         }

@@ -227,6 +227,11 @@ fn clean_close_leaves_nothing_to_replay_and_reopens_identically() {
     assert_eq!(contents(&engine), Some(model));
 }
 
+/// Key `i` of the tests that load keys in order.
+fn numbered_key(i: u32) -> Vec<u8> {
+    format!("key-{i:05}").into_bytes()
+}
+
 fn disk_log_bytes(disk: &SimFs) -> usize {
     use storage::io::{FileSystem, OpenMode};
     let dir = Path::new("/db/log");
@@ -246,13 +251,12 @@ fn a_failed_background_flush_stops_commits_and_keeps_the_acknowledged_ones() {
     let disk = SimFs::new();
     let engine = Engine::open_with(Arc::new(disk.clone()), Path::new("/db"), options.clone()).expect("open");
     let tree = engine.create_tree("left").expect("tree");
-    let key = |i: u32| format!("key-{i:05}").into_bytes();
     let mut model = Model::default();
     for batch in 0..60 {
         let mut txn = engine.begin();
         for i in batch * 50..(batch + 1) * 50 {
-            txn.put(tree, key(i), vec![1; 40]);
-            model[0].insert(key(i), vec![1; 40]);
+            txn.put(tree, numbered_key(i), vec![1; 40]);
+            model[0].insert(numbered_key(i), vec![1; 40]);
         }
         txn.commit(Durability::Immediate).expect("load");
     }
@@ -269,7 +273,7 @@ fn a_failed_background_flush_stops_commits_and_keeps_the_acknowledged_ones() {
     let refused = loop {
         assert!(acked < 5_000, "seed {seed}: no flush failed in {acked} commits on a disk that cannot read");
         // Keys among those loaded: below the appended ones, so they wait in the root's buffer.
-        let (k, v) = (key(rng.gen_range(0..3_000)), vec![rng.r#gen(); 40]);
+        let (k, v) = (numbered_key(rng.gen_range(0..3_000)), vec![rng.r#gen(); 40]);
         let mut txn = engine.begin();
         txn.put(tree, k.clone(), v.clone());
         model[0].insert(k, v);
@@ -289,7 +293,7 @@ fn a_failed_background_flush_stops_commits_and_keeps_the_acknowledged_ones() {
     // commit's own read failed first (a message going straight to a leaf whose buffers above
     // are empty). Either way the engine has stopped.
     let mut txn = engine.begin();
-    txn.put(tree, key(0), vec![2; 40]);
+    txn.put(tree, numbered_key(0), vec![2; 40]);
     let again = txn.commit(Durability::Immediate).expect_err("a commit acknowledged after the engine stopped");
     assert!(again.to_string().contains("must be reopened"), "seed {seed}: the engine did not stop: {again}");
     std::mem::forget(engine);
@@ -304,7 +308,7 @@ fn a_failed_checkpoint_is_counted_and_costs_no_commit() {
     let load = |engine: &Engine, tree: TreeId, model: &mut Model, range: std::ops::Range<u32>| {
         let mut txn = engine.begin();
         for i in range {
-            let (k, v) = (format!("key-{i:05}").into_bytes(), i.to_le_bytes().to_vec());
+            let (k, v) = (numbered_key(i), i.to_le_bytes().to_vec());
             txn.put(tree, k.clone(), v.clone());
             model[0].insert(k, v);
         }

@@ -45,6 +45,12 @@ struct Target {
     probe: Vec<u8>,
 }
 
+/// The way from the root to a node: each node passed, with the index of the child taken.
+type Route = Vec<(NodeId, usize)>;
+
+/// A leaf rebuilt from a sealing: the new leaf, and the pieces it split into with their pivots.
+type Rebuilt = (Node, Vec<(Vec<u8>, Node)>);
+
 /// What the planning step decided.
 enum Step {
     /// Into an internal child, under the lock, without cascading.
@@ -119,7 +125,7 @@ impl Tree {
     /// Under the write lock: the path from the root to the target's parent (with the child's
     /// index in each node), if the tree still leads from the root through `target.path` to
     /// `target.child`.
-    fn find(&self, ctx: &Ctx<'_>, root: NodeId, target: &Target) -> Result<Option<Vec<(NodeId, usize)>>> {
+    fn find(&self, ctx: &Ctx<'_>, root: NodeId, target: &Target) -> Result<Option<Route>> {
         let mut id = root;
         let mut path = Vec::with_capacity(target.path.len());
         for (depth, &expected) in target.path.iter().enumerate() {
@@ -170,7 +176,7 @@ impl Tree {
         root: NodeId,
         target: &Target,
         change: impl FnOnce(&mut Internal, usize) -> Result<T>,
-    ) -> Result<Option<(T, Vec<(NodeId, usize)>)>> {
+    ) -> Result<Option<(T, Route)>> {
         let Some(mut path) = self.find(ctx, root, target)? else { return Ok(None) };
         let Some((parent_id, index)) = path.pop() else { return Ok(None) };
         let mut node = ctx.store.take(parent_id)?;
@@ -197,7 +203,7 @@ impl Tree {
     }
 
     /// Step 3 for a sealing and the leaf built from it.
-    fn finish(&self, ctx: &Ctx<'_>, sealing: Sealing, pieces: (Node, Vec<(Vec<u8>, Node)>)) -> Result<bool> {
+    fn finish(&self, ctx: &Ctx<'_>, sealing: Sealing, pieces: Rebuilt) -> Result<bool> {
         let bytes = sealing.runs_bytes();
         let Sealing { target, seal, leaf, version, .. } = sealing;
         // Our hold on the old version would only make `replace` keep it charged a moment longer.
@@ -240,7 +246,7 @@ impl Tree {
         target: &Target,
         seal: Sealed,
         version: u64,
-        (leaf, pieces): (Node, Vec<(Vec<u8>, Node)>),
+        (leaf, pieces): Rebuilt,
     ) -> Result<bool> {
         let change = |parent: &mut Internal, index| install_in(ctx, parent, index, target.child, seal, version, (leaf, pieces));
         match self.change_parent(ctx, *root, target, change)? {
@@ -328,7 +334,7 @@ fn install_in(
     child: NodeId,
     seal: Sealed,
     version: u64,
-    (leaf, pieces): (Node, Vec<(Vec<u8>, Node)>),
+    (leaf, pieces): Rebuilt,
 ) -> Result<bool> {
     let Some(buffer) = parent.buffers.get_mut(index) else { return Ok(false) };
     if buffer.sealed() != seal || !ctx.store.replace(child, version, leaf)? {
@@ -349,7 +355,7 @@ fn install_in(
 
 /// Step 2, without the lock: the sealed messages applied to a copy of the leaf, which is split
 /// if it came out over the node size (the first piece, then the others with their pivots).
-fn apply_to_copy(ctx: &Ctx<'_>, sealing: &Sealing) -> Option<(Node, Vec<(Vec<u8>, Node)>)> {
+fn apply_to_copy(ctx: &Ctx<'_>, sealing: &Sealing) -> Option<Rebuilt> {
     let Node::Leaf(old) = &**sealing.leaf else { return None };
     // The copy and the merged messages are real memory while they are built.
     let _charge = ctx.store.charge_transient(old.memory_bytes() + sealing.runs_bytes());
