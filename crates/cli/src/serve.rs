@@ -65,6 +65,20 @@ async fn open_store(options: &Resolved) -> anyhow::Result<Arc<Store>> {
         .await
         .context("opening the store")?
         .with_context(|| format!("opening the store in {}", options.dbpath.display()))?;
+    let stats = store.engine_stats();
+    let recovery = stats.recovery;
+    info!(
+        replayed_records = recovery.replayed_records,
+        replayed_bytes = recovery.replayed_bytes,
+        log_disk_bytes = stats.log_disk_bytes,
+        data_file_bytes = stats.data_file_bytes,
+        recovery_ms = recovery.micros / 1000,
+        "store opened: replayed {} log records ({} bytes) in {} ms{}",
+        recovery.replayed_records,
+        recovery.replayed_bytes,
+        recovery.micros / 1000,
+        if recovery.replayed_records > 0 { "; checkpointing them in the background" } else { "" },
+    );
     Ok(Arc::new(store))
 }
 

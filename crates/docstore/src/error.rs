@@ -66,6 +66,10 @@ pub enum Error {
     /// The storage engine failed (I/O, stopped after an I/O failure, ...).
     #[error("storage: {0}")]
     Storage(storage::Error),
+    /// The data directory is open in another store, in this process or another
+    /// (`storage::Error::DirectoryLocked`); nothing in it was read or written.
+    #[error("{0}")]
+    DirectoryLocked(String),
     /// `close` while other handles still use the store.
     #[error("{0}")]
     Busy(String),
@@ -76,6 +80,7 @@ impl From<storage::Error> for Error {
         match error {
             storage::Error::TooLarge(message) => Error::DocumentTooLarge(message),
             storage::Error::Corruption(message) => Error::Corruption(message),
+            locked @ storage::Error::DirectoryLocked { .. } => Error::DirectoryLocked(locked.to_string()),
             other => Error::Storage(other),
         }
     }
@@ -101,6 +106,7 @@ impl Error {
             Error::SortMemoryExceeded { .. } => 292,
             Error::Query(error) => error.code(),
             Error::Document(error) => error.code(),
+            Error::DirectoryLocked(_) => 98,
             Error::Corruption(_) | Error::Storage(_) | Error::Busy(_) => 1,
         }
     }
@@ -124,6 +130,7 @@ impl Error {
             Error::SortMemoryExceeded { .. } => "QueryExceededMemoryLimitNoDiskUseAllowed",
             Error::Query(error) => error.code_name(),
             Error::Document(error) => error.code_name(),
+            Error::DirectoryLocked(_) => "DBPathInUse",
             Error::Corruption(_) | Error::Storage(_) | Error::Busy(_) => "InternalError",
         }
     }

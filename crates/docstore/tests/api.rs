@@ -86,6 +86,25 @@ fn catalog_operations_survive_restart() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Goal: one store at a time has a directory open; a second `Store::open` (here in the same
+/// process) is refused with `Error::DirectoryLocked` (MongoDB's DBPathInUse) and changes nothing.
+#[test]
+fn a_directory_is_open_in_one_store_at_a_time() {
+    let dir = tempdir();
+    let store = Store::open(&dir, StoreOptions::default()).unwrap();
+    store.insert("db", "c", vec![rawdoc! {"_id": 1}], true, Durability::Immediate);
+    let error = Store::open(&dir, StoreOptions::default()).err().expect("a second store opened a locked directory");
+    assert!(matches!(error, Error::DirectoryLocked(_)), "{error:?}");
+    assert_eq!((error.code(), error.code_name()), (98, "DBPathInUse"));
+    assert!(error.to_string().contains(&dir.display().to_string()), "{error}");
+    store.insert("db", "c", vec![rawdoc! {"_id": 2}], true, Durability::Immediate);
+    store.close().unwrap();
+    let store = Store::open(&dir, StoreOptions::default()).unwrap();
+    assert_eq!(store.estimated_document_count("db", "c").unwrap(), 2);
+    store.close().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn ids(documents: &[Document]) -> Vec<i32> {
     documents.iter().map(|d| d.get_i32("_id").unwrap()).collect()
 }

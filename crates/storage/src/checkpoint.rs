@@ -34,19 +34,31 @@ pub(crate) struct CheckpointState {
     pub catalog_block: Option<BlockAddr>,
     pub last_finished: Instant,
     pub log_position_at_last: u64,
+    /// A checkpoint is wanted now, whatever the policy says (after a recovery that replayed
+    /// records); cleared by the next checkpoint that succeeds.
+    pub requested: bool,
 }
 
 impl CheckpointState {
     pub fn new(generation: u64, catalog_block: Option<BlockAddr>) -> CheckpointState {
-        CheckpointState { generation, catalog_block, last_finished: Instant::now(), log_position_at_last: 0 }
+        CheckpointState { generation, catalog_block, last_finished: Instant::now(), log_position_at_last: 0, requested: false }
     }
 }
 
-/// Policy: a checkpoint is due after the interval, or after enough log.
+/// Policy: a checkpoint is due when requested, after the interval, after
+/// `checkpoint_log_bytes` of log, or once the log since the last one is as large as the data
+/// file (and at least `checkpoint_log_floor_bytes`): a checkpoint writes at most the data
+/// file's worth of nodes, so past that point replaying the log would cost more than writing
+/// them, and a small database never carries gigabytes of log.
 pub(crate) fn due(shared: &Shared, durable: &Durable) -> bool {
     let state = durable.checkpoint.lock();
+    let options = &shared.options;
     let log_since = durable.log.appended().saturating_sub(state.log_position_at_last);
-    state.last_finished.elapsed() >= shared.options.checkpoint_interval || log_since >= shared.options.checkpoint_log_bytes
+    let log_outgrew_data = log_since >= options.checkpoint_log_floor_bytes && log_since >= durable.data.allocated_end();
+    state.requested
+        || state.last_finished.elapsed() >= options.checkpoint_interval
+        || log_since >= options.checkpoint_log_bytes
+        || log_outgrew_data
 }
 
 struct Captured {
@@ -73,6 +85,8 @@ pub(crate) fn checkpoint(shared: &Shared) -> Result<()> {
 fn checkpoint_now(shared: &Shared) -> Result<()> {
     let Some(durable) = shared.durable.get() else { return Ok(()) };
     let mut state = durable.checkpoint.lock();
+    // One attempt answers a request: if it fails, the interval and log-size triggers retry.
+    state.requested = false;
     let started = Instant::now();
     let captured = capture(shared, durable)?;
     let release = captured.release.clone();
@@ -86,6 +100,7 @@ fn checkpoint_now(shared: &Shared) -> Result<()> {
             Counters::add(&c.checkpoints, 1);
             Counters::add(&c.checkpoint_bytes, bytes);
             Counters::add(&c.checkpoint_micros, elapsed_micros(started));
+            c.last_checkpoint_unix_millis.store(unix_millis(), Ordering::Relaxed);
             state.last_finished = Instant::now();
             Ok(())
         }
@@ -98,6 +113,11 @@ fn checkpoint_now(shared: &Shared) -> Result<()> {
             Err(error)
         }
     }
+}
+
+fn unix_millis() -> u64 {
+    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn capture(shared: &Shared, durable: &Durable) -> Result<Captured> {

@@ -53,6 +53,10 @@ pub(crate) struct Durable {
     pub data: Arc<DataFile>,
     pub log: Log,
     pub checkpoint: Mutex<CheckpointState>,
+    /// What recovery did when the engine opened.
+    pub recovery: crate::recovery::RecoveryReport,
+    /// The directory's lock, released when the engine's last thread and snapshot are gone.
+    pub _lock: crate::io::LockGuard,
 }
 
 pub(crate) struct Shared {
@@ -164,13 +168,8 @@ impl Shared {
 
     fn run_maintenance(&self) {
         let Some(durable) = self.durable.get() else { return };
-        let mut stop = self.stop_maintenance.lock();
-        while !*stop {
-            self.maintenance_wake.wait_for(&mut stop, self.options.log_sync_interval);
-            if *stop {
-                break;
-            }
-            drop(stop);
+        // The first round runs at once: a checkpoint after recovery is due before any wait.
+        loop {
             // A failed sync stops the log; commits report it, so the loop has nothing to add.
             let _ = durable.log.sync_periodic();
             if crate::checkpoint::due(self, durable) {
@@ -179,7 +178,13 @@ impl Shared {
                 // evictor's buffers are gone too, so this is when freed memory is plentiful.
                 crate::allocator::release_free_memory();
             }
-            stop = self.stop_maintenance.lock();
+            let mut stop = self.stop_maintenance.lock();
+            if !*stop {
+                self.maintenance_wake.wait_for(&mut stop, self.options.log_sync_interval);
+            }
+            if *stop {
+                break;
+            }
         }
     }
 

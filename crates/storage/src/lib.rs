@@ -33,6 +33,7 @@ pub use engine::Engine;
 pub use error::{Error, Result};
 pub use message::{counter_update, Seq, UpdateFn};
 pub use options::{Durability, FlushMode, Options};
+pub use recovery::{RecoveryReport, LOCK_FILE};
 pub use snapshot::{RangeIter, Snapshot};
 pub use stats::Stats;
 pub use transaction::{Transaction, MAX_KEY_BYTES, MAX_VALUE_BYTES};

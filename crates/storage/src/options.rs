@@ -59,6 +59,9 @@ pub struct Options {
     /// rewriting the whole of every randomly written index each time (bio_bench: 256 MiB cost
     /// 14–26% of the insert rate). Recovery replays at most this much log.
     pub checkpoint_log_bytes: u64,
+    /// ...and whenever the log since the last one is at least this large and at least as large
+    /// as the data file (a checkpoint then costs less than replaying that log would).
+    pub checkpoint_log_floor_bytes: u64,
     /// A new log segment starts past this size.
     pub log_segment_bytes: u64,
     /// The log is synced at least this often while `Periodic` commits wait.
@@ -81,6 +84,7 @@ impl Default for Options {
             compression: Compression::Lz4,
             checkpoint_interval: Duration::from_secs(60),
             checkpoint_log_bytes: 2 << 30,
+            checkpoint_log_floor_bytes: 64 << 20,
             log_segment_bytes: 64 << 20,
             log_sync_interval: Duration::from_millis(100),
             partial_eviction: true,
@@ -99,6 +103,7 @@ impl std::fmt::Debug for Options {
             .field("compression", &self.compression)
             .field("checkpoint_interval", &self.checkpoint_interval)
             .field("checkpoint_log_bytes", &self.checkpoint_log_bytes)
+            .field("checkpoint_log_floor_bytes", &self.checkpoint_log_floor_bytes)
             .field("log_segment_bytes", &self.log_segment_bytes)
             .field("partial_eviction", &self.partial_eviction)
             .finish_non_exhaustive()

@@ -7,6 +7,10 @@
 //! 2. Every log record with a sequence number after the checkpoint's is applied again, in order;
 //!    the log's torn tail, if any, is cut (see `wal::replay`).
 //! 3. A new log segment starts for new commits.
+//! 4. If anything was replayed, the maintenance thread checkpoints as soon as the engine starts
+//!    (`CheckpointState::requested`), so that no later start replays it again and the
+//!    segments replayed are removed. Clients do not wait for it; a crash during it leaves the
+//!    previous checkpoint and the whole log, as any failed checkpoint does.
 //!
 //! Corruption found on the way is an error naming what is damaged, never a guess.
 
@@ -21,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::file::allocator::Allocator;
 use crate::file::catalog::Catalog;
 use crate::file::{BlockAddr, DataFile};
-use crate::io::FileSystem;
+use crate::io::{FileSystem, Lock, LockGuard};
 use crate::node::NodeId;
 use crate::options::Options;
 use crate::store::{Disk, NodeStore};
@@ -32,8 +36,24 @@ use crate::wal::Log;
 
 pub const DATA_FILE: &str = "data.strata";
 pub const LOG_DIR: &str = "log";
+/// Held (`FileSystem::try_lock`) by the engine that has the directory open; holds its PID.
+pub const LOCK_FILE: &str = "strata.lock";
+
+/// What the last recovery did, for `Stats` and the server's startup line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Log records applied again (those the checkpoint already had are not counted).
+    pub replayed_records: u64,
+    /// Bytes of log read after the checkpoint, records skipped or not.
+    pub replayed_bytes: u64,
+    /// From opening the directory to the engine ready for commits.
+    pub micros: u64,
+}
 
 pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Result<Shared> {
+    let started = std::time::Instant::now();
+    fs.create_dir_all(dir)?;
+    let lock = lock_directory(fs.as_ref(), dir)?;
     let log_dir = dir.join(LOG_DIR);
     fs.create_dir_all(&log_dir)?;
     let data = Arc::new(DataFile::open(fs.as_ref(), &dir.join(DATA_FILE))?);
@@ -63,14 +83,44 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> 
         }
         None => (CheckpointState::new(0, None), 0),
     };
-    let end = replay(fs.as_ref(), &log_dir, from_segment, |record| apply_record(&shared, record))?;
-    let last_segment = segments(fs.as_ref(), &log_dir)?.last().copied().unwrap_or(end.last_segment);
-    let log = Log::create(Arc::clone(&fs), &log_dir, last_segment + 1, shared.options.log_segment_bytes)?;
-    let durable = Durable { data, log, checkpoint: Mutex::new(checkpoint) };
+    let mut replayed_records = 0;
+    let end = replay(fs.as_ref(), &log_dir, from_segment, |record| {
+        replayed_records += u64::from(apply_record(&shared, record)?);
+        Ok(())
+    })?;
+    let older = older_segments(fs.as_ref(), &log_dir, &end.segment_sizes)?;
+    let last_segment = older.last().map_or(end.last_segment, |(number, _)| *number);
+    let log = Log::create(Arc::clone(&fs), &log_dir, last_segment + 1, shared.options.log_segment_bytes, &older)?;
+    // Replayed work is in memory only: until a checkpoint has it, every later start would
+    // replay it again (and a crash loop would replay all of its history each time).
+    let mut checkpoint = checkpoint;
+    checkpoint.requested = replayed_records > 0;
+    let report = RecoveryReport { replayed_records, replayed_bytes: end.bytes, micros: crate::engine::elapsed_micros(started) };
+    let durable = Durable { data, log, checkpoint: Mutex::new(checkpoint), recovery: report, _lock: lock };
     if shared.durable.set(durable).is_err() {
         return Err(Error::Invariant("engine recovered twice".into()));
     }
     Ok(shared)
+}
+
+/// Takes the directory's lock before anything in it is read, or says who holds it.
+fn lock_directory(fs: &dyn FileSystem, dir: &Path) -> Result<LockGuard> {
+    let pid = std::process::id();
+    let path = dir.join(LOCK_FILE);
+    let locked = fs
+        .try_lock(&path, &pid.to_string())
+        .map_err(|error| Error::Io(format!("cannot lock the data directory {} ({}): {error}", dir.display(), path.display())))?;
+    match locked {
+        Lock::Taken(guard) => Ok(guard),
+        Lock::HeldBy(owner) => {
+            let holder = match owner.parse::<u32>() {
+                Ok(owner) if owner == pid => format!("PID {owner}: this process has it open already"),
+                Ok(owner) => format!("PID {owner}"),
+                Err(_) => format!("PID unknown; {} is locked", path.display()),
+            };
+            Err(Error::DirectoryLocked { dir: dir.display().to_string(), holder })
+        }
+    }
 }
 
 fn load_checkpoint(shared: &Shared, data: &DataFile, catalog: &Catalog, catalog_addr: BlockAddr) -> Result<()> {
@@ -87,11 +137,25 @@ fn load_checkpoint(shared: &Shared, data: &DataFile, catalog: &Catalog, catalog_
     Ok(())
 }
 
-/// Applies one log record again, unless the checkpoint already has it.
-fn apply_record(shared: &Shared, record: Record) -> Result<()> {
+/// Every segment in the log directory with its size: those replay read as it left them, the
+/// others (before the checkpoint's segment, left by a removal that failed) as they are.
+fn older_segments(fs: &dyn FileSystem, log_dir: &Path, replayed: &[(u64, u64)]) -> Result<Vec<(u64, u64)>> {
+    let mut sizes = Vec::new();
+    for number in segments(fs, log_dir)? {
+        let size = match replayed.iter().find(|(n, _)| *n == number) {
+            Some((_, size)) => *size,
+            None => fs.open(&crate::wal::segment_path(log_dir, number), crate::io::OpenMode::Existing)?.len()?,
+        };
+        sizes.push((number, size));
+    }
+    Ok(sizes)
+}
+
+/// Applies one log record again, unless the checkpoint already has it; says whether it did.
+fn apply_record(shared: &Shared, record: Record) -> Result<bool> {
     let visible = shared.visible.load(std::sync::atomic::Ordering::Acquire);
     if record.last_seq() <= visible {
-        return Ok(());
+        return Ok(false);
     }
     let last = record.last_seq();
     match record {
@@ -104,7 +168,7 @@ fn apply_record(shared: &Shared, record: Record) -> Result<()> {
         Record::DropTree { tree, .. } => shared.remove_tree(TreeId(tree))?,
     }
     shared.publish(last);
-    Ok(())
+    Ok(true)
 }
 
 /// Replay runs before the flusher starts, so it flushes full roots itself.

@@ -23,6 +23,8 @@ pub(crate) struct Counters {
     pub checkpoint_failures: AtomicU64,
     pub checkpoint_bytes: AtomicU64,
     pub checkpoint_micros: AtomicU64,
+    /// Wall-clock time of the last checkpoint that succeeded (0: none since the engine opened).
+    pub last_checkpoint_unix_millis: AtomicU64,
     pub tree_lock_wait_micros: AtomicU64,
 }
 
@@ -58,6 +60,7 @@ impl Counters {
             checkpoint_failures: self.checkpoint_failures.load(Relaxed),
             checkpoint_bytes: self.checkpoint_bytes.load(Relaxed),
             checkpoint_micros: self.checkpoint_micros.load(Relaxed),
+            last_checkpoint_unix_millis: Some(self.last_checkpoint_unix_millis.load(Relaxed)).filter(|ms| *ms > 0),
             tree_lock_wait_micros: self.tree_lock_wait_micros.load(Relaxed),
             ..Stats::default()
         }
@@ -100,6 +103,9 @@ pub struct Stats {
     pub checkpoint_bytes: u64,
     /// Time spent in checkpoints, in total.
     pub checkpoint_micros: u64,
+    /// When the last checkpoint succeeded (milliseconds since the Unix epoch); `None` if none
+    /// has since the engine opened.
+    pub last_checkpoint_unix_millis: Option<u64>,
     /// Time commits waited for a tree's lock (held by a background flush step or a reader).
     pub tree_lock_wait_micros: u64,
     /// Accounted bytes of nodes in memory, and the budget they are held to.
@@ -128,9 +134,14 @@ pub struct Stats {
     /// `node_bytes_written` by the height of the node written (0: leaves).
     pub node_bytes_written_by_height: [u64; TRACKED_LEVELS],
     pub log_syncs: u64,
+    /// Log bytes appended since the engine opened.
     pub log_bytes: u64,
+    /// Log bytes on disk (every segment a crash now would leave; checkpoints remove the old).
+    pub log_disk_bytes: u64,
     /// Size of the data file (allocated extent end).
     pub data_file_bytes: u64,
+    /// What recovery did when the engine opened (zeros for an in-memory engine).
+    pub recovery: crate::recovery::RecoveryReport,
 }
 
 /// Fills in the cache, disk and log figures.
@@ -153,6 +164,8 @@ pub(crate) fn add_cache_and_disk(stats: &mut Stats, shared: &crate::engine::Shar
     if let Some(durable) = shared.durable.get() {
         stats.log_syncs = durable.log.syncs();
         stats.log_bytes = durable.log.appended();
+        stats.log_disk_bytes = durable.log.disk_bytes();
+        stats.recovery = durable.recovery;
         stats.data_file_bytes = durable.data.allocated_end();
     }
 }

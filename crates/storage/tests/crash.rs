@@ -353,3 +353,141 @@ fn a_failed_checkpoint_is_counted_and_costs_no_commit() {
     println!("{calls} calls in a checkpoint; after {retried} failures the next checkpoint succeeded");
     assert!(retried > 0, "no failed checkpoint was retried successfully");
 }
+
+/// Waits for the checkpoint the maintenance thread starts after a recovery that replayed
+/// records (succeeded or failed); false if none came.
+fn wait_for_checkpoint_attempt(engine: &Engine) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        let stats = engine.stats();
+        if stats.checkpoints + stats.checkpoint_failures > 0 {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    false
+}
+
+/// After a crash, recovery replays the log and the maintenance thread checkpoints what it
+/// replayed. Power lost at any I/O call of that recovery and checkpoint costs no acknowledged
+/// commit, and the start after it replays no more than the one before.
+#[test]
+fn power_loss_during_the_checkpoint_after_recovery_keeps_everything() {
+    let steps = workload(5, 100);
+    let disk = SimFs::new();
+    let (states, acked) = run(&disk, &steps);
+    assert_eq!(acked, 100);
+    let expected = &states[acked];
+    // Every commit was synced, so any crash image holds them all; seed 11 is one of them.
+    let open = |image: &SimFs| Engine::open_with(Arc::new(image.clone()), Path::new("/db"), options());
+    let clean = disk.crash(11);
+    let engine = open(&clean).expect("clean recovery");
+    let replayed = engine.stats().recovery.replayed_records;
+    assert!(replayed > 0, "the workload left nothing to replay");
+    assert!(wait_for_checkpoint_attempt(&engine), "no checkpoint after a recovery that replayed {replayed} records");
+    assert_eq!(engine.stats().checkpoints, 1, "the checkpoint after recovery failed on a clean disk");
+    assert_eq!(contents(&engine).as_ref(), Some(expected));
+    let calls = clean.calls();
+    std::mem::forget(engine);
+    // Once checkpointed, the next start replays nothing.
+    let engine = open(&clean.crash(12)).expect("recovery after the checkpoint");
+    assert_eq!(engine.stats().recovery.replayed_records, 0, "the checkpoint after recovery did not cover the replay");
+    std::mem::forget(engine);
+
+    println!("recovery and its checkpoint make {calls} I/O calls; power loss before each, 2 crash seeds each");
+    for call in 0..calls {
+        let image = disk.crash(11);
+        image.fail_from(call, Fault::Eio);
+        if let Ok(engine) = open(&image) {
+            wait_for_checkpoint_attempt(&engine);
+            std::mem::forget(engine);
+        }
+        for seed in 0..2 {
+            let what = format!("power loss at call {call} of recovery, crash seed {seed}");
+            let engine = open(&image.crash(seed)).unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
+            engine.verify().unwrap_or_else(|e| panic!("{what}: verify: {e}"));
+            assert_eq!(contents(&engine).as_ref(), Some(expected), "{what}: contents");
+            let again = engine.stats().recovery.replayed_records;
+            assert!(again <= replayed, "{what}: replayed {again} records, more than the first recovery's {replayed}");
+            std::mem::forget(engine);
+        }
+    }
+}
+
+/// A crash loop: each cycle opens the engine on what the last crash left, commits a few
+/// records, and loses power. Restart work (records replayed) and the log on disk stay bounded
+/// by one cycle's work however many cycles have run, and no acknowledged commit is lost.
+#[test]
+fn a_crash_loop_replays_only_recent_work_and_keeps_the_log_small() {
+    const CYCLES: u64 = 60;
+    const COMMITS: u32 = 25;
+    let mut disk = SimFs::new();
+    let mut model = Model::default();
+    let mut worst_log = 0u64;
+    for cycle in 0..CYCLES {
+        let engine = Engine::open_with(Arc::new(disk.clone()), Path::new("/db"), options())
+            .unwrap_or_else(|e| panic!("cycle {cycle}: recovery failed: {e}"));
+        engine.verify().unwrap_or_else(|e| panic!("cycle {cycle}: verify: {e}"));
+        assert_eq!(contents(&engine).as_ref(), Some(&model), "cycle {cycle}: an acknowledged commit is missing");
+        let stats = engine.stats();
+        // The previous cycle's commits, its tree creation and nothing older.
+        assert!(
+            stats.recovery.replayed_records <= u64::from(COMMITS) + 2,
+            "cycle {cycle}: replayed {} records after a cycle of {COMMITS} commits",
+            stats.recovery.replayed_records
+        );
+        if stats.recovery.replayed_records > 0 {
+            assert!(wait_for_checkpoint_attempt(&engine), "cycle {cycle}: no checkpoint after recovery");
+        }
+        worst_log = worst_log.max(engine.stats().log_disk_bytes);
+        let tree = engine.tree("left").unwrap_or_else(|| engine.create_tree("left").expect("tree"));
+        for i in 0..COMMITS {
+            let key = numbered_key(cycle as u32 * COMMITS + i);
+            let mut txn = engine.begin();
+            txn.put(tree, key.clone(), vec![7; 30]);
+            txn.commit(Durability::Immediate).expect("commit");
+            model[0].insert(key, vec![7; 30]);
+        }
+        std::mem::forget(engine);
+        disk = disk.crash(cycle);
+    }
+    // Each cycle writes well under a kilobyte of log per commit; the log holds about one cycle.
+    println!("{CYCLES} crash cycles: at most {worst_log} bytes of log on disk after a recovery's checkpoint");
+    assert!(worst_log <= u64::from(COMMITS) * 1024, "the log grew to {worst_log} bytes");
+}
+
+/// A small database that is written over and over never carries much more log than data: a
+/// checkpoint starts once the log since the last one passes the data file's size (above the
+/// floor), long before the interval or the absolute log trigger.
+#[test]
+fn the_log_is_checkpointed_away_once_it_outgrows_the_data() {
+    let options = Options {
+        checkpoint_interval: std::time::Duration::from_secs(3600),
+        checkpoint_log_floor_bytes: 16 << 10,
+        log_sync_interval: std::time::Duration::from_millis(2),
+        ..options()
+    };
+    let disk = SimFs::new();
+    let engine = Engine::open_with(Arc::new(disk.clone()), Path::new("/db"), options).expect("open");
+    let tree = engine.create_tree("left").expect("tree");
+    let mut worst = 0;
+    for round in 0..10_000u32 {
+        let mut txn = engine.begin();
+        // Forty keys rewritten again and again: the data stays a few KiB, the log grows.
+        txn.put(tree, numbered_key(round % 40), vec![round as u8; 400]);
+        txn.commit(Durability::Immediate).expect("commit");
+        worst = worst.max(engine.stats().log_disk_bytes);
+    }
+    let stats = engine.stats();
+    println!(
+        "{} bytes of log appended, {} checkpoints, log on disk at most {worst} bytes, data file {} bytes",
+        stats.log_bytes, stats.checkpoints, stats.data_file_bytes
+    );
+    assert!(stats.checkpoints > 0, "no checkpoint after {} bytes of log", stats.log_bytes);
+    // The trigger is the data file's size; a checkpoint's own run and the segment it rotates
+    // away from add at most as much again.
+    let bound = 2 * stats.data_file_bytes.max(16 << 10);
+    assert!(worst <= bound, "the log on disk reached {worst} bytes, data file {}", stats.data_file_bytes);
+    assert!(worst < stats.log_bytes / 4, "the log on disk reached {worst} of {} bytes appended", stats.log_bytes);
+    engine.close().expect("close");
+}

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use bson::{doc, DateTime, Document, RawDocumentBuf};
+use bson::{doc, Bson, DateTime, Document, RawDocumentBuf};
 
 use crate::command::Command;
 use crate::commands::{build_info::VERSION, reply};
@@ -75,6 +75,14 @@ pub fn stats_document(stats: &storage::Stats) -> Document {
         "checkpointFailures": n(stats.checkpoint_failures),
         "checkpointBytes": n(stats.checkpoint_bytes),
         "checkpointMicros": n(stats.checkpoint_micros),
+        "lastCheckpoint": stats
+            .last_checkpoint_unix_millis
+            .map_or(Bson::Null, |ms| Bson::DateTime(DateTime::from_millis(n(ms)))),
+        "recovery": {
+            "micros": n(stats.recovery.micros),
+            "replayedRecords": n(stats.recovery.replayed_records),
+            "replayedBytes": n(stats.recovery.replayed_bytes),
+        },
         "cache": {
             "usedBytes": n(stats.cache_used_bytes),
             "budgetBytes": n(stats.cache_budget_bytes),
@@ -93,6 +101,7 @@ pub fn stats_document(stats: &storage::Stats) -> Document {
         "nodeBytesWrittenByHeight": levels(&stats.node_bytes_written_by_height),
         "logSyncs": n(stats.log_syncs),
         "logBytes": n(stats.log_bytes),
+        "logDiskBytes": n(stats.log_disk_bytes),
         "dataFileBytes": n(stats.data_file_bytes),
     }
 }

@@ -44,6 +44,7 @@ use std::sync::Arc;
 pub use real::RealFs;
 pub use sim::{Fault, SimFs};
 
+
 /// How [`FileSystem::open`] treats a path that does or does not exist yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpenMode {
@@ -72,6 +73,37 @@ pub trait FileSystem: Send + Sync + 'static {
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// Whether `path` names a file or directory.
     fn exists(&self, path: &Path) -> io::Result<bool>;
+    /// Takes the exclusive lock on `path` (a lock file, created if missing) for as long as the
+    /// returned guard lives, writing `owner` into it; or reports who holds it. The lock belongs
+    /// to the open file, not the process: a second `try_lock` in the same process is refused
+    /// too, and the operating system releases it when the process dies (`kill -9` leaves no
+    /// stale lock). Errors are the ones that keep the lock from being taken at all.
+    fn try_lock(&self, path: &Path, owner: &str) -> io::Result<Lock>;
+}
+
+/// The outcome of [`FileSystem::try_lock`].
+pub enum Lock {
+    /// The lock is ours until the guard is dropped.
+    Taken(LockGuard),
+    /// Someone holds it; what they wrote as `owner` (empty if they had not written it yet).
+    HeldBy(String),
+}
+
+/// A held lock, released when dropped.
+pub struct LockGuard {
+    _held: Box<dyn Send + Sync>,
+}
+
+impl LockGuard {
+    pub(crate) fn new(held: Box<dyn Send + Sync>) -> LockGuard {
+        LockGuard { _held: held }
+    }
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("LockGuard")
+    }
 }
 
 /// An open file. All I/O is positional; there is no cursor.

@@ -14,7 +14,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{File, FileSystem, OpenMode};
+use super::{File, FileSystem, Lock, LockGuard, OpenMode};
 
 /// The operating system's file system.
 #[derive(Clone, Copy, Debug, Default)]
@@ -69,6 +69,28 @@ impl FileSystem for RealFs {
 
     fn exists(&self, path: &Path) -> io::Result<bool> {
         fs::exists(path)
+    }
+
+    /// `flock(LOCK_EX | LOCK_NB)` through std's `File::try_lock`: the lock belongs to this
+    /// open file description, so it conflicts with another open of the same file in this
+    /// process too, and the kernel drops it with the last descriptor (process death included).
+    fn try_lock(&self, path: &Path, owner: &str) -> io::Result<Lock> {
+        let file = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+        match file.try_lock() {
+            Ok(()) => {
+                // The owner is for people reading a refusal; it needs no sync.
+                file.set_len(0)?;
+                file.write_all_at(owner.as_bytes(), 0)?;
+                Ok(Lock::Taken(LockGuard::new(Box::new(file))))
+            }
+            Err(fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                // The holder may not have written its name yet: then it is unknown, not an error.
+                let _ = io::Read::read_to_string(&mut &file, &mut holder);
+                Ok(Lock::HeldBy(holder.trim().to_string()))
+            }
+            Err(fs::TryLockError::Error(error)) => Err(error),
+        }
     }
 }
 

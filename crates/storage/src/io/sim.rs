@@ -60,7 +60,7 @@ use parking_lot::Mutex;
 use self::image::{Image, Outcomes};
 use self::namespace::{Change, Entry, Inode, Journal, Namespace, parent};
 use self::rng::Rng;
-use super::{File, FileSystem, OpenMode};
+use super::{File, FileSystem, Lock, LockGuard, OpenMode};
 
 const ENOENT: i32 = 2;
 const EIO: i32 = 5;
@@ -114,6 +114,8 @@ struct State {
     journal: Journal,
     calls: u64,
     faults: Faults,
+    /// Paths locked with `try_lock`, and the owner each holder wrote.
+    locks: BTreeMap<PathBuf, String>,
 }
 
 /// An open simulated file.
@@ -155,6 +157,7 @@ impl State {
             journal: Journal::default(),
             calls: 0,
             faults: Faults::default(),
+            locks: BTreeMap::new(),
         }
     }
 
@@ -378,6 +381,32 @@ impl FileSystem for SimFs {
         let mut state = self.state.lock();
         state.call_ok()?;
         Ok(state.live.entry(&normalize(path)?) != Entry::Missing)
+    }
+
+    /// Locks live in the state, not in files: a crash makes a state with none held (the
+    /// process that held them is gone). The lock file is created like any file.
+    fn try_lock(&self, path: &Path, owner: &str) -> io::Result<Lock> {
+        let path = normalize(path)?;
+        self.open(&path, OpenMode::Create)?;
+        let mut state = self.state.lock();
+        state.call_ok()?;
+        if let Some(holder) = state.locks.get(&path) {
+            return Ok(Lock::HeldBy(holder.clone()));
+        }
+        state.locks.insert(path.clone(), owner.to_string());
+        Ok(Lock::Taken(LockGuard::new(Box::new(SimLock { state: Arc::clone(&self.state), path }))))
+    }
+}
+
+/// A lock held in a [`SimFs`]; dropping it releases it.
+struct SimLock {
+    state: Arc<Mutex<State>>,
+    path: PathBuf,
+}
+
+impl Drop for SimLock {
+    fn drop(&mut self) {
+        self.state.lock().locks.remove(&self.path);
     }
 }
 

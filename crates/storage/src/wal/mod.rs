@@ -54,6 +54,9 @@ struct State {
     periodic_wanted: u64,
     syncing: bool,
     failed: Option<String>,
+    /// The sizes of the segments before the current one still on disk (what replay would read
+    /// after a crash, if no checkpoint removes them first).
+    older_segments: std::collections::BTreeMap<u64, u64>,
 }
 
 pub struct Log {
@@ -66,8 +69,16 @@ pub struct Log {
 }
 
 impl Log {
-    /// Starts a new segment numbered `segment` for appends.
-    pub fn create(fs: Arc<dyn FileSystem>, dir: &Path, segment: u64, segment_bytes: u64) -> Result<Log> {
+    /// Starts a new segment numbered `segment` for appends; `older_segments` are the numbers and
+    /// sizes of those already in `dir` (counted in [`Log::disk_bytes`] until removed).
+    pub fn create(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        segment: u64,
+        segment_bytes: u64,
+        older_segments: &[(u64, u64)],
+    ) -> Result<Log> {
+        debug_assert!(older_segments.iter().all(|(number, _)| *number < segment), "a new segment comes after every old one");
         let file = fs.open(&segment_path(dir, segment), OpenMode::Create)?;
         file.set_len(0)?;
         fs.sync_dir(dir)?;
@@ -82,6 +93,7 @@ impl Log {
             periodic_wanted: 0,
             syncing: false,
             failed: None,
+            older_segments: older_segments.iter().copied().collect(),
         };
         Ok(Log { fs, dir: dir.to_path_buf(), segment_bytes, state: Mutex::new(state), synced: Condvar::new(), sync_count: Default::default() })
     }
@@ -116,6 +128,13 @@ impl Log {
 
     pub fn appended(&self) -> u64 {
         self.state.lock().appended
+    }
+
+    /// Bytes of log on disk, or about to be written to the current segment: what a crash now
+    /// would leave to replay if no checkpoint had run since the oldest segment.
+    pub fn disk_bytes(&self) -> u64 {
+        let state = self.state.lock();
+        state.older_segments.values().sum::<u64>() + state.file_offset + state.buffer.len() as u64
     }
 
     pub fn syncs(&self) -> u64 {
@@ -199,6 +218,7 @@ impl Log {
         if removed {
             self.fs.sync_dir(&self.dir)?;
         }
+        self.state.lock().older_segments.retain(|number, _| *number >= segment);
         Ok(())
     }
 
@@ -234,6 +254,8 @@ impl Log {
         let file = self.fs.open(&segment_path(&self.dir, next), OpenMode::Create)?;
         file.set_len(0)?;
         self.fs.sync_dir(&self.dir)?;
+        let finished = state.file_offset;
+        state.older_segments.insert(state.segment, finished);
         state.file = file;
         state.segment = next;
         state.file_offset = 0;

@@ -13,9 +13,12 @@ use crate::io::{FileSystem, OpenMode};
 use crate::wal::record::{read_frame, Record};
 use crate::wal::{parse_segment_name, segment_path};
 
-/// Where replay stopped: the last segment number seen.
+/// What replay read: the last segment number seen, each segment's size as left (after any
+/// cut), and the bytes of the records handed to `apply`.
 pub struct ReplayEnd {
     pub last_segment: u64,
+    pub segment_sizes: Vec<(u64, u64)>,
+    pub bytes: u64,
 }
 
 pub fn segments(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<u64>> {
@@ -33,6 +36,8 @@ pub fn replay(
 ) -> Result<ReplayEnd> {
     let numbers: Vec<u64> = segments(fs, dir)?.into_iter().filter(|n| *n >= from_segment).collect();
     let mut cut_at: Option<(u64, u64)> = None;
+    let mut bytes_read = 0u64;
+    let mut segment_sizes = Vec::with_capacity(numbers.len());
     for &number in &numbers {
         let file = fs.open(&segment_path(dir, number), OpenMode::Existing)?;
         let len = usize::try_from(file.len()?).map_err(|_| Error::Corruption("log segment too large".into()))?;
@@ -47,15 +52,17 @@ pub fn replay(
             }
             apply(record)?;
             at += frame_len;
+            bytes_read += frame_len as u64;
         }
         if at < len && cut_at.is_none() {
             cut_at = Some((number, at as u64));
         }
+        segment_sizes.push((number, if cut_at.is_some_and(|(cut, _)| cut == number) { at as u64 } else { len as u64 }));
     }
     if let Some((segment, offset)) = cut_at {
         let file = fs.open(&segment_path(dir, segment), OpenMode::Existing)?;
         file.set_len(offset)?;
         file.sync()?;
     }
-    Ok(ReplayEnd { last_segment: numbers.last().copied().unwrap_or(from_segment) })
+    Ok(ReplayEnd { last_segment: numbers.last().copied().unwrap_or(from_segment), segment_sizes, bytes: bytes_read })
 }
