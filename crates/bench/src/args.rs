@@ -29,6 +29,13 @@ pub enum BenchCommand {
     /// Seed post 004: {field1, field2, date, n} with three indexes; two concurrent inserters from
     /// the two ends of the range, then a select client querying field1 and field2.
     Stores(StoresArgs),
+    /// The front door: ping, insert_one and find_one one call at a time from one connection;
+    /// calls/s and the server's CPU per call (from /proc), optionally beside a baseline binary
+    /// started in the same run.
+    Roundtrip(RoundtripArgs),
+    /// Many clients: N connections each inserting one document per call, w:1 and j:true; the
+    /// total rate, p50/p99 latency and commits per log sync at each N.
+    Clients(ClientsArgs),
     /// Print two results files side by side, with B/A ratios.
     Compare(CompareArgs),
 }
@@ -41,6 +48,8 @@ impl BenchCommand {
             BenchCommand::Pets(_) => "pets",
             BenchCommand::Iibench(_) => "iibench",
             BenchCommand::Stores(_) => "stores",
+            BenchCommand::Roundtrip(_) => "roundtrip",
+            BenchCommand::Clients(_) => "clients",
             BenchCommand::Compare(_) => "compare",
         }
     }
@@ -52,6 +61,8 @@ impl BenchCommand {
             BenchCommand::Pets(args) => Some(&args.common),
             BenchCommand::Iibench(args) => Some(&args.common),
             BenchCommand::Stores(args) => Some(&args.common),
+            BenchCommand::Roundtrip(args) => Some(&args.common),
+            BenchCommand::Clients(args) => Some(&args.common),
             BenchCommand::Compare(_) => None,
         }
     }
@@ -77,6 +88,9 @@ pub struct CommonArgs {
     /// its page cache included, e.g. 256MiB. Needs root and a writable cgroup memory controller.
     #[arg(long, value_parser = crate::size::checked_size)]
     pub memory_limit: Option<String>,
+    /// Passed to `strata serve --max-connections`.
+    #[arg(long)]
+    pub max_connections: Option<usize>,
     /// Passed to `strata serve --cache-size` (e.g. 128MiB).
     #[arg(long, value_parser = crate::size::checked_size)]
     pub cache_size: Option<String>,
@@ -200,6 +214,41 @@ pub struct PetsArgs {
     pub queries: u64,
     #[arg(long, value_enum, default_value = "w1")]
     pub write_concern: WriteMode,
+}
+
+#[derive(Args, Debug)]
+pub struct RoundtripArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Calls of each kind per round (--scale multiplies them).
+    #[arg(long, default_value_t = 20_000)]
+    pub calls: u64,
+    /// Rounds; with --baseline, each round measures both servers, alternating which goes first.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: u64,
+    /// Another strata binary (e.g. an older build) to start beside the server under test and
+    /// measure in the same run; ratios are server under test / baseline.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ClientsArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Connection counts to measure, in order.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,16,64,256")]
+    pub connections: Vec<u64>,
+    /// Seconds each level inserts for.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "w1,j")]
+    pub write_concerns: Vec<WriteMode>,
+    /// Before the levels, open this many connections that each say hello once and then stay
+    /// silent, and report the server's memory per idle connection and its threads (the server
+    /// must run on this machine; its connection limit must allow them: `--max-connections`).
+    #[arg(long, default_value_t = 0)]
+    pub idle: u64,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,6 +15,9 @@ const DEFAULT_INTERVAL_DOCS: u64 = 100_000;
 
 pub struct Context {
     pub client: Client,
+    /// The server's URI (`--uri`, or the started server's), for workloads that open clients of
+    /// their own.
+    pub uri: String,
     pub common: CommonArgs,
     pub progress: Progress,
     pub results: RunResults,

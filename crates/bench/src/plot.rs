@@ -51,7 +51,12 @@ fn draw_on<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, results: &RunResult
         .iter()
         .flat_map(|series| series.intervals.iter().map(|interval| interval.rate))
         .fold(1.0_f64, f64::max);
-    let title = format!("strata bench {}: insert rate by documents inserted", results.workload);
+    // `clients` puts connections on the x axis and each level's total rate on the y axis.
+    let (x_axis, y_axis) = match results.workload.as_str() {
+        "clients" => ("connections", "inserts/s (all connections)"),
+        _ => ("documents inserted", "inserts/s (per interval)"),
+    };
+    let title = format!("strata bench {}: insert rate by {x_axis}", results.workload);
     let subtitle = format!("server {} · {}", results.server.version(), results.machine.summary());
     let (header, body) = root.split_vertically(60);
     header.draw(&Text::new(title, (20, 8), ("sans-serif", 22))).map_err(error)?;
@@ -66,8 +71,8 @@ fn draw_on<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, results: &RunResult
         .map_err(error)?;
     chart
         .configure_mesh()
-        .x_desc("documents inserted")
-        .y_desc("inserts/s (per interval)")
+        .x_desc(x_axis)
+        .y_desc(y_axis)
         .x_label_formatter(&|docs| thousands(*docs))
         .y_label_formatter(&|rate| thousands(*rate as u64))
         .label_style(("sans-serif", 13))

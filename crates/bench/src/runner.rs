@@ -49,7 +49,7 @@ pub async fn execute(command: BenchCommand) -> anyhow::Result<()> {
         measurements: Vec::new(),
         errors: Vec::new(),
     };
-    let mut context = Context { client, common, progress: Progress::new(), results };
+    let mut context = Context { client, uri: target.uri().to_owned(), common, progress: Progress::new(), results };
     context.progress.println(&format!(
         "strata bench {workload}: server {} at {}; results in {}",
         context.results.server.version(),

@@ -144,6 +144,9 @@ impl Spawned {
             "--port".to_owned(),
             port.to_string(),
         ];
+        if let Some(max_connections) = common.max_connections {
+            args.extend(["--max-connections".to_owned(), max_connections.to_string()]);
+        }
         if let Some(cache_size) = &common.cache_size {
             args.extend(["--cache-size".to_owned(), cache_size.clone()]);
         }

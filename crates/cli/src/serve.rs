@@ -19,10 +19,14 @@ use crate::options::{Resolved, ServeArgs};
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     init_logging();
     let options = args.resolve()?;
+    raise_file_limit(options.max_connections);
     std::fs::create_dir_all(&options.dbpath)
         .with_context(|| format!("creating data directory {}", options.dbpath.display()))?;
+    // Every active connection is served by a thread of the blocking pool (see the server's
+    // `connection` module), so the pool must hold one per connection the server accepts.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(options.max_connections + 64)
         .thread_name("strata-io")
         .build()
         .context("starting the async runtime")?;
@@ -116,6 +120,24 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => info!("SIGINT received"),
         () = terminate => info!("SIGTERM received"),
+    }
+}
+
+/// Each connection is a socket: raise the soft limit on open files to the hard one (as mongod
+/// asks of its service file), and warn when even that cannot hold `max_connections`.
+fn raise_file_limit(max_connections: usize) {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current != limit.maximum {
+        let raised = Rlimit { current: limit.maximum, maximum: limit.maximum };
+        if let Err(error) = setrlimit(Resource::Nofile, raised) {
+            tracing::warn!(%error, "cannot raise the open-file limit");
+        }
+    }
+    let current = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
+    // The data file, the log, the listener and the runtime need a few dozen more.
+    if current < max_connections as u64 + 64 {
+        tracing::warn!(open_file_limit = current, max_connections, "the open-file limit is below the connection limit: connections past it will be refused");
     }
 }
 

@@ -37,7 +37,8 @@ fn check_files(out: &Path, name: &str) -> Value {
     let interval_rows = csv.lines().filter(|line| line.starts_with("interval_rate,")).count();
     assert!(interval_rows >= json["series"].as_array().unwrap().len(), "{csv}");
     let svg = std::fs::read_to_string(file("svg")).unwrap();
-    assert!(svg.starts_with("<svg") && svg.contains("documents inserted"), "not an SVG plot");
+    let x_axis = if json["workload"] == "clients" { "connections" } else { "documents inserted" };
+    assert!(svg.starts_with("<svg") && svg.contains(x_axis), "not an SVG plot");
     let png = std::fs::read(file("png")).unwrap();
     assert!(png.len() > 10_000 && png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG plot");
     assert_eq!(json["errors"], Value::Array(vec![]), "errors in {name}");
@@ -123,6 +124,47 @@ fn pets() {
         ],
     );
     assert!(measurement(&json, "batches of 1000, index on number", "range query on number, mean") > 0.0);
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// Goal: roundtrip measures ping, insert_one and find_one on the server under test and on a
+/// baseline binary started in the same run (here the same binary), with the server's CPU per
+/// call read from /proc for both.
+#[test]
+fn roundtrip() {
+    let out = temp_dir("bench-roundtrip");
+    let binary = env!("CARGO_BIN_EXE_strata");
+    let json = run_workload(&out, "roundtrip", &["roundtrip", "--calls", "300", "--rounds", "2", "--baseline", binary]);
+    for server in ["strata", "baseline"] {
+        for operation in ["ping", "insert_one", "find_one"] {
+            assert!(measurement(&json, server, &format!("{operation} calls/s")) > 0.0, "{server} {operation}");
+            assert!(measurement(&json, server, &format!("{operation} server cpu")) >= 0.0, "{server} {operation}");
+        }
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// Goal: clients runs each level with w:1 and j:true, every insert counted by the server (the
+/// workload checks), one plotted point per level; idle connections are measured.
+#[test]
+fn clients() {
+    let out = temp_dir("bench-clients");
+    let json = run_workload(&out, "clients", &["clients", "--connections", "1,8", "--seconds", "0.3", "--idle", "200"]);
+    let series = json["series"].as_array().unwrap();
+    assert_eq!(series.len(), 2);
+    for series in series {
+        let points: Vec<u64> = series["intervals"].as_array().unwrap().iter().map(|i| i["docs"].as_u64().unwrap()).collect();
+        assert_eq!(points, vec![1, 8], "{series}");
+    }
+    for concern in ["w:1", "j:true"] {
+        assert!(measurement(&json, concern, "8 connections, inserts/s") > 0.0, "{concern}");
+        assert!(measurement(&json, concern, "8 connections, p99") > 0.0, "{concern}");
+    }
+    assert!(measurement(&json, "j:true", "8 connections, commits per log sync") >= 1.0);
+    // Idle connections hold no thread: once the pool's keep-alive has passed, the server has no
+    // more threads than before they connected.
+    let threads = measurement(&json, "idle", "200 idle connections, server threads");
+    assert!(threads <= measurement(&json, "idle", "server threads before") + 2.0, "{threads} threads for idle connections");
     std::fs::remove_dir_all(&out).unwrap();
 }
 

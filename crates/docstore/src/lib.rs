@@ -195,21 +195,31 @@ impl Store {
     // Writes.
 
     /// Inserts documents (creating the collection if needed); errors by position.
+    /// Inserts documents; with `Durability::Immediate`, every document inserted (even when
+    /// others failed) is durable before this returns, or `durability_error` says why not.
     pub fn insert(&self, db: &str, name: &str, documents: Vec<RawDocumentBuf>, ordered: bool, durability: Durability) -> InsertOutcome {
-        self.inner.insert(db, name, documents, ordered, durability)
+        let mut outcome = self.inner.insert(db, name, documents, ordered, durability);
+        outcome.durability_error = self.inner.make_durable(durability).err();
+        outcome
     }
 
     pub fn update(&self, db: &str, name: &str, request: &UpdateRequest, durability: Durability) -> Result<UpdateOutcome> {
-        self.inner.update(db, name, request, durability)
+        let outcome = self.inner.update(db, name, request, durability);
+        self.inner.make_durable(durability)?;
+        outcome
     }
 
     /// Returns how many documents were deleted.
     pub fn delete(&self, db: &str, name: &str, request: &DeleteRequest, durability: Durability) -> Result<u64> {
-        self.inner.delete(db, name, request, durability)
+        let outcome = self.inner.delete(db, name, request, durability);
+        self.inner.make_durable(durability)?;
+        outcome
     }
 
     pub fn find_and_modify(&self, db: &str, name: &str, request: &FindAndModifyRequest, durability: Durability) -> Result<FindAndModifyOutcome> {
-        self.inner.find_and_modify(db, name, request, durability)
+        let outcome = self.inner.find_and_modify(db, name, request, durability);
+        self.inner.make_durable(durability)?;
+        outcome
     }
 
     // Reads.

@@ -39,6 +39,16 @@ pub struct Locked {
 }
 
 impl Inner {
+    /// Makes the document writes committed so far as durable as `durability` asks, once their
+    /// collection locks are released (see `write::under_lock`): for `Immediate`, a log sync
+    /// that concurrent writers share.
+    pub fn make_durable(&self, durability: Durability) -> Result<()> {
+        match durability {
+            Durability::Immediate => Ok(self.engine.sync()?),
+            Durability::Periodic | Durability::None => Ok(()),
+        }
+    }
+
     pub fn open(engine: Engine, options: StoreOptions) -> Result<Inner> {
         let catalog_tree = ensure_tree(&engine, catalog::CATALOG_TREE)?;
         let counts_tree = ensure_tree(&engine, catalog::COUNTS_TREE)?;

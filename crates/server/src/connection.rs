@@ -1,17 +1,27 @@
 //! One client connection: read bytes, cut frames, run commands one at a time, write replies.
 //!
+//! A connection lives in two modes. Idle, it is a tokio task waiting for its socket to become
+//! readable: no thread, and no buffer unless a message is half received, so ten thousand idle
+//! clients cost a task and a socket each. When bytes arrive, the socket moves (blocking) onto
+//! a thread of the runtime's blocking pool for a *burst*: that thread reads, runs each command
+//! (`dispatch::run`, on the same thread) and writes each reply, with no hand-off between
+//! threads per command, until the client has sent nothing for `IDLE_AFTER`; then the socket
+//! goes back to the task. A command that waits (a `j:true` commit for its log sync, a long
+//! scan) blocks only its own connection's thread; other connections have their own.
+//!
 //! Invariants: the read buffer grows only with bytes actually received (at most doubling, so
 //! a header that claims 48 MB costs nothing until the bytes come); a frame the decoder cannot
 //! cut or a message that cannot be answered closes this connection with a log line and
 //! nothing else; commands of one connection run in order, as the protocol requires. A request
 //! with `moreToCome` runs and gets no reply. On shutdown the connection finishes the request
-//! it is running, then closes.
+//! it is running, then closes (a burst notices within `IDLE_AFTER`).
 
+use std::io::{Read, Write};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bson::RawDocumentBuf;
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
@@ -24,11 +34,32 @@ use crate::state::{ConnectionInfo, Shared};
 
 const INITIAL_BUFFER_BYTES: usize = 16 * 1024;
 
+/// A burst ends after this long without a request: the thread goes back to the pool. Clients
+/// sending one command per call send the next within a round trip, far sooner.
+const IDLE_AFTER: Duration = Duration::from_millis(50);
+
 /// What to do after one frame.
 enum Outcome {
     Reply(Vec<u8>),
     NoReply,
     Close,
+}
+
+/// How a burst ended.
+enum Burst {
+    /// Nothing received for `IDLE_AFTER`: wait for the socket as a task again.
+    Idle,
+    /// The client left or sent something unusable, or the server is shutting down.
+    Close,
+}
+
+/// One connection's state, carried between its idle task and its bursts.
+struct Session {
+    shared: Arc<Shared>,
+    info: ConnectionInfo,
+    limits: Limits,
+    buffer: BytesMut,
+    shutdown: watch::Receiver<bool>,
 }
 
 /// Serve one connection until the client leaves, sends something unusable, or the server shuts
@@ -37,53 +68,140 @@ pub async fn serve(
     mut stream: TcpStream,
     shared: Arc<Shared>,
     info: ConnectionInfo,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) {
-    let limits = Limits::default();
-    let mut buffer = BytesMut::with_capacity(INITIAL_BUFFER_BYTES);
+    let mut session = Session { shared, info, limits: Limits::default(), buffer: BytesMut::new(), shutdown };
     loop {
-        match wire::decode_frame(&buffer, &limits) {
-            Ok(Some((frame, consumed))) => {
-                buffer.advance(consumed);
-                match handle_frame(&shared, &info, frame, &limits).await {
-                    Outcome::Reply(bytes) => {
-                        if let Err(error) = stream.write_all(&bytes).await {
-                            debug!(connection = info.id, %error, "write failed; closing");
-                            return;
-                        }
-                    }
-                    Outcome::NoReply => {}
-                    Outcome::Close => return,
-                }
-                continue;
-            }
-            Ok(None) => {}
-            Err(error) => {
-                warn!(connection = info.id, peer = %info.peer, %error, "malformed message; closing connection");
-                return;
-            }
-        }
-        if *shutdown.borrow() {
+        if *session.shutdown.borrow() {
             return;
         }
-        reserve_for_next(&mut buffer, &limits);
         tokio::select! {
-            read = stream.read_buf(&mut buffer) => match read {
-                Ok(0) => {
-                    if !buffer.is_empty() {
-                        debug!(connection = info.id, pending = buffer.len(), "client closed mid-message");
-                    }
-                    return;
-                }
-                Ok(_) => {}
+            ready = stream.readable() => if let Err(error) = ready {
+                debug!(connection = session.info.id, %error, "socket failed; closing");
+                return;
+            },
+            _ = session.shutdown.changed() => return,
+        }
+        let blocking = match to_blocking(stream) {
+            Ok(blocking) => blocking,
+            Err(error) => {
+                debug!(connection = session.info.id, %error, "cannot serve the socket; closing");
+                return;
+            }
+        };
+        let burst = tokio::task::spawn_blocking(move || {
+            let end = session.burst(&blocking);
+            (session, blocking, end)
+        });
+        let (returned, blocking, end) = match burst.await {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                // Handlers' panics are caught in dispatch; this is one in the framing itself.
+                warn!(%error, "connection thread failed; closing connection");
+                return;
+            }
+        };
+        session = returned;
+        match end {
+            Burst::Close => return,
+            Burst::Idle => match to_async(blocking) {
+                Ok(back) => stream = back,
                 Err(error) => {
-                    debug!(connection = info.id, %error, "read failed; closing");
+                    debug!(connection = session.info.id, %error, "cannot wait on the socket; closing");
                     return;
                 }
             },
-            _ = shutdown.changed() => return,
         }
     }
+}
+
+/// The socket as a blocking one that gives up reading after `IDLE_AFTER`.
+fn to_blocking(stream: TcpStream) -> std::io::Result<std::net::TcpStream> {
+    let stream = stream.into_std()?;
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(IDLE_AFTER))?;
+    Ok(stream)
+}
+
+fn to_async(stream: std::net::TcpStream) -> std::io::Result<TcpStream> {
+    stream.set_nonblocking(true)?;
+    TcpStream::from_std(stream)
+}
+
+impl Session {
+    /// Serves requests on this (blocking) thread until the client goes quiet or away.
+    fn burst(&mut self, stream: &std::net::TcpStream) -> Burst {
+        loop {
+            if let Some(end) = self.serve_buffered(stream) {
+                return end;
+            }
+            if *self.shutdown.borrow() {
+                return Burst::Close;
+            }
+            reserve_for_next(&mut self.buffer, &self.limits);
+            match read_some(stream, &mut self.buffer) {
+                Ok(0) => {
+                    if !self.buffer.is_empty() {
+                        debug!(connection = self.info.id, pending = self.buffer.len(), "client closed mid-message");
+                    }
+                    return Burst::Close;
+                }
+                Ok(_) => {}
+                Err(error) if matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                    if self.buffer.is_empty() {
+                        // An idle connection keeps no buffer.
+                        self.buffer = BytesMut::new();
+                    }
+                    return Burst::Idle;
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    debug!(connection = self.info.id, %error, "read failed; closing");
+                    return Burst::Close;
+                }
+            }
+        }
+    }
+
+    /// Answers every whole message in the buffer; `Some` if the connection must end.
+    fn serve_buffered(&mut self, mut stream: &std::net::TcpStream) -> Option<Burst> {
+        loop {
+            match wire::decode_frame(&self.buffer, &self.limits) {
+                Ok(Some((frame, consumed))) => {
+                    self.buffer.advance(consumed);
+                    match handle_frame(&self.shared, &self.info, frame, &self.limits) {
+                        Outcome::Reply(bytes) => {
+                            if let Err(error) = stream.write_all(&bytes) {
+                                debug!(connection = self.info.id, %error, "write failed; closing");
+                                return Some(Burst::Close);
+                            }
+                        }
+                        Outcome::NoReply => {}
+                        Outcome::Close => return Some(Burst::Close),
+                    }
+                }
+                Ok(None) => return None,
+                Err(error) => {
+                    warn!(connection = self.info.id, peer = %self.info.peer, %error, "malformed message; closing connection");
+                    return Some(Burst::Close);
+                }
+            }
+        }
+    }
+}
+
+/// Most bytes one read asks for: the room is zeroed first (no unsafe code), so a large message
+/// read a socket buffer at a time must not zero its whole capacity each time.
+const READ_CHUNK_BYTES: usize = 256 * 1024;
+
+/// Reads what the socket has into the buffer's spare capacity.
+fn read_some(mut stream: &std::net::TcpStream, buffer: &mut BytesMut) -> std::io::Result<usize> {
+    let filled = buffer.len();
+    let room = (buffer.capacity() - filled).clamp(1, READ_CHUNK_BYTES);
+    buffer.resize(filled + room, 0);
+    let result = stream.read(buffer.get_mut(filled..).unwrap_or_default());
+    buffer.truncate(filled + *result.as_ref().unwrap_or(&0));
+    result
 }
 
 /// Make room for the next read: up to the rest of the current message, but never more than
@@ -98,7 +216,7 @@ fn reserve_for_next(buffer: &mut BytesMut, limits: &Limits) {
 }
 
 /// Parse, run and answer one message.
-async fn handle_frame(shared: &Arc<Shared>, info: &ConnectionInfo, frame: Frame, limits: &Limits) -> Outcome {
+fn handle_frame(shared: &Arc<Shared>, info: &ConnectionInfo, frame: Frame, limits: &Limits) -> Outcome {
     let request = match Request::parse(&frame, limits) {
         Ok(request) => request,
         Err(error) => return parse_failure(shared, info, &frame, error),
@@ -106,7 +224,7 @@ async fn handle_frame(shared: &Arc<Shared>, info: &ConnectionInfo, frame: Frame,
     let (name, body) = match command_of(&request) {
         Ok(command) => {
             let name = command.name.clone();
-            (name, dispatch::run(shared.clone(), info.clone(), command).await)
+            (name, dispatch::run(shared, info, &command))
         }
         Err(error) => ("unknown".to_owned(), dispatch::error_document(&error)),
     };

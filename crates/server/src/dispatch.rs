@@ -1,10 +1,12 @@
-//! Command dispatch: find a command's handler by name, run it on a blocking thread, and turn
-//! every way it can end — a reply, a `CommandError`, a panic — into a reply document.
+//! Command dispatch: find a command's handler by name, run it, and turn every way it can end —
+//! a reply, a `CommandError`, a panic — into a reply document.
 //!
-//! Handlers are synchronous: the store's calls block (a `j:true` commit waits for a sync), so
-//! they run under `spawn_blocking`, off the reactor. A panic in a handler unwinds to the
-//! `JoinError` and becomes an `InternalError` reply; the connection and server go on.
+//! Handlers are synchronous and run on the thread that serves the connection's burst of
+//! requests (see `connection`), which may block: a `j:true` commit waits for its log sync there
+//! without holding up any other connection. A panic in a handler is caught here and becomes an
+//! `InternalError` reply; the connection and the server go on.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use bson::RawDocumentBuf;
@@ -26,9 +28,10 @@ pub fn lookup(command: &Command) -> Result<&'static Spec, CommandError> {
     })
 }
 
-/// Run `command` and produce its reply body (an error reply if it failed or panicked).
-pub async fn run(shared: Arc<Shared>, connection: ConnectionInfo, command: Command) -> RawDocumentBuf {
-    let spec = match lookup(&command) {
+/// Run `command` on this thread and produce its reply body (an error reply if it failed or
+/// panicked).
+pub fn run(shared: &Arc<Shared>, connection: &ConnectionInfo, command: &Command) -> RawDocumentBuf {
+    let spec = match lookup(command) {
         Ok(spec) => spec,
         Err(error) => {
             debug!(connection = connection.id, command = %command.name, "unknown command");
@@ -36,31 +39,29 @@ pub async fn run(shared: Arc<Shared>, connection: ConnectionInfo, command: Comma
         }
     };
     Counters::add(&shared.counters.command, 1);
-    run_handler(shared, connection, command, spec.handler).await
+    let context = Context { shared: Arc::clone(shared), connection: connection.clone() };
+    run_handler(&context, command, spec.handler)
 }
 
-/// Run `handler` on a blocking thread; a panic becomes an `InternalError` reply.
-async fn run_handler(
-    shared: Arc<Shared>,
-    connection: ConnectionInfo,
-    command: Command,
-    handler: commands::Handler,
-) -> RawDocumentBuf {
-    let name = command.name.clone();
-    let connection_id = connection.id;
-    let task = tokio::task::spawn_blocking(move || {
-        let context = Context { shared, connection };
-        handler(&context, &command)
-    });
-    match task.await {
+/// Run `handler`; a panic becomes an `InternalError` reply.
+fn run_handler(context: &Context, command: &Command, handler: commands::Handler) -> RawDocumentBuf {
+    let connection = context.connection.id;
+    // The store keeps its own invariants across a panic (its locks are not poisoned and every
+    // write is one engine transaction), so nothing the handler saw is left half-changed.
+    match catch_unwind(AssertUnwindSafe(|| handler(context, command))) {
         Ok(Ok(reply)) => reply,
         Ok(Err(error)) => {
-            debug!(connection = connection_id, command = %name, %error, "command failed");
+            debug!(connection, command = %command.name, %error, "command failed");
             error_document(&error)
         }
-        Err(join_error) => {
-            error!(connection = connection_id, command = %name, error = %join_error, "command handler panicked");
-            error_document(&CommandError::internal(format!("command {name} failed unexpectedly")))
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            error!(connection, command = %command.name, panic = %what, "command handler panicked");
+            error_document(&CommandError::internal(format!("command {} failed unexpectedly", command.name)))
         }
     }
 }
@@ -84,8 +85,8 @@ mod tests {
 
     /// Goal: a panic in a handler becomes an InternalError reply, not a dead server. Method:
     /// run a handler that panics through the same path real commands take.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn panic_becomes_error_reply() {
+    #[test]
+    fn panic_becomes_error_reply() {
         let store = std::sync::Arc::new(docstore::Store::open_in_memory(docstore::StoreOptions::default()).unwrap());
         let shared = Shared::new(crate::ServerConfig::default(), "127.0.0.1:1".parse().unwrap(), store);
         let connection = ConnectionInfo { id: 1, peer: "127.0.0.1:2".parse().unwrap() };
@@ -96,7 +97,7 @@ mod tests {
             sequences: Vec::new(),
             legacy: false,
         };
-        let reply = run_handler(shared, connection, command, panicking).await;
+        let reply = run_handler(&Context { shared, connection }, &command, panicking);
         let reply = bson::Document::try_from(reply).unwrap();
         assert_eq!(reply.get_f64("ok").unwrap(), 0.0);
         assert_eq!(reply.get_str("codeName").unwrap(), "InternalError");

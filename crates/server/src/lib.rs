@@ -1,11 +1,14 @@
 //! Strata's server: the tokio listener, one task per connection, command dispatch, server-side
 //! cursors, and the one module that maps store errors onto MongoDB's error replies.
 //!
-//! A connection reads bytes, cuts them into frames with `wire::decode_frame`, parses each frame
-//! into a `wire::Request`, turns it into a `Command`, runs the command's handler on a blocking
-//! thread (so a panic becomes an error reply and a slow `j:true` commit never stalls the
-//! reactor), and writes the reply framed as the request asks. Nothing here trusts a byte the
-//! client sent: malformed input closes that one connection, with a log line.
+//! A connection waits for bytes as a tokio task; when they come, a thread of the blocking pool
+//! serves its burst of requests: it reads, cuts frames with `wire::decode_frame`, parses each
+//! into a `wire::Request`, turns it into a `Command`, runs the command's handler right there
+//! (a panic becomes an error reply; a slow `j:true` commit blocks only this connection), and
+//! writes the reply framed as the request asks, until the client goes quiet. Nothing here
+//! trusts a byte the client sent: malformed input closes that one connection, with a log line.
+//! The runtime's blocking pool must allow a thread per active connection
+//! (`max_blocking_threads` at least `max_connections`).
 //!
 //! Modules: `config` (what the binary passes in), `listener` (accept loop, connection limit,
 //! graceful shutdown), `connection` (one client), `command` (a parsed command and typed field

@@ -2,10 +2,13 @@
 //! and measurements in the context's results.
 
 mod bio;
+mod clients;
 mod fudge;
+mod idle;
 mod iibench;
 mod pets;
 mod query_thread;
+mod roundtrip;
 mod stores;
 
 use anyhow::bail;
@@ -20,6 +23,8 @@ pub async fn run(context: &mut Context, command: &BenchCommand) -> anyhow::Resul
         BenchCommand::Pets(args) => pets::run(context, args).await,
         BenchCommand::Iibench(args) => iibench::run(context, args).await,
         BenchCommand::Stores(args) => stores::run(context, args).await,
+        BenchCommand::Roundtrip(args) => roundtrip::run(context, args).await,
+        BenchCommand::Clients(args) => clients::run(context, args).await,
         BenchCommand::Compare(_) => bail!("compare is not a workload"),
     }
 }

@@ -40,6 +40,8 @@ pub struct QueryStats {
     queries: u64,
     returned: u64,
     seconds: f64,
+    /// Each query's time, in microseconds.
+    latencies: Vec<u64>,
     errors: u64,
     first_error: Option<String>,
 }
@@ -50,6 +52,14 @@ impl QueryStats {
         if self.seconds > 0.0 {
             context.measure(series, "queries per second", self.queries as f64 / self.seconds, "queries/s");
             context.measure(series, "query mean", self.seconds * 1e3 / self.queries.max(1) as f64, "ms");
+        }
+        let mut latencies = self.latencies.clone();
+        latencies.sort_unstable();
+        for (name, fraction) in [("query p50", 0.5), ("query p99", 0.99)] {
+            let at = ((latencies.len() as f64 * fraction) as usize).min(latencies.len().saturating_sub(1));
+            if let Some(micros) = latencies.get(at) {
+                context.measure(series, name, *micros as f64 / 1e3, "ms");
+            }
         }
         context.measure(series, "documents returned by queries", self.returned as f64, "docs");
         if let Some(error) = &self.first_error {
@@ -78,6 +88,7 @@ pub async fn run(thread: QueryThread) -> QueryStats {
                 stats.queries += 1;
                 stats.returned += returned;
                 stats.seconds += started.elapsed().as_secs_f64();
+                stats.latencies.push(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
             }
             Err(error) => {
                 stats.errors += 1;

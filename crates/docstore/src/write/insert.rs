@@ -28,6 +28,9 @@ pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
 pub struct InsertOutcome {
     pub inserted: usize,
     pub errors: Vec<(usize, Error)>,
+    /// The inserted documents could not be made as durable as asked (the log's sync failed:
+    /// the engine has stopped).
+    pub durability_error: Option<Error>,
 }
 
 /// A document ready to insert.

@@ -145,7 +145,7 @@ impl<'s> DocumentWrite<'s> {
         if let Some(meta) = &new_meta {
             self.txn.put(self.inner.catalog_tree, namespace_key(&meta.db, &meta.name), meta.encode()?);
         }
-        match self.txn.commit(durability) {
+        match self.txn.commit(under_lock(durability)) {
             Ok(_) => {}
             Err(storage::Error::KeyExists { tree, key }) => {
                 return Err(duplicate_key(&self.collection, &tree, &key, documents));
@@ -169,6 +169,18 @@ impl<'s> DocumentWrite<'s> {
             }
         }
         Some(meta)
+    }
+}
+
+/// The durability a document write commits with while its collection's lock is held: one that
+/// must reach the disk is synced only after the lock is released (`Store`'s write methods call
+/// `Inner::make_durable`), so concurrent `j:true` writers of one collection share log syncs
+/// instead of queueing behind each other's. Not yet durable, such a write is already visible,
+/// as any commit is between its publication and its sync.
+fn under_lock(durability: Durability) -> Durability {
+    match durability {
+        Durability::Immediate => Durability::None,
+        other => other,
     }
 }
 

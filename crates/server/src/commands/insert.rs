@@ -41,6 +41,10 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let store = &context.shared.store;
     let outcome = store.insert(&command.database, &collection, accepted, ordered, command.durability());
     Counters::add(&context.shared.counters.insert, outcome.inserted as u64);
+    if let Some(error) = outcome.durability_error {
+        // Written but not synced as asked: the engine stopped; nothing here is acknowledged.
+        return Err(to_command_error(error));
+    }
     for (position, error) in outcome.errors {
         let index = positions.get(position).copied().unwrap_or(position);
         write_errors.push((index, write_error(index, &to_command_error(error))));

@@ -100,6 +100,8 @@ pub fn stats_document(stats: &storage::Stats) -> Document {
         "nodeBytesRead": n(stats.node_bytes_read),
         "nodeBytesWrittenByHeight": levels(&stats.node_bytes_written_by_height),
         "logSyncs": n(stats.log_syncs),
+        // Group commit at work: how many commits each log sync covered on average.
+        "commitsPerLogSync": if stats.log_syncs > 0 { stats.commits as f64 / stats.log_syncs as f64 } else { 0.0 },
         "logBytes": n(stats.log_bytes),
         "logDiskBytes": n(stats.log_disk_bytes),
         "dataFileBytes": n(stats.data_file_bytes),

@@ -1,0 +1,188 @@
+//! `strata bench roundtrip`: what one command costs when a client sends one per call (seed posts
+//! 000, 002 and 004 insert that way). From one connection, `--calls` each of `ping`,
+//! `insert_one` of a ~100-byte document into a collection with one secondary index, and
+//! `find_one` by that indexed field; for each: calls/s, the server's CPU per call and the
+//! client's (this process, driver included), both read from /proc. A loopback round trip costs
+//! the client far more than the server, so calls/s mostly measures the client: the server's CPU
+//! per call is the figure that says what the front door costs.
+//!
+//! With `--baseline <strata binary>`, that binary is started too and measured in the same run,
+//! alternating which server goes first in each round; the medians over rounds are printed with
+//! the ratio (server under test / baseline), so a change is measured against the build before it
+//! on the same machine at the same time.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{bail, Context as _};
+use bson::{doc, Document};
+use mongodb::Client;
+
+use crate::args::RoundtripArgs;
+use crate::context::Context;
+use crate::target::Target;
+
+const OPERATIONS: [&str; 3] = ["ping", "insert_one", "find_one"];
+
+/// One server being measured.
+struct Server {
+    label: &'static str,
+    client: Client,
+    pid: Option<u32>,
+}
+
+/// One operation's figures on one server in one round.
+#[derive(Clone, Copy, Default)]
+struct Figures {
+    calls_per_second: f64,
+    server_micros: Option<f64>,
+    client_micros: f64,
+}
+
+pub async fn run(context: &mut Context, args: &RoundtripArgs) -> anyhow::Result<()> {
+    let calls = context.common.scaled(args.calls);
+    context.parameter("calls", calls);
+    context.parameter("rounds", args.rounds);
+    let mut servers = vec![Server::new("strata", context.client.clone()).await?];
+    let mut baseline = None;
+    if let Some(binary) = &args.baseline {
+        context.parameter("baseline", binary.display().to_string());
+        let (target, server) = start_baseline(context, binary).await?;
+        baseline = Some(target);
+        servers.push(server);
+    }
+    let mut figures: Vec<Vec<[Figures; 3]>> = vec![Vec::new(); servers.len()];
+    for round in 0..args.rounds.max(1) {
+        for offset in 0..servers.len() {
+            let index = (offset + round as usize) % servers.len();
+            let measured = measure(context, &servers[index], calls).await?;
+            figures[index].push(measured);
+        }
+    }
+    let medians: Vec<[Figures; 3]> = figures.iter().map(|rounds| median_figures(rounds)).collect();
+    report(context, &servers, &medians);
+    if let Some(target) = baseline {
+        target.stop().await?;
+    }
+    Ok(())
+}
+
+impl Server {
+    async fn new(label: &'static str, client: Client) -> anyhow::Result<Server> {
+        let status = client.database("admin").run_command(doc! { "serverStatus": 1 }).await.context("serverStatus")?;
+        // The server's CPU can be read only when it runs on this machine: its pid must be ours to see.
+        let pid = status.get("pid").and_then(|pid| pid.as_i64().or_else(|| pid.as_i32().map(i64::from)));
+        let pid = pid.and_then(|pid| u32::try_from(pid).ok()).filter(|pid| cpu_seconds(*pid).is_some());
+        Ok(Server { label, client, pid })
+    }
+}
+
+async fn start_baseline(context: &Context, binary: &Path) -> anyhow::Result<(Target, Server)> {
+    if context.common.uri.is_some() {
+        bail!("--baseline starts a second server: it cannot be combined with --uri");
+    }
+    let mut common = context.common.clone();
+    common.strata = Some(binary.to_path_buf());
+    let target = Target::start(&common).await.with_context(|| format!("starting the baseline {}", binary.display()))?;
+    let client = Client::with_uri_str(target.uri()).await?;
+    let server = Server::new("baseline", client).await?;
+    Ok((target, server))
+}
+
+/// One round on one server: a fresh collection with an index on `k`, then each operation.
+async fn measure(context: &Context, server: &Server, calls: u64) -> anyhow::Result<[Figures; 3]> {
+    let database = server.client.database(&context.common.db);
+    database.drop().await?;
+    let collection = database.collection::<Document>("roundtrip");
+    collection.create_index(mongodb::IndexModel::builder().keys(doc! { "k": 1 }).build()).await?;
+    let admin = server.client.database("admin");
+    let pad = "x".repeat(60);
+    let mut figures = [Figures::default(); 3];
+    for (slot, operation) in OPERATIONS.iter().enumerate() {
+        let before = (server.pid.and_then(cpu_seconds), own_cpu_seconds(), Instant::now());
+        for i in 0..calls as i64 {
+            match *operation {
+                "ping" => drop(admin.run_command(doc! { "ping": 1 }).await?),
+                "insert_one" => drop(collection.insert_one(doc! { "_id": i, "k": i, "pad": &pad }).await?),
+                _ => {
+                    if collection.find_one(doc! { "k": i }).await?.is_none() {
+                        bail!("find_one found no document with k = {i}");
+                    }
+                }
+            }
+        }
+        let seconds = before.2.elapsed().as_secs_f64();
+        let per_call = |start: Option<f64>, end: Option<f64>| Some((end? - start?) * 1e6 / calls as f64);
+        figures[slot] = Figures {
+            calls_per_second: calls as f64 / seconds,
+            server_micros: per_call(before.0, server.pid.and_then(cpu_seconds)),
+            client_micros: per_call(before.1, own_cpu_seconds()).unwrap_or(f64::NAN),
+        };
+        context.progress.println(&format!(
+            "  {:8} {operation:10} {:8.0} calls/s, server {} us/call",
+            server.label,
+            figures[slot].calls_per_second,
+            figures[slot].server_micros.map_or("?".into(), |us| format!("{us:.1}"))
+        ));
+    }
+    Ok(figures)
+}
+
+fn median_figures(rounds: &[[Figures; 3]]) -> [Figures; 3] {
+    let median = |values: Vec<f64>| -> f64 {
+        let mut values = values;
+        values.sort_by(f64::total_cmp);
+        values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    std::array::from_fn(|slot| Figures {
+        calls_per_second: median(rounds.iter().map(|r| r[slot].calls_per_second).collect()),
+        server_micros: rounds
+            .iter()
+            .map(|r| r[slot].server_micros)
+            .collect::<Option<Vec<f64>>>()
+            .map(median),
+        client_micros: median(rounds.iter().map(|r| r[slot].client_micros).collect()),
+    })
+}
+
+fn report(context: &mut Context, servers: &[Server], medians: &[[Figures; 3]]) {
+    println!("median over rounds; ratio = strata / baseline");
+    println!("{:10} {:>9} {:>12} {:>12} {:>12} {:>12}", "call", "server", "calls/s", "server us", "client us", "server ratio");
+    for (slot, operation) in OPERATIONS.iter().enumerate() {
+        for (server, figures) in servers.iter().zip(medians) {
+            let figures = figures[slot];
+            let ratio = match (figures.server_micros, medians.get(1).and_then(|b| b[slot].server_micros)) {
+                (Some(ours), Some(theirs)) if server.label == "strata" && theirs > 0.0 => format!("{:.2}", ours / theirs),
+                _ => String::new(),
+            };
+            let server_us = figures.server_micros.map_or("?".to_owned(), |us| format!("{us:.1}"));
+            println!(
+                "{operation:10} {:>9} {:>12.0} {server_us:>12} {:>12.1} {ratio:>12}",
+                server.label, figures.calls_per_second, figures.client_micros
+            );
+            context.measure(server.label, &format!("{operation} calls/s"), figures.calls_per_second, "calls/s");
+            if let Some(us) = figures.server_micros {
+                context.measure(server.label, &format!("{operation} server cpu"), us, "us/call");
+            }
+            context.measure(server.label, &format!("{operation} client cpu"), figures.client_micros, "us/call");
+        }
+    }
+}
+
+/// User and system CPU seconds of a process, from /proc/<pid>/stat (fields 14 and 15).
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; the fields after it are numbers.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / clock_ticks_per_second())
+}
+
+fn own_cpu_seconds() -> Option<f64> {
+    cpu_seconds(std::process::id())
+}
+
+/// `sysconf(_SC_CLK_TCK)`: 100 on every Linux this runs on (the kernel's USER_HZ).
+fn clock_ticks_per_second() -> f64 {
+    100.0
+}
