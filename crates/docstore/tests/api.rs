@@ -427,6 +427,29 @@ fn small_engine() -> storage::Options {
     }
 }
 
+/// Goal: an `$or` whose branches one index serves as well as each branch's best scans that one
+/// index in every branch (a shorter index that ties a branch does not split the union), so a
+/// projection of its fields is covered; answers equal a collection scan's.
+#[test]
+fn an_or_served_by_one_index_is_covered() {
+    let store = store();
+    let documents = (0..40).map(|i| raw(doc! {"_id": i, "a": i % 10, "b": i, "c": i % 3})).collect();
+    store.insert("db", "c", documents, true, Durability::None);
+    store.create_indexes("db", "c", &[doc! {"key": {"a": 1}, "name": "a"}, doc! {"key": {"a": 1, "b": 1}, "name": "a_b"}]).unwrap();
+    let filter = doc! {"$or": [{"a": 3, "b": {"$gte": 20}}, {"a": {"$gt": 7}}]};
+    let request = FindRequest { filter: filter.clone(), projection: Some(doc! {"a": 1, "b": 1, "_id": 0}), ..FindRequest::default() };
+    let explain = store.explain("db", "c", &request, Verbosity::ExecutionStats).unwrap();
+    let text = explain.to_string();
+    assert!(text.contains("PROJECTION_COVERED") && !text.contains("FETCH"), "{explain}");
+    assert!(text.contains("\"indexName\": \"a_b\"") && !text.contains("\"indexName\": \"a\""), "{explain}");
+    let mut covered = find(&store, request.clone());
+    let mut scanned = find(&store, FindRequest { hint: Some(Hint::Natural { backward: false }), ..request });
+    covered.sort_by_key(|d| d.to_string());
+    scanned.sort_by_key(|d| d.to_string());
+    assert_eq!(covered, scanned);
+    assert_eq!(covered.len(), 10);
+}
+
 /// Goal: a find that reads only index fields is answered from the index (PROJECTION_COVERED
 /// over a bare IXSCAN, no document examined) with exactly the answers of a collection scan —
 /// number types, nested paths, descending fields included — while a null or missing field
@@ -452,6 +475,8 @@ fn covered_finds_answer_from_the_index() {
         (doc! {"a": {"$in": [1, 2.5, Bson::Null]}}, doc! {"a": 1, "b.c": 1, "_id": 0}, None),
         (doc! {"a": {"$gte": 1}, "b.c": {"$exists": true}}, doc! {"a": 1, "_id": 0}, None),
         (doc! {"a": {"$type": "object", "$gte": {}}}, doc! {"a": 1, "b.c": 1, "_id": 0}, None),
+        // An $or whose branches all scan a_bc (iibench's query shape), overlapping ranges too.
+        (doc! {"$or": [{"a": 1, "b.c": {"$gte": "x"}}, {"a": {"$gt": 1}}, {"a": {"$gte": 3}}]}, doc! {"a": 1, "b.c": 1, "_id": 0}, None),
     ];
     for (query, projection, sort) in queries {
         let request = FindRequest { filter: query.clone(), projection: Some(projection.clone()), sort: sort.clone(), ..FindRequest::default() };
@@ -475,6 +500,15 @@ fn covered_finds_answer_from_the_index() {
     assert_eq!(find(&store, request.clone()), vec![doc! {"a": Bson::Null}, doc! {}]);
     let stats = store.explain("db", "c", &request, Verbosity::ExecutionStats).unwrap();
     assert_eq!(stats.get_document("executionStats").unwrap().get_i64("totalDocsExamined").unwrap(), 2);
+    // An $or covered by one index examines no document, and returns each match once.
+    let request = FindRequest {
+        filter: doc! {"$or": [{"a": {"$gte": 2}}, {"a": {"$gte": 3}}]},
+        projection: Some(doc! {"a": 1, "_id": 0}),
+        ..FindRequest::default()
+    };
+    let stats = store.explain("db", "c", &request, Verbosity::ExecutionStats).unwrap();
+    let stats = stats.get_document("executionStats").unwrap();
+    assert_eq!((stats.get_i64("totalDocsExamined").unwrap(), stats.get_i64("nReturned").unwrap()), (0, 3), "{stats}");
     // Not covered: the projection keeps _id, reads a field outside the index, or the index is multikey.
     for projection in [doc! {"a": 1}, doc! {"a": 1, "z": 1, "_id": 0}] {
         let request = FindRequest { filter: doc! {"a": {"$gte": 1}}, projection: Some(projection), ..FindRequest::default() };

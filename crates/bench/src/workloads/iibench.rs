@@ -109,8 +109,10 @@ async fn series(
     };
     drop(inserter);
     context.finish_series(&name, indexed, write, recorder, &collection, outcome).await?;
-    if let Some(stats) = stats {
+    if let (Some(stats), Some((_, limit))) = (stats, queries) {
         stats.record(context, &name);
+        let thread = QueryThread { collection: collection.clone(), inserted, done, begin: 0, limit, seed: context.common.seed };
+        query_thread::explain_queries(context, &thread, &name).await;
     }
     Ok(())
 }

@@ -99,6 +99,52 @@ pub async fn run(thread: QueryThread) -> QueryStats {
     stats
 }
 
+/// After the run: each of the three queries explained with `executionStats` (the plan the
+/// server chose, keys and documents examined, its time), into the results' parameters as
+/// `query plans/<series>`, and one line each on the console.
+pub async fn explain_queries(context: &mut Context, thread: &QueryThread, series: &str) {
+    let mut rng = StdRng::seed_from_u64(thread.seed ^ 0xe4b1);
+    let started_millis = chrono::Utc::now().timestamp_millis() - 60_000;
+    let mut plans = Vec::new();
+    for which in 1..=3 {
+        let (filter, projection) = query(which, &mut rng, started_millis);
+        let find = doc! { "find": thread.collection.name(), "filter": filter, "projection": projection, "limit": thread.limit };
+        let command = doc! { "explain": find, "verbosity": "executionStats" };
+        let database = thread.collection.client().database(&thread.collection.namespace().db);
+        match database.run_command(command).await {
+            Ok(explain) => {
+                let stats = explain.get_document("executionStats").cloned().unwrap_or_default();
+                let plan = explain.get_document("queryPlanner").and_then(|p| p.get_document("winningPlan")).cloned().unwrap_or_default();
+                let number = |key: &str| stats.get(key).map(|v| v.to_string()).unwrap_or_default();
+                context.progress.println(&format!(
+                    "query {which}: {} keys and {} documents examined, {} returned, {} ms; plan {}",
+                    number("totalKeysExamined"),
+                    number("totalDocsExamined"),
+                    number("nReturned"),
+                    number("executionTimeMillis"),
+                    stage_names(&plan)
+                ));
+                plans.push(serde_json::json!({ "query": which, "winningPlan": plan, "executionStats": stats }));
+            }
+            Err(error) => context.server_error(&format!("explaining iibench query {which}"), &error),
+        }
+    }
+    context.parameter(&format!("query plans/{series}"), plans);
+}
+
+/// A plan's stages from the top, e.g. "PROJECTION_COVERED > OR > IXSCAN, IXSCAN".
+fn stage_names(plan: &Document) -> String {
+    let stage = plan.get_str("stage").unwrap_or("?").to_owned();
+    if let Ok(input) = plan.get_document("inputStage") {
+        return format!("{stage} > {}", stage_names(input));
+    }
+    if let Ok(inputs) = plan.get_array("inputStages") {
+        let names: Vec<String> = inputs.iter().filter_map(|i| i.as_document()).map(stage_names).collect();
+        return format!("{stage} > [{}]", names.join(", "));
+    }
+    stage
+}
+
 async fn run_query(thread: &QueryThread, filter: Document, projection: Document) -> mongodb::error::Result<u64> {
     let mut cursor = thread.collection.find(filter).projection(projection).limit(thread.limit).await?;
     let mut returned = 0;

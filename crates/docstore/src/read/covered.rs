@@ -1,7 +1,7 @@
 //! Covered reads: answering a find from index entries alone, without fetching documents.
 //!
-//! A find is covered when its plan scans one standard (not clustering) index that is not
-//! multikey in the cursor's snapshot, and everything the query reads is in the index key: every
+//! A find is covered when its plan scans one standard (not clustering) index, alone or in every
+//! branch of an `$or`, that is not multikey in the cursor's snapshot, and everything the query reads is in the index key: every
 //! path of the filter, every sort path unless the index yields the order, and a plain inclusion
 //! projection of index fields that excludes `_id`. Each entry's key is decoded back to its values
 //! (the key's type tags make that exact: `1`, `1.0` and `NumberLong(1)` come back as they went
@@ -52,8 +52,7 @@ impl Covered {
         sort: Option<&SortSpec>,
         projection: Option<&Projection>,
     ) -> Result<Option<Covered>> {
-        let Access::IndexScan(scan) = &plan.access else { return Ok(None) };
-        let Some(index) = scan.index.as_ref().and_then(|name| collection.index(name)) else { return Ok(None) };
+        let Some(index) = scanned_index(&plan.access).and_then(|name| collection.index(name)) else { return Ok(None) };
         let Some(read) = index_fields_read(index, plan, filter, sort, projection) else { return Ok(None) };
         if index.clustering || multikey_in_snapshot(inner, snapshot, collection, &index.name)? {
             return Ok(None);
@@ -75,6 +74,20 @@ impl Covered {
             }
         }
         RawDocumentBuf::try_from(&document).map(Some).map_err(|e| Error::corrupt(e.to_string()))
+    }
+}
+
+/// The one standard index a plan scans: an index scan's, or the index every branch of an `$or`
+/// scans (iibench's queries: ranges of one compound index's prefix). The union's entries come
+/// from one index, so they decode alike; the scan deduplicates them by `_id`.
+fn scanned_index(access: &Access) -> Option<&String> {
+    match access {
+        Access::IndexScan(scan) => scan.index.as_ref(),
+        Access::Or(scans) => {
+            let first = scans.first()?.index.as_ref()?;
+            scans.iter().all(|scan| scan.index.as_ref() == Some(first)).then_some(first)
+        }
+        Access::CollectionScan { .. } => None,
     }
 }
 

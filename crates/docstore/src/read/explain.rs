@@ -74,6 +74,10 @@ fn winning_plan(plan: &Plan, request: &FindRequest) -> Document {
         },
         Access::IndexScan(scan) if plan.covered => index_scan(scan),
         Access::IndexScan(scan) => doc! { "stage": "FETCH", "filter": filter, "inputStage": index_scan(scan) },
+        Access::Or(scans) if plan.covered => doc! {
+            "stage": "OR",
+            "inputStages": scans.iter().map(|s| Bson::Document(index_scan(s))).collect::<Vec<_>>(),
+        },
         Access::Or(scans) => doc! {
             "stage": "FETCH",
             "filter": filter,

@@ -138,16 +138,61 @@ pub fn plan(collection: &Collection, filter: &Filter, filter_document: &Document
     }
 }
 
+/// One scan per branch of an `$or`, or `None` if a branch has no useful index. When one index
+/// serves every branch as well as each branch's own best (ties on everything but the index's
+/// length), every branch scans it: the union's entries then come from one index, and a
+/// projection of its fields is answered from the index alone (`read::covered`).
 fn plan_or(collection: &Collection, branches: &[MatchExpr], filter_document: &Document) -> Result<Option<Vec<IndexScan>>> {
-    let mut scans = Vec::with_capacity(branches.len());
+    let mut per_branch = Vec::with_capacity(branches.len());
     for branch in branches {
         let predicates = top_level_predicates(branch);
-        match best_candidate(collection, &predicates, filter_document, None, false)? {
-            Some(candidate) => scans.push(candidate.scan),
-            None => return Ok(None),
+        let candidates = scored_candidates(collection, &predicates, filter_document, None, false)?;
+        if candidates.is_empty() {
+            return Ok(None);
         }
+        per_branch.push(candidates);
     }
+    if let Some(shared) = shared_index(&per_branch) {
+        let scans = per_branch
+            .into_iter()
+            .filter_map(|candidates| candidates.into_iter().find(|(candidate, _)| candidate.scan.index.as_ref() == Some(&shared)))
+            .map(|(candidate, _)| candidate.scan)
+            .collect();
+        return Ok(Some(scans));
+    }
+    let scans = per_branch.into_iter().filter_map(best_of).map(|candidate| candidate.scan).collect();
     Ok(Some(scans))
+}
+
+/// A secondary index that is, for every branch, as good as that branch's best.
+fn shared_index(per_branch: &[Vec<(Candidate, Score)>]) -> Option<String> {
+    let as_good_as_best = |candidates: &[(Candidate, Score)], name: &String| {
+        let best = candidates.iter().map(|(_, score)| score.ignoring_length()).max();
+        candidates.iter().any(|(candidate, score)| candidate.scan.index.as_ref() == Some(name) && Some(score.ignoring_length()) == best)
+    };
+    let first = per_branch.first()?;
+    first
+        .iter()
+        .filter_map(|(candidate, _)| candidate.scan.index.clone())
+        .find(|name| per_branch.iter().all(|candidates| as_good_as_best(candidates, name)))
+}
+
+/// How a candidate ranks: equality fields, then a range, then a useful order, then uniqueness,
+/// then the shorter index.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Score(usize, bool, bool, bool, std::cmp::Reverse<usize>);
+
+impl Score {
+    fn ignoring_length(&self) -> (usize, bool, bool, bool) {
+        (self.0, self.1, self.2, self.3)
+    }
+}
+
+fn best_of(candidates: Vec<(Candidate, Score)>) -> Option<Candidate> {
+    candidates.into_iter().fold(None::<(Candidate, Score)>, |best, (candidate, score)| match best {
+        Some((_, best_score)) if best_score >= score => best,
+        _ => Some((candidate, score)),
+    }).map(|(candidate, _)| candidate)
 }
 
 fn best_candidate(
@@ -157,9 +202,21 @@ fn best_candidate(
     sort: Option<&SortSpec>,
     sort_counts: bool,
 ) -> Result<Option<Candidate>> {
+    Ok(best_of(scored_candidates(collection, predicates, filter_document, sort, sort_counts)?))
+}
+
+/// Every useful, eligible scan of the `_id` index and the ready indexes, with its score, in
+/// the order the indexes are listed (the first of equal scores wins).
+fn scored_candidates(
+    collection: &Collection,
+    predicates: &HashMap<String, Vec<&Predicate>>,
+    filter_document: &Document,
+    sort: Option<&SortSpec>,
+    sort_counts: bool,
+) -> Result<Vec<(Candidate, Score)>> {
     let mut targets = vec![Target::id()?];
     targets.extend(collection.ready_indexes().map(Target::secondary));
-    let mut best: Option<(Candidate, (usize, bool, bool, bool, std::cmp::Reverse<usize>))> = None;
+    let mut scored = Vec::new();
     for target in &targets {
         let candidate = scan_for(target, predicates, sort);
         let useful = candidate.equality_fields > 0 || candidate.ranged || (sort_counts && candidate.sorted);
@@ -167,12 +224,10 @@ fn best_candidate(
             continue;
         }
         let unique = target.index.is_none_or(Index::is_unique);
-        let score = (candidate.equality_fields, candidate.ranged, candidate.sorted && sort_counts, unique, std::cmp::Reverse(target.fields.len()));
-        if best.as_ref().is_none_or(|(_, best_score)| score > *best_score) {
-            best = Some((candidate, score));
-        }
+        let score = Score(candidate.equality_fields, candidate.ranged, candidate.sorted && sort_counts, unique, std::cmp::Reverse(target.fields.len()));
+        scored.push((candidate, score));
     }
-    Ok(best.map(|(candidate, _)| candidate))
+    Ok(scored)
 }
 
 fn eligible(target: &Target<'_>, candidate: &Candidate, filter_document: &Document) -> bool {
