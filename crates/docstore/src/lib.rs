@@ -6,7 +6,7 @@
 //!
 //! ```no_run
 //! use docstore::{Store, StoreOptions, FindRequest};
-//! use storage::Durability;
+//! use docstore::Durability;
 //! # fn main() -> docstore::Result<()> {
 //! let store = Store::open(std::path::Path::new("data"), StoreOptions::default())?;
 //! let doc = bson::rawdoc! { "name": "ada" };
@@ -36,7 +36,7 @@
 //! that does not exist behave as in MongoDB: reads return nothing, writes create it (except
 //! `delete`/non-upsert `update`, which do nothing), `drop_collection` returns `Ok(false)`.
 //!
-//! Durability: every write takes a [`storage::Durability`] (`Immediate` for `j: true`,
+//! Durability: every write takes a [`Durability`] (`Immediate` for `j: true`,
 //! `Periodic` for the default, `None` for `w: 0`). Catalog changes are always `Immediate`.
 //!
 //! # Inside
@@ -62,6 +62,7 @@
 pub mod aggregate;
 pub mod catalog;
 pub mod collection;
+pub mod entry_filter;
 pub mod error;
 pub mod index;
 pub mod read;
@@ -77,10 +78,14 @@ use std::time::Duration;
 
 use bson::{Bson, Document, RawDocumentBuf};
 use parking_lot::Mutex;
-use storage::{Durability, Engine};
+use storage::Engine;
 
 pub use aggregate::AggregateOptions;
 pub use collection::{CollectionInfo, DatabaseInfo};
+pub use entry_filter::EntryFilter;
+/// What a server needs of the engine, through the docstore (its one door): the durability a
+/// write asks for, and the engine's statistics.
+pub use storage::{Durability, Stats as EngineStats};
 pub use error::{Error, Result};
 pub use index::build::{CreateIndexesOutcome, IndexSelector};
 pub use read::explain::Verbosity;

@@ -164,13 +164,13 @@ impl Command {
 
     /// How durable a write must be before the reply: `j: true` waits for the log sync, `w: 0`
     /// waits for nothing, the default is the periodic (100 ms) sync.
-    pub fn durability(&self) -> storage::Durability {
+    pub fn durability(&self) -> docstore::Durability {
         if self.journaled() {
-            storage::Durability::Immediate
+            docstore::Durability::Immediate
         } else if self.unacknowledged() {
-            storage::Durability::None
+            docstore::Durability::None
         } else {
-            storage::Durability::Periodic
+            docstore::Durability::Periodic
         }
     }
 

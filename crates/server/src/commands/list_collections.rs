@@ -12,8 +12,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let name_only = command.optional_bool("nameOnly")?.unwrap_or(false);
     let filter = match command.optional_document("filter")? {
         Some(filter) if !filter.is_empty() => Some(
-            query::filter::Filter::parse(filter)
-                .map_err(|error| CommandError::coded(error.code(), error.code_name(), error.to_string()))?,
+            docstore::EntryFilter::parse(filter)?,
         ),
         _ => None,
     };
@@ -26,7 +25,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             "info": { "readOnly": false },
             "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_" },
         };
-        if filter.as_ref().is_some_and(|filter| !filter.matches(&full).unwrap_or(false)) {
+        if filter.as_ref().is_some_and(|filter| !filter.matches(&full)) {
             continue;
         }
         entries.push(if name_only { doc! { "name": info.name, "type": "collection" } } else { full });

@@ -11,8 +11,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let name_only = command.optional_bool("nameOnly")?.unwrap_or(false);
     let filter = match command.optional_document("filter")? {
         Some(filter) if !filter.is_empty() => Some(
-            query::filter::Filter::parse(filter)
-                .map_err(|error| CommandError::coded(error.code(), error.code_name(), error.to_string()))?,
+            docstore::EntryFilter::parse(filter)?,
         ),
         _ => None,
     };
@@ -25,7 +24,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         } else {
             doc! { "name": info.name, "sizeOnDisk": size, "empty": info.empty }
         };
-        if filter.as_ref().is_some_and(|filter| !filter.matches(&entry).unwrap_or(false)) {
+        if filter.as_ref().is_some_and(|filter| !filter.matches(&entry)) {
             continue;
         }
         total = total.saturating_add(size);

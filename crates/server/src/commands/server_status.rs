@@ -54,8 +54,8 @@ fn engine_stats(context: &Context) -> Option<Document> {
     Some(stats)
 }
 
-/// `storage::Stats` in serverStatus's shape.
-pub fn stats_document(stats: &storage::Stats) -> Document {
+/// The engine's statistics in serverStatus's shape.
+pub fn stats_document(stats: &docstore::EngineStats) -> Document {
     let n = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
     let levels = |values: &[u64]| values.iter().map(|&v| n(v)).collect::<Vec<i64>>();
     doc! {
