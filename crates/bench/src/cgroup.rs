@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{bail, Context as _};
+use anyhow::{Context as _, bail};
 
 const V1_ROOT: &str = "/sys/fs/cgroup/memory";
 const V2_ROOT: &str = "/sys/fs/cgroup";
@@ -42,12 +42,14 @@ impl Cgroup {
                  {V2_ROOT}) and root, and this machine has none; run without --memory-limit"
             );
         };
-        std::fs::create_dir(&dir).with_context(|| {
-            format!("--memory-limit: creating the cgroup {} (needs root)", dir.display())
-        })?;
+        std::fs::create_dir(&dir)
+            .with_context(|| format!("--memory-limit: creating the cgroup {} (needs root)", dir.display()))?;
         let cgroup = Cgroup { dir, version };
         std::fs::write(cgroup.dir.join(limit_file), limit_bytes.to_string()).with_context(|| {
-            format!("--memory-limit: setting {limit_file} in {} (is the memory controller enabled?)", cgroup.dir.display())
+            format!(
+                "--memory-limit: setting {limit_file} in {} (is the memory controller enabled?)",
+                cgroup.dir.display()
+            )
         })?;
         Ok(cgroup)
     }

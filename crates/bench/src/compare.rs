@@ -16,8 +16,10 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
 
 pub fn render(a: &RunResults, b: &RunResults) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "A: {} {} — server {} — {}", a.workload, a.started_at, a.server.version(), a.machine.summary());
-    let _ = writeln!(out, "B: {} {} — server {} — {}", b.workload, b.started_at, b.server.version(), b.machine.summary());
+    let _ =
+        writeln!(out, "A: {} {} — server {} — {}", a.workload, a.started_at, a.server.version(), a.machine.summary());
+    let _ =
+        writeln!(out, "B: {} {} — server {} — {}", b.workload, b.started_at, b.server.version(), b.machine.summary());
     if a.workload != b.workload {
         let _ = writeln!(out, "note: different workloads");
     }
@@ -65,14 +67,23 @@ impl Table {
     fn render(&self) -> String {
         let header = ["series", "measure", "A", "B", "B/A"].map(str::to_owned);
         let all: Vec<&[String; 5]> = std::iter::once(&header).chain(&self.rows).collect();
-        let widths: Vec<usize> = (0..5).map(|column| all.iter().map(|row| row[column].chars().count()).max().unwrap_or(0)).collect();
+        let widths: Vec<usize> =
+            (0..5).map(|column| all.iter().map(|row| row[column].chars().count()).max().unwrap_or(0)).collect();
         let mut out = String::new();
         for row in all {
             let _ = writeln!(
                 out,
                 "{:<w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {:>w4$}",
-                row[0], row[1], row[2], row[3], row[4],
-                w0 = widths[0], w1 = widths[1], w2 = widths[2], w3 = widths[3], w4 = widths[4]
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                row[4],
+                w0 = widths[0],
+                w1 = widths[1],
+                w2 = widths[2],
+                w3 = widths[3],
+                w4 = widths[4]
             );
         }
         out

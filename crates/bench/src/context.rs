@@ -47,7 +47,12 @@ impl Context {
     }
 
     pub fn measure(&mut self, series: &str, name: &str, value: f64, unit: &str) {
-        self.results.measurements.push(Measurement { series: series.to_owned(), name: name.to_owned(), value, unit: unit.to_owned() });
+        self.results.measurements.push(Measurement {
+            series: series.to_owned(),
+            name: name.to_owned(),
+            value,
+            unit: unit.to_owned(),
+        });
     }
 
     /// A server error the run goes on after (a query Strata cannot run yet): recorded and shown.
@@ -110,7 +115,13 @@ impl Context {
 /// aggregation with `$group` that scans the collection (and, before commit 10d4302, gathered
 /// it in memory: it got the server OOM-killed under --memory-limit; docs/BENCHMARKS.md).
 async fn count<T: Send + Sync>(collection: &Collection<T>) -> mongodb::error::Result<u64> {
-    let reply = collection.client().database(collection.namespace().db.as_str()).run_command(doc! { "count": collection.name(), "query": {} }).await?;
-    let n = reply.get("n").and_then(|n| n.as_i64().or_else(|| n.as_i32().map(i64::from)).or_else(|| n.as_f64().map(|f| f as i64)));
+    let reply = collection
+        .client()
+        .database(collection.namespace().db.as_str())
+        .run_command(doc! { "count": collection.name(), "query": {} })
+        .await?;
+    let n = reply
+        .get("n")
+        .and_then(|n| n.as_i64().or_else(|| n.as_i32().map(i64::from)).or_else(|| n.as_f64().map(|f| f as i64)));
     Ok(n.and_then(|n| u64::try_from(n).ok()).unwrap_or(u64::MAX))
 }

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use anyhow::{anyhow, Context as _};
+use anyhow::{Context as _, anyhow};
 use mongodb::Collection;
 use serde::Serialize;
 
@@ -30,7 +30,14 @@ pub struct Inserter<T: Send + Sync> {
 }
 
 impl<T: Serialize + Send + Sync> Inserter<T> {
-    pub fn new(collection: Collection<T>, write: WriteMode, batch: u64, count: u64, recorder: SharedRecorder, progress: Progress) -> Self {
+    pub fn new(
+        collection: Collection<T>,
+        write: WriteMode,
+        batch: u64,
+        count: u64,
+        recorder: SharedRecorder,
+        progress: Progress,
+    ) -> Self {
         Inserter { collection, write, batch: batch.max(1), remaining: count, inserted: 0, recorder, progress }
     }
 
@@ -53,7 +60,9 @@ impl<T: Serialize + Send + Sync> Inserter<T> {
         } else {
             self.collection.insert_many(&documents).write_concern(concern).await.map(|_| ())
         };
-        outcome.with_context(|| format!("inserting documents {first}..{} into {}", first + count, self.collection.namespace()))?;
+        outcome.with_context(|| {
+            format!("inserting documents {first}..{} into {}", first + count, self.collection.namespace())
+        })?;
         self.inserted += count;
         self.remaining -= count;
         self.progress.advance(count);

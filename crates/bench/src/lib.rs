@@ -16,6 +16,9 @@
 //! Threads: one tokio runtime per run; concurrent clients (stores' two inserters, iibench's query
 //! thread) are tasks on it.
 
+// Library code returns errors instead of panicking; tests may unwrap.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod args;
 mod cgroup;
 mod compare;

@@ -34,7 +34,13 @@ impl Machine {
 
     /// One line for tables and plot captions.
     pub fn summary(&self) -> String {
-        format!("{}, {} cores, {:.0} GiB, {}", self.cpu_model, self.cores, self.memory_bytes as f64 / (1u64 << 30) as f64, self.os)
+        format!(
+            "{}, {} cores, {:.0} GiB, {}",
+            self.cpu_model,
+            self.cores,
+            self.memory_bytes as f64 / (1u64 << 30) as f64,
+            self.os
+        )
     }
 }
 

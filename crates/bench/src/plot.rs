@@ -60,7 +60,9 @@ fn draw_on<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, results: &RunResult
     let subtitle = format!("server {} · {}", results.server.version(), results.machine.summary());
     let (header, body) = root.split_vertically(60);
     header.draw(&Text::new(title, (20, 8), ("sans-serif", 22))).map_err(error)?;
-    header.draw(&Text::new(subtitle, (20, 36), ("sans-serif", 14).into_font().color(&RGBColor(90, 90, 90)))).map_err(error)?;
+    header
+        .draw(&Text::new(subtitle, (20, 36), ("sans-serif", 14).into_font().color(&RGBColor(90, 90, 90))))
+        .map_err(error)?;
 
     let mut chart = ChartBuilder::on(&body)
         .margin(15)
@@ -93,7 +95,9 @@ fn draw_on<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, results: &RunResult
         let gap = if indexed { 8 } else { 14 };
         let label = if series.partial { format!("{} (stopped early)", series.name) } else { series.name.clone() };
         drawn.label(label).legend(move |(x, y)| {
-            EmptyElement::at((x, y)) + PathElement::new(vec![(0, 0), (8, 0)], style) + PathElement::new(vec![(gap, 0), (22, 0)], style)
+            EmptyElement::at((x, y))
+                + PathElement::new(vec![(0, 0), (8, 0)], style)
+                + PathElement::new(vec![(gap, 0), (22, 0)], style)
         });
         chart.draw_series(points.iter().map(|&point| Circle::new(point, 3, color.filled()))).map_err(error)?;
     }

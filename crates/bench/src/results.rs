@@ -119,7 +119,13 @@ impl RunResults {
     /// server, parameter, interval_rate, cumulative_rate, summary, measurement, error.
     pub fn to_csv(&self) -> String {
         let mut csv = String::from("record,series,name,docs,elapsed_seconds,value,unit\n");
-        let mut row = |record: &str, series: &str, name: &str, docs: Option<u64>, elapsed: Option<f64>, value: &str, unit: &str| {
+        let mut row = |record: &str,
+                       series: &str,
+                       name: &str,
+                       docs: Option<u64>,
+                       elapsed: Option<f64>,
+                       value: &str,
+                       unit: &str| {
             let docs = docs.map(|d| d.to_string()).unwrap_or_default();
             let elapsed = elapsed.map(|e| format!("{e:.3}")).unwrap_or_default();
             let fields = [record, series, name, &docs, &elapsed, value, unit];
@@ -150,18 +156,50 @@ impl RunResults {
                 let number = interval.number.to_string();
                 let at = (Some(interval.docs), Some(interval.elapsed_seconds));
                 row("interval_rate", &series.name, &number, at.0, at.1, &format!("{:.1}", interval.rate), "docs/s");
-                row("cumulative_rate", &series.name, &number, at.0, at.1, &format!("{:.1}", interval.cumulative_rate), "docs/s");
+                row(
+                    "cumulative_rate",
+                    &series.name,
+                    &number,
+                    at.0,
+                    at.1,
+                    &format!("{:.1}", interval.cumulative_rate),
+                    "docs/s",
+                );
             }
             let end = (Some(series.docs), Some(series.seconds));
             row("summary", &series.name, "rate", end.0, end.1, &format!("{:.1}", series.rate), "docs/s");
-            row("summary", &series.name, "first_tenth_rate", end.0, end.1, &format!("{:.1}", series.first_tenth_rate), "docs/s");
-            row("summary", &series.name, "exit_velocity", end.0, end.1, &format!("{:.1}", series.exit_velocity), "docs/s");
+            row(
+                "summary",
+                &series.name,
+                "first_tenth_rate",
+                end.0,
+                end.1,
+                &format!("{:.1}", series.first_tenth_rate),
+                "docs/s",
+            );
+            row(
+                "summary",
+                &series.name,
+                "exit_velocity",
+                end.0,
+                end.1,
+                &format!("{:.1}", series.exit_velocity),
+                "docs/s",
+            );
             let count = series.server_count.map(|count| count.to_string()).unwrap_or_default();
             row("summary", &series.name, "server_count", end.0, end.1, &count, "docs");
             row("summary", &series.name, "partial", end.0, end.1, &series.partial.to_string(), "");
         }
         for measurement in &self.measurements {
-            row("measurement", &measurement.series, &measurement.name, None, None, &format!("{}", measurement.value), &measurement.unit);
+            row(
+                "measurement",
+                &measurement.series,
+                &measurement.name,
+                None,
+                None,
+                &format!("{}", measurement.value),
+                &measurement.unit,
+            );
         }
         for error in &self.errors {
             row("error", "", "", None, None, error, "");

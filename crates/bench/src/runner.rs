@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{bail, Context as _};
+use anyhow::{Context as _, bail};
 use bson::doc;
 use mongodb::Client;
 
@@ -13,7 +13,7 @@ use crate::args::BenchCommand;
 use crate::context::Context;
 use crate::machine::Machine;
 use crate::progress::Progress;
-use crate::results::{RunResults, ServerInfo, FORMAT};
+use crate::results::{FORMAT, RunResults, ServerInfo};
 use crate::target::Target;
 use crate::workloads;
 

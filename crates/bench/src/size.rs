@@ -7,7 +7,8 @@ pub fn parse_size(text: &str) -> anyhow::Result<u64> {
     let trimmed = text.trim();
     let split = trimmed.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(trimmed.len());
     let (number, unit) = trimmed.split_at(split);
-    let number: f64 = number.parse().map_err(|_| anyhow!("{text:?} is not a size (e.g. 256MiB, 2GiB, 500MB, 1.5GB)"))?;
+    let number: f64 =
+        number.parse().map_err(|_| anyhow!("{text:?} is not a size (e.g. 256MiB, 2GiB, 500MB, 1.5GB)"))?;
     let multiplier: f64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "k" | "kib" => 1024.0,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context as _};
+use anyhow::{Context as _, anyhow, bail};
 use bson::doc;
 use mongodb::Client;
 
@@ -135,7 +135,8 @@ impl Spawned {
             Some(path) => path.clone(),
             None => std::env::current_exe().context("finding the strata executable")?,
         };
-        let dir = tempfile::Builder::new().prefix("strata-bench-").tempdir().context("creating a temporary directory")?;
+        let dir =
+            tempfile::Builder::new().prefix("strata-bench-").tempdir().context("creating a temporary directory")?;
         let port = free_port()?;
         let mut args = vec![
             "serve".to_owned(),

@@ -9,6 +9,9 @@
 //! against `--uri` or against a `strata serve` it starts from this same executable;
 //! `strata bench compare A.json B.json` prints two runs side by side.
 
+// Library code returns errors instead of panicking; tests may unwrap.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod options;
 mod serve;
 
@@ -22,6 +25,7 @@ struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+#[allow(clippy::large_enum_variant, reason = "parsed once at startup")]
 enum Commands {
     /// Run the server on a data directory.
     Serve(options::ServeArgs),

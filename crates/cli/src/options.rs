@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context as _};
+use anyhow::{Context as _, bail};
 use serde::Deserialize;
 
 // One size syntax for the whole binary: `strata serve --cache-size` and `strata bench` alike.
@@ -129,8 +129,7 @@ fn gigabytes(storage: &StorageSection) -> Option<f64> {
 }
 
 fn load(path: &PathBuf) -> anyhow::Result<ConfigFile> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading config file {}", path.display()))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading config file {}", path.display()))?;
     if text.trim().is_empty() {
         return Ok(ConfigFile::default());
     }

@@ -108,7 +108,7 @@ async fn close_store(mut store: Arc<Store>) -> anyhow::Result<()> {
 
 /// Completes on the first SIGINT or SIGTERM.
 async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
+    use tokio::signal::unix::{SignalKind, signal};
     let terminate = async {
         match signal(SignalKind::terminate()) {
             Ok(mut stream) => {
@@ -126,7 +126,7 @@ async fn shutdown_signal() {
 /// Each connection is a socket: raise the soft limit on open files to the hard one (as mongod
 /// asks of its service file), and warn when even that cannot hold `max_connections`.
 fn raise_file_limit(max_connections: usize) {
-    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let limit = getrlimit(Resource::Nofile);
     if limit.current != limit.maximum {
         let raised = Rlimit { current: limit.maximum, maximum: limit.maximum };
@@ -137,7 +137,11 @@ fn raise_file_limit(max_connections: usize) {
     let current = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
     // The data file, the log, the listener and the runtime need a few dozen more.
     if current < max_connections as u64 + 64 {
-        tracing::warn!(open_file_limit = current, max_connections, "the open-file limit is below the connection limit: connections past it will be refused");
+        tracing::warn!(
+            open_file_limit = current,
+            max_connections,
+            "the open-file limit is below the connection limit: connections past it will be refused"
+        );
     }
 }
 

@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{temp_dir, Strata};
+use common::{Strata, temp_dir};
 use mongodb::bson::doc;
 use serde_json::Value;
 
@@ -86,13 +86,16 @@ fn bio_and_compare() {
     assert!(measurement(&json, "with index on name", "find by name after sixth 6, run 2") > 0.0);
     run_workload(&out, "b", &["bio", "--scale", "0.0001", "--indexes", "with"]);
 
-    let same = bench(&["compare", &out.join("a.json").display().to_string(), &out.join("a.json").display().to_string()]);
+    let same =
+        bench(&["compare", &out.join("a.json").display().to_string(), &out.join("a.json").display().to_string()]);
     assert!(same.status.success());
     let same = String::from_utf8(same.stdout).unwrap();
-    let ratios: Vec<&str> = same.lines().filter_map(|line| line.split_whitespace().last()).filter(|w| w.ends_with('x')).collect();
+    let ratios: Vec<&str> =
+        same.lines().filter_map(|line| line.split_whitespace().last()).filter(|w| w.ends_with('x')).collect();
     assert!(ratios.len() >= 8 && ratios.iter().all(|ratio| *ratio == "1.00x"), "{same}");
 
-    let other = bench(&["compare", &out.join("a.json").display().to_string(), &out.join("b.json").display().to_string()]);
+    let other =
+        bench(&["compare", &out.join("a.json").display().to_string(), &out.join("b.json").display().to_string()]);
     let other = String::from_utf8(other.stdout).unwrap();
     assert!(other.contains("series only in A: without index") && other.contains("with index on name"), "{other}");
     std::fs::remove_dir_all(&out).unwrap();
@@ -103,7 +106,15 @@ fn bio_and_compare() {
 fn fudge() {
     let out = temp_dir("bench-fudge");
     let json = run_workload(&out, "fudge", &["fudge", "--scale", "0.001"]);
-    check_series(&json, &[("small bson::Document", 1_000), ("small raw BSON", 1_000), ("large bson::Document", 100), ("large raw BSON", 100)]);
+    check_series(
+        &json,
+        &[
+            ("small bson::Document", 1_000),
+            ("small raw BSON", 1_000),
+            ("large bson::Document", 100),
+            ("large raw BSON", 100),
+        ],
+    );
     assert!(measurement(&json, "large raw BSON", "build seconds") > 0.0);
     std::fs::remove_dir_all(&out).unwrap();
 }
@@ -153,7 +164,8 @@ fn clients() {
     let series = json["series"].as_array().unwrap();
     assert_eq!(series.len(), 2);
     for series in series {
-        let points: Vec<u64> = series["intervals"].as_array().unwrap().iter().map(|i| i["docs"].as_u64().unwrap()).collect();
+        let points: Vec<u64> =
+            series["intervals"].as_array().unwrap().iter().map(|i| i["docs"].as_u64().unwrap()).collect();
         assert_eq!(points, vec![1, 8], "{series}");
     }
     for concern in ["w:1", "j:true"] {
@@ -164,7 +176,10 @@ fn clients() {
     // Idle connections hold no thread: once the pool's keep-alive has passed, the server has no
     // more threads than before they connected.
     let threads = measurement(&json, "idle", "200 idle connections, server threads");
-    assert!(threads <= measurement(&json, "idle", "server threads before") + 2.0, "{threads} threads for idle connections");
+    assert!(
+        threads <= measurement(&json, "idle", "server threads before") + 2.0,
+        "{threads} threads for idle connections"
+    );
     std::fs::remove_dir_all(&out).unwrap();
 }
 
@@ -208,7 +223,23 @@ async fn against_a_uri() {
     let dir = temp_dir("bench-uri");
     let server = Strata::start(&dir.join("db"));
     let out = dir.join("out");
-    let json = run_workload(&out, "pets", &["pets", "--uri", &server.uri(), "--scale", "0.0004", "--modes", "batch", "--indexes", "with", "--db", "petsdb"]);
+    let json = run_workload(
+        &out,
+        "pets",
+        &[
+            "pets",
+            "--uri",
+            &server.uri(),
+            "--scale",
+            "0.0004",
+            "--modes",
+            "batch",
+            "--indexes",
+            "with",
+            "--db",
+            "petsdb",
+        ],
+    );
     check_series(&json, &[("batches of 1000, index on number", 1_000)]);
     let client = mongodb::Client::with_uri_str(server.uri()).await.unwrap();
     let users = client.database("petsdb").collection::<mongodb::bson::Document>("users");
@@ -230,7 +261,17 @@ async fn against_a_uri() {
 #[test]
 fn memory_limit() {
     let out = temp_dir("bench-memory");
-    let args = ["iibench", "--scale", "0.00002", "--variants", "tokutek", "--write-concerns", "w1", "--memory-limit", "256MiB"];
+    let args = [
+        "iibench",
+        "--scale",
+        "0.00002",
+        "--variants",
+        "tokutek",
+        "--write-concerns",
+        "w1",
+        "--memory-limit",
+        "256MiB",
+    ];
     let out_arg = out.display().to_string();
     let output = bench(&[&args[..], &["--out", &out_arg, "--name", "capped"]].concat());
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{temp_dir, Strata};
-use mongodb::bson::{doc, Document};
+use common::{Strata, temp_dir};
+use mongodb::bson::{Document, doc};
 use mongodb::options::WriteConcern;
 use mongodb::{Client, Collection};
 
@@ -20,7 +20,11 @@ async fn collection(server: &Strata) -> Collection<Document> {
 async fn insert_journaled(collection: &Collection<Document>, range: std::ops::Range<i64>) {
     let journaled = WriteConcern::builder().journal(true).build();
     for i in range {
-        collection.insert_one(doc! { "_id": i, "pad": "x".repeat(100) }).write_concern(journaled.clone()).await.unwrap();
+        collection
+            .insert_one(doc! { "_id": i, "pad": "x".repeat(100) })
+            .write_concern(journaled.clone())
+            .await
+            .unwrap();
     }
 }
 
@@ -44,8 +48,15 @@ async fn a_second_server_on_the_same_directory_is_refused() {
     assert!(!second.status.success(), "the second server exited 0");
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(stderr.contains(&dir.display().to_string()), "the message does not name the directory: {stderr}");
-    assert!(stderr.contains(&format!("PID {}", first.child.id())), "the message does not name the holder's PID: {stderr}");
-    assert!(second.stdout.is_empty(), "the second server said it was listening: {:?}", String::from_utf8_lossy(&second.stdout));
+    assert!(
+        stderr.contains(&format!("PID {}", first.child.id())),
+        "the message does not name the holder's PID: {stderr}"
+    );
+    assert!(
+        second.stdout.is_empty(),
+        "the second server said it was listening: {:?}",
+        String::from_utf8_lossy(&second.stdout)
+    );
     assert!(started.elapsed() < Duration::from_secs(5), "the refusal took {:?}", started.elapsed());
 
     insert_journaled(&c, 200..400).await;
@@ -106,7 +117,13 @@ async fn a_crash_loop_restarts_in_flat_time_with_a_small_log() {
         let client = Client::with_uri_str(server.uri()).await.unwrap();
         let c = client.database("d").collection::<Document>("c");
         let status = client.database("admin").run_command(doc! { "serverStatus": 1 }).await.unwrap();
-        let records = status.get_document("strata").unwrap().get_document("recovery").unwrap().get_i64("replayedRecords").unwrap();
+        let records = status
+            .get_document("strata")
+            .unwrap()
+            .get_document("recovery")
+            .unwrap()
+            .get_i64("replayedRecords")
+            .unwrap();
         assert_eq!(c.count_documents(doc! {}).await.unwrap() as i64, acked, "cycle {cycle}: acknowledged writes lost");
         if cycle % 5 != 4 {
             insert_journaled(&c, acked..acked + per_cycle).await;

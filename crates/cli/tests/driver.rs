@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::{temp_dir, Strata};
-use mongodb::bson::doc;
+use common::{Strata, temp_dir};
 use mongodb::Client;
+use mongodb::bson::doc;
 
 async fn client(server: &Strata) -> Client {
     Client::with_uri_str(server.uri()).await.unwrap()
@@ -76,12 +76,16 @@ async fn crud_indexes_and_errors() {
         count += 1;
     }
     assert_eq!(count, 200, "getMore batches");
-    let updated = collection.update_many(doc! { "qty": { "$lt": 10 } }, doc! { "$set": { "low": true } }).await.unwrap();
+    let updated =
+        collection.update_many(doc! { "qty": { "$lt": 10 } }, doc! { "$set": { "low": true } }).await.unwrap();
     assert_eq!((updated.matched_count, updated.modified_count), (10, 10));
     assert_eq!(collection.delete_many(doc! { "low": true }).await.unwrap().deleted_count, 10);
     assert_eq!(collection.count_documents(doc! {}).await.unwrap(), 240);
     let mut groups = collection
-        .aggregate(vec![doc! { "$match": { "qty": { "$gte": 240 } } }, doc! { "$group": { "_id": null, "n": { "$sum": 1 } } }])
+        .aggregate(vec![
+            doc! { "$match": { "qty": { "$gte": 240 } } },
+            doc! { "$group": { "_id": null, "n": { "$sum": 1 } } },
+        ])
         .await
         .unwrap();
     assert!(groups.advance().await.unwrap());
@@ -90,7 +94,11 @@ async fn crud_indexes_and_errors() {
     match *error.kind {
         mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(ref write)) => {
             assert_eq!(write.code, 11000);
-            assert!(write.message.contains("E11000 duplicate key error collection: shop.items index: sku_1"), "{}", write.message);
+            assert!(
+                write.message.contains("E11000 duplicate key error collection: shop.items index: sku_1"),
+                "{}",
+                write.message
+            );
         }
         ref other => panic!("expected a write error, got {other:?}"),
     }

@@ -51,7 +51,8 @@ struct Args {
 }
 
 fn args() -> Args {
-    let mut args = Args { docs: 300_000, cache_size: 128 << 20, dir: None, batch: 1_000, only: None, pairs: 1, child: false };
+    let mut args =
+        Args { docs: 300_000, cache_size: 128 << 20, dir: None, batch: 1_000, only: None, pairs: 1, child: false };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         if flag == "--child" {
@@ -79,7 +80,10 @@ fn document(rng: &mut StdRng, sequence: u64) -> RawDocumentBuf {
     let name = format!("name{:07}", rng.gen_range(0..NAME_POOL));
     let str1: String = (0..16).map(|_| char::from(rng.gen_range(b'a'..=b'z'))).collect();
     // Words from a small vocabulary: text that compresses about as prose does.
-    const WORDS: [&str; 16] = ["data", "fractal", "tree", "index", "insert", "memory", "disk", "buffer", "node", "leaf", "query", "bio", "mongo", "strata", "write", "read"];
+    const WORDS: [&str; 16] = [
+        "data", "fractal", "tree", "index", "insert", "memory", "disk", "buffer", "node", "leaf", "query", "bio",
+        "mongo", "strata", "write", "read",
+    ];
     let mut bio = String::with_capacity(DOCUMENT_BYTES);
     while bio.len() < DOCUMENT_BYTES - 160 {
         bio.push_str(WORDS[rng.gen_range(0..WORDS.len())]);
@@ -140,7 +144,14 @@ fn run_in_child(base: &Path, args: &Args, label: &str) -> BenchResult<RunResult>
     use std::io::BufRead;
     let exe = std::env::current_exe()?;
     let mut child = std::process::Command::new(exe)
-        .args(["--docs", &args.docs.to_string(), "--cache-size", &args.cache_size.to_string(), "--batch", &args.batch.to_string()])
+        .args([
+            "--docs",
+            &args.docs.to_string(),
+            "--cache-size",
+            &args.cache_size.to_string(),
+            "--batch",
+            &args.batch.to_string(),
+        ])
         .args(["--dir", &base.display().to_string(), "--only", label, "--child"])
         .stdout(std::process::Stdio::piped())
         .spawn()?;
@@ -167,8 +178,8 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<RunResult> {
     let side = if indexed { "with   " } else { "without" };
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let mut options = StoreOptions::default();
-    options.engine = storage::Options::for_cache_size(args.cache_size);
+    let mut options =
+        StoreOptions { engine: storage::Options::for_cache_size(args.cache_size), ..StoreOptions::default() };
     // Knobs for sweeps, as in iibench: STRATA_CHECKPOINT_LOG_BYTES, STRATA_NODE_SIZE (bytes), STRATA_FANOUT.
     let knob = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
     if let Some(bytes) = knob("STRATA_CHECKPOINT_LOG_BYTES") {
@@ -271,7 +282,8 @@ storage::strata_allocator!();
 
 fn main() {
     let args = args();
-    let base = args.dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("bio_bench-{}", std::process::id())));
+    let base =
+        args.dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("bio_bench-{}", std::process::id())));
     if args.child {
         run_pair(&base, &args);
         return;
@@ -281,7 +293,7 @@ fn main() {
     println!(
         "bio_bench: {} docs of ~{DOCUMENT_BYTES} B (~{} MiB), batches of {}, cache {} MiB, names from a pool of {NAME_POOL}, {} pair(s) of runs",
         args.docs,
-        args.docs * DOCUMENT_BYTES as u64 >> 20,
+        (args.docs * DOCUMENT_BYTES as u64) >> 20,
         args.batch,
         args.cache_size >> 20,
         args.pairs,

@@ -18,7 +18,9 @@ use std::sync::{Arc, Weak};
 
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use query::error::QueryError;
-use query::pipeline::{CollectionSource, Context, DocumentStream, MemoryLimits, Namespace, Pipeline, SpillRun, SpillStore};
+use query::pipeline::{
+    CollectionSource, Context, DocumentStream, MemoryLimits, Namespace, Pipeline, SpillRun, SpillStore,
+};
 use storage::Durability;
 
 use crate::error::{Error, Result};
@@ -47,7 +49,13 @@ impl StoreSource {
 
 impl Inner {
     /// Runs a pipeline over `collection` (`None`: a database-level pipeline without input).
-    pub fn aggregate(self: &Arc<Inner>, db: &str, collection: Option<&str>, pipeline: &[Document], options: &AggregateOptions) -> Result<Cursor> {
+    pub fn aggregate(
+        self: &Arc<Inner>,
+        db: &str,
+        collection: Option<&str>,
+        pipeline: &[Document],
+        options: &AggregateOptions,
+    ) -> Result<Cursor> {
         let (find, stages) = push_down_match(pipeline, options);
         let parsed = Pipeline::parse(&stages)?;
         let input: DocumentStream<'static> = match collection {
@@ -55,12 +63,16 @@ impl Inner {
             None => Box::new(std::iter::empty()),
         };
         let source = Arc::new(StoreSource { inner: Arc::downgrade(self) });
-        let limits = MemoryLimits { sort_bytes: self.options.sort_memory_limit_bytes, group_bytes: self.options.group_memory_limit_bytes };
+        let limits = MemoryLimits {
+            sort_bytes: self.options.sort_memory_limit_bytes,
+            group_bytes: self.options.group_memory_limit_bytes,
+        };
         let mut context = Context::shared(db, source.clone()).with_limits(limits);
         if options.allow_disk_use {
             context = context.with_spill(source);
         }
-        let output = parsed.stream(input, &context).map(|item| item.map_err(Error::from).and_then(|document| encode(&document)));
+        let output =
+            parsed.stream(input, &context).map(|item| item.map_err(Error::from).and_then(|document| encode(&document)));
         Cursor::new(Box::new(output)).started()
     }
 
@@ -76,7 +88,8 @@ impl Inner {
         self.create_collection(db, &temp, Document::new())?;
         let result = (|| -> Result<()> {
             if let Ok(specs) = self.list_indexes(db, target) {
-                let specs: Vec<Document> = specs.into_iter().filter(|s| s.get_str("name").ok() != Some("_id_")).collect();
+                let specs: Vec<Document> =
+                    specs.into_iter().filter(|s| s.get_str("name").ok() != Some("_id_")).collect();
                 if !specs.is_empty() {
                     self.create_indexes(db, &temp, &specs)?;
                 }
@@ -99,7 +112,8 @@ impl Inner {
 /// variables), and the stages left to the pipeline.
 fn push_down_match(pipeline: &[Document], options: &AggregateOptions) -> (FindRequest, Vec<Bson>) {
     let mut stages: Vec<Bson> = pipeline.iter().cloned().map(Bson::Document).collect();
-    let mut find = FindRequest { hint: options.hint.clone(), allow_disk_use: options.allow_disk_use, ..FindRequest::default() };
+    let mut find =
+        FindRequest { hint: options.hint.clone(), allow_disk_use: options.allow_disk_use, ..FindRequest::default() };
     if let Some(Bson::Document(first)) = stages.first()
         && let Some(Bson::Document(filter)) = first.get("$match")
         && !filter.contains_key("$expr")
@@ -162,6 +176,9 @@ impl CollectionSource for StoreSource {
             array_filters: Vec::new(),
             hint: None,
         };
-        self.inner()?.update(&namespace.db, &namespace.collection, &request, Durability::Periodic).map(|_| ()).map_err(to_query)
+        self.inner()?
+            .update(&namespace.db, &namespace.collection, &request, Durability::Periodic)
+            .map(|_| ())
+            .map_err(to_query)
     }
 }

@@ -134,7 +134,10 @@ impl CollectionMeta {
 
     pub fn from_document(document: &Document) -> Result<CollectionMeta> {
         let text = |key: &str| {
-            document.get_str(key).map(str::to_string).map_err(|_| Error::corrupt(format!("catalog entry without '{key}'")))
+            document
+                .get_str(key)
+                .map(str::to_string)
+                .map_err(|_| Error::corrupt(format!("catalog entry without '{key}'")))
         };
         let mut indexes = Vec::new();
         let list = document.get_array("indexes").map_err(|_| Error::corrupt("catalog entry without 'indexes'"))?;
@@ -210,7 +213,12 @@ mod tests {
             name: "c".into(),
             tree: "c.1".into(),
             options: doc! {"capped": false},
-            indexes: vec![IndexMeta { spec: doc! {"v": 2, "key": {"a": 1}, "name": "a_1"}, tree: "i.2".into(), multikey: true, ready: true }],
+            indexes: vec![IndexMeta {
+                spec: doc! {"v": 2, "key": {"a": 1}, "name": "a_1"},
+                tree: "i.2".into(),
+                multikey: true,
+                ready: true,
+            }],
         };
         let bytes = meta.encode().unwrap();
         assert_eq!(CollectionMeta::decode(&bytes).unwrap(), meta);

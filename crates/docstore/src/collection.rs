@@ -184,7 +184,10 @@ impl Inner {
             .read()
             .iter()
             .filter(|((collection_db, _), _)| collection_db == db)
-            .map(|((_, name), collection)| CollectionInfo { name: name.clone(), options: collection.meta.options.clone() })
+            .map(|((_, name), collection)| CollectionInfo {
+                name: name.clone(),
+                options: collection.meta.options.clone(),
+            })
             .collect()
     }
 

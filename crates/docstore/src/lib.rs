@@ -59,6 +59,9 @@
 //! readers take no lock and read one snapshot; stored documents are the client's bytes (an
 //! inserted document is never re-encoded; one without `_id` gets an ObjectId prepended).
 
+// Library code returns errors instead of panicking; tests may unwrap.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod aggregate;
 pub mod catalog;
 pub mod collection;
@@ -83,14 +86,14 @@ use storage::Engine;
 pub use aggregate::AggregateOptions;
 pub use collection::{CollectionInfo, DatabaseInfo};
 pub use entry_filter::EntryFilter;
-/// What a server needs of the engine, through the docstore (its one door): the durability a
-/// write asks for, and the engine's statistics.
-pub use storage::{Durability, Stats as EngineStats};
 pub use error::{Error, Result};
 pub use index::build::{CreateIndexesOutcome, IndexSelector};
 pub use read::explain::Verbosity;
 pub use read::find::{Cursor, FindRequest};
 pub use read::planner::Hint;
+/// What a server needs of the engine, through the docstore (its one door): the durability a
+/// write asks for, and the engine's statistics.
+pub use storage::{Durability, Stats as EngineStats};
 pub use validate::ValidateReport;
 pub use write::delete::DeleteRequest;
 pub use write::insert::InsertOutcome;
@@ -202,13 +205,26 @@ impl Store {
     /// Inserts documents (creating the collection if needed); errors by position.
     /// Inserts documents; with `Durability::Immediate`, every document inserted (even when
     /// others failed) is durable before this returns, or `durability_error` says why not.
-    pub fn insert(&self, db: &str, name: &str, documents: Vec<RawDocumentBuf>, ordered: bool, durability: Durability) -> InsertOutcome {
+    pub fn insert(
+        &self,
+        db: &str,
+        name: &str,
+        documents: Vec<RawDocumentBuf>,
+        ordered: bool,
+        durability: Durability,
+    ) -> InsertOutcome {
         let mut outcome = self.inner.insert(db, name, documents, ordered, durability);
         outcome.durability_error = self.inner.make_durable(durability).err();
         outcome
     }
 
-    pub fn update(&self, db: &str, name: &str, request: &UpdateRequest, durability: Durability) -> Result<UpdateOutcome> {
+    pub fn update(
+        &self,
+        db: &str,
+        name: &str,
+        request: &UpdateRequest,
+        durability: Durability,
+    ) -> Result<UpdateOutcome> {
         let outcome = self.inner.update(db, name, request, durability);
         self.inner.make_durable(durability)?;
         outcome
@@ -221,7 +237,13 @@ impl Store {
         outcome
     }
 
-    pub fn find_and_modify(&self, db: &str, name: &str, request: &FindAndModifyRequest, durability: Durability) -> Result<FindAndModifyOutcome> {
+    pub fn find_and_modify(
+        &self,
+        db: &str,
+        name: &str,
+        request: &FindAndModifyRequest,
+        durability: Durability,
+    ) -> Result<FindAndModifyOutcome> {
         let outcome = self.inner.find_and_modify(db, name, request, durability);
         self.inner.make_durable(durability)?;
         outcome
@@ -250,7 +272,13 @@ impl Store {
     }
 
     /// Runs a pipeline over `collection` (`None`: a database-level aggregate, no input).
-    pub fn aggregate(&self, db: &str, collection: Option<&str>, pipeline: &[Document], options: &AggregateOptions) -> Result<Cursor> {
+    pub fn aggregate(
+        &self,
+        db: &str,
+        collection: Option<&str>,
+        pipeline: &[Document],
+        options: &AggregateOptions,
+    ) -> Result<Cursor> {
         self.inner.aggregate(db, collection, pipeline, options)
     }
 

@@ -15,7 +15,9 @@ use crate::store::Inner;
 impl Inner {
     fn counter(&self, key: &[u8]) -> Result<i64> {
         match self.engine.snapshot().get(self.counts_tree, key)? {
-            Some(bytes) => Ok(i64::from_le_bytes(bytes.as_slice().try_into().map_err(|_| Error::corrupt("counter is not 8 bytes"))?)),
+            Some(bytes) => Ok(i64::from_le_bytes(
+                bytes.as_slice().try_into().map_err(|_| Error::corrupt("counter is not 8 bytes"))?,
+            )),
             None => Ok(0),
         }
     }

@@ -119,7 +119,9 @@ impl Inner {
     }
 
     pub fn tree_id(&self, name: &str) -> Result<TreeId> {
-        self.engine.tree(name).ok_or_else(|| Error::corrupt(format!("the catalog names tree {name}, which does not exist")))
+        self.engine
+            .tree(name)
+            .ok_or_else(|| Error::corrupt(format!("the catalog names tree {name}, which does not exist")))
     }
 
     /// Creates a tree with a fresh name `<prefix><n>`; the counter is durable before the tree

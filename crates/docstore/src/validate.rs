@@ -63,7 +63,9 @@ impl Inner {
         }
         let (count, size) = self.counters(&collection)?;
         if count != report.documents as i64 || size != bytes {
-            report.errors.push(format!("counters say {count} documents of {size} bytes; found {} of {bytes}", report.documents));
+            report
+                .errors
+                .push(format!("counters say {count} documents of {size} bytes; found {} of {bytes}", report.documents));
         }
         for ((index, wanted), is_multikey) in collection.indexes.iter().zip(expected).zip(multikey) {
             let mut found = BTreeMap::new();
@@ -75,7 +77,10 @@ impl Inner {
             if index.meta.ready && found != wanted {
                 let missing = wanted.keys().filter(|k| !found.contains_key(*k)).count();
                 let extra = found.keys().filter(|k| !wanted.contains_key(*k)).count();
-                report.errors.push(format!("index {}: {missing} entries missing, {extra} extra, or payloads differ", index.name));
+                report.errors.push(format!(
+                    "index {}: {missing} entries missing, {extra} extra, or payloads differ",
+                    index.name
+                ));
             }
             if is_multikey && !index.meta.multikey {
                 report.errors.push(format!("index {} has multikey documents but is not marked multikey", index.name));

@@ -36,7 +36,13 @@ fn insert_generates_ids_and_reports_duplicates() {
     let stored = store.find("db", "c", &filter(doc! {"a": 1})).unwrap().next().unwrap().unwrap();
     assert!(stored.as_bytes().ends_with(&sent.as_bytes()[4..]), "the client's bytes follow the generated _id");
 
-    let outcome = store.insert("db", "c", vec![raw(doc! {"_id": 8}), raw(doc! {"_id": 7}), raw(doc! {"_id": 9})], true, Durability::None);
+    let outcome = store.insert(
+        "db",
+        "c",
+        vec![raw(doc! {"_id": 8}), raw(doc! {"_id": 7}), raw(doc! {"_id": 9})],
+        true,
+        Durability::None,
+    );
     assert_eq!(outcome.inserted, 1);
     let (position, error) = &outcome.errors[0];
     assert_eq!(*position, 1);
@@ -47,7 +53,13 @@ fn insert_generates_ids_and_reports_duplicates() {
         }
         other => panic!("{other:?}"),
     }
-    let outcome = store.insert("db", "c", vec![raw(doc! {"_id": 7}), raw(doc! {"_id": 10}), raw(doc! {"_id": [1]})], false, Durability::None);
+    let outcome = store.insert(
+        "db",
+        "c",
+        vec![raw(doc! {"_id": 7}), raw(doc! {"_id": 10}), raw(doc! {"_id": [1]})],
+        false,
+        Durability::None,
+    );
     assert_eq!(outcome.inserted, 1);
     assert_eq!(outcome.errors.iter().map(|(p, e)| (*p, e.code())).collect::<Vec<_>>(), vec![(0, 11000), (2, 53)]);
     assert_eq!(store.estimated_document_count("db", "c").unwrap(), 4);
@@ -76,7 +88,10 @@ fn catalog_operations_survive_restart() {
     let mut names: Vec<String> = store.list_databases().unwrap().into_iter().map(|d| d.name).collect();
     names.sort();
     assert_eq!(names, vec!["db", "other"]);
-    assert_eq!(store.list_collections("db"), vec![CollectionInfo { name: "a".into(), options: doc! {"capped": false} }]);
+    assert_eq!(
+        store.list_collections("db"),
+        vec![CollectionInfo { name: "a".into(), options: doc! {"capped": false} }]
+    );
     assert_eq!(store.list_indexes("other", "renamed").unwrap().len(), 2);
     let outcome = store.insert("other", "renamed", vec![rawdoc! {"_id": 2, "x": 1}], true, Durability::Immediate);
     assert_eq!(outcome.errors[0].1.code(), 11000);
@@ -119,11 +134,17 @@ fn unique_index_duplicates() {
     let outcome = store.insert("db", "c", vec![raw(doc! {"_id": 2, "email": "a@x"})], true, Durability::None);
     match &outcome.errors[0].1 {
         Error::DuplicateKey { key_pattern, key_value, index, .. } => {
-            assert_eq!((key_pattern, key_value, index.as_str()), (&doc! {"email": 1}, &doc! {"email": "a@x"}, "email_1"));
+            assert_eq!(
+                (key_pattern, key_value, index.as_str()),
+                (&doc! {"email": 1}, &doc! {"email": "a@x"}, "email_1")
+            );
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(outcome.errors[0].1.to_string(), "E11000 duplicate key error collection: db.c index: email_1 dup key: { \"email\": \"a@x\" }");
+    assert_eq!(
+        outcome.errors[0].1.to_string(),
+        "E11000 duplicate key error collection: db.c index: email_1 dup key: { \"email\": \"a@x\" }"
+    );
     assert_eq!(find(&store, filter(doc! {"_id": 2})).len(), 0);
     assert!(store.validate("db", "c").unwrap().is_valid());
     store.insert("db", "d", vec![raw(doc! {"_id": 1, "k": 1}), raw(doc! {"_id": 2, "k": 1})], true, Durability::None);
@@ -131,7 +152,14 @@ fn unique_index_duplicates() {
     assert_eq!(store.list_indexes("db", "d").unwrap().len(), 1);
     // An update that would duplicate a unique key fails and changes nothing.
     store.insert("db", "c", vec![raw(doc! {"_id": 3, "email": "b@x"})], true, Durability::None);
-    let update = UpdateRequest { filter: doc! {"_id": 3}, update: UpdateModification::Document(doc! {"$set": {"email": "a@x"}}), multi: false, upsert: false, array_filters: vec![], hint: None };
+    let update = UpdateRequest {
+        filter: doc! {"_id": 3},
+        update: UpdateModification::Document(doc! {"$set": {"email": "a@x"}}),
+        multi: false,
+        upsert: false,
+        array_filters: vec![],
+        hint: None,
+    };
     assert_eq!(store.update("db", "c", &update, Durability::None).unwrap_err().code(), 11000);
     assert_eq!(find(&store, filter(doc! {"email": "b@x"})).len(), 1);
     assert!(store.validate("db", "c").unwrap().is_valid());
@@ -149,7 +177,10 @@ fn index_catalog_rules() {
     assert_eq!(store.create_indexes("db", "c", &[doc! {"key": {"a": 1}, "unique": true}]).unwrap_err().code(), 85);
     assert_eq!(store.create_indexes("db", "c", &[doc! {"key": {"b": 1}, "name": "a_1"}]).unwrap_err().code(), 86);
     assert_eq!(store.create_indexes("db", "c", &[doc! {"key": {"a": "text"}}]).unwrap_err().code(), 67);
-    assert_eq!(store.list_indexes("db", "c").unwrap(), vec![doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}, doc! {"v": 2, "key": {"a": 1}, "name": "a_1"}]);
+    assert_eq!(
+        store.list_indexes("db", "c").unwrap(),
+        vec![doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}, doc! {"v": 2, "key": {"a": 1}, "name": "a_1"}]
+    );
     assert_eq!(store.drop_indexes("db", "c", &IndexSelector::Name("_id_".into())).unwrap_err().code(), 72);
     assert_eq!(store.drop_indexes("db", "c", &IndexSelector::Name("nope".into())).unwrap_err().code(), 27);
     assert_eq!(store.drop_indexes("db", "c", &IndexSelector::All).unwrap(), 2);
@@ -164,7 +195,14 @@ fn explain_shapes() {
     let documents = (0..20).map(|i| raw(doc! {"_id": i, "a": i % 5, "b": i})).collect();
     store.insert("db", "c", documents, true, Durability::None);
     store.create_indexes("db", "c", &[doc! {"key": {"a": 1, "b": -1}}]).unwrap();
-    let explain = store.explain("db", "c", &FindRequest { filter: doc! {"a": 2, "b": {"$gt": 5}}, ..FindRequest::default() }, Verbosity::ExecutionStats).unwrap();
+    let explain = store
+        .explain(
+            "db",
+            "c",
+            &FindRequest { filter: doc! {"a": 2, "b": {"$gt": 5}}, ..FindRequest::default() },
+            Verbosity::ExecutionStats,
+        )
+        .unwrap();
     let plan = explain.get_document("queryPlanner").unwrap().get_document("winningPlan").unwrap();
     assert_eq!(plan.get_str("stage").unwrap(), "FETCH");
     let scan = plan.get_document("inputStage").unwrap();
@@ -175,12 +213,20 @@ fn explain_shapes() {
     assert_eq!(stats.get_i64("nReturned").unwrap(), 3);
     assert_eq!(stats.get_i64("totalKeysExamined").unwrap(), 3);
     assert_eq!(stats.get_i64("totalDocsExamined").unwrap(), 3);
-    let explain = store.explain("db", "c", &FindRequest { filter: doc! {"b": 3}, sort: Some(doc! {"b": 1}), ..FindRequest::default() }, Verbosity::ExecutionStats).unwrap();
+    let explain = store
+        .explain(
+            "db",
+            "c",
+            &FindRequest { filter: doc! {"b": 3}, sort: Some(doc! {"b": 1}), ..FindRequest::default() },
+            Verbosity::ExecutionStats,
+        )
+        .unwrap();
     let plan = explain.get_document("queryPlanner").unwrap().get_document("winningPlan").unwrap();
     assert_eq!(plan.get_str("stage").unwrap(), "SORT");
     assert_eq!(plan.get_document("inputStage").unwrap().get_str("stage").unwrap(), "COLLSCAN");
     assert_eq!(explain.get_document("executionStats").unwrap().get_i64("totalDocsExamined").unwrap(), 20);
-    let hinted = FindRequest { filter: doc! {"b": 3}, hint: Some(Hint::Name("a_1_b_-1".into())), ..FindRequest::default() };
+    let hinted =
+        FindRequest { filter: doc! {"b": 3}, hint: Some(Hint::Name("a_1_b_-1".into())), ..FindRequest::default() };
     let explain = store.explain("db", "c", &hinted, Verbosity::QueryPlanner).unwrap();
     let plan = explain.get_document("queryPlanner").unwrap().get_document("winningPlan").unwrap();
     assert_eq!(plan.get_document("inputStage").unwrap().get_str("stage").unwrap(), "IXSCAN");
@@ -198,14 +244,22 @@ fn explain_shapes() {
     let mut got = ids(&find(&store, or));
     got.sort();
     assert_eq!(got, vec![1, 2, 6, 11, 16]);
-    assert_eq!(store.find("db", "c", &FindRequest { hint: Some(Hint::Name("nope".into())), ..FindRequest::default() }).err().unwrap().code(), 2);
+    assert_eq!(
+        store
+            .find("db", "c", &FindRequest { hint: Some(Hint::Name("nope".into())), ..FindRequest::default() })
+            .err()
+            .unwrap()
+            .code(),
+        2
+    );
 }
 
 /// Goal: a blocking sort past the memory limit fails with 292, and with allowDiskUse spills
 /// to a temporary tree and returns the right order.
 #[test]
 fn sort_memory_limit_and_spill() {
-    let store = Store::open_in_memory(StoreOptions { sort_memory_limit_bytes: 4096, ..StoreOptions::default() }).unwrap();
+    let store =
+        Store::open_in_memory(StoreOptions { sort_memory_limit_bytes: 4096, ..StoreOptions::default() }).unwrap();
     let documents = (0..500).map(|i| raw(doc! {"_id": i, "k": (i * 7919) % 500, "pad": "x".repeat(20)})).collect();
     store.insert("db", "c", documents, true, Durability::None);
     let request = FindRequest { sort: Some(doc! {"k": -1}), ..FindRequest::default() };
@@ -229,23 +283,36 @@ fn aggregate(store: &Store, pipeline: &[Document], allow_disk_use: bool) -> Resu
 /// for the in-memory answers; engine commits show the spill.
 #[test]
 fn aggregation_memory_limits_and_spill() {
-    let tiny = StoreOptions { group_memory_limit_bytes: 16 * 1024, sort_memory_limit_bytes: 16 * 1024, ..StoreOptions::default() };
+    let tiny = StoreOptions {
+        group_memory_limit_bytes: 16 * 1024,
+        sort_memory_limit_bytes: 16 * 1024,
+        ..StoreOptions::default()
+    };
     let (store, unlimited) = (Store::open_in_memory(tiny).unwrap(), store());
     for target in [&store, &unlimited] {
-        let documents = (0..2000).map(|i| raw(doc! {"_id": i, "k": (i * 7919) % 2000, "g": i % 10, "pad": "x".repeat(20)})).collect();
+        let documents = (0..2000)
+            .map(|i| raw(doc! {"_id": i, "k": (i * 7919) % 2000, "g": i % 10, "pad": "x".repeat(20)}))
+            .collect();
         target.insert("db", "c", documents, true, Durability::None);
     }
     let count_documents = [doc! {"$match": {}}, doc! {"$group": {"_id": 1, "n": {"$sum": 1}}}];
     assert_eq!(aggregate(&store, &count_documents, false).unwrap(), vec![doc! {"_id": 1, "n": 2000}]);
     let by_g = [doc! {"$group": {"_id": "$g", "n": {"$sum": 1}}}];
-    assert_eq!(aggregate(&store, &by_g, false).unwrap(), (0..10).map(|g| doc! {"_id": g, "n": 200}).collect::<Vec<_>>());
+    assert_eq!(
+        aggregate(&store, &by_g, false).unwrap(),
+        (0..10).map(|g| doc! {"_id": g, "n": 200}).collect::<Vec<_>>()
+    );
     assert_eq!(aggregate(&store, &[doc! {"$count": "n"}], false).unwrap(), vec![doc! {"n": 2000}]);
 
     let by_k = [doc! {"$group": {"_id": "$k", "ids": {"$push": "$_id"}}}];
     let sorted = [doc! {"$sort": {"k": -1}}, doc! {"$project": {"k": 1}}];
     for pipeline in [&by_k[..], &sorted[..]] {
         let error = aggregate(&store, pipeline, false).unwrap_err();
-        assert_eq!((error.code(), error.code_name()), (292, "QueryExceededMemoryLimitNoDiskUseAllowed"), "{pipeline:?}");
+        assert_eq!(
+            (error.code(), error.code_name()),
+            (292, "QueryExceededMemoryLimitNoDiskUseAllowed"),
+            "{pipeline:?}"
+        );
         let commits = store.engine_stats().commits;
         let spilled = aggregate(&store, pipeline, true).unwrap();
         assert!(store.engine_stats().commits > commits, "{pipeline:?} spilled to the engine");
@@ -262,7 +329,13 @@ fn aggregation_memory_limits_and_spill() {
 #[test]
 fn aggregate_cursor_is_lazy() {
     let store = store();
-    store.insert("db", "c", (0..1000).map(|i| raw(doc! {"_id": i, "d": if i == 500 { 0 } else { 1 }})).collect(), true, Durability::None);
+    store.insert(
+        "db",
+        "c",
+        (0..1000).map(|i| raw(doc! {"_id": i, "d": if i == 500 { 0 } else { 1 }})).collect(),
+        true,
+        Durability::None,
+    );
     let divide = doc! {"$divide": [1, "$d"]};
     let options = AggregateOptions::default();
     let mut cursor = store.aggregate("db", Some("c"), &[doc! {"$project": {"x": divide.clone()}}], &options).unwrap();
@@ -280,31 +353,77 @@ fn updates_and_find_and_modify() {
     let store = store();
     store.insert("db", "c", (0..5).map(|i| raw(doc! {"_id": i, "g": i % 2, "n": 0})).collect(), true, Durability::None);
     store.create_indexes("db", "c", &[doc! {"key": {"n": 1}}]).unwrap();
-    let update = |filter: Document, update: Document, multi: bool, upsert: bool| UpdateRequest { filter, update: UpdateModification::Document(update), multi, upsert, array_filters: vec![], hint: None };
-    let outcome = store.update("db", "c", &update(doc! {"g": 0}, doc! {"$inc": {"n": 1}}, true, false), Durability::None).unwrap();
+    let update = |filter: Document, update: Document, multi: bool, upsert: bool| UpdateRequest {
+        filter,
+        update: UpdateModification::Document(update),
+        multi,
+        upsert,
+        array_filters: vec![],
+        hint: None,
+    };
+    let outcome = store
+        .update("db", "c", &update(doc! {"g": 0}, doc! {"$inc": {"n": 1}}, true, false), Durability::None)
+        .unwrap();
     assert_eq!((outcome.matched, outcome.modified, outcome.upserted_id), (3, 3, None));
-    let outcome = store.update("db", "c", &update(doc! {"g": 0}, doc! {"$set": {"n": 1}}, true, false), Durability::None).unwrap();
+    let outcome = store
+        .update("db", "c", &update(doc! {"g": 0}, doc! {"$set": {"n": 1}}, true, false), Durability::None)
+        .unwrap();
     assert_eq!((outcome.matched, outcome.modified), (3, 0));
-    let outcome = store.update("db", "c", &update(doc! {"_id": 9}, doc! {"$set": {"n": 5}}, false, true), Durability::None).unwrap();
+    let outcome = store
+        .update("db", "c", &update(doc! {"_id": 9}, doc! {"$set": {"n": 5}}, false, true), Durability::None)
+        .unwrap();
     assert_eq!((outcome.matched, outcome.modified, outcome.upserted_id), (0, 0, Some(Bson::Int32(9))));
-    let outcome = store.update("db", "c", &update(doc! {"g": 7}, doc! {"$set": {"n": 6}}, false, true), Durability::None).unwrap();
+    let outcome = store
+        .update("db", "c", &update(doc! {"g": 7}, doc! {"$set": {"n": 6}}, false, true), Durability::None)
+        .unwrap();
     assert!(matches!(outcome.upserted_id, Some(Bson::ObjectId(_))));
     assert_eq!(find(&store, filter(doc! {"g": 7, "n": 6})).len(), 1);
-    assert_eq!(store.update("db", "c", &update(doc! {}, doc! {"x": 1}, true, false), Durability::None).unwrap_err().code(), 9);
-    let pipeline = UpdateRequest { filter: doc! {"_id": 1}, update: UpdateModification::Pipeline(vec![doc! {"$set": {"n": {"$add": ["$n", 10]}}}]), multi: false, upsert: false, array_filters: vec![], hint: None };
+    assert_eq!(
+        store.update("db", "c", &update(doc! {}, doc! {"x": 1}, true, false), Durability::None).unwrap_err().code(),
+        9
+    );
+    let pipeline = UpdateRequest {
+        filter: doc! {"_id": 1},
+        update: UpdateModification::Pipeline(vec![doc! {"$set": {"n": {"$add": ["$n", 10]}}}]),
+        multi: false,
+        upsert: false,
+        array_filters: vec![],
+        hint: None,
+    };
     assert_eq!(store.update("db", "c", &pipeline, Durability::None).unwrap().modified, 1);
     assert_eq!(find(&store, filter(doc! {"n": 10})).len(), 1);
 
-    let fam = FindAndModifyRequest { query: doc! {"g": 0}, sort: Some(doc! {"_id": -1}), update: Some(UpdateModification::Document(doc! {"$set": {"n": 100}})), return_new: true, fields: Some(doc! {"n": 1}), ..FindAndModifyRequest::default() };
+    let fam = FindAndModifyRequest {
+        query: doc! {"g": 0},
+        sort: Some(doc! {"_id": -1}),
+        update: Some(UpdateModification::Document(doc! {"$set": {"n": 100}})),
+        return_new: true,
+        fields: Some(doc! {"n": 1}),
+        ..FindAndModifyRequest::default()
+    };
     let outcome = store.find_and_modify("db", "c", &fam, Durability::None).unwrap();
     assert_eq!(outcome.value, Some(doc! {"_id": 4, "n": 100}));
     assert!(outcome.updated_existing);
     let remove = FindAndModifyRequest { query: doc! {"n": 100}, remove: true, ..FindAndModifyRequest::default() };
-    assert_eq!(store.find_and_modify("db", "c", &remove, Durability::None).unwrap().value.unwrap().get_i32("_id").unwrap(), 4);
-    let upsert = FindAndModifyRequest { query: doc! {"_id": 50}, update: Some(UpdateModification::Document(doc! {"$set": {"n": 1}})), upsert: true, return_new: true, ..FindAndModifyRequest::default() };
+    assert_eq!(
+        store.find_and_modify("db", "c", &remove, Durability::None).unwrap().value.unwrap().get_i32("_id").unwrap(),
+        4
+    );
+    let upsert = FindAndModifyRequest {
+        query: doc! {"_id": 50},
+        update: Some(UpdateModification::Document(doc! {"$set": {"n": 1}})),
+        upsert: true,
+        return_new: true,
+        ..FindAndModifyRequest::default()
+    };
     let outcome = store.find_and_modify("db", "c", &upsert, Durability::None).unwrap();
     assert_eq!((outcome.value, outcome.upserted_id), (Some(doc! {"_id": 50, "n": 1}), Some(Bson::Int32(50))));
-    assert_eq!(store.delete("db", "c", &DeleteRequest { filter: doc! {"g": 1}, just_one: true, hint: None }, Durability::None).unwrap(), 1);
+    assert_eq!(
+        store
+            .delete("db", "c", &DeleteRequest { filter: doc! {"g": 1}, just_one: true, hint: None }, Durability::None)
+            .unwrap(),
+        1
+    );
     assert!(store.validate("db", "c").unwrap().is_valid());
 }
 
@@ -313,19 +432,31 @@ fn updates_and_find_and_modify() {
 #[test]
 fn index_kinds() {
     let store = store();
-    store.create_indexes("db", "c", &[
-        doc! {"key": {"s": 1}, "sparse": true},
-        doc! {"key": {"p": 1}, "partialFilterExpression": {"keep": true}},
-        doc! {"key": {"tags": 1}},
-        doc! {"key": {"c": 1}, "name": "c_clustering", "clustering": true},
-        doc! {"key": {"at": 1}, "expireAfterSeconds": 60},
-    ]).unwrap();
+    store
+        .create_indexes(
+            "db",
+            "c",
+            &[
+                doc! {"key": {"s": 1}, "sparse": true},
+                doc! {"key": {"p": 1}, "partialFilterExpression": {"keep": true}},
+                doc! {"key": {"tags": 1}},
+                doc! {"key": {"c": 1}, "name": "c_clustering", "clustering": true},
+                doc! {"key": {"at": 1}, "expireAfterSeconds": 60},
+            ],
+        )
+        .unwrap();
     let old = bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() - 3_600_000);
-    store.insert("db", "c", vec![
-        raw(doc! {"_id": 1, "s": 1, "p": 1, "keep": true, "tags": ["a", "b"], "c": 1, "at": old}),
-        raw(doc! {"_id": 2, "p": 1, "tags": ["b"], "c": 2, "at": bson::DateTime::now()}),
-        raw(doc! {"_id": 3, "s": null, "tags": [], "c": 1}),
-    ], true, Durability::None);
+    store.insert(
+        "db",
+        "c",
+        vec![
+            raw(doc! {"_id": 1, "s": 1, "p": 1, "keep": true, "tags": ["a", "b"], "c": 1, "at": old}),
+            raw(doc! {"_id": 2, "p": 1, "tags": ["b"], "c": 2, "at": bson::DateTime::now()}),
+            raw(doc! {"_id": 3, "s": null, "tags": [], "c": 1}),
+        ],
+        true,
+        Durability::None,
+    );
     let report = store.validate("db", "c").unwrap();
     assert!(report.is_valid(), "{:?}", report.errors);
     assert_eq!(report.index_entries["s_1"], 2);
@@ -369,19 +500,47 @@ fn cursors_keep_their_snapshot() {
 #[test]
 fn aggregation_over_collections() {
     let store = store();
-    store.insert("db", "orders", vec![raw(doc! {"_id": 1, "item": "a", "q": 2}), raw(doc! {"_id": 2, "item": "b", "q": 5})], true, Durability::None);
-    store.insert("db", "items", vec![raw(doc! {"_id": "a", "price": 3}), raw(doc! {"_id": "b", "price": 4})], true, Durability::None);
-    let pipeline = [doc! {"$match": {"q": {"$gt": 1}}}, doc! {"$lookup": {"from": "items", "localField": "item", "foreignField": "_id", "as": "i"}}, doc! {"$unwind": "$i"}, doc! {"$project": {"total": {"$multiply": ["$q", "$i.price"]}}}];
-    let out: Vec<Document> = store.aggregate("db", Some("orders"), &pipeline, &AggregateOptions::default()).unwrap().map(|d| Document::try_from(d.unwrap().as_ref()).unwrap()).collect();
+    store.insert(
+        "db",
+        "orders",
+        vec![raw(doc! {"_id": 1, "item": "a", "q": 2}), raw(doc! {"_id": 2, "item": "b", "q": 5})],
+        true,
+        Durability::None,
+    );
+    store.insert(
+        "db",
+        "items",
+        vec![raw(doc! {"_id": "a", "price": 3}), raw(doc! {"_id": "b", "price": 4})],
+        true,
+        Durability::None,
+    );
+    let pipeline = [
+        doc! {"$match": {"q": {"$gt": 1}}},
+        doc! {"$lookup": {"from": "items", "localField": "item", "foreignField": "_id", "as": "i"}},
+        doc! {"$unwind": "$i"},
+        doc! {"$project": {"total": {"$multiply": ["$q", "$i.price"]}}},
+    ];
+    let out: Vec<Document> = store
+        .aggregate("db", Some("orders"), &pipeline, &AggregateOptions::default())
+        .unwrap()
+        .map(|d| Document::try_from(d.unwrap().as_ref()).unwrap())
+        .collect();
     assert_eq!(out, vec![doc! {"_id": 1, "total": 6}, doc! {"_id": 2, "total": 20}]);
     let union = [doc! {"$unionWith": "items"}, doc! {"$count": "n"}];
-    let n: Vec<Document> = store.aggregate("db", Some("orders"), &union, &AggregateOptions::default()).unwrap().map(|d| Document::try_from(d.unwrap().as_ref()).unwrap()).collect();
+    let n: Vec<Document> = store
+        .aggregate("db", Some("orders"), &union, &AggregateOptions::default())
+        .unwrap()
+        .map(|d| Document::try_from(d.unwrap().as_ref()).unwrap())
+        .collect();
     assert_eq!(n, vec![doc! {"n": 4}]);
     store.create_indexes("db", "report", &[doc! {"key": {"q": 1}}]).unwrap();
     store.aggregate("db", Some("orders"), &[doc! {"$out": "report"}], &AggregateOptions::default()).unwrap().count();
     assert_eq!(store.estimated_document_count("db", "report").unwrap(), 2);
     assert_eq!(store.list_indexes("db", "report").unwrap().len(), 2);
-    store.aggregate("db", Some("items"), &[doc! {"$merge": {"into": "report"}}], &AggregateOptions::default()).unwrap().count();
+    store
+        .aggregate("db", Some("items"), &[doc! {"$merge": {"into": "report"}}], &AggregateOptions::default())
+        .unwrap()
+        .count();
     assert_eq!(store.estimated_document_count("db", "report").unwrap(), 4);
     assert!(store.validate("db", "report").unwrap().is_valid());
 }
@@ -435,9 +594,19 @@ fn an_or_served_by_one_index_is_covered() {
     let store = store();
     let documents = (0..40).map(|i| raw(doc! {"_id": i, "a": i % 10, "b": i, "c": i % 3})).collect();
     store.insert("db", "c", documents, true, Durability::None);
-    store.create_indexes("db", "c", &[doc! {"key": {"a": 1}, "name": "a"}, doc! {"key": {"a": 1, "b": 1}, "name": "a_b"}]).unwrap();
+    store
+        .create_indexes(
+            "db",
+            "c",
+            &[doc! {"key": {"a": 1}, "name": "a"}, doc! {"key": {"a": 1, "b": 1}, "name": "a_b"}],
+        )
+        .unwrap();
     let filter = doc! {"$or": [{"a": 3, "b": {"$gte": 20}}, {"a": {"$gt": 7}}]};
-    let request = FindRequest { filter: filter.clone(), projection: Some(doc! {"a": 1, "b": 1, "_id": 0}), ..FindRequest::default() };
+    let request = FindRequest {
+        filter: filter.clone(),
+        projection: Some(doc! {"a": 1, "b": 1, "_id": 0}),
+        ..FindRequest::default()
+    };
     let explain = store.explain("db", "c", &request, Verbosity::ExecutionStats).unwrap();
     let text = explain.to_string();
     assert!(text.contains("PROJECTION_COVERED") && !text.contains("FETCH"), "{explain}");
@@ -476,10 +645,19 @@ fn covered_finds_answer_from_the_index() {
         (doc! {"a": {"$gte": 1}, "b.c": {"$exists": true}}, doc! {"a": 1, "_id": 0}, None),
         (doc! {"a": {"$type": "object", "$gte": {}}}, doc! {"a": 1, "b.c": 1, "_id": 0}, None),
         // An $or whose branches all scan a_bc (iibench's query shape), overlapping ranges too.
-        (doc! {"$or": [{"a": 1, "b.c": {"$gte": "x"}}, {"a": {"$gt": 1}}, {"a": {"$gte": 3}}]}, doc! {"a": 1, "b.c": 1, "_id": 0}, None),
+        (
+            doc! {"$or": [{"a": 1, "b.c": {"$gte": "x"}}, {"a": {"$gt": 1}}, {"a": {"$gte": 3}}]},
+            doc! {"a": 1, "b.c": 1, "_id": 0},
+            None,
+        ),
     ];
     for (query, projection, sort) in queries {
-        let request = FindRequest { filter: query.clone(), projection: Some(projection.clone()), sort: sort.clone(), ..FindRequest::default() };
+        let request = FindRequest {
+            filter: query.clone(),
+            projection: Some(projection.clone()),
+            sort: sort.clone(),
+            ..FindRequest::default()
+        };
         let natural = FindRequest { hint: Some(Hint::Natural { backward: false }), ..request.clone() };
         let mut covered = find(&store, request.clone());
         let mut scanned = find(&store, natural);
@@ -493,10 +671,18 @@ fn covered_finds_answer_from_the_index() {
         assert!(text.contains("PROJECTION_COVERED") && !text.contains("FETCH"), "{query}: {explain}");
     }
     // Without nulls in range, nothing is fetched; a query reaching the null entries fetches them.
-    let request = FindRequest { filter: doc! {"a": {"$gte": 1}}, projection: Some(doc! {"a": 1, "_id": 0}), ..FindRequest::default() };
+    let request = FindRequest {
+        filter: doc! {"a": {"$gte": 1}},
+        projection: Some(doc! {"a": 1, "_id": 0}),
+        ..FindRequest::default()
+    };
     let stats = store.explain("db", "c", &request, Verbosity::ExecutionStats).unwrap();
     assert_eq!(stats.get_document("executionStats").unwrap().get_i64("totalDocsExamined").unwrap(), 0);
-    let request = FindRequest { filter: doc! {"a": Bson::Null}, projection: Some(doc! {"a": 1, "_id": 0}), ..FindRequest::default() };
+    let request = FindRequest {
+        filter: doc! {"a": Bson::Null},
+        projection: Some(doc! {"a": 1, "_id": 0}),
+        ..FindRequest::default()
+    };
     assert_eq!(find(&store, request.clone()), vec![doc! {"a": Bson::Null}, doc! {}]);
     let stats = store.explain("db", "c", &request, Verbosity::ExecutionStats).unwrap();
     assert_eq!(stats.get_document("executionStats").unwrap().get_i64("totalDocsExamined").unwrap(), 2);
@@ -511,11 +697,16 @@ fn covered_finds_answer_from_the_index() {
     assert_eq!((stats.get_i64("totalDocsExamined").unwrap(), stats.get_i64("nReturned").unwrap()), (0, 3), "{stats}");
     // Not covered: the projection keeps _id, reads a field outside the index, or the index is multikey.
     for projection in [doc! {"a": 1}, doc! {"a": 1, "z": 1, "_id": 0}] {
-        let request = FindRequest { filter: doc! {"a": {"$gte": 1}}, projection: Some(projection), ..FindRequest::default() };
+        let request =
+            FindRequest { filter: doc! {"a": {"$gte": 1}}, projection: Some(projection), ..FindRequest::default() };
         assert!(store.explain("db", "c", &request, Verbosity::QueryPlanner).unwrap().to_string().contains("FETCH"));
     }
     store.insert("db", "c", vec![raw(doc! {"_id": 8, "a": [5, 6], "b": {"c": "t"}})], true, Durability::None);
-    let request = FindRequest { filter: doc! {"a": {"$gte": 5}}, projection: Some(doc! {"a": 1, "_id": 0}), ..FindRequest::default() };
+    let request = FindRequest {
+        filter: doc! {"a": {"$gte": 5}},
+        projection: Some(doc! {"a": 1, "_id": 0}),
+        ..FindRequest::default()
+    };
     assert_eq!(find(&store, request.clone()), vec![doc! {"a": [5, 6]}]);
     assert!(store.explain("db", "c", &request, Verbosity::QueryPlanner).unwrap().to_string().contains("FETCH"));
 }

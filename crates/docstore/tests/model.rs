@@ -92,7 +92,15 @@ impl Run {
         let sorts = [None, Some(doc! {"b": 1, "_id": 1}), Some(doc! {"a": -1, "_id": 1})];
         let sort = sorts[self.rng.gen_range(0..sorts.len())].clone();
         // Projections of index fields without _id make covered reads (answered from index keys).
-        let projections = [None, None, Some(doc! {"a": 1, "_id": 0}), Some(doc! {"a": 1, "b": 1, "_id": 0}), Some(doc! {"b": 1, "_id": 0}), Some(doc! {"c.d": 1, "_id": 0}), Some(doc! {"s": 1, "_id": 0})];
+        let projections = [
+            None,
+            None,
+            Some(doc! {"a": 1, "_id": 0}),
+            Some(doc! {"a": 1, "b": 1, "_id": 0}),
+            Some(doc! {"b": 1, "_id": 0}),
+            Some(doc! {"c.d": 1, "_id": 0}),
+            Some(doc! {"s": 1, "_id": 0}),
+        ];
         let projection = projections[self.rng.gen_range(0..projections.len())].clone();
         let parsed = Filter::parse(&filter).unwrap();
         let mut expected: Vec<Document> = self.model.iter().filter(|d| parsed.matches(d).unwrap()).cloned().collect();
@@ -114,7 +122,13 @@ impl Run {
             }
         }
         for hint in hints {
-            let request = FindRequest { filter: filter.clone(), sort: sort.clone(), hint: hint.clone(), projection: projection.clone(), ..FindRequest::default() };
+            let request = FindRequest {
+                filter: filter.clone(),
+                sort: sort.clone(),
+                hint: hint.clone(),
+                projection: projection.clone(),
+                ..FindRequest::default()
+            };
             let mut got: Vec<Document> = self
                 .store()
                 .find(DB, COLL, &request)
@@ -128,9 +142,18 @@ impl Run {
             }
             assert_eq!(got, expected, "filter {filter} sort {sort:?} projection {projection:?} hint {hint:?}");
         }
-        let count = self.store().count(DB, COLL, &FindRequest { filter: filter.clone(), ..FindRequest::default() }).unwrap();
+        let count =
+            self.store().count(DB, COLL, &FindRequest { filter: filter.clone(), ..FindRequest::default() }).unwrap();
         assert_eq!(count as usize, expected.len(), "count {filter}");
-        let explain = self.store().explain(DB, COLL, &FindRequest { filter, sort, projection, ..FindRequest::default() }, Verbosity::ExecutionStats).unwrap();
+        let explain = self
+            .store()
+            .explain(
+                DB,
+                COLL,
+                &FindRequest { filter, sort, projection, ..FindRequest::default() },
+                Verbosity::ExecutionStats,
+            )
+            .unwrap();
         if explain.to_string().contains("PROJECTION_COVERED") {
             self.covered_plans += 1;
         }
@@ -151,10 +174,14 @@ impl Run {
                 let documents: Vec<Document> = (0..self.rng.gen_range(1..20)).map(|_| self.random_document()).collect();
                 let raws = documents.iter().map(|d| RawDocumentBuf::try_from(d).unwrap()).collect();
                 let outcome = self.store().insert(DB, COLL, raws, false, Durability::None);
-                let mut failed: Vec<usize> = outcome.errors.iter().map(|(p, e)| {
-                    assert_eq!(e.code(), 11000, "{e}");
-                    *p
-                }).collect();
+                let mut failed: Vec<usize> = outcome
+                    .errors
+                    .iter()
+                    .map(|(p, e)| {
+                        assert_eq!(e.code(), 11000, "{e}");
+                        *p
+                    })
+                    .collect();
                 failed.sort();
                 let mut expected_failures = Vec::new();
                 for (position, document) in documents.into_iter().enumerate() {
@@ -172,17 +199,37 @@ impl Run {
                 let delta = self.rng.gen_range(1..3);
                 let multi = self.rng.gen_bool(0.5);
                 let update = doc! {"$inc": {"b": delta}, "$set": {"c.d": delta}};
-                let request = UpdateRequest { filter: filter.clone(), update: UpdateModification::Document(update.clone()), multi, upsert: false, array_filters: vec![], hint: None };
+                let request = UpdateRequest {
+                    filter: filter.clone(),
+                    update: UpdateModification::Document(update.clone()),
+                    multi,
+                    upsert: false,
+                    array_filters: vec![],
+                    hint: None,
+                };
                 let outcome = self.store().update(DB, COLL, &request, Durability::None).unwrap();
                 let parsed_update = query::update::Update::parse(&update, &[]).unwrap();
                 let mut matched = 0;
-                let mut ids: Vec<i64> = self.model.iter().filter(|d| parsed.matches(d).unwrap()).map(|d| d.get_i64("_id").unwrap()).collect();
+                let mut ids: Vec<i64> = self
+                    .model
+                    .iter()
+                    .filter(|d| parsed.matches(d).unwrap())
+                    .map(|d| d.get_i64("_id").unwrap())
+                    .collect();
                 ids.sort();
                 if !multi {
                     // Which single document MongoDB picks is the plan's business: follow the store.
                     ids.truncate(1);
                     if outcome.matched == 1 {
-                        let changed = self.store().find(DB, COLL, &FindRequest { filter: doc! {"_id": {"$in": ids.clone()}}, ..FindRequest::default() }).unwrap().count();
+                        let changed = self
+                            .store()
+                            .find(
+                                DB,
+                                COLL,
+                                &FindRequest { filter: doc! {"_id": {"$in": ids.clone()}}, ..FindRequest::default() },
+                            )
+                            .unwrap()
+                            .count();
                         let _ = changed;
                     }
                 }
@@ -192,7 +239,13 @@ impl Run {
                     for document in &mut self.model {
                         if ids.contains(&document.get_i64("_id").unwrap()) {
                             matched += 1;
-                            *document = parsed_update.apply(document, &query::update::ApplyOptions { position: None, now: bson::DateTime::now() }).unwrap().document;
+                            *document = parsed_update
+                                .apply(
+                                    document,
+                                    &query::update::ApplyOptions { position: None, now: bson::DateTime::now() },
+                                )
+                                .unwrap()
+                                .document;
                         }
                     }
                     assert_eq!(matched, outcome.modified);
@@ -203,7 +256,10 @@ impl Run {
             5 => {
                 let filter = self.random_filter();
                 let parsed = Filter::parse(&filter).unwrap();
-                let deleted = self.store().delete(DB, COLL, &DeleteRequest { filter, just_one: false, hint: None }, Durability::None).unwrap();
+                let deleted = self
+                    .store()
+                    .delete(DB, COLL, &DeleteRequest { filter, just_one: false, hint: None }, Durability::None)
+                    .unwrap();
                 let before = self.model.len();
                 self.model.retain(|d| !parsed.matches(d).unwrap());
                 assert_eq!(deleted as usize, before - self.model.len());
@@ -219,7 +275,12 @@ impl Run {
     /// After a single-document update, the model takes the store's documents (checked equal to
     /// the model but for the one document the store chose).
     fn resync_model(&mut self) {
-        let got: Vec<Document> = self.store().find(DB, COLL, &FindRequest::default()).unwrap().map(|d| Document::try_from(d.unwrap().as_ref()).unwrap()).collect();
+        let got: Vec<Document> = self
+            .store()
+            .find(DB, COLL, &FindRequest::default())
+            .unwrap()
+            .map(|d| Document::try_from(d.unwrap().as_ref()).unwrap())
+            .collect();
         let differing = got.iter().filter(|d| !self.model.contains(d)).count();
         assert!(differing <= 1, "a single update changed {differing} documents");
         assert_eq!(got.len(), self.model.len());
@@ -239,7 +300,10 @@ impl Run {
             doc! {"key": {"u": 1}, "unique": true, "sparse": true},
         ];
         let spec = choices[self.rng.gen_range(0..choices.len())].clone();
-        let name = spec.get_str("name").map(str::to_string).unwrap_or_else(|_| docstore::index::spec::default_name(spec.get_document("key").unwrap()));
+        let name = spec
+            .get_str("name")
+            .map(str::to_string)
+            .unwrap_or_else(|_| docstore::index::spec::default_name(spec.get_document("key").unwrap()));
         if let Some(position) = self.indexes.iter().position(|i| i.get_str("name").unwrap() == name) {
             self.store().drop_indexes(DB, COLL, &IndexSelector::Name(name)).unwrap();
             self.indexes.remove(position);
@@ -293,7 +357,15 @@ fn run(seed: u64, steps: usize) -> usize {
     let dir = std::env::temp_dir().join(format!("docstore-model-{}-{seed}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut run = Run { rng: StdRng::seed_from_u64(seed), store: None, dir: dir.clone(), model: Vec::new(), next_id: 0, indexes: Vec::new(), covered_plans: 0 };
+    let mut run = Run {
+        rng: StdRng::seed_from_u64(seed),
+        store: None,
+        dir: dir.clone(),
+        model: Vec::new(),
+        next_id: 0,
+        indexes: Vec::new(),
+        covered_plans: 0,
+    };
     run.reopen();
     run.store().create_collection(DB, COLL, doc! {}).unwrap();
     for _ in 0..3 {

@@ -329,20 +329,12 @@ pub fn decode_key(order: &[u8], types: &[u8], directions: &[Direction]) -> Resul
 
 /// Decodes `directions.len()` components from the front of `order`; returns them and the
 /// number of `order` bytes they took (what follows is the caller's, e.g. an encoded `_id`).
-pub fn decode_key_prefix(
-    order: &[u8],
-    types: &[u8],
-    directions: &[Direction],
-) -> Result<(Vec<Bson>, usize)> {
+pub fn decode_key_prefix(order: &[u8], types: &[u8], directions: &[Direction]) -> Result<(Vec<Bson>, usize)> {
     let mut types_reader = Reader { bytes: types, position: 0, inverted: false };
     let mut position = 0;
     let mut values = Vec::with_capacity(directions.len());
     for direction in directions {
-        let mut reader = Reader {
-            bytes: order,
-            position,
-            inverted: *direction == Direction::Descending,
-        };
+        let mut reader = Reader { bytes: order, position, inverted: *direction == Direction::Descending };
         let rank = reader.byte()?;
         values.push(decode_body(rank, &mut reader, &mut types_reader, 0)?);
         position = reader.position;

@@ -7,6 +7,9 @@
 //! - [`scan`]: a stored document's top-level elements, read without building values.
 //! - [`error`]: the crate's one error enum.
 
+// Library code returns errors instead of panicking; tests may unwrap.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod keycodec;
 pub mod number;
 pub mod order;

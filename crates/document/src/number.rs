@@ -21,7 +21,11 @@ pub enum Numeric {
     NaN,
     NegativeInfinity,
     /// `±0.digits × 10^exponent`; see the module invariants.
-    Finite { negative: bool, exponent: i32, digits: Vec<u8> },
+    Finite {
+        negative: bool,
+        exponent: i32,
+        digits: Vec<u8>,
+    },
     Zero,
     PositiveInfinity,
 }
@@ -161,9 +165,15 @@ fn fraction_binary_digits(value: f64) -> usize {
 /// The fields of a decimal128 (IEEE 754-2008 BID encoding).
 pub enum DecimalParts {
     NaN,
-    Infinity { negative: bool },
+    Infinity {
+        negative: bool,
+    },
     /// `±coefficient × 10^exponent`.
-    Finite { negative: bool, coefficient: u128, exponent: i32 },
+    Finite {
+        negative: bool,
+        coefficient: u128,
+        exponent: i32,
+    },
 }
 
 /// Splits a decimal128 into sign, coefficient and exponent.

@@ -59,9 +59,7 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
         return by_rank;
     }
     match (a, b) {
-        (Bson::String(x) | Bson::Symbol(x), Bson::String(y) | Bson::Symbol(y)) => {
-            x.as_bytes().cmp(y.as_bytes())
-        }
+        (Bson::String(x) | Bson::Symbol(x), Bson::String(y) | Bson::Symbol(y)) => x.as_bytes().cmp(y.as_bytes()),
         (Bson::Document(x), Bson::Document(y)) => compare_documents(x, y),
         (Bson::Array(x), Bson::Array(y)) => compare_arrays(x, y),
         (Bson::Binary(x), Bson::Binary(y)) => x
@@ -73,9 +71,7 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
         (Bson::ObjectId(x), Bson::ObjectId(y)) => x.bytes().cmp(&y.bytes()),
         (Bson::Boolean(x), Bson::Boolean(y)) => x.cmp(y),
         (Bson::DateTime(x), Bson::DateTime(y)) => x.timestamp_millis().cmp(&y.timestamp_millis()),
-        (Bson::Timestamp(x), Bson::Timestamp(y)) => {
-            (x.time, x.increment).cmp(&(y.time, y.increment))
-        }
+        (Bson::Timestamp(x), Bson::Timestamp(y)) => (x.time, x.increment).cmp(&(y.time, y.increment)),
         (Bson::RegularExpression(x), Bson::RegularExpression(y)) => x
             .pattern
             .as_str()
@@ -84,11 +80,9 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
             .then_with(|| x.options.as_str().as_bytes().cmp(y.options.as_str().as_bytes())),
         (Bson::DbPointer(x), Bson::DbPointer(y)) => compare_db_pointers(x, y),
         (Bson::JavaScriptCode(x), Bson::JavaScriptCode(y)) => x.as_bytes().cmp(y.as_bytes()),
-        (Bson::JavaScriptCodeWithScope(x), Bson::JavaScriptCodeWithScope(y)) => x
-            .code
-            .as_bytes()
-            .cmp(y.code.as_bytes())
-            .then_with(|| compare_documents(&x.scope, &y.scope)),
+        (Bson::JavaScriptCodeWithScope(x), Bson::JavaScriptCodeWithScope(y)) => {
+            x.code.as_bytes().cmp(y.code.as_bytes()).then_with(|| compare_documents(&x.scope, &y.scope))
+        }
         _ if canonical_type_rank(a) == 11 => compare_numbers(a, b),
         // Same rank, no payload: MinKey, MaxKey, Null, Undefined.
         _ => Ordering::Equal,
@@ -208,7 +202,7 @@ fn db_pointer_bytes(pointer: &bson::DbPointer) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::{doc, Decimal128};
+    use bson::{Decimal128, doc};
 
     fn decimal(text: &str) -> Bson {
         Bson::Decimal128(text.parse::<Decimal128>().unwrap_or_else(|e| panic!("{text}: {e}")))

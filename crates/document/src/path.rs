@@ -139,12 +139,7 @@ fn candidates_in_document<'a>(
     }
 }
 
-fn candidates_in_value<'a>(
-    value: &'a Bson,
-    rest: &[String],
-    position: Option<usize>,
-    out: &mut Vec<Located<'a>>,
-) {
+fn candidates_in_value<'a>(value: &'a Bson, rest: &[String], position: Option<usize>, out: &mut Vec<Located<'a>>) {
     match value {
         Bson::Array(array) if rest.is_empty() => {
             for (index, element) in array.iter().enumerate() {
@@ -159,12 +154,7 @@ fn candidates_in_value<'a>(
     }
 }
 
-fn candidates_in_array<'a>(
-    array: &'a [Bson],
-    rest: &[String],
-    position: Option<usize>,
-    out: &mut Vec<Located<'a>>,
-) {
+fn candidates_in_array<'a>(array: &'a [Bson], rest: &[String], position: Option<usize>, out: &mut Vec<Located<'a>>) {
     let Some((head, after)) = rest.split_first() else {
         return;
     };

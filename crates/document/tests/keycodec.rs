@@ -6,9 +6,9 @@
 use std::cmp::Ordering;
 
 use bson::{Binary, Bson, Decimal128, Document, spec::BinarySubtype};
+use document::compare_values;
 use document::keycodec::{Direction, decode_key, encode_key, encode_value};
 use document::number::encode_decimal128;
-use document::compare_values;
 use proptest::prelude::*;
 
 fn decimal_strategy() -> impl Strategy<Value = Bson> {
@@ -36,8 +36,18 @@ fn number_strategy() -> impl Strategy<Value = Bson> {
         any::<f64>().prop_filter("canonical NaN only", |d| !d.is_nan()).prop_map(Bson::Double),
         (-40i32..40).prop_map(|i| Bson::Double(f64::from(i) / 4.0)),
         prop::sample::select(vec![
-            f64::NAN, 0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, 9007199254740992.0,
-            9223372036854775808.0, -9223372036854775808.0, 0.1, 5e-324, f64::MAX, f64::MIN,
+            f64::NAN,
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            9007199254740992.0,
+            9223372036854775808.0,
+            -9223372036854775808.0,
+            0.1,
+            5e-324,
+            f64::MAX,
+            f64::MIN,
         ])
         .prop_map(Bson::Double),
         decimal_strategy(),
@@ -153,6 +163,9 @@ fn encoded_sizes() {
     assert_eq!(encode_value(&Bson::Int32(1)).len(), 5);
     assert_eq!(encode_value(&Bson::Int32(0)).len(), 2);
     assert_eq!(encode_value(&Bson::Int64(i64::MAX)).len(), 14);
-    assert_eq!(encode_value(&Bson::Double(1.5)), encode_value(&Bson::Decimal128("1.50".parse().unwrap_or_else(|e| panic!("{e}")))));
+    assert_eq!(
+        encode_value(&Bson::Double(1.5)),
+        encode_value(&Bson::Decimal128("1.50".parse().unwrap_or_else(|e| panic!("{e}"))))
+    );
     assert_eq!(encode_value(&Bson::Double(0.1)).len(), 32);
 }

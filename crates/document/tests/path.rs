@@ -70,7 +70,11 @@ fn index_keys_table() {
         (doc! {"a": 1}, doc! {"a": [3, 1, 3, 1.0]}, vec![vec![Bson::Int32(1)], vec![Bson::Int32(3)]]),
         (doc! {"a": -1}, doc! {"a": [1, 2]}, vec![vec![Bson::Int32(2)], vec![Bson::Int32(1)]]),
         (doc! {"a": 1}, doc! {"a": [[1, 2]]}, vec![vec![Bson::Array(vec![Bson::Int32(1), Bson::Int32(2)])]]),
-        (doc! {"a.b": 1}, doc! {"a": [{"b": 2}, {"c": 1}, {"b": [3, 4]}]}, vec![vec![Bson::Int32(2)], vec![Bson::Int32(3)], vec![Bson::Int32(4)]]),
+        (
+            doc! {"a.b": 1},
+            doc! {"a": [{"b": 2}, {"c": 1}, {"b": [3, 4]}]},
+            vec![vec![Bson::Int32(2)], vec![Bson::Int32(3)], vec![Bson::Int32(4)]],
+        ),
         (doc! {"a.b": 1}, doc! {"a": [{"c": 1}]}, vec![vec![Bson::Null]]),
         (doc! {"a.1": 1}, doc! {"a": [7, 8]}, vec![vec![Bson::Int32(8)]]),
         (
@@ -107,18 +111,23 @@ fn index_keys_table() {
 fn sparse_parallel_and_raw() {
     assert!(key_values(doc! {"a": 1}, Sparseness::Sparse, doc! {"b": 1}).is_empty());
     assert_eq!(key_values(doc! {"a": 1}, Sparseness::Sparse, doc! {"a": null}), vec![vec![Bson::Null]]);
-    assert_eq!(key_values(doc! {"a": 1, "b": 1}, Sparseness::Sparse, doc! {"b": 1}), vec![vec![Bson::Null, Bson::Int32(1)]]);
+    assert_eq!(
+        key_values(doc! {"a": 1, "b": 1}, Sparseness::Sparse, doc! {"b": 1}),
+        vec![vec![Bson::Null, Bson::Int32(1)]]
+    );
 
     let spec = IndexSpec::from_key_pattern(&doc! {"a": 1, "b": 1}, Sparseness::Dense).unwrap_or_else(|e| panic!("{e}"));
     let error = spec.key_values(&doc! {"a": [1], "b": [2]}).err().unwrap_or_else(|| panic!("parallel arrays accepted"));
     assert_eq!(error.code(), 171);
     assert_eq!(error.to_string(), "cannot index parallel arrays [b] [a]");
 
-    let raw = bson::RawDocumentBuf::try_from(&doc! {"bio": "long", "a": [2, 1], "b": "x"}).unwrap_or_else(|e| panic!("{e}"));
+    let raw =
+        bson::RawDocumentBuf::try_from(&doc! {"bio": "long", "a": [2, 1], "b": "x"}).unwrap_or_else(|e| panic!("{e}"));
     let keys = spec.keys_raw(&raw).unwrap_or_else(|e| panic!("{e}"));
     assert!(keys.multikey);
     assert_eq!(keys.keys.len(), 2);
-    let first = decode_key(&keys.keys[0].order, &keys.keys[0].types, &spec.directions()).unwrap_or_else(|e| panic!("{e}"));
+    let first =
+        decode_key(&keys.keys[0].order, &keys.keys[0].types, &spec.directions()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(first, vec![Bson::Int32(1), Bson::String("x".into())]);
 
     assert!(IndexSpec::from_key_pattern(&doc! {"a": 0}, Sparseness::Dense).is_err());
@@ -219,7 +228,10 @@ fn the_scanner_sees_the_elements_bson_sees() {
 
 /// Each element's name, type and value length, as the scanner reads them, and whether it read
 /// the whole document.
-fn scanned_elements(bytes: &[u8]) -> (Option<()>, Vec<(Vec<u8>, u8, usize)>) {
+/// An element as the scanner reports it: name, type byte, value length.
+type Scanned = (Vec<u8>, u8, usize);
+
+fn scanned_elements(bytes: &[u8]) -> (Option<()>, Vec<Scanned>) {
     let mut scanned = Vec::new();
     let complete = document::scan::for_each_element(bytes, |element| {
         scanned.push((element.name.to_vec(), element.kind as u8, element.value.len()))

@@ -11,10 +11,10 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 
 use crate::measure::{commit, machine};
-use crate::report::{mib, parse, Record};
+use crate::report::{Record, mib, parse};
 use crate::workload::{SECONDARY_KEY_BYTES, SECONDARY_TREES};
 use crate::{CompareArgs, EngineName, WorkloadArgs};
 
@@ -62,8 +62,10 @@ fn check_memcap(given: Option<&Path>) -> anyhow::Result<PathBuf> {
         Some(path) => path.to_path_buf(),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/memcap"),
     };
-    let path = path.canonicalize().with_context(|| format!("memcap not found at {} (pass --memcap PATH)", path.display()))?;
-    let probe = Command::new(&path).args(["16", "true"]).output().with_context(|| format!("running {}", path.display()))?;
+    let path =
+        path.canonicalize().with_context(|| format!("memcap not found at {} (pass --memcap PATH)", path.display()))?;
+    let probe =
+        Command::new(&path).args(["16", "true"]).output().with_context(|| format!("running {}", path.display()))?;
     if !probe.status.success() {
         bail!(
             "memcap cannot cap memory here: {} (it needs root and a writable cgroup memory controller, v1 or v2; \
@@ -97,7 +99,9 @@ fn print_header(args: &CompareArgs, memcap: Option<&(PathBuf, u64)>, base: &Path
         (10 * w.cache_size).div_ceil(per_insert)
     );
     match memcap {
-        Some((path, memory_mib)) => println!("memory: each engine under {} {memory_mib} (MiB, page cache included)", path.display()),
+        Some((path, memory_mib)) => {
+            println!("memory: each engine under {} {memory_mib} (MiB, page cache included)", path.display())
+        }
         None => println!("memory: uncapped (pass --memory-mib to run each engine under memcap)"),
     }
     println!("data: {}", base.display());
@@ -110,11 +114,18 @@ fn run_child(
     memcap: Option<&(PathBuf, u64)>,
 ) -> anyhow::Result<Outcome> {
     let mut command = child_command(engine, dir, workload, memcap)?;
-    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().context("starting a child iibench")?;
+    let mut child =
+        command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().context("starting a child iibench")?;
     let stderr = child.stderr.take().context("child stderr")?;
     let stderr_reader = std::thread::spawn(move || forward_stderr(stderr));
-    let mut outcome =
-        Outcome { engine, start: None, summary: None, memcap_peak_mib: None, failure: None, last_reported_inserts: 0.0 };
+    let mut outcome = Outcome {
+        engine,
+        start: None,
+        summary: None,
+        memcap_peak_mib: None,
+        failure: None,
+        last_reported_inserts: 0.0,
+    };
     let stdout = child.stdout.take().context("child stdout")?;
     for line in BufReader::new(stdout).lines() {
         let line = line?;

@@ -12,7 +12,7 @@ use std::path::Path;
 use ::fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use anyhow::Context;
 
-use crate::workload::{Backend, Row, SyncClock, SECONDARY_TREES};
+use crate::workload::{Backend, Row, SECONDARY_TREES, SyncClock};
 
 pub struct Fjall {
     database: Database,

@@ -8,6 +8,9 @@
 //! `compare` runs each engine as a child `iibench run`, one after another, so that a memory
 //! cap (`../shared/memcap`) applies to one engine at a time. See docs/BENCHMARKS.md.
 
+// Library code returns errors instead of panicking; tests may unwrap.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod compare;
 mod fjall;
 mod heap;

@@ -8,9 +8,8 @@ use std::path::Path;
 /// account I/O per task.
 pub fn process_write_bytes() -> Option<u64> {
     let io = std::fs::read_to_string("/proc/self/io").ok()?;
-    let field = |name: &str| {
-        io.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(':')?.trim().parse::<u64>().ok())
-    };
+    let field =
+        |name: &str| io.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(':')?.trim().parse::<u64>().ok());
     Some(field("write_bytes")?.saturating_sub(field("cancelled_write_bytes").unwrap_or(0)))
 }
 
@@ -86,6 +85,7 @@ pub fn rss_bytes() -> Option<u64> {
 
 fn proc_status_bytes(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kib = status.lines().find_map(|l| l.strip_prefix(field)?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())?;
+    let kib =
+        status.lines().find_map(|l| l.strip_prefix(field)?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())?;
     Some(kib * 1024)
 }

@@ -152,8 +152,18 @@ pub fn print_table(outcomes: &[crate::compare::Outcome]) {
     println!();
     println!(
         "{:<7} {:>10} {:>8} {:>10} {:>11} {:>10} {:>10} {:>12} {:>9} {:>9} {:>9} {:>9}",
-        "engine", "inserts", "seconds", "overall/s", "first10%/s", "exit/s", "exit/first", "written/ins", "disk MiB",
-        "alloc MiB", "rss MiB", "peak MiB"
+        "engine",
+        "inserts",
+        "seconds",
+        "overall/s",
+        "first10%/s",
+        "exit/s",
+        "exit/first",
+        "written/ins",
+        "disk MiB",
+        "alloc MiB",
+        "rss MiB",
+        "peak MiB"
     );
     for outcome in outcomes {
         let name = outcome.engine.as_str();
@@ -233,9 +243,11 @@ mod tests {
     /// including quotes and control characters, round-trips.
     #[test]
     fn line_round_trips() {
-        let line = Line::new("summary").int("inserts", 300_000).float("exit_rate", 1234.5).text("durability", "a \"b\"\\c\n");
+        let line =
+            Line::new("summary").int("inserts", 300_000).float("exit_rate", 1234.5).text("durability", "a \"b\"\\c\n");
         let fields = parse(&line.to_json()).map(Record);
-        let record = fields.as_ref().map(|r| (r.text("type"), r.number("inserts"), r.number("exit_rate"), r.text("durability")));
+        let record =
+            fields.as_ref().map(|r| (r.text("type"), r.number("inserts"), r.number("exit_rate"), r.text("durability")));
         assert_eq!(record, Some(("summary", 300_000.0, 1234.5, "a \"b\"\\c\n")));
         assert!(parse("not json").is_none());
     }

@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 
 use crate::heap;
 use crate::measure::{dir_size, peak_rss_bytes, process_write_bytes, rss_bytes};

@@ -30,12 +30,16 @@ fn seed_000(count: usize) -> Vec<RawDocumentBuf> {
     let bio = "I am a Java Developer. ".repeat(100);
     (0..count)
         .map(|i| {
-            let name = if i % 1000 == 0 { "Shekhar Gulati".to_string() } else { format!("User {}", random.next() % 1_000_000) };
+            let name = if i % 1000 == 0 {
+                "Shekhar Gulati".to_string()
+            } else {
+                format!("User {}", random.next() % 1_000_000)
+            };
             let document = doc! {
                 "_id": ObjectId::new(),
                 "name": name,
                 "someId1": Bson::Int64(1_000_000 + i as i64),
-                "str1": if random.next() % 2 == 0 { "U" } else { "V" },
+                "str1": if random.next().is_multiple_of(2) { "U" } else { "V" },
                 "date1": bson::DateTime::from_millis(860_000_000_000 + (random.next() % 1_000_000_000) as i64),
                 "bio": bio.as_str(),
             };
@@ -79,7 +83,8 @@ fn bench_filters(documents: &[RawDocumentBuf], filters: &[Document]) {
         report(&format!("match decoded {filter}"), documents.len(), started, hits);
     }
     let started = Instant::now();
-    let fields: usize = documents.iter().map(|raw| black_box(Document::try_from(raw.as_ref()).map_or(0, |d| d.len()))).sum();
+    let fields: usize =
+        documents.iter().map(|raw| black_box(Document::try_from(raw.as_ref()).map_or(0, |d| d.len()))).sum();
     report("full decode (baseline)", documents.len(), started, fields / documents.len().max(1));
 }
 
@@ -92,7 +97,12 @@ fn bench_keys(documents: &[RawDocumentBuf], patterns: &[Document]) {
             let keys = spec.keys_raw(raw).unwrap_or_else(|e| panic!("{e}"));
             bytes += keys.keys.iter().map(|k| k.order.len() + k.types.len()).sum::<usize>();
         }
-        report(&format!("index keys    {pattern} ({} B/doc)", bytes / documents.len().max(1)), documents.len(), started, documents.len());
+        report(
+            &format!("index keys    {pattern} ({} B/doc)", bytes / documents.len().max(1)),
+            documents.len(),
+            started,
+            documents.len(),
+        );
     }
 }
 
@@ -133,9 +143,6 @@ fn main() {
     let documents = seed_002(count_002);
     let size = documents.iter().map(|d| d.as_bytes().len()).sum::<usize>() / documents.len().max(1);
     println!("\nseed 002: {count_002} docs of {size} B {{_id, number, pet, name, email}}");
-    bench_filters(
-        &documents,
-        &[doc! {"pet": "dog"}, doc! {"number": {"$lt": 100}, "pet": {"$in": ["cat", "dove"]}}],
-    );
+    bench_filters(&documents, &[doc! {"pet": "dog"}, doc! {"number": {"$lt": 100}, "pet": {"$in": ["cat", "dove"]}}]);
     bench_keys(&documents, &[doc! {"number": 1}, doc! {"pet": 1, "number": 1}, doc! {"_id": 1}]);
 }

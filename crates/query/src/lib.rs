@@ -6,10 +6,13 @@
 //! - [`update`]: update operators, replacement, upsert seeds.
 //! - [`error`]: the crate's error enum, carrying MongoDB codes.
 
+// Library code returns errors instead of panicking; tests may unwrap.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod error;
+pub mod expr;
 pub mod filter;
+pub mod pipeline;
 pub mod projection;
 pub mod sort;
 pub mod update;
-pub mod expr;
-pub mod pipeline;

@@ -55,7 +55,10 @@ struct Tree {
 enum Node {
     Include,
     Exclude,
-    Slice { skip: Option<i64>, limit: i64 },
+    Slice {
+        skip: Option<i64>,
+        limit: i64,
+    },
     ElemMatch(Box<Predicate>),
     Positional,
     Children(Tree),
@@ -293,7 +296,10 @@ impl Tree {
                         out.insert(name.clone(), value);
                     }
                 }
-                Node::Children(child) if child.has_expressions() && !matches!(document.get(name), Some(Bson::Document(_) | Bson::Array(_))) => {
+                Node::Children(child)
+                    if child.has_expressions()
+                        && !matches!(document.get(name), Some(Bson::Document(_) | Bson::Array(_))) =>
+                {
                     out.insert(name.clone(), Bson::Document(child.include(root, &Document::new(), position)?));
                 }
                 _ => {}
@@ -334,7 +340,9 @@ impl Tree {
     fn exclude_value(&self, value: &Bson) -> Result<Bson> {
         Ok(match value {
             Bson::Document(inner) => Bson::Document(self.exclude(inner)?),
-            Bson::Array(items) => Bson::Array(items.iter().map(|item| self.exclude_value(item)).collect::<Result<_>>()?),
+            Bson::Array(items) => {
+                Bson::Array(items.iter().map(|item| self.exclude_value(item)).collect::<Result<_>>()?)
+            }
             scalar => scalar.clone(),
         })
     }

@@ -12,9 +12,9 @@
 use std::cmp::Ordering;
 
 use bson::{Bson, Document, RawDocument};
+use document::compare_values;
 use document::keycodec::Direction;
 use document::path::{FieldPath, decode_fields, index_values};
-use document::compare_values;
 
 use crate::error::{QueryError, Result};
 

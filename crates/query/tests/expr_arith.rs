@@ -34,14 +34,17 @@ fn add_promotes_types_and_handles_null() {
         (bson::bson!({"$add": [1, 2]}), Ok(Bson::Int32(3))),
         (bson::bson!({"$add": [1, 2.5]}), Ok(Bson::Double(3.5))),
         (bson::bson!({"$add": [2147483647, 1]}), Ok(Bson::Int64(2147483648))),
-        (bson::bson!({"$add": [i64::MAX, 1]}), Ok(Bson::Double(9.223372036854775808e18))),
+        (bson::bson!({"$add": [i64::MAX, 1]}), Ok(Bson::Double(9.223_372_036_854_776e18))),
         (bson::bson!({"$add": ["$a", "$b"]}), Ok(Bson::Double(7.5))),
         (bson::bson!({"$add": ["$a", "$missing"]}), Ok(Bson::Null)),
         (bson::bson!({"$add": ["$a", null]}), Ok(Bson::Null)),
         (bson::bson!({"$add": []}), Ok(Bson::Int32(0))),
         (bson::bson!({"$add": ["$a", "$s"]}), Err(16554)),
         (bson::bson!({"$add": [1, dec("2.5")]}), Ok(dec("3.5"))),
-        (bson::bson!({"$add": [bson::DateTime::from_millis(1000), 500]}), Ok(Bson::DateTime(bson::DateTime::from_millis(1500)))),
+        (
+            bson::bson!({"$add": [bson::DateTime::from_millis(1000), 500]}),
+            Ok(Bson::DateTime(bson::DateTime::from_millis(1500))),
+        ),
         (bson::bson!({"$add": [bson::DateTime::from_millis(0), bson::DateTime::from_millis(0)]}), Err(16612)),
     ]);
 }
@@ -50,8 +53,14 @@ fn add_promotes_types_and_handles_null() {
 fn subtract_multiply_divide_mod() {
     check(vec![
         (bson::bson!({"$subtract": [5, 3]}), Ok(Bson::Int32(2))),
-        (bson::bson!({"$subtract": [bson::DateTime::from_millis(5000), bson::DateTime::from_millis(2000)]}), Ok(Bson::Int64(3000))),
-        (bson::bson!({"$subtract": [bson::DateTime::from_millis(5000), 1000]}), Ok(Bson::DateTime(bson::DateTime::from_millis(4000)))),
+        (
+            bson::bson!({"$subtract": [bson::DateTime::from_millis(5000), bson::DateTime::from_millis(2000)]}),
+            Ok(Bson::Int64(3000)),
+        ),
+        (
+            bson::bson!({"$subtract": [bson::DateTime::from_millis(5000), 1000]}),
+            Ok(Bson::DateTime(bson::DateTime::from_millis(4000))),
+        ),
         (bson::bson!({"$subtract": [1000, bson::DateTime::from_millis(5000)]}), Err(16556)),
         (bson::bson!({"$subtract": [1]}), Err(16020)),
         (bson::bson!({"$multiply": [2, 3, 4]}), Ok(Bson::Int32(24))),
@@ -179,13 +188,22 @@ fn literals_variables_and_let() {
         (bson::bson!("$sub.x"), Ok(Bson::Int32(1))),
         (bson::bson!("$$ROOT.a"), Ok(Bson::Int32(5))),
         (bson::bson!("$$CURRENT.sub"), Ok(bson::bson!({"x": 1}))),
-        (bson::bson!({"$let": {"vars": {"x": 2, "y": "$a"}, "in": {"$multiply": ["$$x", "$$y"]}}}), Ok(Bson::Int32(10))),
-        (bson::bson!({"$let": {"vars": {"x": 1}, "in": {"$let": {"vars": {"x": 2}, "in": "$$x"}}}}), Ok(Bson::Int32(2))),
+        (
+            bson::bson!({"$let": {"vars": {"x": 2, "y": "$a"}, "in": {"$multiply": ["$$x", "$$y"]}}}),
+            Ok(Bson::Int32(10)),
+        ),
+        (
+            bson::bson!({"$let": {"vars": {"x": 1}, "in": {"$let": {"vars": {"x": 2}, "in": "$$x"}}}}),
+            Ok(Bson::Int32(2)),
+        ),
         (bson::bson!("$$undefinedVar"), Err(17276)),
         (bson::bson!({"$let": {"vars": {"Bad": 1}, "in": 1}}), Err(16870)),
         (bson::bson!({"$unknownOperator": 1}), Err(168)),
         (bson::bson!({"$add": [1, 2], "b": 1}), Err(15983)),
-        (bson::bson!({"a": {"$add": [1, 2]}, "b": "$missing", "c": ["$missing"]}), Ok(bson::bson!({"a": 3, "c": [null]}))),
+        (
+            bson::bson!({"a": {"$add": [1, 2]}, "b": "$missing", "c": ["$missing"]}),
+            Ok(bson::bson!({"a": 3, "c": [null]})),
+        ),
     ]);
     let remove = Expr::parse(&bson::bson!("$$REMOVE")).map_err(|e| e.code());
     let value = remove.and_then(|e| evaluate_value(&e, &doc! {}, &Variables::new()).map_err(|e| e.code()));

@@ -80,7 +80,10 @@ fn shorthand_conversions() {
         (bson::bson!({"$toDate": "2018-03-20"}), Ok(date(1_521_504_000_000))),
         (bson::bson!({"$toDate": "2018-03-20 11:00:06 +0500"}), Ok(date(1_521_525_606_000))),
         (bson::bson!({"$toDate": 5}), Err(241)),
-        (bson::bson!({"$toObjectId": "5ab9cbfa31c2ab715d42129e"}), Ok(Bson::ObjectId(ObjectId::parse_str("5ab9cbfa31c2ab715d42129e").unwrap_or_else(|_| ObjectId::new())))),
+        (
+            bson::bson!({"$toObjectId": "5ab9cbfa31c2ab715d42129e"}),
+            Ok(Bson::ObjectId(ObjectId::parse_str("5ab9cbfa31c2ab715d42129e").unwrap_or_else(|_| ObjectId::new()))),
+        ),
         (bson::bson!({"$toObjectId": "xyz"}), Err(241)),
     ]);
 }
@@ -133,7 +136,10 @@ fn date_parts_in_utc_and_offsets() {
         (bson::bson!({"$hour": {"date": "$date", "timezone": "Mars/Olympus"}}), Err(40485)),
         (bson::bson!({"$year": "$missing"}), Ok(Bson::Null)),
         (bson::bson!({"$year": "2014"}), Err(16006)),
-        (bson::bson!({"$year": Bson::ObjectId(ObjectId::parse_str("5ab9cbfa31c2ab715d42129e").unwrap_or_else(|_| ObjectId::new()))}), Ok(Bson::Int32(2018))),
+        (
+            bson::bson!({"$year": Bson::ObjectId(ObjectId::parse_str("5ab9cbfa31c2ab715d42129e").unwrap_or_else(|_| ObjectId::new()))}),
+            Ok(Bson::Int32(2018)),
+        ),
     ]);
 }
 
@@ -141,17 +147,29 @@ fn date_parts_in_utc_and_offsets() {
 fn date_to_string_and_from_string() {
     check(vec![
         (bson::bson!({"$dateToString": {"format": "%Y-%m-%d", "date": "$date"}}), Ok(s("2014-01-01"))),
-        (bson::bson!({"$dateToString": {"format": "%H:%M:%S:%L%z", "date": "$date", "timezone": "+04:30"}}), Ok(s("12:45:39:736+0430"))),
+        (
+            bson::bson!({"$dateToString": {"format": "%H:%M:%S:%L%z", "date": "$date", "timezone": "+04:30"}}),
+            Ok(s("12:45:39:736+0430")),
+        ),
         (bson::bson!({"$dateToString": {"format": "%Z", "date": "$date", "timezone": "-01:00"}}), Ok(s("-60"))),
-        (bson::bson!({"$dateToString": {"format": "%j %w %u %U %V %G %%", "date": "$date"}}), Ok(s("001 4 3 00 01 2014 %"))),
+        (
+            bson::bson!({"$dateToString": {"format": "%j %w %u %U %V %G %%", "date": "$date"}}),
+            Ok(s("001 4 3 00 01 2014 %")),
+        ),
         (bson::bson!({"$dateToString": {"date": "$date"}}), Ok(s("2014-01-01T08:15:39.736Z"))),
         (bson::bson!({"$dateToString": {"date": "$missing", "onNull": "none"}}), Ok(s("none"))),
         (bson::bson!({"$dateToString": {"date": "$missing"}}), Ok(Bson::Null)),
         (bson::bson!({"$dateToString": {"format": "%Q", "date": "$date"}}), Err(18536)),
         (bson::bson!({"$dateToString": {"format": "%", "date": "$date"}}), Err(18535)),
         (bson::bson!({"$dateFromString": {"dateString": "2017-02-08T12:10:40.787"}}), Ok(date(1_486_555_840_787))),
-        (bson::bson!({"$dateFromString": {"dateString": "2017-02-08T12:10:40.787", "timezone": "+01:00"}}), Ok(date(1_486_552_240_787))),
-        (bson::bson!({"$dateFromString": {"dateString": "15-06-2018", "format": "%d-%m-%Y"}}), Ok(date(1_529_020_800_000))),
+        (
+            bson::bson!({"$dateFromString": {"dateString": "2017-02-08T12:10:40.787", "timezone": "+01:00"}}),
+            Ok(date(1_486_552_240_787)),
+        ),
+        (
+            bson::bson!({"$dateFromString": {"dateString": "15-06-2018", "format": "%d-%m-%Y"}}),
+            Ok(date(1_529_020_800_000)),
+        ),
         (bson::bson!({"$dateFromString": {"dateString": "not a date"}}), Err(241)),
         (bson::bson!({"$dateFromString": {"dateString": "not a date", "onError": "oops"}}), Ok(s("oops"))),
         (bson::bson!({"$dateFromString": {"dateString": null, "onNull": "nothing"}}), Ok(s("nothing"))),
@@ -165,23 +183,53 @@ fn date_arithmetic() {
     let feb29 = 1_709_164_800_000; // 2024-02-29T00:00:00Z
     check(vec![
         (bson::bson!({"$dateAdd": {"startDate": date(jan31), "unit": "month", "amount": 1}}), Ok(date(feb29))),
-        (bson::bson!({"$dateAdd": {"startDate": date(jan31), "unit": "day", "amount": 2}}), Ok(date(jan31 + 2 * 86_400_000))),
-        (bson::bson!({"$dateSubtract": {"startDate": date(feb29), "unit": "hour", "amount": 24}}), Ok(date(feb29 - 86_400_000))),
-        (bson::bson!({"$dateAdd": {"startDate": date(jan31), "unit": "year", "amount": 1}}), Ok(date(1_738_281_600_000))),
+        (
+            bson::bson!({"$dateAdd": {"startDate": date(jan31), "unit": "day", "amount": 2}}),
+            Ok(date(jan31 + 2 * 86_400_000)),
+        ),
+        (
+            bson::bson!({"$dateSubtract": {"startDate": date(feb29), "unit": "hour", "amount": 24}}),
+            Ok(date(feb29 - 86_400_000)),
+        ),
+        (
+            bson::bson!({"$dateAdd": {"startDate": date(jan31), "unit": "year", "amount": 1}}),
+            Ok(date(1_738_281_600_000)),
+        ),
         (bson::bson!({"$dateAdd": {"startDate": date(jan31), "unit": "day", "amount": 1.5}}), Err(5166405)),
         (bson::bson!({"$dateAdd": {"startDate": date(jan31), "unit": "fortnight", "amount": 1}}), Err(9)),
         (bson::bson!({"$dateAdd": {"startDate": "$missing", "unit": "day", "amount": 1}}), Ok(Bson::Null)),
-        (bson::bson!({"$dateDiff": {"startDate": date(jan31), "endDate": date(feb29), "unit": "day"}}), Ok(Bson::Int64(29))),
-        (bson::bson!({"$dateDiff": {"startDate": date(jan31), "endDate": date(feb29), "unit": "month"}}), Ok(Bson::Int64(1))),
-        (bson::bson!({"$dateDiff": {"startDate": date(feb29), "endDate": date(jan31), "unit": "week"}}), Ok(Bson::Int64(-4))),
-        (bson::bson!({"$dateDiff": {"startDate": date(jan31), "endDate": date(feb29), "unit": "year"}}), Ok(Bson::Int64(0))),
-        (bson::bson!({"$dateDiff": {"startDate": date(jan31 - 1), "endDate": date(jan31), "unit": "millisecond"}}), Ok(Bson::Int64(1))),
-        (bson::bson!({"$dateDiff": {"startDate": date(jan31 - 1), "endDate": date(jan31), "unit": "second"}}), Ok(Bson::Int64(1))),
+        (
+            bson::bson!({"$dateDiff": {"startDate": date(jan31), "endDate": date(feb29), "unit": "day"}}),
+            Ok(Bson::Int64(29)),
+        ),
+        (
+            bson::bson!({"$dateDiff": {"startDate": date(jan31), "endDate": date(feb29), "unit": "month"}}),
+            Ok(Bson::Int64(1)),
+        ),
+        (
+            bson::bson!({"$dateDiff": {"startDate": date(feb29), "endDate": date(jan31), "unit": "week"}}),
+            Ok(Bson::Int64(-4)),
+        ),
+        (
+            bson::bson!({"$dateDiff": {"startDate": date(jan31), "endDate": date(feb29), "unit": "year"}}),
+            Ok(Bson::Int64(0)),
+        ),
+        (
+            bson::bson!({"$dateDiff": {"startDate": date(jan31 - 1), "endDate": date(jan31), "unit": "millisecond"}}),
+            Ok(Bson::Int64(1)),
+        ),
+        (
+            bson::bson!({"$dateDiff": {"startDate": date(jan31 - 1), "endDate": date(jan31), "unit": "second"}}),
+            Ok(Bson::Int64(1)),
+        ),
         (bson::bson!({"$dateTrunc": {"date": "$date", "unit": "day"}}), Ok(date(1_388_534_400_000))),
         (bson::bson!({"$dateTrunc": {"date": "$date", "unit": "hour", "binSize": 6}}), Ok(date(1_388_556_000_000))),
         (bson::bson!({"$dateTrunc": {"date": "$date", "unit": "month"}}), Ok(date(1_388_534_400_000))),
         (bson::bson!({"$dateTrunc": {"date": date(feb29), "unit": "quarter"}}), Ok(date(1_704_067_200_000))),
-        (bson::bson!({"$dateTrunc": {"date": date(feb29), "unit": "week", "startOfWeek": "monday"}}), Ok(date(1_708_905_600_000))),
+        (
+            bson::bson!({"$dateTrunc": {"date": date(feb29), "unit": "week", "startOfWeek": "monday"}}),
+            Ok(date(1_708_905_600_000)),
+        ),
         (bson::bson!({"$dateTrunc": {"date": "$date", "unit": "day", "binSize": 0}}), Err(5439017)),
     ]);
 }

@@ -91,7 +91,10 @@ fn regex_operators() {
             bson::bson!({"$regexFindAll": {"input": "a1b22", "regex": "[0-9]+"}}),
             Ok(bson::bson!([{"match": "1", "idx": 1, "captures": []}, {"match": "22", "idx": 3, "captures": []}])),
         ),
-        (bson::bson!({"$regexMatch": {"input": "ABC", "regex": Bson::RegularExpression(bson::Regex { pattern: "b".try_into().unwrap_or_else(|_| unreachable!()), options: "i".try_into().unwrap_or_else(|_| unreachable!()) })}}), Ok(Bson::Boolean(true))),
+        (
+            bson::bson!({"$regexMatch": {"input": "ABC", "regex": Bson::RegularExpression(bson::Regex { pattern: "b".try_into().unwrap_or_else(|_| unreachable!()), options: "i".try_into().unwrap_or_else(|_| unreachable!()) })}}),
+            Ok(Bson::Boolean(true)),
+        ),
     ]);
 }
 
@@ -145,14 +148,26 @@ fn array_operators() {
 #[test]
 fn higher_order_array_operators() {
     check(vec![
-        (bson::bson!({"$filter": {"input": "$nums", "as": "x", "cond": {"$gte": ["$$x", 2]}}}), Ok(bson::bson!([3, 2]))),
-        (bson::bson!({"$filter": {"input": "$nums", "cond": {"$gte": ["$$this", 2]}, "limit": 1}}), Ok(bson::bson!([3]))),
+        (
+            bson::bson!({"$filter": {"input": "$nums", "as": "x", "cond": {"$gte": ["$$x", 2]}}}),
+            Ok(bson::bson!([3, 2])),
+        ),
+        (
+            bson::bson!({"$filter": {"input": "$nums", "cond": {"$gte": ["$$this", 2]}, "limit": 1}}),
+            Ok(bson::bson!([3])),
+        ),
         (bson::bson!({"$filter": {"input": "$missing", "cond": true}}), Ok(Bson::Null)),
         (bson::bson!({"$filter": {"input": "x", "cond": true}}), Err(28651)),
-        (bson::bson!({"$map": {"input": "$nums", "as": "n", "in": {"$multiply": ["$$n", 10]}}}), Ok(bson::bson!([30, 10, 20]))),
+        (
+            bson::bson!({"$map": {"input": "$nums", "as": "n", "in": {"$multiply": ["$$n", 10]}}}),
+            Ok(bson::bson!([30, 10, 20])),
+        ),
         (bson::bson!({"$map": {"input": [1], "in": "$$this"}}), Ok(bson::bson!([1]))),
         (bson::bson!({"$map": {"input": 5, "in": "$$this"}}), Err(16883)),
-        (bson::bson!({"$reduce": {"input": ["a", "b", "c"], "initialValue": "", "in": {"$concat": ["$$value", "$$this"]}}}), Ok(s("abc"))),
+        (
+            bson::bson!({"$reduce": {"input": ["a", "b", "c"], "initialValue": "", "in": {"$concat": ["$$value", "$$this"]}}}),
+            Ok(s("abc")),
+        ),
         (
             bson::bson!({"$reduce": {"input": [1, 2, 3, 4], "initialValue": {"sum": 5, "product": 2}, "in": {"sum": {"$add": ["$$value.sum", "$$this"]}, "product": {"$multiply": ["$$value.product", "$$this"]}}}}),
             Ok(bson::bson!({"sum": 15, "product": 48})),
@@ -175,7 +190,10 @@ fn objects_and_accumulator_expressions() {
         (bson::bson!({"$getField": "name"}), Ok(s("café"))),
         (bson::bson!({"$getField": {"field": "a.b", "input": {"$literal": {"a.b": 7}}}}), Ok(Bson::Int32(7))),
         (bson::bson!({"$getField": {"field": "$x", "input": {"$x": 1}}}), Err(5654602)),
-        (bson::bson!({"$getField": {"field": {"$literal": "$x"}, "input": {"$literal": {"$x": 1}}}}), Ok(Bson::Int32(1))),
+        (
+            bson::bson!({"$getField": {"field": {"$literal": "$x"}, "input": {"$literal": {"$x": 1}}}}),
+            Ok(Bson::Int32(1)),
+        ),
         (bson::bson!({"$setField": {"field": "b", "input": {"a": 1}, "value": 2}}), Ok(bson::bson!({"a": 1, "b": 2}))),
         (bson::bson!({"$sum": "$nums"}), Ok(Bson::Int32(6))),
         (bson::bson!({"$sum": [1, 2.5, "x"]}), Ok(Bson::Double(3.5))),

@@ -13,7 +13,11 @@ fn check(rows: &[(Document, Document, bool)]) {
         let got = parsed.matches(document).unwrap_or_else(|e| panic!("{filter}: {e}"));
         assert_eq!(got, *expected, "filter {filter} on {document}");
         let raw = bson::RawDocumentBuf::try_from(document).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(parsed.matches_raw(&raw).unwrap_or_else(|e| panic!("{e}")), *expected, "raw: filter {filter} on {document}");
+        assert_eq!(
+            parsed.matches_raw(&raw).unwrap_or_else(|e| panic!("{e}")),
+            *expected,
+            "raw: filter {filter} on {document}"
+        );
     }
 }
 
@@ -112,7 +116,11 @@ fn negations() {
         (doc! {"a": {"$not": {"$gt": 1}}}, doc! {"a": "x"}, true),
         (doc! {"a": {"$not": {"$gt": 1}}}, doc! {}, true),
         (doc! {"a": {"$not": {"$gt": 1}}}, doc! {"a": [0, 2]}, false),
-        (doc! {"a": {"$not": bson::Regex { pattern: "^x".try_into().unwrap_or_else(|e| panic!("{e}")), options: "".try_into().unwrap_or_else(|e| panic!("{e}")) }}}, doc! {"a": "xy"}, false),
+        (
+            doc! {"a": {"$not": bson::Regex { pattern: "^x".try_into().unwrap_or_else(|e| panic!("{e}")), options: "".try_into().unwrap_or_else(|e| panic!("{e}")) }}},
+            doc! {"a": "xy"},
+            false,
+        ),
         (doc! {"$nor": [{"a": 1}, {"b": 2}]}, doc! {"a": 2, "b": 3}, true),
         (doc! {"$nor": [{"a": 1}, {"b": 2}]}, doc! {"a": 2, "b": 2}, false),
     ]);
@@ -140,7 +148,11 @@ fn in_exists_type() {
         (doc! {"a": {"$in": []}}, doc! {"a": 1}, false),
         (doc! {"a": {"$in": [null]}}, doc! {}, true),
         (doc! {"a": {"$in": [[1, 2]]}}, doc! {"a": [1, 2]}, true),
-        (doc! {"a": {"$in": [bson::Regex { pattern: "^ab".try_into().unwrap_or_else(|e| panic!("{e}")), options: "i".try_into().unwrap_or_else(|e| panic!("{e}")) }]}}, doc! {"a": "ABc"}, true),
+        (
+            doc! {"a": {"$in": [bson::Regex { pattern: "^ab".try_into().unwrap_or_else(|e| panic!("{e}")), options: "i".try_into().unwrap_or_else(|e| panic!("{e}")) }]}},
+            doc! {"a": "ABc"},
+            true,
+        ),
         (doc! {"a": {"$exists": true}}, doc! {"a": null}, true),
         (doc! {"a": {"$exists": true}}, doc! {}, false),
         (doc! {"a": {"$exists": false}}, doc! {}, true),
@@ -193,8 +205,16 @@ fn regex_mod_size_all() {
         (doc! {"a": {"$all": []}}, doc! {"a": []}, false),
         (doc! {"a": {"$all": [1]}}, doc! {"a": 1}, true),
         (doc! {"a": {"$all": [[1, 2]]}}, doc! {"a": [1, 2]}, true),
-        (doc! {"a": {"$all": [{"$elemMatch": {"b": 1}}, {"$elemMatch": {"c": 2}}]}}, doc! {"a": [{"b": 1}, {"c": 2}]}, true),
-        (doc! {"a": {"$all": [{"$elemMatch": {"b": 1}}, {"$elemMatch": {"c": 3}}]}}, doc! {"a": [{"b": 1}, {"c": 2}]}, false),
+        (
+            doc! {"a": {"$all": [{"$elemMatch": {"b": 1}}, {"$elemMatch": {"c": 2}}]}},
+            doc! {"a": [{"b": 1}, {"c": 2}]},
+            true,
+        ),
+        (
+            doc! {"a": {"$all": [{"$elemMatch": {"b": 1}}, {"$elemMatch": {"c": 3}}]}},
+            doc! {"a": [{"b": 1}, {"c": 2}]},
+            false,
+        ),
     ]);
 }
 
@@ -268,7 +288,10 @@ fn malformed_filters() {
         (doc! {"a": {"$elemMatch": 1}}, 2),
         (doc! {"a": {"$not": {}}}, 2),
         (doc! {"a": {"$not": 1}}, 2),
-        (doc! {"a": {"$ne": bson::Regex { pattern: "x".try_into().unwrap_or_else(|e| panic!("{e}")), options: "".try_into().unwrap_or_else(|e| panic!("{e}")) }}}, 2),
+        (
+            doc! {"a": {"$ne": bson::Regex { pattern: "x".try_into().unwrap_or_else(|e| panic!("{e}")), options: "".try_into().unwrap_or_else(|e| panic!("{e}")) }}},
+            2,
+        ),
         (doc! {"a..b": 1}, 2),
         (doc! {"$jsonSchema": {"bogus": 1}}, 9),
     ];
@@ -293,7 +316,10 @@ fn fields_read() {
 #[test]
 fn positions() {
     let position = |filter: Document, document: Document| {
-        Filter::parse(&filter).unwrap_or_else(|e| panic!("{e}")).matches_with_position(&document).unwrap_or_else(|e| panic!("{e}"))
+        Filter::parse(&filter)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .matches_with_position(&document)
+            .unwrap_or_else(|e| panic!("{e}"))
     };
     assert_eq!(position(doc! {"a": 3}, doc! {"a": [1, 2, 3]}), Some(Some(2)));
     assert_eq!(position(doc! {"a.b": 2}, doc! {"a": [{"b": 1}, {"b": 2}]}), Some(Some(1)));

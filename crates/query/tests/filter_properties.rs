@@ -7,8 +7,8 @@
 use std::cmp::Ordering;
 
 use bson::{Bson, Decimal128, doc};
-use document::keycodec::encode_value;
 use document::canonical_type_rank;
+use document::keycodec::encode_value;
 use proptest::prelude::*;
 use query::filter::Filter;
 

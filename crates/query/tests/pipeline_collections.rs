@@ -33,11 +33,8 @@ fn inventory() -> InMemorySource {
 
 #[test]
 fn lookup_equality_matches_arrays_and_null() {
-    let orders = vec![
-        doc! {"_id": 1, "item": "almonds"},
-        doc! {"_id": 2, "item": ["pecans", "bread"]},
-        doc! {"_id": 3},
-    ];
+    let orders =
+        vec![doc! {"_id": 1, "item": "almonds"}, doc! {"_id": 2, "item": ["pecans", "bread"]}, doc! {"_id": 3}];
     let out = run(
         vec![
             doc! {"$lookup": {"from": "inventory", "localField": "item", "foreignField": "sku", "as": "docs"}},
@@ -46,12 +43,16 @@ fn lookup_equality_matches_arrays_and_null() {
         orders,
         &inventory(),
     );
-    assert_eq!(out, Ok(vec![doc! {"_id": 1, "ids": [1]}, doc! {"_id": 2, "ids": [2, 4]}, doc! {"_id": 3, "ids": [5, 6]}]));
+    assert_eq!(
+        out,
+        Ok(vec![doc! {"_id": 1, "ids": [1]}, doc! {"_id": 2, "ids": [2, 4]}, doc! {"_id": 3, "ids": [5, 6]}])
+    );
 }
 
 #[test]
 fn lookup_pipeline_with_let() {
-    let orders = vec![doc! {"_id": 1, "item": "almonds", "ordered": 100}, doc! {"_id": 2, "item": "bread", "ordered": 90}];
+    let orders =
+        vec![doc! {"_id": 1, "item": "almonds", "ordered": 100}, doc! {"_id": 2, "item": "bread", "ordered": 90}];
     let out = run(
         vec![doc! {"$lookup": {
             "from": "inventory",
@@ -73,14 +74,25 @@ fn lookup_pipeline_with_let() {
         ])
     );
     assert_eq!(run(vec![doc! {"$lookup": {"from": "inventory", "as": "x"}}], vec![], &inventory()), Err(9));
-    assert_eq!(run(vec![doc! {"$lookup": {"from": "inventory", "pipeline": [{"$out": "y"}], "as": "x"}}], vec![], &inventory()), Err(51047));
+    assert_eq!(
+        run(
+            vec![doc! {"$lookup": {"from": "inventory", "pipeline": [{"$out": "y"}], "as": "x"}}],
+            vec![],
+            &inventory()
+        ),
+        Err(51047)
+    );
 }
 
 #[test]
 fn union_with_appends_another_collection() {
-    let source = inventory().with_collection(ns("extra"), vec![doc! {"_id": 10, "sku": "figs"}, doc! {"_id": 11, "sku": "dates"}]);
+    let source = inventory()
+        .with_collection(ns("extra"), vec![doc! {"_id": 10, "sku": "figs"}, doc! {"_id": 11, "sku": "dates"}]);
     let out = run(
-        vec![doc! {"$unionWith": {"coll": "extra", "pipeline": [{"$match": {"sku": "figs"}}]}}, doc! {"$project": {"_id": 1}}],
+        vec![
+            doc! {"$unionWith": {"coll": "extra", "pipeline": [{"$match": {"sku": "figs"}}]}},
+            doc! {"$project": {"_id": 1}},
+        ],
         vec![doc! {"_id": 0}],
         &source,
     );
@@ -92,10 +104,21 @@ fn union_with_appends_another_collection() {
 #[test]
 fn out_replaces_target_contents() {
     let source = inventory().with_collection(ns("report"), vec![doc! {"_id": "old"}]);
-    let out = run(vec![doc! {"$match": {"instock": {"$gt": 75}}}, doc! {"$project": {"sku": 1}}, doc! {"$out": "report"}], source.contents(&ns("inventory")), &source);
+    let out = run(
+        vec![doc! {"$match": {"instock": {"$gt": 75}}}, doc! {"$project": {"sku": 1}}, doc! {"$out": "report"}],
+        source.contents(&ns("inventory")),
+        &source,
+    );
     assert_eq!(out, Ok(vec![]));
-    assert_eq!(source.contents(&ns("report")), vec![doc! {"_id": 1, "sku": "almonds"}, doc! {"_id": 2, "sku": "bread"}]);
-    let duplicate = run(vec![doc! {"$project": {"_id": {"$literal": 1}}}, doc! {"$out": "report"}], source.contents(&ns("inventory")), &source);
+    assert_eq!(
+        source.contents(&ns("report")),
+        vec![doc! {"_id": 1, "sku": "almonds"}, doc! {"_id": 2, "sku": "bread"}]
+    );
+    let duplicate = run(
+        vec![doc! {"$project": {"_id": {"$literal": 1}}}, doc! {"$out": "report"}],
+        source.contents(&ns("inventory")),
+        &source,
+    );
     assert_eq!(duplicate, Err(11000));
     assert_eq!(source.contents(&ns("report")).len(), 2, "a failed $out leaves the old contents");
 }
@@ -105,29 +128,48 @@ fn merge_when_matched_and_not_matched() {
     let source = InMemorySource::new().with_collection(ns("totals"), vec![doc! {"_id": "a", "total": 1, "keep": true}]);
     let input = vec![doc! {"_id": "a", "total": 5}, doc! {"_id": "b", "total": 7}];
     assert_eq!(run(vec![doc! {"$merge": {"into": "totals"}}], input.clone(), &source), Ok(vec![]));
-    assert_eq!(source.contents(&ns("totals")), vec![doc! {"_id": "a", "total": 5, "keep": true}, doc! {"_id": "b", "total": 7}]);
+    assert_eq!(
+        source.contents(&ns("totals")),
+        vec![doc! {"_id": "a", "total": 5, "keep": true}, doc! {"_id": "b", "total": 7}]
+    );
 
-    let replace = run(vec![doc! {"$merge": {"into": "totals", "whenMatched": "replace", "whenNotMatched": "discard"}}], vec![doc! {"_id": "a", "total": 9}, doc! {"_id": "z", "total": 0}], &source);
+    let replace = run(
+        vec![doc! {"$merge": {"into": "totals", "whenMatched": "replace", "whenNotMatched": "discard"}}],
+        vec![doc! {"_id": "a", "total": 9}, doc! {"_id": "z", "total": 0}],
+        &source,
+    );
     assert_eq!(replace, Ok(vec![]));
     assert_eq!(source.contents(&ns("totals")), vec![doc! {"_id": "a", "total": 9}, doc! {"_id": "b", "total": 7}]);
 
-    let keep = run(vec![doc! {"$merge": {"into": "totals", "whenMatched": "keepExisting"}}], vec![doc! {"_id": "b", "total": 100}], &source);
+    let keep = run(
+        vec![doc! {"$merge": {"into": "totals", "whenMatched": "keepExisting"}}],
+        vec![doc! {"_id": "b", "total": 100}],
+        &source,
+    );
     assert_eq!(keep, Ok(vec![]));
     assert_eq!(source.contents(&ns("totals")).get(1), Some(&doc! {"_id": "b", "total": 7}));
 
     let pipeline = run(
-        vec![doc! {"$merge": {"into": "totals", "whenMatched": [{"$set": {"total": {"$add": ["$total", "$$new.total"]}}}]}}],
+        vec![
+            doc! {"$merge": {"into": "totals", "whenMatched": [{"$set": {"total": {"$add": ["$total", "$$new.total"]}}}]}},
+        ],
         vec![doc! {"_id": "b", "total": 3}],
         &source,
     );
     assert_eq!(pipeline, Ok(vec![]));
     assert_eq!(source.contents(&ns("totals")).get(1), Some(&doc! {"_id": "b", "total": 10}));
 
-    let fail_matched = run(vec![doc! {"$merge": {"into": "totals", "whenMatched": "fail"}}], vec![doc! {"_id": "a"}], &source);
+    let fail_matched =
+        run(vec![doc! {"$merge": {"into": "totals", "whenMatched": "fail"}}], vec![doc! {"_id": "a"}], &source);
     assert_eq!(fail_matched, Err(11000));
-    let fail_missing = run(vec![doc! {"$merge": {"into": "totals", "whenNotMatched": "fail"}}], vec![doc! {"_id": "new"}], &source);
+    let fail_missing =
+        run(vec![doc! {"$merge": {"into": "totals", "whenNotMatched": "fail"}}], vec![doc! {"_id": "new"}], &source);
     assert_eq!(fail_missing, Err(13113));
-    let by_field = run(vec![doc! {"$merge": {"into": "totals", "on": "total", "whenMatched": "merge"}}], vec![doc! {"total": 10, "tag": "x"}], &source);
+    let by_field = run(
+        vec![doc! {"$merge": {"into": "totals", "on": "total", "whenMatched": "merge"}}],
+        vec![doc! {"total": 10, "tag": "x"}],
+        &source,
+    );
     assert_eq!(by_field, Ok(vec![]));
     assert_eq!(source.contents(&ns("totals")).get(1), Some(&doc! {"_id": "b", "total": 10, "tag": "x"}));
     let missing_on = run(vec![doc! {"$merge": {"into": "totals", "on": "nope"}}], vec![doc! {"_id": 1}], &source);

@@ -26,7 +26,11 @@ enum Memory {
     TinySpilling,
 }
 
-fn run_stream(stages: &[Document], input: impl Iterator<Item = Document> + Send, memory: Memory) -> Result<Vec<Document>, (i32, String)> {
+fn run_stream(
+    stages: &[Document],
+    input: impl Iterator<Item = Document> + Send,
+    memory: Memory,
+) -> Result<Vec<Document>, (i32, String)> {
     let stages: Vec<Bson> = stages.iter().cloned().map(Bson::Document).collect();
     let pipeline = Pipeline::parse(&stages).map_err(|e| (e.code(), e.code_name().to_string()))?;
     let source = InMemorySource::new();
@@ -35,7 +39,10 @@ fn run_stream(stages: &[Document], input: impl Iterator<Item = Document> + Send,
         Memory::Tiny => Context::new("test", &source).with_limits(TINY),
         Memory::TinySpilling => Context::new("test", &source).with_limits(TINY).with_spill(Arc::new(InMemorySpill)),
     };
-    pipeline.stream(Box::new(input.map(Ok)), &context).collect::<Result<Vec<_>, _>>().map_err(|e| (e.code(), e.code_name().to_string()))
+    pipeline
+        .stream(Box::new(input.map(Ok)), &context)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| (e.code(), e.code_name().to_string()))
 }
 
 fn run(stages: &[Document], input: &[Document], memory: Memory) -> Result<Vec<Document>, (i32, String)> {
@@ -89,7 +96,8 @@ fn count_and_few_groups_run_in_constant_memory() {
     let count_documents = [doc! {"$match": {}}, doc! {"$group": {"_id": 1, "n": {"$sum": 1}}}];
     assert_eq!(run_stream(&count_documents, documents(), Memory::Tiny), Ok(vec![doc! {"_id": 1, "n": 300_000}]));
     assert_eq!(run_stream(&[doc! {"$count": "n"}], documents(), Memory::Tiny), Ok(vec![doc! {"n": 300_000}]));
-    let by_key = run_stream(&[doc! {"$group": {"_id": "$k", "n": {"$sum": 1}}}], documents(), Memory::Tiny).unwrap_or_default();
+    let by_key =
+        run_stream(&[doc! {"$group": {"_id": "$k", "n": {"$sum": 1}}}], documents(), Memory::Tiny).unwrap_or_default();
     let expected: Vec<Document> = (0..10).map(|k| doc! {"_id": k, "n": 30_000}).collect();
     assert_eq!(by_key, expected);
     let by_count = run_stream(&[doc! {"$sortByCount": "$k"}], documents(), Memory::Tiny).unwrap_or_default();
@@ -122,8 +130,8 @@ fn blocking_stages_past_the_limit_fail_with_292() {
         doc! {"$sortByCount": "$k"},
     ];
     for stage in stages {
-        assert_eq!(run(&[stage.clone()], &input, Memory::Tiny), Err(exceeded()), "{stage}");
-        assert!(run(&[stage.clone()], &input, Memory::Default).is_ok(), "{stage}");
+        assert_eq!(run(std::slice::from_ref(&stage), &input, Memory::Tiny), Err(exceeded()), "{stage}");
+        assert!(run(std::slice::from_ref(&stage), &input, Memory::Default).is_ok(), "{stage}");
     }
 }
 
@@ -188,14 +196,20 @@ fn spilling_gives_the_in_memory_answer() {
         vec![doc! {"$sort": {"v": 1}}],
         vec![doc! {"$sort": {"k": -1, "v": 1}}],
         vec![doc! {"$sortByCount": "$k"}],
-        vec![doc! {"$bucketAuto": {"groupBy": "$v", "buckets": 7, "output": {"n": {"$sum": 1}, "ids": {"$push": "$_id"}}}}],
+        vec![
+            doc! {"$bucketAuto": {"groupBy": "$v", "buckets": 7, "output": {"n": {"$sum": 1}, "ids": {"$push": "$_id"}}}},
+        ],
     ];
     for seed in 0..4u64 {
         let input = random_documents(seed, 3_000, 400);
         for stages in &pipelines {
             let in_memory = run(stages, &input, Memory::Default);
             assert!(in_memory.is_ok(), "seed {seed}: {stages:?}: {in_memory:?}");
-            assert_eq!(run(stages, &input, Memory::Tiny), Err(exceeded()), "seed {seed}: {stages:?} must pass the limit");
+            assert_eq!(
+                run(stages, &input, Memory::Tiny),
+                Err(exceeded()),
+                "seed {seed}: {stages:?} must pass the limit"
+            );
             assert_eq!(run(stages, &input, Memory::TinySpilling), in_memory, "seed {seed}: {stages:?}");
         }
     }

@@ -29,21 +29,39 @@ fn sales() -> Vec<Document> {
 #[test]
 fn match_project_limit_skip() {
     let out = run(
-        vec![doc! {"$match": {"price": {"$gte": 10}}}, doc! {"$project": {"item": 1, "total": {"$multiply": ["$price", "$quantity"]}}}, doc! {"$skip": 1}, doc! {"$limit": 1}],
+        vec![
+            doc! {"$match": {"price": {"$gte": 10}}},
+            doc! {"$project": {"item": 1, "total": {"$multiply": ["$price", "$quantity"]}}},
+            doc! {"$skip": 1},
+            doc! {"$limit": 1},
+        ],
         sales(),
     );
     assert_eq!(out, Ok(vec![doc! {"_id": 2, "item": "jkl", "total": 20}]));
-    let with_expr = run(vec![doc! {"$match": {"$expr": {"$gt": ["$quantity", "$price"]}}}, doc! {"$project": {"_id": 1}}], sales());
+    let with_expr =
+        run(vec![doc! {"$match": {"$expr": {"$gt": ["$quantity", "$price"]}}}, doc! {"$project": {"_id": 1}}], sales());
     assert_eq!(with_expr, Ok(vec![doc! {"_id": 3}, doc! {"_id": 4}]));
 }
 
 #[test]
 fn project_modes_and_errors() {
     let input = vec![doc! {"_id": 1, "a": {"b": 1, "c": 2}, "d": [{"b": 1, "c": 2}, 5], "e": 3}];
-    assert_eq!(run(vec![doc! {"$project": {"a.b": 1, "d.c": 1}}], input.clone()), Ok(vec![doc! {"_id": 1, "a": {"b": 1}, "d": [{"c": 2}]}]));
-    assert_eq!(run(vec![doc! {"$project": {"a.b": 0, "_id": 0, "e": 0}}], input.clone()), Ok(vec![doc! {"a": {"c": 2}, "d": [{"b": 1, "c": 2}, 5]}]));
-    assert_eq!(run(vec![doc! {"$project": {"_id": 0, "x": "$a.c", "lit": {"$literal": 1}}}], input.clone()), Ok(vec![doc! {"x": 2, "lit": 1}]));
-    assert_eq!(run(vec![doc! {"$project": {"new": {"deep": "$e"}}}], input.clone()), Ok(vec![doc! {"_id": 1, "new": {"deep": 3}}]));
+    assert_eq!(
+        run(vec![doc! {"$project": {"a.b": 1, "d.c": 1}}], input.clone()),
+        Ok(vec![doc! {"_id": 1, "a": {"b": 1}, "d": [{"c": 2}]}])
+    );
+    assert_eq!(
+        run(vec![doc! {"$project": {"a.b": 0, "_id": 0, "e": 0}}], input.clone()),
+        Ok(vec![doc! {"a": {"c": 2}, "d": [{"b": 1, "c": 2}, 5]}])
+    );
+    assert_eq!(
+        run(vec![doc! {"$project": {"_id": 0, "x": "$a.c", "lit": {"$literal": 1}}}], input.clone()),
+        Ok(vec![doc! {"x": 2, "lit": 1}])
+    );
+    assert_eq!(
+        run(vec![doc! {"$project": {"new": {"deep": "$e"}}}], input.clone()),
+        Ok(vec![doc! {"_id": 1, "new": {"deep": 3}}])
+    );
     assert_eq!(run(vec![doc! {"$project": {"a": 1, "e": 0}}], input.clone()), Err(31254));
     assert_eq!(run(vec![doc! {"$project": {"a": 1, "a.b": 1}}], input.clone()), Err(31250));
     assert_eq!(run(vec![doc! {"$project": {}}], input.clone()), Err(51272));
@@ -58,8 +76,16 @@ fn add_fields_replaces_in_place_and_merges_subdocuments() {
         vec![doc! {"$addFields": {"c": "new", "a": {"z": "$c"}, "total": {"$sum": "$arr.x"}, "arr.y": 0}}],
         input.clone(),
     );
-    assert_eq!(out, Ok(vec![doc! {"_id": 1, "a": {"b": 1, "z": 2}, "c": "new", "arr": [{"x": 1, "y": 0}, {"x": 2, "y": 0}], "total": 3}]));
-    assert_eq!(run(vec![doc! {"$set": {"c": "$$REMOVE"}}], input), Ok(vec![doc! {"_id": 1, "a": {"b": 1}, "arr": [{"x": 1}, {"x": 2}]}]));
+    assert_eq!(
+        out,
+        Ok(vec![
+            doc! {"_id": 1, "a": {"b": 1, "z": 2}, "c": "new", "arr": [{"x": 1, "y": 0}, {"x": 2, "y": 0}], "total": 3}
+        ])
+    );
+    assert_eq!(
+        run(vec![doc! {"$set": {"c": "$$REMOVE"}}], input),
+        Ok(vec![doc! {"_id": 1, "a": {"b": 1}, "arr": [{"x": 1}, {"x": 2}]}])
+    );
 }
 
 #[test]
@@ -113,7 +139,8 @@ fn sort_count_and_sort_by_count() {
     assert_eq!(run(vec![doc! {"$match": {"price": 999}}, doc! {"$count": "n"}], sales()), Ok(vec![]));
     assert_eq!(run(vec![doc! {"$count": "$n"}], sales()), Err(40158));
     let by_count = run(vec![doc! {"$sortByCount": "$item"}, doc! {"$limit": 2}], sales());
-    let counts: Vec<Bson> = by_count.unwrap_or_default().iter().map(|d| d.get("count").cloned().unwrap_or(Bson::Null)).collect();
+    let counts: Vec<Bson> =
+        by_count.unwrap_or_default().iter().map(|d| d.get("count").cloned().unwrap_or(Bson::Null)).collect();
     assert_eq!(counts, vec![Bson::Int32(2), Bson::Int32(2)]);
     assert_eq!(run(vec![doc! {"$sort": {"a": 2}}], sales()), Err(15975));
     assert_eq!(run(vec![doc! {"$sort": {}}], sales()), Err(15976));
@@ -129,7 +156,10 @@ fn unwind_options() {
     let out = run(vec![doc! {"$unwind": "$tags"}, doc! {"$project": {"tags": 1}}], sales());
     assert_eq!(out, Ok(vec![doc! {"_id": 1, "tags": "x"}, doc! {"_id": 1, "tags": "y"}, doc! {"_id": 5, "tags": "z"}]));
     let preserved = run(
-        vec![doc! {"$unwind": {"path": "$tags", "includeArrayIndex": "idx", "preserveNullAndEmptyArrays": true}}, doc! {"$project": {"tags": 1, "idx": 1}}],
+        vec![
+            doc! {"$unwind": {"path": "$tags", "includeArrayIndex": "idx", "preserveNullAndEmptyArrays": true}},
+            doc! {"$project": {"tags": 1, "idx": 1}},
+        ],
         sales(),
     );
     assert_eq!(
@@ -158,12 +188,16 @@ fn replace_root_redact_facet_sample() {
         run(vec![doc! {"$replaceWith": {"$mergeObjects": [{"inner": 0}, "$$ROOT"]}}], input.clone()),
         Ok(vec![doc! {"inner": {"a": 1}, "_id": 1}, doc! {"inner": 0, "_id": 2}])
     );
-    let secret = vec![doc! {"_id": 1, "level": 1, "sub": {"level": 5, "x": 1}, "list": [{"level": 5}, {"level": 1, "y": 2}]}];
-    let redacted = run(vec![doc! {"$redact": {"$cond": [{"$gt": ["$level", 3]}, "$$PRUNE", "$$DESCEND"]}}], secret.clone());
+    let secret =
+        vec![doc! {"_id": 1, "level": 1, "sub": {"level": 5, "x": 1}, "list": [{"level": 5}, {"level": 1, "y": 2}]}];
+    let redacted =
+        run(vec![doc! {"$redact": {"$cond": [{"$gt": ["$level", 3]}, "$$PRUNE", "$$DESCEND"]}}], secret.clone());
     assert_eq!(redacted, Ok(vec![doc! {"_id": 1, "level": 1, "list": [{"level": 1, "y": 2}]}]));
     assert_eq!(run(vec![doc! {"$redact": "nope"}], secret), Err(17053));
     let faceted = run(
-        vec![doc! {"$facet": {"cheap": [{"$match": {"price": {"$lt": 10}}}, {"$count": "n"}], "items": [{"$group": {"_id": null, "ids": {"$push": "$_id"}}}]}}],
+        vec![
+            doc! {"$facet": {"cheap": [{"$match": {"price": {"$lt": 10}}}, {"$count": "n"}], "items": [{"$group": {"_id": null, "ids": {"$push": "$_id"}}}]}},
+        ],
         sales(),
     );
     assert_eq!(faceted, Ok(vec![doc! {"cheap": [{"n": 2}], "items": [{"_id": Bson::Null, "ids": [1, 2, 3, 4, 5]}]}]));
@@ -189,7 +223,9 @@ fn bucket_and_bucket_auto() {
         doc! {"_id": 8, "year": 1920},
     ];
     let buckets = run(
-        vec![doc! {"$bucket": {"groupBy": "$price", "boundaries": [0, 200, 400], "default": "Other", "output": {"count": {"$sum": 1}, "ids": {"$push": "$_id"}}}}],
+        vec![
+            doc! {"$bucket": {"groupBy": "$price", "boundaries": [0, 200, 400], "default": "Other", "output": {"count": {"$sum": 1}, "ids": {"$push": "$_id"}}}},
+        ],
         artwork.clone(),
     );
     assert_eq!(
@@ -203,8 +239,14 @@ fn bucket_and_bucket_auto() {
     assert_eq!(run(vec![doc! {"$bucket": {"groupBy": "$price", "boundaries": [0, 200]}}], artwork.clone()), Err(40066));
     assert_eq!(run(vec![doc! {"$bucket": {"groupBy": "$price", "boundaries": [200, 0]}}], artwork.clone()), Err(40194));
     assert_eq!(run(vec![doc! {"$bucket": {"groupBy": "$price", "boundaries": [0]}}], artwork.clone()), Err(40192));
-    assert_eq!(run(vec![doc! {"$bucket": {"groupBy": "$price", "boundaries": [0, 10], "default": 5}}], artwork.clone()), Err(40199));
-    let auto = run(vec![doc! {"$match": {"price": {"$exists": true}}}, doc! {"$bucketAuto": {"groupBy": "$price", "buckets": 3}}], artwork.clone());
+    assert_eq!(
+        run(vec![doc! {"$bucket": {"groupBy": "$price", "boundaries": [0, 10], "default": 5}}], artwork.clone()),
+        Err(40199)
+    );
+    let auto = run(
+        vec![doc! {"$match": {"price": {"$exists": true}}}, doc! {"$bucketAuto": {"groupBy": "$price", "buckets": 3}}],
+        artwork.clone(),
+    );
     assert_eq!(
         auto,
         Ok(vec![
@@ -229,7 +271,8 @@ fn pipeline_level_errors() {
 #[test]
 fn pipeline_update_applies_reshaping_stages() {
     let document = doc! {"_id": 1, "a": 1, "b": 2};
-    let stages = vec![Bson::Document(doc! {"$set": {"c": {"$add": ["$a", "$b"]}}}), Bson::Document(doc! {"$unset": "a"})];
+    let stages =
+        vec![Bson::Document(doc! {"$set": {"c": {"$add": ["$a", "$b"]}}}), Bson::Document(doc! {"$unset": "a"})];
     assert_eq!(apply_pipeline_update(&document, &stages).map_err(|e| e.code()), Ok(doc! {"_id": 1, "b": 2, "c": 3}));
     let replace = vec![Bson::Document(doc! {"$replaceWith": {"_id": "$_id", "sum": {"$add": ["$a", "$b"]}}})];
     assert_eq!(apply_pipeline_update(&document, &replace).map_err(|e| e.code()), Ok(doc! {"_id": 1, "sum": 3}));

@@ -11,7 +11,12 @@ fn options(position: Option<usize>) -> ApplyOptions {
     ApplyOptions { position, now: bson::DateTime::from_millis(1_700_000_000_000) }
 }
 
-fn apply_with(update: &Document, filters: &[Document], document: &Document, position: Option<usize>) -> query::error::Result<Document> {
+fn apply_with(
+    update: &Document,
+    filters: &[Document],
+    document: &Document,
+    position: Option<usize>,
+) -> query::error::Result<Document> {
     Ok(Update::parse(update, filters)?.apply(document, &options(position))?.document)
 }
 
@@ -41,14 +46,26 @@ fn field_operators() {
         (doc! {"$inc": {"a": 1}}, doc! {"_id": 1, "a": 1}, doc! {"_id": 1, "a": 2}),
         (doc! {"$inc": {"a": 1}}, doc! {"_id": 1}, doc! {"_id": 1, "a": 1}),
         (doc! {"$inc": {"a": 1.5}}, doc! {"_id": 1, "a": 1}, doc! {"_id": 1, "a": 2.5}),
-        (doc! {"$inc": {"a": 1}}, doc! {"_id": 1, "a": i32::MAX}, doc! {"_id": 1, "a": Bson::Int64(i64::from(i32::MAX) + 1)}),
+        (
+            doc! {"$inc": {"a": 1}},
+            doc! {"_id": 1, "a": i32::MAX},
+            doc! {"_id": 1, "a": Bson::Int64(i64::from(i32::MAX) + 1)},
+        ),
         (doc! {"$inc": {"a": Bson::Int64(1)}}, doc! {"_id": 1, "a": 1}, doc! {"_id": 1, "a": Bson::Int64(2)}),
-        (doc! {"$inc": {"a": decimal("0.1")}}, doc! {"_id": 1, "a": decimal("0.2")}, doc! {"_id": 1, "a": decimal("0.3")}),
+        (
+            doc! {"$inc": {"a": decimal("0.1")}},
+            doc! {"_id": 1, "a": decimal("0.2")},
+            doc! {"_id": 1, "a": decimal("0.3")},
+        ),
         (doc! {"$inc": {"a": 1}}, doc! {"_id": 1, "a": decimal("1.5")}, doc! {"_id": 1, "a": decimal("2.5")}),
         (doc! {"$inc": {"a.b": -2}}, doc! {"_id": 1, "a": {"b": 5}}, doc! {"_id": 1, "a": {"b": 3}}),
         (doc! {"$mul": {"a": 2}}, doc! {"_id": 1, "a": 3}, doc! {"_id": 1, "a": 6}),
         (doc! {"$mul": {"a": Bson::Int64(2)}}, doc! {"_id": 1}, doc! {"_id": 1, "a": Bson::Int64(0)}),
-        (doc! {"$mul": {"a": decimal("1.5")}}, doc! {"_id": 1, "a": decimal("2")}, doc! {"_id": 1, "a": decimal("3.0")}),
+        (
+            doc! {"$mul": {"a": decimal("1.5")}},
+            doc! {"_id": 1, "a": decimal("2")},
+            doc! {"_id": 1, "a": decimal("3.0")},
+        ),
         (doc! {"$min": {"a": 1}}, doc! {"_id": 1, "a": 2}, doc! {"_id": 1, "a": 1}),
         (doc! {"$min": {"a": 3}}, doc! {"_id": 1, "a": 2}, doc! {"_id": 1, "a": 2}),
         (doc! {"$min": {"a": "x"}}, doc! {"_id": 1, "a": 2}, doc! {"_id": 1, "a": 2}),
@@ -59,8 +76,16 @@ fn field_operators() {
         (doc! {"$rename": {"a.x": "y"}}, doc! {"_id": 1, "a": {"x": 1}}, doc! {"_id": 1, "a": {}, "y": 1}),
         (doc! {"$rename": {"nope": "b"}}, doc! {"_id": 1}, doc! {"_id": 1}),
         (doc! {"$setOnInsert": {"a": 1}}, doc! {"_id": 1}, doc! {"_id": 1}),
-        (doc! {"$currentDate": {"d": true}}, doc! {"_id": 1}, doc! {"_id": 1, "d": bson::DateTime::from_millis(1_700_000_000_000)}),
-        (doc! {"$currentDate": {"t": {"$type": "timestamp"}}}, doc! {"_id": 1}, doc! {"_id": 1, "t": bson::Timestamp { time: 1_700_000_000, increment: 1 }}),
+        (
+            doc! {"$currentDate": {"d": true}},
+            doc! {"_id": 1},
+            doc! {"_id": 1, "d": bson::DateTime::from_millis(1_700_000_000_000)},
+        ),
+        (
+            doc! {"$currentDate": {"t": {"$type": "timestamp"}}},
+            doc! {"_id": 1},
+            doc! {"_id": 1, "t": bson::Timestamp { time: 1_700_000_000, increment: 1 }},
+        ),
         (doc! {"$bit": {"a": {"and": 10}}}, doc! {"_id": 1, "a": 13}, doc! {"_id": 1, "a": 8}),
         (doc! {"$bit": {"a": {"or": 5}}}, doc! {"_id": 1, "a": 3}, doc! {"_id": 1, "a": 7}),
         (doc! {"$bit": {"a": {"xor": Bson::Int64(5)}}}, doc! {"_id": 1, "a": 3}, doc! {"_id": 1, "a": Bson::Int64(6)}),
@@ -74,11 +99,31 @@ fn array_operators() {
         (doc! {"$push": {"a": 3}}, doc! {"_id": 1}, doc! {"_id": 1, "a": [3]}),
         (doc! {"$push": {"a": [3]}}, doc! {"_id": 1, "a": []}, doc! {"_id": 1, "a": [[3]]}),
         (doc! {"$push": {"a": {"$each": [3, 4]}}}, doc! {"_id": 1, "a": [1]}, doc! {"_id": 1, "a": [1, 3, 4]}),
-        (doc! {"$push": {"a": {"$each": [3], "$position": 0}}}, doc! {"_id": 1, "a": [1, 2]}, doc! {"_id": 1, "a": [3, 1, 2]}),
-        (doc! {"$push": {"a": {"$each": [3], "$position": -1}}}, doc! {"_id": 1, "a": [1, 2]}, doc! {"_id": 1, "a": [1, 3, 2]}),
-        (doc! {"$push": {"a": {"$each": [5, 1], "$sort": 1}}}, doc! {"_id": 1, "a": [3]}, doc! {"_id": 1, "a": [1, 3, 5]}),
-        (doc! {"$push": {"a": {"$each": [5, 1], "$sort": -1, "$slice": 2}}}, doc! {"_id": 1, "a": [3]}, doc! {"_id": 1, "a": [5, 3]}),
-        (doc! {"$push": {"a": {"$each": [4], "$slice": -2}}}, doc! {"_id": 1, "a": [1, 2, 3]}, doc! {"_id": 1, "a": [3, 4]}),
+        (
+            doc! {"$push": {"a": {"$each": [3], "$position": 0}}},
+            doc! {"_id": 1, "a": [1, 2]},
+            doc! {"_id": 1, "a": [3, 1, 2]},
+        ),
+        (
+            doc! {"$push": {"a": {"$each": [3], "$position": -1}}},
+            doc! {"_id": 1, "a": [1, 2]},
+            doc! {"_id": 1, "a": [1, 3, 2]},
+        ),
+        (
+            doc! {"$push": {"a": {"$each": [5, 1], "$sort": 1}}},
+            doc! {"_id": 1, "a": [3]},
+            doc! {"_id": 1, "a": [1, 3, 5]},
+        ),
+        (
+            doc! {"$push": {"a": {"$each": [5, 1], "$sort": -1, "$slice": 2}}},
+            doc! {"_id": 1, "a": [3]},
+            doc! {"_id": 1, "a": [5, 3]},
+        ),
+        (
+            doc! {"$push": {"a": {"$each": [4], "$slice": -2}}},
+            doc! {"_id": 1, "a": [1, 2, 3]},
+            doc! {"_id": 1, "a": [3, 4]},
+        ),
         (doc! {"$push": {"a": {"$each": [], "$slice": 0}}}, doc! {"_id": 1, "a": [1]}, doc! {"_id": 1, "a": []}),
         (
             doc! {"$push": {"q": {"$each": [{"id": 3, "s": 8}, {"id": 4, "s": 7}], "$sort": {"s": 1}}}},
@@ -87,7 +132,11 @@ fn array_operators() {
         ),
         (doc! {"$addToSet": {"a": 2}}, doc! {"_id": 1, "a": [1, 2]}, doc! {"_id": 1, "a": [1, 2]}),
         (doc! {"$addToSet": {"a": 2.0}}, doc! {"_id": 1, "a": [1, 2]}, doc! {"_id": 1, "a": [1, 2]}),
-        (doc! {"$addToSet": {"a": {"$each": [2, 3, 3]}}}, doc! {"_id": 1, "a": [1, 2]}, doc! {"_id": 1, "a": [1, 2, 3]}),
+        (
+            doc! {"$addToSet": {"a": {"$each": [2, 3, 3]}}},
+            doc! {"_id": 1, "a": [1, 2]},
+            doc! {"_id": 1, "a": [1, 2, 3]},
+        ),
         (doc! {"$addToSet": {"a": [1]}}, doc! {"_id": 1, "a": [1]}, doc! {"_id": 1, "a": [1, [1]]}),
         (doc! {"$pop": {"a": 1}}, doc! {"_id": 1, "a": [1, 2, 3]}, doc! {"_id": 1, "a": [1, 2]}),
         (doc! {"$pop": {"a": -1}}, doc! {"_id": 1, "a": [1, 2, 3]}, doc! {"_id": 1, "a": [2, 3]}),
@@ -121,10 +170,14 @@ fn positional_updates() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(got, doc! {"_id": 1, "grades": [100, 80, 80]});
 
-    let students = doc! {"_id": 1, "g": [{"grade": 80, "mean": 75}, {"grade": 85, "mean": 90}, {"grade": 85, "mean": 85}]};
+    let students =
+        doc! {"_id": 1, "g": [{"grade": 80, "mean": 75}, {"grade": 85, "mean": 90}, {"grade": 85, "mean": 85}]};
     let got = apply_with(&doc! {"$set": {"g.$[e].mean": 100}}, &[doc! {"e.grade": {"$gte": 85}}], &students, None)
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(got, doc! {"_id": 1, "g": [{"grade": 80, "mean": 75}, {"grade": 85, "mean": 100}, {"grade": 85, "mean": 100}]});
+    assert_eq!(
+        got,
+        doc! {"_id": 1, "g": [{"grade": 80, "mean": 75}, {"grade": 85, "mean": 100}, {"grade": 85, "mean": 100}]}
+    );
 
     let nested = doc! {"_id": 1, "a": [{"b": [1, 2]}, {"b": [3]}]};
     let got = apply_with(&doc! {"$inc": {"a.$[].b.$[x]": 10}}, &[doc! {"x": {"$gt": 1}}], &nested, None)
@@ -147,16 +200,21 @@ fn replacement_and_modified() {
 #[test]
 fn upserts() {
     assert_eq!(
-        upsert_seed(&doc! {"a": 1, "b.c": "x", "d": {"$gt": 1}, "$and": [{"e": {"$eq": 2}}], "_id": 5}).unwrap_or_else(|e| panic!("{e}")),
+        upsert_seed(&doc! {"a": 1, "b.c": "x", "d": {"$gt": 1}, "$and": [{"e": {"$eq": 2}}], "_id": 5})
+            .unwrap_or_else(|e| panic!("{e}")),
         doc! {"_id": 5, "a": 1, "b": {"c": "x"}, "e": 2}
     );
-    let update = Update::parse(&doc! {"$set": {"x": 1}, "$setOnInsert": {"y": 2}, "$inc": {"n": 1}}, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let update = Update::parse(&doc! {"$set": {"x": 1}, "$setOnInsert": {"y": 2}, "$inc": {"n": 1}}, &[])
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         update.apply_upsert(&doc! {"name": "n"}, &options(None)).unwrap_or_else(|e| panic!("{e}")),
         doc! {"name": "n", "n": 1, "x": 1, "y": 2}
     );
     let replacement = Update::parse(&doc! {"z": 1}, &[]).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(replacement.apply_upsert(&doc! {"_id": 3, "q": 1}, &options(None)).unwrap_or_else(|e| panic!("{e}")), doc! {"_id": 3, "z": 1});
+    assert_eq!(
+        replacement.apply_upsert(&doc! {"_id": 3, "q": 1}, &options(None)).unwrap_or_else(|e| panic!("{e}")),
+        doc! {"_id": 3, "z": 1}
+    );
     assert_eq!(upsert_seed(&doc! {"a": 1, "a.b": 1}).err().map(|e| e.code()), Some(54));
     let change_id = Update::parse(&doc! {"$set": {"_id": 4}}, &[]).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(change_id.apply_upsert(&doc! {"_id": 3}, &options(None)).err().map(|e| e.code()), Some(66));

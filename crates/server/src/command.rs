@@ -13,8 +13,18 @@ use crate::error::CommandError;
 /// Generic arguments every command accepts and ignores (sessions, cluster time, read
 /// preference, API version...). `$db` is read separately.
 pub const GENERIC_ARGUMENTS: [&str; 12] = [
-    "$db", "lsid", "$clusterTime", "$readPreference", "comment", "maxTimeMS", "txnNumber",
-    "autocommit", "startTransaction", "apiVersion", "apiStrict", "apiDeprecationErrors",
+    "$db",
+    "lsid",
+    "$clusterTime",
+    "$readPreference",
+    "comment",
+    "maxTimeMS",
+    "txnNumber",
+    "autocommit",
+    "startTransaction",
+    "apiVersion",
+    "apiStrict",
+    "apiDeprecationErrors",
 ];
 
 #[derive(Debug, Clone)]
@@ -42,14 +52,10 @@ impl Command {
                         return Err(CommandError::new(
                             ErrorCode::FailedToParse,
                             "OP_MSG requests require a $db argument",
-                        ))
+                        ));
                     }
                 };
-                let sequences = message
-                    .sequences
-                    .iter()
-                    .map(|s| (s.identifier.clone(), s.documents.clone()))
-                    .collect();
+                let sequences = message.sequences.iter().map(|s| (s.identifier.clone(), s.documents.clone())).collect();
                 Command::new(body, database, sequences, false)
             }
             Message::Query(query) => {
@@ -200,9 +206,7 @@ pub fn as_i64(value: &Bson) -> Option<i64> {
     match value {
         Bson::Int32(number) => Some(i64::from(*number)),
         Bson::Int64(number) => Some(*number),
-        Bson::Double(number) if number.fract() == 0.0 && number.abs() < 9.2e18 => {
-            Some(*number as i64)
-        }
+        Bson::Double(number) if number.fract() == 0.0 && number.abs() < 9.2e18 => Some(*number as i64),
         _ => None,
     }
 }

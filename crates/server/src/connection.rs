@@ -64,12 +64,7 @@ struct Session {
 
 /// Serve one connection until the client leaves, sends something unusable, or the server shuts
 /// down.
-pub async fn serve(
-    mut stream: TcpStream,
-    shared: Arc<Shared>,
-    info: ConnectionInfo,
-    shutdown: watch::Receiver<bool>,
-) {
+pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionInfo, shutdown: watch::Receiver<bool>) {
     let mut session = Session { shared, info, limits: Limits::default(), buffer: BytesMut::new(), shutdown };
     loop {
         if *session.shutdown.borrow() {

@@ -129,7 +129,12 @@ fn new_id() -> i64 {
 }
 
 /// `{cursor: {<batch_field>: [...], id, ns}, ok: 1}` as raw bytes, documents untouched.
-pub fn cursor_reply(batch_field: &str, batch: RawArrayBuf, id: i64, namespace: &str) -> Result<RawDocumentBuf, CommandError> {
+pub fn cursor_reply(
+    batch_field: &str,
+    batch: RawArrayBuf,
+    id: i64,
+    namespace: &str,
+) -> Result<RawDocumentBuf, CommandError> {
     let field = <&bson::raw::CStr>::try_from(batch_field).map_err(|e| CommandError::internal(e.to_string()))?;
     let mut cursor = RawDocumentBuf::new();
     cursor.append(field, batch);

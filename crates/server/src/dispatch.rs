@@ -6,7 +6,7 @@
 //! without holding up any other connection. A panic in a handler is caught here and becomes an
 //! `InternalError` reply; the connection and the server go on.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use bson::RawDocumentBuf;
@@ -20,12 +20,8 @@ use crate::state::{ConnectionInfo, Context, Counters, Shared};
 
 /// Find the handler for `command`, or a `CommandNotFound` error.
 pub fn lookup(command: &Command) -> Result<&'static Spec, CommandError> {
-    commands::find(&command.name).ok_or_else(|| {
-        CommandError::new(
-            ErrorCode::CommandNotFound,
-            format!("no such command: '{}'", command.name),
-        )
-    })
+    commands::find(&command.name)
+        .ok_or_else(|| CommandError::new(ErrorCode::CommandNotFound, format!("no such command: '{}'", command.name)))
 }
 
 /// Run `command` on this thread and produce its reply body (an error reply if it failed or

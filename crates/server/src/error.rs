@@ -2,7 +2,7 @@
 //! codeName}`. Codes come from `wire::ErrorCode`, or verbatim from a lower layer that already
 //! speaks MongoDB's numbers (the query crate's errors carry their code and name).
 
-use bson::{doc, Document};
+use bson::{Document, doc};
 use wire::ErrorCode;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -21,12 +21,7 @@ impl CommandError {
 
     /// An error whose number and name come from another layer's table.
     pub fn coded(code: i32, code_name: &str, message: impl Into<String>) -> CommandError {
-        CommandError {
-            code,
-            code_name: code_name.to_owned(),
-            message: message.into(),
-            extra: Box::default(),
-        }
+        CommandError { code, code_name: code_name.to_owned(), message: message.into(), extra: Box::default() }
     }
 
     pub fn bad_value(message: impl Into<String>) -> CommandError {

@@ -17,10 +17,7 @@
 //! `cursors` (parked cursors and batching), `state` (what every connection shares),
 //! `in_process` (the command path without a socket, for the fuzz target).
 
-#![cfg_attr(
-    not(test),
-    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
-)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic))]
 
 pub mod command;
 mod commands;

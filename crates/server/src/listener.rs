@@ -5,12 +5,12 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tracing::{info, warn};
 
@@ -83,9 +83,7 @@ impl Server {
         drop(listener);
         info!(open = connections.len(), "shutting down: no longer accepting connections");
         let _ = stop.send(true);
-        let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
-            while connections.join_next().await.is_some() {}
-        });
+        let drained = tokio::time::timeout(SHUTDOWN_GRACE, async { while connections.join_next().await.is_some() {} });
         if drained.await.is_err() {
             warn!("connections still busy after the shutdown grace period; abandoning them");
         }

@@ -3,8 +3,8 @@
 //! atomics; the cursor table has its own lock.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
 use docstore::Store;

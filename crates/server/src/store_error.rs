@@ -3,7 +3,7 @@
 //! duplicate key). Codes and names come from `docstore::Error::code`/`code_name`, which already
 //! carry MongoDB's numbers (the query crate's errors keep their own).
 
-use bson::{doc, Document};
+use bson::{Document, doc};
 use tracing::error;
 
 use crate::error::CommandError;

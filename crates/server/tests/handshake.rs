@@ -4,7 +4,7 @@
 
 mod common;
 
-use bson::{doc, Bson};
+use bson::{Bson, doc};
 use common::TestServer;
 use wire::{Compressor, OpCode};
 
@@ -42,7 +42,8 @@ async fn op_query_handshake() {
     let reply = client.read_op_reply().await.unwrap();
     assert!(reply.get_bool("ismaster").unwrap());
     assert_eq!(reply.get_i32("maxWireVersion").unwrap(), 21);
-    let wrapped = client.query_bytes("admin.$cmd", doc! { "$query": { "ismaster": 1 }, "$readPreference": { "mode": "primary" } });
+    let wrapped = client
+        .query_bytes("admin.$cmd", doc! { "$query": { "ismaster": 1 }, "$readPreference": { "mode": "primary" } });
     client.send(&wrapped).await;
     assert!(client.read_op_reply().await.unwrap().get_bool("ismaster").unwrap());
     let bytes = client.query_bytes("test.users", doc! { "name": "x" });
@@ -58,9 +59,8 @@ async fn op_query_handshake() {
 async fn compression_negotiated_and_used() {
     let server = TestServer::start().await;
     let mut client = server.connect().await;
-    let reply = client
-        .command(doc! { "hello": 1, "compression": ["zstd", "lz4", "snappy", "zlib"], "$db": "admin" })
-        .await;
+    let reply =
+        client.command(doc! { "hello": 1, "compression": ["zstd", "lz4", "snappy", "zlib"], "$db": "admin" }).await;
     assert_eq!(reply.get_array("compression").unwrap(), &vec![Bson::from("zstd"), "snappy".into(), "zlib".into()]);
     for compressor in [Compressor::Snappy, Compressor::Zlib, Compressor::Zstd] {
         let plain = client.msg_bytes(doc! { "ping": 1, "$db": "admin" }, 0);
@@ -98,7 +98,16 @@ async fn diagnostic_commands() {
         "$clusterTime": { "clusterTime": bson::Timestamp { time: 1, increment: 1 } },
         "$readPreference": { "mode": "primaryPreferred" }, "comment": "hi", "maxTimeMS": 1000,
     };
-    for name in ["ping", "buildInfo", "whatsmyuri", "getCmdLineOpts", "connectionStatus", "listCommands", "hostInfo", "serverStatus"] {
+    for name in [
+        "ping",
+        "buildInfo",
+        "whatsmyuri",
+        "getCmdLineOpts",
+        "connectionStatus",
+        "listCommands",
+        "hostInfo",
+        "serverStatus",
+    ] {
         let mut body = doc! { name: 1 };
         body.extend(generic.clone());
         let reply = client.command(body).await;

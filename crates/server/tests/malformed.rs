@@ -5,7 +5,7 @@
 
 mod common;
 
-use bson::{doc, rawdoc, RawDocumentBuf};
+use bson::{RawDocumentBuf, doc, rawdoc};
 use common::{Client, TestServer};
 
 fn header(length: i32, request_id: i32, op_code: i32) -> Vec<u8> {

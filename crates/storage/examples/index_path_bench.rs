@@ -36,7 +36,13 @@ struct Args {
 }
 
 fn parse_args() -> Args {
-    let mut args = Args { messages: 1_000_000, rounds: 5, batch: 1000, key_bytes: 30, dir: PathBuf::from("/tmp/index_path_bench") };
+    let mut args = Args {
+        messages: 1_000_000,
+        rounds: 5,
+        batch: 1000,
+        key_bytes: 30,
+        dir: PathBuf::from("/tmp/index_path_bench"),
+    };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
         let (Some(flag), Some(value)) = (pair.first(), pair.get(1)) else { usage() };
@@ -142,7 +148,13 @@ fn main() {
             let workload = workloads[slot];
             match run(&args, workload) {
                 Ok(measured) => {
-                    println!("  round {} {:<6} cpu {:>7.0} ns/message  wall {:>7.0} ns/message", round + 1, workload.name(), measured.cpu_ns, measured.wall_ns);
+                    println!(
+                        "  round {} {:<6} cpu {:>7.0} ns/message  wall {:>7.0} ns/message",
+                        round + 1,
+                        workload.name(),
+                        measured.cpu_ns,
+                        measured.wall_ns
+                    );
                     if let Some(rounds) = results.get_mut(slot) {
                         rounds.push(measured);
                     }
@@ -165,6 +177,10 @@ fn main() {
         fastest.push(cpu_min);
     }
     if let [append, random] = fastest.as_slice() {
-        println!("random / append, fastest rounds' CPU: {:.2} (an index entry costs {:.0} ns more than an append)", random / append, random - append);
+        println!(
+            "random / append, fastest rounds' CPU: {:.2} (an index entry costs {:.0} ns more than an append)",
+            random / append,
+            random - append
+        );
     }
 }

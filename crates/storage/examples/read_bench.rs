@@ -28,8 +28,14 @@ struct Args {
 }
 
 fn parse_args() -> Args {
-    let mut args =
-        Args { keys: 4_000_000, value_bytes: 200, cache_mib: 32, reads: 20_000, rounds: 2, dir: PathBuf::from("/tmp/read_bench") };
+    let mut args = Args {
+        keys: 4_000_000,
+        value_bytes: 200,
+        cache_mib: 32,
+        reads: 20_000,
+        rounds: 2,
+        dir: PathBuf::from("/tmp/read_bench"),
+    };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
         let (Some(flag), Some(value)) = (pair.first(), pair.get(1)) else { usage() };

@@ -70,6 +70,8 @@ pub fn release_free_memory() {}
 /// The process's resident memory (`VmRSS`), where /proc tells it.
 pub fn resident_bytes() -> Option<usize> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kib = status.lines().find_map(|line| line.strip_prefix("VmRSS:")?.trim().strip_suffix("kB")?.trim().parse::<usize>().ok())?;
+    let kib = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:")?.trim().strip_suffix("kB")?.trim().parse::<usize>().ok())?;
     Some(kib * 1024)
 }

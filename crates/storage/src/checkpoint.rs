@@ -19,11 +19,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use crate::engine::{elapsed_micros, Durable, Shared};
+use crate::engine::{Durable, Shared, elapsed_micros};
 use crate::error::{Error, Result};
+use crate::file::BlockAddr;
 use crate::file::catalog::{Catalog, CatalogTree};
 use crate::file::header::Header;
-use crate::file::BlockAddr;
 use crate::stats::Counters;
 use crate::store::Capture;
 use crate::tree::Tree;
@@ -41,7 +41,13 @@ pub(crate) struct CheckpointState {
 
 impl CheckpointState {
     pub fn new(generation: u64, catalog_block: Option<BlockAddr>) -> CheckpointState {
-        CheckpointState { generation, catalog_block, last_finished: Instant::now(), log_position_at_last: 0, requested: false }
+        CheckpointState {
+            generation,
+            catalog_block,
+            last_finished: Instant::now(),
+            log_position_at_last: 0,
+            requested: false,
+        }
     }
 }
 
@@ -129,7 +135,9 @@ fn capture(shared: &Shared, durable: &Durable) -> Result<Captured> {
     let roots = trees
         .iter()
         .zip(&guards)
-        .filter_map(|(tree, guard)| guard.map(|root| CatalogTree { id: tree.id.0, name: tree.name.clone(), root: root.0 }))
+        .filter_map(|(tree, guard)| {
+            guard.map(|root| CatalogTree { id: tree.id.0, name: tree.name.clone(), root: root.0 })
+        })
         .collect();
     let nodes = shared.store.capture()?;
     let release = shared.store.take_superseded();
@@ -160,7 +168,8 @@ fn write_and_commit(
         bytes += u64::from(written.addr.len);
         blocks.push((id, shared.store.mark_written(id, version, written)));
     }
-    let catalog = Catalog { trees: captured.trees, blocks: blocks.into_iter().map(|(id, addr)| (id.0, addr)).collect() };
+    let catalog =
+        Catalog { trees: captured.trees, blocks: blocks.into_iter().map(|(id, addr)| (id.0, addr)).collect() };
     let catalog_addr = durable.data.write_block(0, &catalog.encode())?;
     bytes += u64::from(catalog_addr.len);
     durable.data.sync()?;

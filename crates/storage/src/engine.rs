@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -38,8 +38,8 @@ use crate::stats::{Counters, Stats};
 use crate::store::NodeStore;
 use crate::transaction::Transaction;
 use crate::tree::{Ctx, Tree, TreeId, TreeMessage};
-use crate::wal::record::{frame_create_tree, frame_drop_tree, LogWrite};
 use crate::wal::Log;
+use crate::wal::record::{LogWrite, frame_create_tree, frame_drop_tree};
 
 #[derive(Default)]
 pub(crate) struct Catalog {
@@ -214,7 +214,11 @@ impl Shared {
 
     /// Puts a commit's writes into their trees, write `i` with sequence number `first + i`.
     /// Caller holds the commit lock. Returns each tree's need for a flush.
-    pub fn apply_writes(&self, first: Seq, writes: Vec<(TreeId, LogWrite)>) -> Result<Vec<(Arc<Tree>, crate::tree::FlushNeed)>> {
+    pub fn apply_writes(
+        &self,
+        first: Seq,
+        writes: Vec<(TreeId, LogWrite)>,
+    ) -> Result<Vec<(Arc<Tree>, crate::tree::FlushNeed)>> {
         let mut by_tree: Vec<(TreeId, Vec<TreeMessage>)> = Vec::new();
         for (offset, (id, write)) in writes.into_iter().enumerate() {
             let message = TreeMessage::from_write(first + offset as u64, write);

@@ -33,7 +33,9 @@ pub enum Error {
     Stopped(String),
     /// Another engine (in this process or another) has the directory open: two writers of one
     /// log and data file would lose each other's commits. Nothing was read or written.
-    #[error("the data directory {dir} is in use by another Strata process ({holder}); stop it first, or use another directory")]
+    #[error(
+        "the data directory {dir} is in use by another Strata process ({holder}); stop it first, or use another directory"
+    )]
     DirectoryLocked { dir: String, holder: String },
     /// The engine found one of its own invariants broken (reported by `verify`).
     #[error("invariant violated: {0}")]

@@ -9,12 +9,15 @@
 //! buffers, leaves and their encoding), `store` (nodes by id), `tree` (one Bε-tree: writes,
 //! flushes, reads, verify), `engine` / `transaction` / `snapshot` (the public surface).
 
+// Library code returns errors instead of panicking; tests may unwrap.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod allocator;
 mod checkpoint;
 mod compression;
 mod engine;
-mod file;
 mod error;
+mod file;
 pub mod io;
 pub mod message;
 mod node;
@@ -31,10 +34,10 @@ mod wal;
 pub use compression::Compression;
 pub use engine::Engine;
 pub use error::{Error, Result};
-pub use message::{counter_update, Seq, UpdateFn};
+pub use message::{Seq, UpdateFn, counter_update};
 pub use options::{Durability, FlushMode, Options};
-pub use recovery::{RecoveryReport, LOCK_FILE};
+pub use recovery::{LOCK_FILE, RecoveryReport};
 pub use snapshot::{RangeIter, Snapshot};
 pub use stats::Stats;
-pub use transaction::{Transaction, MAX_KEY_BYTES, MAX_VALUE_BYTES};
+pub use transaction::{MAX_KEY_BYTES, MAX_VALUE_BYTES, Transaction};
 pub use tree::TreeId;

@@ -67,12 +67,7 @@ fn read_i64(bytes: &[u8]) -> Option<i64> {
 
 /// Folds a key's events (any order) into its value as of `snapshot`: events newer than the
 /// snapshot are ignored, the rest are applied in sequence order.
-pub fn resolve(
-    key: &[u8],
-    events: &mut Vec<(Seq, Event)>,
-    snapshot: Seq,
-    update: &UpdateFn,
-) -> Option<Vec<u8>> {
+pub fn resolve(key: &[u8], events: &mut Vec<(Seq, Event)>, snapshot: Seq, update: &UpdateFn) -> Option<Vec<u8>> {
     events.retain(|(seq, _)| *seq <= snapshot);
     events.sort_by_key(|(seq, _)| *seq);
     let start = events.iter().rposition(|(_, e)| e.is_base()).unwrap_or(0);
@@ -112,11 +107,8 @@ mod tests {
     #[test]
     fn resolve_applies_in_sequence_order_whatever_the_input_order() {
         let update = counter_update();
-        let mut events = vec![
-            (3, Event::Update(counter(5))),
-            (1, Event::Put(counter(10))),
-            (2, Event::Update(counter(1))),
-        ];
+        let mut events =
+            vec![(3, Event::Update(counter(5))), (1, Event::Put(counter(10))), (2, Event::Update(counter(1)))];
         assert_eq!(resolve(b"k", &mut events, SEQ_MAX, &update), Some(counter(16)));
     }
 
@@ -132,11 +124,7 @@ mod tests {
     #[test]
     fn update_on_absent_key_starts_from_zero_and_delete_resets() {
         let update = counter_update();
-        let mut events = vec![
-            (1, Event::Update(counter(2))),
-            (2, Event::Delete),
-            (3, Event::Update(counter(7))),
-        ];
+        let mut events = vec![(1, Event::Update(counter(2))), (2, Event::Delete), (3, Event::Update(counter(7)))];
         assert_eq!(resolve(b"k", &mut events, SEQ_MAX, &update), Some(counter(7)));
     }
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::compression::Compression;
 use crate::file::header::Shape;
-use crate::message::{counter_update, UpdateFn};
+use crate::message::{UpdateFn, counter_update};
 
 /// The largest node size `validate` accepts (256 MiB; the default is 4 MiB at most).
 const MAX_NODE_SIZE_BYTES: usize = 256 << 20;
@@ -133,7 +133,11 @@ impl Options {
         let wanted = (bytes / 32).max(1);
         // The largest power of two at or below a thirty-second of the cache.
         let power = 1usize << (usize::BITS - 1 - wanted.leading_zeros());
-        Options { cache_size_bytes: bytes, node_size_bytes: power.clamp(256 << 10, defaults.node_size_bytes), ..defaults }
+        Options {
+            cache_size_bytes: bytes,
+            node_size_bytes: power.clamp(256 << 10, defaults.node_size_bytes),
+            ..defaults
+        }
     }
 
     pub(crate) fn shape(&self) -> Shape {
@@ -158,14 +162,14 @@ impl Options {
             return Err(crate::Error::InvalidArgument("fanout must be at least 3".into()));
         }
         if self.basement_size_bytes == 0 || self.node_size_bytes < 2 * self.basement_size_bytes {
-            return Err(crate::Error::InvalidArgument(
-                "node size must be at least twice the basement size".into(),
-            ));
+            return Err(crate::Error::InvalidArgument("node size must be at least twice the basement size".into()));
         }
         // A buffer's runs address their bytes with u32 offsets, and a buffer grows to a few
         // node sizes before it must flush.
         if self.node_size_bytes > MAX_NODE_SIZE_BYTES {
-            return Err(crate::Error::InvalidArgument(format!("node size must be at most {MAX_NODE_SIZE_BYTES} bytes")));
+            return Err(crate::Error::InvalidArgument(format!(
+                "node size must be at most {MAX_NODE_SIZE_BYTES} bytes"
+            )));
         }
         Ok(())
     }

@@ -30,9 +30,9 @@ use crate::node::NodeId;
 use crate::options::Options;
 use crate::store::{Disk, NodeStore};
 use crate::tree::{Tree, TreeId};
+use crate::wal::Log;
 use crate::wal::record::Record;
 use crate::wal::replay::{replay, segments};
-use crate::wal::Log;
 
 pub const DATA_FILE: &str = "data.strata";
 pub const LOG_DIR: &str = "log";
@@ -69,7 +69,11 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> 
     if let Some(shape) = header.as_ref().and_then(|h| h.shape) {
         options.adopt_shape(shape)?;
     }
-    let store = NodeStore::new(Some(Disk { file: Arc::clone(&data), compression: options.compression }), options.cache_size_bytes, options.partial_eviction);
+    let store = NodeStore::new(
+        Some(Disk { file: Arc::clone(&data), compression: options.compression }),
+        options.cache_size_bytes,
+        options.partial_eviction,
+    );
     let shared = Shared::new(options, store);
     let (checkpoint, from_segment) = match header {
         Some(header) => {
@@ -95,7 +99,8 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> 
     // replay it again (and a crash loop would replay all of its history each time).
     let mut checkpoint = checkpoint;
     checkpoint.requested = replayed_records > 0;
-    let report = RecoveryReport { replayed_records, replayed_bytes: end.bytes, micros: crate::engine::elapsed_micros(started) };
+    let report =
+        RecoveryReport { replayed_records, replayed_bytes: end.bytes, micros: crate::engine::elapsed_micros(started) };
     let durable = Durable { data, log, checkpoint: Mutex::new(checkpoint), recovery: report, _lock: lock };
     if shared.durable.set(durable).is_err() {
         return Err(Error::Invariant("engine recovered twice".into()));
@@ -107,9 +112,9 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> 
 fn lock_directory(fs: &dyn FileSystem, dir: &Path) -> Result<LockGuard> {
     let pid = std::process::id();
     let path = dir.join(LOCK_FILE);
-    let locked = fs
-        .try_lock(&path, &pid.to_string())
-        .map_err(|error| Error::Io(format!("cannot lock the data directory {} ({}): {error}", dir.display(), path.display())))?;
+    let locked = fs.try_lock(&path, &pid.to_string()).map_err(|error| {
+        Error::Io(format!("cannot lock the data directory {} ({}): {error}", dir.display(), path.display()))
+    })?;
     match locked {
         Lock::Taken(guard) => Ok(guard),
         Lock::HeldBy(owner) => {

@@ -25,8 +25,8 @@
 
 use std::collections::HashMap;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -34,7 +34,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::file::{BlockAddr, DataFile};
-use crate::node::codec::{self, decode_node, encode_node, Head, Layout};
+use crate::node::codec::{self, Head, Layout, decode_node, encode_node};
 use crate::node::{Internal, Node, NodeId};
 use crate::stats::TRACKED_LEVELS;
 use crate::thin::{Part, Thin, View};
@@ -83,7 +83,8 @@ impl CachedNode {
 
     /// The node, out of a version nobody else holds (so nothing is detached).
     fn into_node(mut self) -> Node {
-        let empty = Node::Internal(Internal { height: 0, pivots: Vec::new(), children: Vec::new(), buffers: Vec::new() });
+        let empty =
+            Node::Internal(Internal { height: 0, pivots: Vec::new(), children: Vec::new(), buffers: Vec::new() });
         std::mem::replace(&mut self.node, empty)
     }
 }
@@ -271,8 +272,16 @@ impl NodeStore {
     /// Registers the nodes of a checkpoint as on disk, not yet read (recovery).
     pub fn load_blocks(&self, blocks: &[(u64, BlockAddr)]) {
         for &(id, addr) in blocks {
-            let slot =
-                Slot { node: None, size: 0, dirty: false, version: 0, addr: Some(addr), layout: None, taken: false, last_used: 0 };
+            let slot = Slot {
+                node: None,
+                size: 0,
+                dirty: false,
+                version: 0,
+                addr: Some(addr),
+                layout: None,
+                taken: false,
+                last_used: 0,
+            };
             self.shard(NodeId(id)).lock().insert(NodeId(id), slot);
         }
     }
@@ -281,7 +290,16 @@ impl NodeStore {
         let id = NodeId(self.next_id.fetch_add(1, Ordering::AcqRel));
         let size = node.memory_bytes();
         let node = Some(View::Whole(CachedNode::new(node, &self.used_bytes)));
-        let slot = Slot { node, size, dirty: true, version: 1, addr: None, layout: None, taken: false, last_used: self.tick() };
+        let slot = Slot {
+            node,
+            size,
+            dirty: true,
+            version: 1,
+            addr: None,
+            layout: None,
+            taken: false,
+            last_used: self.tick(),
+        };
         self.shard(id).lock().insert(id, slot);
         self.used_bytes.fetch_add(size, Ordering::Relaxed);
         // A split allocates its pieces one by one after cutting the parent's buffer: failing
@@ -424,7 +442,8 @@ impl NodeStore {
         }
         let Some(section) = thin.layout.sections.get(index) else { return Ok(None) };
         let disk = self.disk.as_ref().ok_or_else(|| missing(thin.id))?;
-        let bytes = disk.file.read_payload_range(thin.block, thin.id.0, section.offset as usize, section.len as usize)?;
+        let bytes =
+            disk.file.read_payload_range(thin.block, thin.id.0, section.offset as usize, section.len as usize)?;
         let part = match &thin.layout.head {
             Head::Leaf { .. } => Part::Basement(Arc::new(codec::decode_basement_section(thin.id, &bytes, section)?)),
             Head::Internal { .. } => Part::Buffer(Arc::new(codec::decode_buffer_section(thin.id, &bytes, section)?)),
@@ -617,7 +636,8 @@ impl NodeStore {
         let mut candidates: Vec<(u64, NodeId)> = Vec::new();
         for shard in &self.shards {
             let shard = shard.lock();
-            candidates.extend(shard.iter().filter(|(_, s)| s.node.is_some() && !s.taken).map(|(id, s)| (s.last_used, *id)));
+            candidates
+                .extend(shard.iter().filter(|(_, s)| s.node.is_some() && !s.taken).map(|(id, s)| (s.last_used, *id)));
         }
         candidates.sort_unstable();
         for (_, id) in candidates {
@@ -643,7 +663,10 @@ impl NodeStore {
             let _evicting = self.evicting.lock();
             let _ = self.evict_to_target();
             // Reading the resident size is a read of /proc: only once a trim is due.
-            let over = || crate::allocator::resident_bytes().is_none_or(|bytes| bytes > self.budget_bytes / 100 * TRIM_ABOVE_PERCENT);
+            let over = || {
+                crate::allocator::resident_bytes()
+                    .is_none_or(|bytes| bytes > self.budget_bytes / 100 * TRIM_ABOVE_PERCENT)
+            };
             if last_trim.elapsed() >= TRIM_INTERVAL && over() {
                 crate::allocator::release_free_memory();
                 last_trim = Instant::now();

@@ -21,7 +21,7 @@ use crate::file::BlockAddr;
 use crate::node::basement::Basement;
 use crate::node::buffer::Buffer;
 use crate::node::codec::{Head, Layout};
-use crate::node::{child_index, child_index_below, Node, NodeId};
+use crate::node::{Node, NodeId, child_index, child_index_below};
 use crate::store::{CachedNode, NodeStore};
 
 /// A section read alone into a thin node.

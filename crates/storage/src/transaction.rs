@@ -8,16 +8,16 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use crate::engine::Shared;
 use crate::error::{Error, Result};
-use crate::message::{Seq, SEQ_MAX};
+use crate::message::{SEQ_MAX, Seq};
 use crate::options::{Durability, FlushMode};
 use crate::stats::Counters;
 use crate::tree::{FlushNeed, Tree, TreeId};
-use crate::wal::record::{frame_commit, LogWrite};
+use crate::wal::record::{LogWrite, frame_commit};
 
 /// The largest key the engine accepts.
 pub const MAX_KEY_BYTES: usize = 64 << 10;
@@ -94,12 +94,13 @@ impl<'e> Transaction<'e> {
             let first = shared.next_seq.load(Ordering::Acquire);
             let last = first + self.writes.len() as u64 - 1;
             let writes: Vec<(TreeId, LogWrite)> = self.writes.into_iter().map(|(id, w)| (id, w.into_log())).collect();
-            let position = match shared.log() {
-                Some(log) => Some(log.append(|buffer| {
-                    frame_commit(buffer, first, writes.iter().map(|(id, w)| (id.0, w.as_ref())))
-                })?),
-                None => None,
-            };
+            let position =
+                match shared.log() {
+                    Some(log) => Some(log.append(|buffer| {
+                        frame_commit(buffer, first, writes.iter().map(|(id, w)| (id.0, w.as_ref())))
+                    })?),
+                    None => None,
+                };
             let result = shared.apply_writes(first, writes);
             shared.publish(last);
             Counters::add(&shared.counters.commits, 1);
@@ -162,22 +163,19 @@ impl<'e> Transaction<'e> {
             self.writes.iter().filter(|(_, w)| matches!(w, Write::InsertIfAbsent(..))).map(|(id, _)| *id).collect();
         let mut overlay: Overlay<'_> = HashMap::new();
         let mut ranges: Vec<RangeWrite<'_>> = Vec::new();
-        let current = |overlay: &Overlay<'_>,
-                       ranges: &[RangeWrite<'_>],
-                       id: TreeId,
-                       key: &[u8]|
-         -> Result<Option<Vec<u8>>> {
-            if let Some(value) = overlay.get(&(id, key)) {
-                return Ok(value.as_deref().map(<[u8]>::to_vec));
-            }
-            if ranges.iter().any(|(t, s, e)| *t == id && key >= *s && e.is_none_or(|e| key < e)) {
-                return Ok(None);
-            }
-            match trees.get(&id) {
-                Some(tree) => tree.get(&ctx, key, SEQ_MAX),
-                None => Ok(None),
-            }
-        };
+        let current =
+            |overlay: &Overlay<'_>, ranges: &[RangeWrite<'_>], id: TreeId, key: &[u8]| -> Result<Option<Vec<u8>>> {
+                if let Some(value) = overlay.get(&(id, key)) {
+                    return Ok(value.as_deref().map(<[u8]>::to_vec));
+                }
+                if ranges.iter().any(|(t, s, e)| *t == id && key >= *s && e.is_none_or(|e| key < e)) {
+                    return Ok(None);
+                }
+                match trees.get(&id) {
+                    Some(tree) => tree.get(&ctx, key, SEQ_MAX),
+                    None => Ok(None),
+                }
+            };
         for (id, write) in self.writes.iter().filter(|(id, _)| checked.contains(id)) {
             let id = *id;
             match write {

@@ -7,8 +7,8 @@
 //! total, twice per snapshot, by scanning forward and backward. Small nodes keep flushes busy.
 //! At the end, `verify()` and a final total.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 
 use rand::{Rng, SeedableRng};

@@ -155,7 +155,7 @@ fn check_recovery(disk: &SimFs, crash_seed: u64, states: &[Model], acked: usize,
     let got = contents(&engine).unwrap_or_default();
     let allowed = &states[acked.min(states.len() - 1)..(acked + 2).min(states.len())];
     assert!(
-        allowed.iter().any(|state| *state == got),
+        allowed.contains(&got),
         "{what}, crash seed {crash_seed}: recovered state is not the state after {acked} acknowledged commits (or one more)"
     );
     std::mem::forget(engine);
@@ -342,7 +342,10 @@ fn a_failed_checkpoint_is_counted_and_costs_no_commit() {
             load(&engine, tree, &mut model, 500..600).expect("commit after the retried checkpoint");
         } else {
             let mut ignored = Model::default();
-            assert!(load(&engine, tree, &mut ignored, 500..600).is_err(), "call {call}: a stopped engine took a commit");
+            assert!(
+                load(&engine, tree, &mut ignored, 500..600).is_err(),
+                "call {call}: a stopped engine took a commit"
+            );
         }
         std::mem::forget(engine);
         let engine = open(&disk.crash(call));

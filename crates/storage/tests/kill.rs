@@ -72,7 +72,10 @@ fn acknowledged_commits_survive_kill_9() {
         acked_total = acked.or(acked_total);
         let killed = started.elapsed();
         check(&dir, acked_total, round, seed);
-        println!("round {round}: last ack {acked:?}, child ran {killed:?}, check took {:?}", started.elapsed() - killed);
+        println!(
+            "round {round}: last ack {acked:?}, child ran {killed:?}, check took {:?}",
+            started.elapsed() - killed
+        );
     }
     assert!(acked_total.unwrap_or(0) > 0, "the child acknowledged commits");
     let _ = std::fs::remove_dir_all(&dir);

@@ -116,12 +116,16 @@ fn a_read_only_file_system_is_a_clear_error() {
         let result = Engine::open(&dir, Options::tiny());
         let _ = std::process::Command::new("umount").arg(&dir).status();
         let message = result.err().expect("open on a read-only file system").to_string();
-        assert!(message.contains("cannot lock the data directory") && message.contains("Read-only file system"), "{message}");
+        assert!(
+            message.contains("cannot lock the data directory") && message.contains("Read-only file system"),
+            "{message}"
+        );
     } else {
         println!("mount not permitted here: checking a refused lock-file creation on the simulated disk");
         let disk = SimFs::new();
         disk.fail_at(1, Fault::Eio);
-        let message = Engine::open_with(Arc::new(disk), Path::new("/db"), Options::tiny()).err().expect("refused").to_string();
+        let message =
+            Engine::open_with(Arc::new(disk), Path::new("/db"), Options::tiny()).err().expect("refused").to_string();
         assert!(message.contains("cannot lock the data directory /db"), "{message}");
     }
     std::fs::remove_dir_all(&dir).expect("cleanup");

@@ -128,7 +128,11 @@ fn model_apply(model: &Model, writes: &[Write]) -> Result<Model, ()> {
     let mut next = model.clone();
     for write in writes {
         let t = match write {
-            Write::Put(t, ..) | Write::Delete(t, ..) | Write::InsertIfAbsent(t, ..) | Write::Add(t, ..) | Write::DeleteRange(t, ..) => *t,
+            Write::Put(t, ..)
+            | Write::Delete(t, ..)
+            | Write::InsertIfAbsent(t, ..)
+            | Write::Add(t, ..)
+            | Write::DeleteRange(t, ..) => *t,
         };
         let Some(tree) = next[t].as_mut() else { return Err(()) };
         match write {
@@ -169,14 +173,25 @@ fn to_bound(b: Option<(u16, bool)>) -> Bound<Vec<u8>> {
     }
 }
 
-fn scan_engine(snapshot: &Snapshot, id: TreeId, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, rev: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn scan_engine(
+    snapshot: &Snapshot,
+    id: TreeId,
+    lo: &Bound<Vec<u8>>,
+    hi: &Bound<Vec<u8>>,
+    rev: bool,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
     let range = (lo.as_ref().map(Vec::as_slice), hi.as_ref().map(Vec::as_slice));
     let iter = snapshot.range(id, range);
     let items: Result<Vec<_>, Error> = if rev { iter.rev().collect() } else { iter.collect() };
     items.expect("scan")
 }
 
-fn scan_model(tree: &BTreeMap<Vec<u8>, Vec<u8>>, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, rev: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn scan_model(
+    tree: &BTreeMap<Vec<u8>, Vec<u8>>,
+    lo: &Bound<Vec<u8>>,
+    hi: &Bound<Vec<u8>>,
+    rev: bool,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
     let valid = match (lo, hi) {
         (Bound::Included(l), Bound::Included(h)) => l <= h,
         (Bound::Included(l) | Bound::Excluded(l), Bound::Included(h) | Bound::Excluded(h)) => l < h,
@@ -226,23 +241,26 @@ impl Harness {
             Op::Txn(writes) => self.txn(writes),
             Op::TakeSnapshot => self.snapshots.push((self.engine.snapshot(), self.ids.clone(), self.model.clone())),
             Op::ReadSnapshot(s, t, k) => {
-                if let Some((snapshot, ids, model)) = self.pick(*s) {
-                    if let (Some(id), Some(tree)) = (ids[*t], &model[*t]) {
-                        let got = snapshot.get(id, &key(*k));
-                        if self.ids[*t] == Some(id) {
-                            assert_eq!(got.expect("get"), tree.get(&key(*k)).cloned(), "snapshot read");
-                        }
+                if let Some((snapshot, ids, model)) = self.pick(*s)
+                    && let (Some(id), Some(tree)) = (ids[*t], &model[*t])
+                {
+                    let got = snapshot.get(id, &key(*k));
+                    if self.ids[*t] == Some(id) {
+                        assert_eq!(got.expect("get"), tree.get(&key(*k)).cloned(), "snapshot read");
                     }
                 }
             }
             Op::ScanSnapshot(s, t, lo, hi, rev) => {
-                if let Some((snapshot, ids, model)) = self.pick(*s) {
-                    if let (Some(id), Some(tree)) = (ids[*t], &model[*t]) {
-                        if self.ids[*t] == Some(id) {
-                            let (lo, hi) = (to_bound(*lo), to_bound(*hi));
-                            assert_eq!(scan_engine(snapshot, id, &lo, &hi, *rev), scan_model(tree, &lo, &hi, *rev), "snapshot scan");
-                        }
-                    }
+                if let Some((snapshot, ids, model)) = self.pick(*s)
+                    && let (Some(id), Some(tree)) = (ids[*t], &model[*t])
+                    && self.ids[*t] == Some(id)
+                {
+                    let (lo, hi) = (to_bound(*lo), to_bound(*hi));
+                    assert_eq!(
+                        scan_engine(snapshot, id, &lo, &hi, *rev),
+                        scan_model(tree, &lo, &hi, *rev),
+                        "snapshot scan"
+                    );
                 }
             }
             Op::ReleaseSnapshot(s) => {
@@ -268,7 +286,10 @@ impl Harness {
             Op::Reopen => {
                 if let Some(disk) = self.disk.clone() {
                     self.snapshots.clear();
-                    let engine = std::mem::replace(&mut self.engine, Engine::open_in_memory(Options::tiny()).expect("placeholder"));
+                    let engine = std::mem::replace(
+                        &mut self.engine,
+                        Engine::open_in_memory(Options::tiny()).expect("placeholder"),
+                    );
                     engine.close().expect("clean close");
                     self.reopen_on(disk);
                 }
@@ -301,7 +322,11 @@ impl Harness {
         let mut missing_tree = false;
         for write in writes {
             let t = match write {
-                Write::Put(t, ..) | Write::Delete(t, ..) | Write::InsertIfAbsent(t, ..) | Write::Add(t, ..) | Write::DeleteRange(t, ..) => *t,
+                Write::Put(t, ..)
+                | Write::Delete(t, ..)
+                | Write::InsertIfAbsent(t, ..)
+                | Write::Add(t, ..)
+                | Write::DeleteRange(t, ..) => *t,
             };
             let Some(id) = self.ids[t] else {
                 missing_tree = true;
@@ -484,7 +509,8 @@ fn a_key_below_the_appended_ones_is_buffered_in_the_root() {
     txn.put(tree, (appended - 2).to_be_bytes().to_vec(), vec![9; 16]);
     txn.commit(Durability::None).unwrap_or_else(|e| panic!("{e}"));
     let after = engine.stats();
-    let levels: Vec<usize> = (0..after.buffered_bytes_by_height.len()).filter(|&h| after.buffered_bytes_by_height[h] > 0).collect();
+    let levels: Vec<usize> =
+        (0..after.buffered_bytes_by_height.len()).filter(|&h| after.buffered_bytes_by_height[h] > 0).collect();
     // Tiny nodes (fanout 4) over 3000 keys: the root is at height 3 or more; the rightmost
     // leaf's parent is at height 1, where the key used to wait.
     assert!(matches!(levels.as_slice(), [h] if *h >= 2), "buffered by height: {:?}", after.buffered_bytes_by_height);
@@ -509,7 +535,8 @@ fn readers_of_thin_nodes_match_the_model() {
     for step in 0..3000 {
         let t = rng.gen_range(0..TREES);
         let k = rng.gen_range(0..600u16);
-        let bound = |rng: &mut rand::rngs::StdRng| rng.gen_bool(0.7).then(|| (rng.gen_range(0..600u16), rng.gen_bool(0.5)));
+        let bound =
+            |rng: &mut rand::rngs::StdRng| rng.gen_bool(0.7).then(|| (rng.gen_range(0..600u16), rng.gen_bool(0.5)));
         let op = match rng.gen_range(0..40) {
             0..=21 => Op::Txn(vec![Write::Put(t, k, vec![rng.r#gen(); rng.gen_range(0..40)])]),
             22..=25 => Op::Txn(vec![Write::Delete(t, k)]),
@@ -522,15 +549,21 @@ fn readers_of_thin_nodes_match_the_model() {
         };
         if matches!(op, Op::Reopen) {
             let stats = harness.engine.stats();
-            (partial_evictions, head_loads, section_loads) =
-                (partial_evictions + stats.partial_evictions, head_loads + stats.head_loads, section_loads + stats.section_loads);
+            (partial_evictions, head_loads, section_loads) = (
+                partial_evictions + stats.partial_evictions,
+                head_loads + stats.head_loads,
+                section_loads + stats.section_loads,
+            );
         }
         harness.step(&op);
     }
     let stats = harness.engine.stats();
     println!("{stats:?}");
-    let (partial_evictions, head_loads, section_loads) =
-        (partial_evictions + stats.partial_evictions, head_loads + stats.head_loads, section_loads + stats.section_loads);
+    let (partial_evictions, head_loads, section_loads) = (
+        partial_evictions + stats.partial_evictions,
+        head_loads + stats.head_loads,
+        section_loads + stats.section_loads,
+    );
     println!("partial evictions {partial_evictions}, heads read {head_loads}, sections read {section_loads}");
     assert!(partial_evictions > 100, "nodes went thin");
     assert!(head_loads > 10 && section_loads > 100, "readers read heads and sections alone");

@@ -13,7 +13,14 @@ use storage::io::SimFs;
 use storage::{Durability, Engine, FlushMode, Options};
 
 fn created_shape() -> Options {
-    Options { node_size_bytes: 4096, basement_size_bytes: 512, fanout: 6, flush_mode: FlushMode::Inline, cache_size_bytes: 1 << 20, ..Options::default() }
+    Options {
+        node_size_bytes: 4096,
+        basement_size_bytes: 512,
+        fanout: 6,
+        flush_mode: FlushMode::Inline,
+        cache_size_bytes: 1 << 20,
+        ..Options::default()
+    }
 }
 
 fn other_shape() -> Options {

@@ -79,8 +79,7 @@ enum Outcome {
 }
 
 fn judge(bytes: &[u8], offset: usize, expected: &[u8]) -> Outcome {
-    let found: Vec<u8> =
-        (offset..offset + expected.len()).map(|i| bytes.get(i).copied().unwrap_or(0)).collect();
+    let found: Vec<u8> = (offset..offset + expected.len()).map(|i| bytes.get(i).copied().unwrap_or(0)).collect();
     let intact = found.iter().zip(expected).take_while(|(a, b)| a == b).count();
     let rest_zero = found.get(intact..).unwrap().iter().all(|byte| *byte == 0);
     match (intact, rest_zero) {
@@ -100,8 +99,7 @@ fn judge(bytes: &[u8], offset: usize, expected: &[u8]) -> Outcome {
 fn unsynced_writes_vanish_tear_or_garble() {
     let fs = with_db_dir();
     let file = write_durable(&fs, "/db/log", b"");
-    let writes: Vec<(usize, Vec<u8>)> =
-        (0..4).map(|i| (i * 1500 + 100, vec![0x10 + i as u8; 1500])).collect();
+    let writes: Vec<(usize, Vec<u8>)> = (0..4).map(|i| (i * 1500 + 100, vec![0x10 + i as u8; 1500])).collect();
     for (offset, bytes) in &writes {
         file.write_all_at(bytes, *offset as u64).unwrap();
     }
@@ -110,13 +108,11 @@ fn unsynced_writes_vanish_tear_or_garble() {
     let mut out_of_order = false;
     for seed in 0..SEEDS {
         let bytes = read_all(&fs.crash(seed), "/db/log").expect("synced name survives");
-        let outcomes: Vec<Outcome> =
-            writes.iter().map(|(offset, expected)| judge(&bytes, *offset, expected)).collect();
+        let outcomes: Vec<Outcome> = writes.iter().map(|(offset, expected)| judge(&bytes, *offset, expected)).collect();
         for outcome in &outcomes {
             *seen.entry(*outcome).or_insert(0) += 1;
         }
-        out_of_order |= outcomes.first() == Some(&Outcome::Dropped)
-            && outcomes.last() == Some(&Outcome::Applied);
+        out_of_order |= outcomes.first() == Some(&Outcome::Dropped) && outcomes.last() == Some(&Outcome::Applied);
         assert!(bytes.len() <= 6100, "seed {seed}: file grew past its writes");
     }
     for outcome in [Outcome::Applied, Outcome::Dropped, Outcome::Torn, Outcome::Garbled] {
@@ -220,9 +216,7 @@ fn rename_of_unsynced_data_can_expose_garbage() {
     tmp.write_all_at(&[7; 4096], 0).unwrap();
     fs.rename(Path::new("/db/tmp"), Path::new("/db/current")).unwrap();
     fs.sync_dir(Path::new("/db")).unwrap();
-    let broken = (0..SEEDS)
-        .filter(|seed| read_all(&fs.crash(*seed), "/db/current").unwrap() != [7; 4096])
-        .count();
+    let broken = (0..SEEDS).filter(|seed| read_all(&fs.crash(*seed), "/db/current").unwrap() != [7; 4096]).count();
     assert!(broken > 0, "the unsynced rename target was always intact");
 }
 

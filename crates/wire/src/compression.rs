@@ -23,7 +23,7 @@ use std::io::Read;
 
 use crate::error::WireError;
 use crate::frame::Frame;
-use crate::header::{finish_message, start_message, MsgHeader, OpCode, HEADER_LENGTH};
+use crate::header::{HEADER_LENGTH, MsgHeader, OpCode, finish_message, start_message};
 use crate::limits::Limits;
 use crate::reader::Reader;
 
@@ -45,8 +45,7 @@ pub enum Compressor {
 }
 
 /// The compressors this server enables, in its order of preference.
-pub const SUPPORTED_COMPRESSORS: [Compressor; 3] =
-    [Compressor::Snappy, Compressor::Zstd, Compressor::Zlib];
+pub const SUPPORTED_COMPRESSORS: [Compressor; 3] = [Compressor::Snappy, Compressor::Zstd, Compressor::Zlib];
 
 impl Compressor {
     pub fn from_id(id: u8) -> Option<Compressor> {
@@ -88,10 +87,7 @@ impl Compressor {
 /// The compressors to answer `hello.compression` with: those the client offered that the
 /// server enables, in the client's order, without repeats. Empty means "do not compress", and
 /// the server then leaves `compression` out of its reply.
-pub fn negotiate<'a>(
-    client_offer: impl IntoIterator<Item = &'a str>,
-    enabled: &[Compressor],
-) -> Vec<Compressor> {
+pub fn negotiate<'a>(client_offer: impl IntoIterator<Item = &'a str>, enabled: &[Compressor]) -> Vec<Compressor> {
     let mut chosen: Vec<Compressor> = Vec::new();
     for compressor in client_offer.into_iter().filter_map(Compressor::from_name) {
         if enabled.contains(&compressor) && !chosen.contains(&compressor) {
@@ -105,8 +101,17 @@ pub fn negotiate<'a>(
 /// handshake and authentication, which may carry credentials).
 pub fn is_compression_exempt(command_name: &str) -> bool {
     const EXEMPT: [&str; 11] = [
-        "hello", "ismaster", "saslstart", "saslcontinue", "getnonce", "authenticate",
-        "createuser", "updateuser", "copydbsaslstart", "copydbgetnonce", "copydb",
+        "hello",
+        "ismaster",
+        "saslstart",
+        "saslcontinue",
+        "getnonce",
+        "authenticate",
+        "createuser",
+        "updateuser",
+        "copydbsaslstart",
+        "copydbgetnonce",
+        "copydb",
     ];
     EXEMPT.iter().any(|exempt| exempt.eq_ignore_ascii_case(command_name))
 }
@@ -125,8 +130,10 @@ pub fn decompress(frame: &Frame, limits: &Limits) -> Result<(Frame, Compressor),
         return Err(WireError::NestedCompression);
     }
     let compressor = Compressor::from_id(compressor_id).ok_or(WireError::UnknownCompressor(compressor_id))?;
-    let size = usize::try_from(declared)
-        .map_err(|_| WireError::InvalidLength { what: "OP_COMPRESSED uncompressedSize", length: i64::from(declared) })?;
+    let size = usize::try_from(declared).map_err(|_| WireError::InvalidLength {
+        what: "OP_COMPRESSED uncompressedSize",
+        length: i64::from(declared),
+    })?;
     let total = size.saturating_add(HEADER_LENGTH);
     if total > limits.max_message_size_bytes {
         return Err(WireError::MessageTooLarge { length: total as i64, max: limits.max_message_size_bytes });
@@ -144,12 +151,7 @@ pub fn decompress(frame: &Frame, limits: &Limits) -> Result<(Frame, Compressor),
 }
 
 /// Append the decompressed `input` to `output`, stopping after `size + 1` bytes.
-fn decompress_into(
-    compressor: Compressor,
-    input: &[u8],
-    size: usize,
-    output: &mut Vec<u8>,
-) -> Result<(), WireError> {
+fn decompress_into(compressor: Compressor, input: &[u8], size: usize, output: &mut Vec<u8>) -> Result<(), WireError> {
     let failed = |reason: String| WireError::Decompression { compressor, reason };
     let bound = u64::try_from(size).unwrap_or(u64::MAX).saturating_add(1);
     match compressor {
@@ -163,9 +165,8 @@ fn decompress_into(
             let start = output.len();
             output.resize(start.saturating_add(size), 0);
             let target = output.get_mut(start..).unwrap_or_default();
-            let written = snap::raw::Decoder::new()
-                .decompress(input, target)
-                .map_err(|error| failed(error.to_string()))?;
+            let written =
+                snap::raw::Decoder::new().decompress(input, target).map_err(|error| failed(error.to_string()))?;
             output.truncate(start.saturating_add(written));
         }
         Compressor::Zlib => {
@@ -175,13 +176,10 @@ fn decompress_into(
                 .map_err(|error| failed(error.to_string()))?;
         }
         Compressor::Zstd => {
-            let mut decoder = zstd::stream::read::Decoder::with_buffer(input)
-                .map_err(|error| failed(error.to_string()))?;
+            let mut decoder =
+                zstd::stream::read::Decoder::with_buffer(input).map_err(|error| failed(error.to_string()))?;
             decoder.window_log_max(ZSTD_WINDOW_LOG_MAX).map_err(|error| failed(error.to_string()))?;
-            decoder
-                .take(bound)
-                .read_to_end(output)
-                .map_err(|error| failed(error.to_string()))?;
+            decoder.take(bound).read_to_end(output).map_err(|error| failed(error.to_string()))?;
         }
     }
     Ok(())
@@ -197,18 +195,16 @@ pub fn compress(message: &[u8], compressor: Compressor) -> Result<Vec<u8>, WireE
     let failed = |reason: String| WireError::Compression { compressor, reason };
     let compressed = match compressor {
         Compressor::Noop => payload.to_vec(),
-        Compressor::Snappy => snap::raw::Encoder::new()
-            .compress_vec(payload)
-            .map_err(|error| failed(error.to_string()))?,
+        Compressor::Snappy => {
+            snap::raw::Encoder::new().compress_vec(payload).map_err(|error| failed(error.to_string()))?
+        }
         Compressor::Zlib => {
             let mut encoder = flate2::read::ZlibEncoder::new(payload, flate2::Compression::new(ZLIB_LEVEL));
             let mut compressed = Vec::new();
             encoder.read_to_end(&mut compressed).map_err(|error| failed(error.to_string()))?;
             compressed
         }
-        Compressor::Zstd => {
-            zstd::bulk::compress(payload, ZSTD_LEVEL).map_err(|error| failed(error.to_string()))?
-        }
+        Compressor::Zstd => zstd::bulk::compress(payload, ZSTD_LEVEL).map_err(|error| failed(error.to_string()))?,
     };
     // header | originalOpcode | uncompressedSize | compressorId | compressedMessage
     let mut wrapped = start_message(header.request_id, header.response_to, OpCode::Compressed);

@@ -114,9 +114,7 @@ impl WireError {
         match self {
             WireError::DocumentTooLarge { .. } => ErrorCode::BSONObjectTooLarge,
             WireError::NestingTooDeep { .. } => ErrorCode::Overflow,
-            WireError::InvalidBson { .. } | WireError::InvalidCString { .. } => {
-                ErrorCode::InvalidBSON
-            }
+            WireError::InvalidBson { .. } | WireError::InvalidCString { .. } => ErrorCode::InvalidBSON,
             WireError::UnknownRequiredFlags { .. } => ErrorCode::IllegalOpMsgFlag,
             WireError::ChecksumMismatch { .. } => ErrorCode::ChecksumMismatch,
             WireError::DuplicateField(_) => ErrorCode::IDLDuplicateField,

@@ -11,7 +11,7 @@
 //! closes the connection.
 
 use crate::error::WireError;
-use crate::header::{MsgHeader, HEADER_LENGTH};
+use crate::header::{HEADER_LENGTH, MsgHeader};
 use crate::limits::Limits;
 
 /// One complete message as received: its header and all its bytes (header included).
@@ -26,10 +26,9 @@ impl Frame {
     pub fn from_message(bytes: Vec<u8>, limits: &Limits) -> Result<Frame, WireError> {
         match decode_frame(&bytes, limits)? {
             Some((frame, consumed)) if consumed == bytes.len() => Ok(frame),
-            Some((_, consumed)) => Err(WireError::TrailingBytes {
-                what: "message",
-                count: bytes.len().saturating_sub(consumed),
-            }),
+            Some((_, consumed)) => {
+                Err(WireError::TrailingBytes { what: "message", count: bytes.len().saturating_sub(consumed) })
+            }
             None => Err(WireError::Truncated { what: "message" }),
         }
     }
@@ -62,10 +61,7 @@ pub fn message_length(buf: &[u8], limits: &Limits) -> Result<Option<usize>, Wire
     }
     let length = usize::try_from(declared).map_err(|_| WireError::MessageTooShort { length })?;
     if length > limits.max_message_size_bytes {
-        return Err(WireError::MessageTooLarge {
-            length: length as i64,
-            max: limits.max_message_size_bytes,
-        });
+        return Err(WireError::MessageTooLarge { length: length as i64, max: limits.max_message_size_bytes });
     }
     Ok(Some(length))
 }

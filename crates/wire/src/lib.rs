@@ -10,10 +10,7 @@
 //! (BSON validation), `codes` and `replies` (MongoDB error codes and reply documents), `error`.
 
 // Network bytes are input: library code may not panic on them. Tests may.
-#![cfg_attr(
-    not(test),
-    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
-)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic))]
 
 pub mod codes;
 pub mod compression;
@@ -29,14 +26,14 @@ pub mod replies;
 pub mod request;
 pub mod validate;
 
-pub use codes::{code_name, ErrorCode};
-pub use compression::{negotiate, Compressor, SUPPORTED_COMPRESSORS};
+pub use codes::{ErrorCode, code_name};
+pub use compression::{Compressor, SUPPORTED_COMPRESSORS, negotiate};
 pub use error::WireError;
-pub use frame::{decode_frame, message_length, Frame};
-pub use header::{MsgHeader, OpCode, HEADER_LENGTH};
+pub use frame::{Frame, decode_frame, message_length};
+pub use header::{HEADER_LENGTH, MsgHeader, OpCode};
 pub use limits::Limits;
 pub use op_msg::{DocumentSequence, MsgFlags, OpMsg};
 pub use op_query::{OpQuery, QueryFlags};
 pub use op_reply::{OpReply, ReplyFlags};
-pub use replies::{error_reply, ok_reply, write_reply, WriteError};
-pub use request::{encode_reply, Message, ReplyStream, Request};
+pub use replies::{WriteError, error_reply, ok_reply, write_reply};
+pub use request::{Message, ReplyStream, Request, encode_reply};

@@ -19,9 +19,9 @@
 
 use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 
-use crate::error::{invalid_bson, WireError};
+use crate::error::{WireError, invalid_bson};
 use crate::frame::Frame;
-use crate::header::{finish_message, start_message, OpCode};
+use crate::header::{OpCode, finish_message, start_message};
 use crate::limits::Limits;
 use crate::reader::Reader;
 use crate::validate::DocumentLimit;
@@ -87,10 +87,8 @@ impl OpMsg {
         let flags = MsgFlags(reader.u32("OP_MSG flagBits")?);
         flags.check_required()?;
         let sections = if flags.checksum_present() {
-            let sections_length = reader
-                .remaining()
-                .checked_sub(4)
-                .ok_or(WireError::Truncated { what: "OP_MSG checksum" })?;
+            let sections_length =
+                reader.remaining().checked_sub(4).ok_or(WireError::Truncated { what: "OP_MSG checksum" })?;
             verify_checksum(frame.as_bytes())?;
             reader.take(sections_length, "OP_MSG sections")?
         } else {
@@ -103,8 +101,7 @@ impl OpMsg {
     /// The command as one document: the body with each sequence added as an array field named
     /// by its identifier. An identifier that is already a body field is an error.
     pub fn command_document(&self) -> Result<Document, WireError> {
-        let mut command =
-            Document::try_from(self.body.as_ref()).map_err(|error| invalid_bson("OP_MSG body", error))?;
+        let mut command = Document::try_from(self.body.as_ref()).map_err(|error| invalid_bson("OP_MSG body", error))?;
         for sequence in &self.sequences {
             if command.contains_key(&sequence.identifier) {
                 return Err(WireError::DuplicateField(sequence.identifier.clone()));
@@ -168,14 +165,9 @@ fn verify_checksum(message: &[u8]) -> Result<(), WireError> {
 }
 
 /// Parse the sections region into the body and the document sequences.
-fn parse_sections(
-    sections: &[u8],
-    limits: &Limits,
-) -> Result<(RawDocumentBuf, Vec<DocumentSequence>), WireError> {
-    let body_limit = DocumentLimit {
-        max_size_bytes: limits.max_command_size_bytes,
-        max_depth: limits.max_nesting_depth,
-    };
+fn parse_sections(sections: &[u8], limits: &Limits) -> Result<(RawDocumentBuf, Vec<DocumentSequence>), WireError> {
+    let body_limit =
+        DocumentLimit { max_size_bytes: limits.max_command_size_bytes, max_depth: limits.max_nesting_depth };
     let mut reader = Reader::new(sections);
     let mut body: Option<&RawDocument> = None;
     let mut sequences: Vec<DocumentSequence> = Vec::new();
@@ -212,10 +204,7 @@ fn parse_sequence(reader: &mut Reader<'_>, limits: &Limits) -> Result<DocumentSe
         .ok_or(WireError::InvalidLength { what: WHAT, length: i64::from(declared) })?;
     let mut section = Reader::new(reader.take(size, WHAT)?);
     let identifier = section.cstring(WHAT)?.to_owned();
-    let limit = DocumentLimit {
-        max_size_bytes: limits.max_document_size_bytes,
-        max_depth: limits.max_nesting_depth,
-    };
+    let limit = DocumentLimit { max_size_bytes: limits.max_document_size_bytes, max_depth: limits.max_nesting_depth };
     let mut documents = Vec::new();
     while !section.is_empty() {
         documents.push(section.document(limit, WHAT)?.to_owned());
@@ -226,8 +215,8 @@ fn parse_sequence(reader: &mut Reader<'_>, limits: &Limits) -> Result<DocumentSe
 fn encode_sequence(message: &mut Vec<u8>, sequence: &DocumentSequence) -> Result<(), WireError> {
     let documents_length: usize = sequence.documents.iter().map(|d| d.as_bytes().len()).sum();
     let size = documents_length.saturating_add(sequence.identifier.len()).saturating_add(4 + 1);
-    let size = i32::try_from(size)
-        .map_err(|_| WireError::MessageTooLarge { length: size as i64, max: i32::MAX as usize })?;
+    let size =
+        i32::try_from(size).map_err(|_| WireError::MessageTooLarge { length: size as i64, max: i32::MAX as usize })?;
     if sequence.identifier.contains('\0') {
         return Err(WireError::InvalidCString { what: "OP_MSG document sequence" });
     }

@@ -54,10 +54,8 @@ pub struct OpQuery {
 impl OpQuery {
     pub fn parse(frame: &Frame, limits: &Limits) -> Result<OpQuery, WireError> {
         const WHAT: &str = "OP_QUERY";
-        let limit = DocumentLimit {
-            max_size_bytes: limits.max_command_size_bytes,
-            max_depth: limits.max_nesting_depth,
-        };
+        let limit =
+            DocumentLimit { max_size_bytes: limits.max_command_size_bytes, max_depth: limits.max_nesting_depth };
         let mut reader = Reader::new(frame.payload());
         let flags = reader.i32(WHAT)?;
         if flags & !QueryFlags::KNOWN != 0 {

@@ -15,7 +15,7 @@ use bson::RawDocumentBuf;
 
 use crate::error::WireError;
 use crate::frame::Frame;
-use crate::header::{finish_message, start_message, OpCode};
+use crate::header::{OpCode, finish_message, start_message};
 use crate::limits::Limits;
 use crate::reader::Reader;
 use crate::validate::DocumentLimit;
@@ -54,8 +54,9 @@ impl OpReply {
 
     /// Encode as a whole message answering request `response_to`.
     pub fn encode(&self, request_id: i32, response_to: i32) -> Result<Vec<u8>, WireError> {
-        let number_returned = i32::try_from(self.documents.len()).map_err(|_| {
-            WireError::InvalidLength { what: "OP_REPLY numberReturned", length: self.documents.len() as i64 }
+        let number_returned = i32::try_from(self.documents.len()).map_err(|_| WireError::InvalidLength {
+            what: "OP_REPLY numberReturned",
+            length: self.documents.len() as i64,
         })?;
         let mut message = start_message(request_id, response_to, OpCode::Reply);
         message.extend_from_slice(&self.flags.0.to_le_bytes());
@@ -71,10 +72,8 @@ impl OpReply {
     /// Parse an OP_REPLY frame; `numberReturned` must match the documents present.
     pub fn parse(frame: &Frame, limits: &Limits) -> Result<OpReply, WireError> {
         const WHAT: &str = "OP_REPLY";
-        let limit = DocumentLimit {
-            max_size_bytes: limits.max_command_size_bytes,
-            max_depth: limits.max_nesting_depth,
-        };
+        let limit =
+            DocumentLimit { max_size_bytes: limits.max_command_size_bytes, max_depth: limits.max_nesting_depth };
         let mut reader = Reader::new(frame.payload());
         let flags = ReplyFlags(reader.i32(WHAT)?);
         let cursor_id = reader.i64(WHAT)?;

@@ -7,7 +7,7 @@
 use bson::RawDocument;
 
 use crate::error::WireError;
-use crate::validate::{validate_document, DocumentLimit};
+use crate::validate::{DocumentLimit, validate_document};
 
 /// A cursor over a borrowed byte slice.
 pub(crate) struct Reader<'a> {
@@ -65,11 +65,7 @@ impl<'a> Reader<'a> {
 
     /// A NUL-terminated UTF-8 string; the NUL is consumed and not returned.
     pub(crate) fn cstring(&mut self, what: &'static str) -> Result<&'a str, WireError> {
-        let nul = self
-            .bytes
-            .iter()
-            .position(|&byte| byte == 0)
-            .ok_or(WireError::InvalidCString { what })?;
+        let nul = self.bytes.iter().position(|&byte| byte == 0).ok_or(WireError::InvalidCString { what })?;
         let text = self.take(nul, what)?;
         self.take(1, what)?;
         std::str::from_utf8(text).map_err(|_| WireError::InvalidCString { what })
@@ -77,11 +73,7 @@ impl<'a> Reader<'a> {
 
     /// One BSON document, its declared length checked against `limit` before it is sliced, and
     /// then validated in full.
-    pub(crate) fn document(
-        &mut self,
-        limit: DocumentLimit,
-        what: &'static str,
-    ) -> Result<&'a RawDocument, WireError> {
+    pub(crate) fn document(&mut self, limit: DocumentLimit, what: &'static str) -> Result<&'a RawDocument, WireError> {
         // BSON document:  int32 totalLength | element* | 0x00
         let declared = self
             .bytes

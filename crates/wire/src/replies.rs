@@ -4,7 +4,7 @@
 //! `ok` is a double, as MongoDB sends it. Field order follows MongoDB: result fields first and
 //! `ok` last in a success; `ok, errmsg, code, codeName` in a failure.
 
-use bson::{doc, Bson, Document};
+use bson::{Bson, Document, doc};
 
 use crate::codes::ErrorCode;
 
@@ -100,8 +100,7 @@ pub fn format_document(document: &Document) -> String {
     if document.is_empty() {
         return "{}".to_owned();
     }
-    let fields: Vec<String> =
-        document.iter().map(|(key, value)| format!("{key}: {}", format_value(value))).collect();
+    let fields: Vec<String> = document.iter().map(|(key, value)| format!("{key}: {}", format_value(value))).collect();
     format!("{{ {} }}", fields.join(", "))
 }
 

@@ -12,7 +12,7 @@ use crate::error::WireError;
 use crate::frame::Frame;
 use crate::header::{MsgHeader, OpCode};
 use crate::limits::Limits;
-use crate::op_msg::{reply_flags, MsgFlags, OpMsg};
+use crate::op_msg::{MsgFlags, OpMsg, reply_flags};
 use crate::op_query::OpQuery;
 use crate::op_reply::OpReply;
 
@@ -51,11 +51,7 @@ impl Request {
     }
 }
 
-fn parse_uncompressed(
-    frame: &Frame,
-    limits: &Limits,
-    compressor: Option<Compressor>,
-) -> Result<Request, WireError> {
+fn parse_uncompressed(frame: &Frame, limits: &Limits, compressor: Option<Compressor>) -> Result<Request, WireError> {
     let message = match frame.header.op_code {
         OpCode::Msg => Message::Msg(OpMsg::parse(frame, limits)?),
         OpCode::Query => Message::Query(OpQuery::parse(frame, limits)?),

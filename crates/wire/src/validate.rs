@@ -7,10 +7,10 @@
 //!
 //! Depth counts the top-level document as 1; each nested document or array adds 1.
 
-use bson::raw::{RawBsonRef, RawIter};
 use bson::RawDocument;
+use bson::raw::{RawBsonRef, RawIter};
 
-use crate::error::{invalid_bson, WireError};
+use crate::error::{WireError, invalid_bson};
 
 /// The bounds one document is checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,9 +51,7 @@ fn walk(document: &RawDocument, max_depth: usize, what: &'static str) -> Result<
             stack.pop();
             continue;
         };
-        let value = element
-            .and_then(|element| element.value())
-            .map_err(|error| invalid_bson(what, error))?;
+        let value = element.and_then(|element| element.value()).map_err(|error| invalid_bson(what, error))?;
         if let Some(child) = child_document(value, what)? {
             if stack.len() >= max_depth {
                 return Err(WireError::NestingTooDeep { max: max_depth });
@@ -65,15 +63,12 @@ fn walk(document: &RawDocument, max_depth: usize, what: &'static str) -> Result<
 }
 
 /// The document nested in `value`, if it holds one.
-fn child_document<'a>(
-    value: RawBsonRef<'a>,
-    what: &'static str,
-) -> Result<Option<&'a RawDocument>, WireError> {
+fn child_document<'a>(value: RawBsonRef<'a>, what: &'static str) -> Result<Option<&'a RawDocument>, WireError> {
     Ok(match value {
         RawBsonRef::Document(document) => Some(document),
-        RawBsonRef::Array(array) => Some(
-            RawDocument::from_bytes(array.as_bytes()).map_err(|error| invalid_bson(what, error))?,
-        ),
+        RawBsonRef::Array(array) => {
+            Some(RawDocument::from_bytes(array.as_bytes()).map_err(|error| invalid_bson(what, error))?)
+        }
         RawBsonRef::JavaScriptCodeWithScope(code) => Some(code.scope),
         _ => None,
     })

@@ -5,8 +5,8 @@
 //! (By hand, once: pymongo 4 decoded Strata's OP_MSG replies, plain and compressed with each
 //! compressor, and pymongo 3 decoded its OP_REPLY.)
 
-use bson::{doc, oid::ObjectId, DateTime, Document};
-use wire::{decode_frame, Compressor, Limits, Message, OpCode, Request};
+use bson::{DateTime, Document, doc, oid::ObjectId};
+use wire::{Compressor, Limits, Message, OpCode, Request, decode_frame};
 
 fn request(name: &str) -> Request {
     let path = format!("{}/tests/fixtures/pymongo/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -41,12 +41,8 @@ fn pymongo_hello() {
     let command = command(&request);
     assert_eq!(command.get_i32("hello").ok(), Some(1));
     assert_eq!(command.get_str("$db").ok(), Some("test"));
-    let offered: Vec<&str> = command
-        .get_array("compression")
-        .expect("compression")
-        .iter()
-        .filter_map(|value| value.as_str())
-        .collect();
+    let offered: Vec<&str> =
+        command.get_array("compression").expect("compression").iter().filter_map(|value| value.as_str()).collect();
     assert_eq!(
         wire::negotiate(offered, &wire::SUPPORTED_COMPRESSORS),
         [Compressor::Zstd, Compressor::Snappy, Compressor::Zlib]

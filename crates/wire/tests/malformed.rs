@@ -7,10 +7,7 @@ mod common;
 
 use bson::doc;
 use common::{fix_length, insert_msg, nested, raw, set_length};
-use wire::{
-    decode_frame, Compressor, Frame, Limits, MsgFlags, OpCode, OpMsg, OpQuery, QueryFlags,
-    Request, WireError,
-};
+use wire::{Compressor, Frame, Limits, MsgFlags, OpCode, OpMsg, OpQuery, QueryFlags, Request, WireError, decode_frame};
 
 /// Run a whole message through the server's path: frame, then request.
 fn decode(message: &[u8]) -> Result<Request, WireError> {
@@ -73,7 +70,8 @@ fn unknown_opcode_is_rejected_with_the_header() {
 
 #[test]
 fn legacy_opcodes_are_unsupported() {
-    for op_code in [OpCode::Insert, OpCode::Update, OpCode::Delete, OpCode::GetMore, OpCode::KillCursors, OpCode::Reply] {
+    for op_code in [OpCode::Insert, OpCode::Update, OpCode::Delete, OpCode::GetMore, OpCode::KillCursors, OpCode::Reply]
+    {
         let mut message = ping();
         message[12..16].copy_from_slice(&op_code.as_i32().to_le_bytes());
         assert_eq!(decode(&message), Err(WireError::UnsupportedOpCode(op_code)));
@@ -473,7 +471,10 @@ fn zip_bomb_stops_at_declared_size() {
         let mut message = wire::compression::compress(&inner, compressor).expect("compress");
         set_uncompressed_size(&mut message, 1000);
         let error = decode(&message).expect_err("bomb");
-        assert!(matches!(error, WireError::DecompressedSizeMismatch { declared: 1000, .. }), "{compressor:?} {error:?}");
+        assert!(
+            matches!(error, WireError::DecompressedSizeMismatch { declared: 1000, .. }),
+            "{compressor:?} {error:?}"
+        );
     }
 }
 

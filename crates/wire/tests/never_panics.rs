@@ -9,7 +9,7 @@ mod common;
 use bson::{Bson, Document};
 use common::{fix_length, insert_msg, raw};
 use proptest::prelude::*;
-use wire::{decode_frame, Compressor, Frame, Limits, Message, MsgFlags, OpMsg, Request};
+use wire::{Compressor, Frame, Limits, Message, MsgFlags, OpMsg, Request, decode_frame};
 
 /// The server's path over a byte stream: cut every frame, parse every request.
 fn drain(mut bytes: &[u8], limits: &Limits) {

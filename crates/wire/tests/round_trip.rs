@@ -3,11 +3,11 @@
 
 mod common;
 
-use bson::{doc, Document};
+use bson::{Document, doc};
 use common::{insert_msg, raw};
 use wire::{
-    decode_frame, encode_reply, Compressor, Frame, Limits, Message, MsgFlags, OpCode, OpMsg, ReplyStream,
-    OpQuery, OpReply, QueryFlags, ReplyFlags, Request,
+    Compressor, Frame, Limits, Message, MsgFlags, OpCode, OpMsg, OpQuery, OpReply, QueryFlags, ReplyFlags, ReplyStream,
+    Request, decode_frame, encode_reply,
 };
 
 fn parse(message: Vec<u8>) -> Request {

@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use anyhow::{anyhow, bail};
-use bson::{doc, rawdoc, RawDocumentBuf};
+use bson::{RawDocumentBuf, doc, rawdoc};
 use mongodb::{Collection, IndexModel};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -19,7 +19,7 @@ use rand::{Rng, SeedableRng};
 use super::{count_found, index_choices};
 use crate::args::BioArgs;
 use crate::context::Context;
-use crate::inserter::{shared_recorder, Inserter, SharedRecorder};
+use crate::inserter::{Inserter, SharedRecorder, shared_recorder};
 
 const PROBE_NAME: &str = "Shekhar Gulati";
 const FINDS_PER_SIXTH: usize = 2;
@@ -42,10 +42,21 @@ pub async fn run(context: &mut Context, args: &BioArgs) -> anyhow::Result<()> {
         }
         context.progress.phase(name, docs);
         let recorder = shared_recorder(docs, interval);
-        let mut inserter = Inserter::new(collection.clone(), args.write_concern, args.batch, docs, recorder.clone(), context.progress.clone());
+        let mut inserter = Inserter::new(
+            collection.clone(),
+            args.write_concern,
+            args.batch,
+            docs,
+            recorder.clone(),
+            context.progress.clone(),
+        );
         let mut rng = StdRng::seed_from_u64(context.common.seed);
         let mut make = |sequence: u64| {
-            let name = if sequence.is_multiple_of(sixth) { PROBE_NAME.to_owned() } else { format!("user{:07}", rng.gen_range(0..args.name_pool)) };
+            let name = if sequence.is_multiple_of(sixth) {
+                PROBE_NAME.to_owned()
+            } else {
+                format!("user{:07}", rng.gen_range(0..args.name_pool))
+            };
             document(&mut rng, sequence, &name, &bio)
         };
         let mut completed_sixths = 0;
@@ -83,7 +94,13 @@ fn document(rng: &mut StdRng, sequence: u64, name: &str, bio: &str) -> RawDocume
 }
 
 /// The post's find by name, twice; records each time and checks the count.
-async fn find_probe(context: &mut Context, collection: &Collection<RawDocumentBuf>, series: &str, sixth: u64, expected: u64) -> anyhow::Result<()> {
+async fn find_probe(
+    context: &mut Context,
+    collection: &Collection<RawDocumentBuf>,
+    series: &str,
+    sixth: u64,
+    expected: u64,
+) -> anyhow::Result<()> {
     for run in 1..=FINDS_PER_SIXTH {
         let started = Instant::now();
         let found = match count_found(collection, doc! { "name": PROBE_NAME }).await {

@@ -6,10 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context as _};
-use bson::{doc, Document};
-use mongodb::options::ClientOptions;
+use anyhow::{Context as _, bail};
+use bson::{Document, doc};
 use mongodb::Client;
+use mongodb::options::ClientOptions;
 
 use crate::args::{ClientsArgs, WriteMode};
 use crate::context::Context;
@@ -52,14 +52,26 @@ pub async fn run(context: &mut Context, args: &ClientsArgs) -> anyhow::Result<()
                 level.inserts as f64 / level.seconds,
                 level.p50_micros,
                 level.p99_micros,
-                syncs.map_or(String::new(), |(syncs, per_sync)| format!(", {syncs} log syncs, {per_sync:.1} commits per sync")),
+                syncs.map_or(String::new(), |(syncs, per_sync)| format!(
+                    ", {syncs} log syncs, {per_sync:.1} commits per sync"
+                )),
             ));
             let series = write.label();
-            context.measure(series, &format!("{connections} connections, inserts/s"), level.inserts as f64 / level.seconds, "docs/s");
+            context.measure(
+                series,
+                &format!("{connections} connections, inserts/s"),
+                level.inserts as f64 / level.seconds,
+                "docs/s",
+            );
             context.measure(series, &format!("{connections} connections, p50"), level.p50_micros, "us");
             context.measure(series, &format!("{connections} connections, p99"), level.p99_micros, "us");
             if let Some((_, per_sync)) = syncs {
-                context.measure(series, &format!("{connections} connections, commits per log sync"), per_sync, "commits");
+                context.measure(
+                    series,
+                    &format!("{connections} connections, commits per log sync"),
+                    per_sync,
+                    "commits",
+                );
             }
             levels.push(level);
         }
@@ -90,7 +102,12 @@ async fn measure_idle(context: &mut Context, count: u64) -> anyhow::Result<()> {
         open.threads,
         settled.threads
     ));
-    context.measure("idle", &format!("{count} idle connections, resident bytes per connection"), per_connection, "bytes");
+    context.measure(
+        "idle",
+        &format!("{count} idle connections, resident bytes per connection"),
+        per_connection,
+        "bytes",
+    );
     context.measure("idle", &format!("{count} idle connections, server threads"), settled.threads as f64, "threads");
     context.measure("idle", "server threads before", before.threads as f64, "threads");
     drop(streams);
@@ -136,12 +153,23 @@ async fn run_level(context: &Context, args: &ClientsArgs, write: WriteMode, conn
     }
     let seconds = started.elapsed().as_secs_f64();
     latencies.sort_unstable();
-    let percentile = |p: f64| latencies.get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1))).copied().unwrap_or(0) as f64;
+    let percentile = |p: f64| {
+        latencies
+            .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0) as f64
+    };
     let count = collection.count_documents(doc! {}).await?;
     if count != latencies.len() as u64 {
         bail!("{connections} connections inserted {} documents but the server counts {count}", latencies.len());
     }
-    Ok(Level { connections, inserts: latencies.len() as u64, seconds, p50_micros: percentile(0.5), p99_micros: percentile(0.99) })
+    Ok(Level {
+        connections,
+        inserts: latencies.len() as u64,
+        seconds,
+        p50_micros: percentile(0.5),
+        p99_micros: percentile(0.99),
+    })
 }
 
 /// A client whose pool holds `connections` connections (the run's client keeps the default).
@@ -155,7 +183,9 @@ async fn pooled_client(uri: &str, connections: u64) -> anyhow::Result<Client> {
 }
 
 /// Joins tasks in order.
-async fn futures_join<T>(tasks: impl Iterator<Item = tokio::task::JoinHandle<T>>) -> Vec<Result<T, tokio::task::JoinError>> {
+async fn futures_join<T>(
+    tasks: impl Iterator<Item = tokio::task::JoinHandle<T>>,
+) -> Vec<Result<T, tokio::task::JoinError>> {
     let mut results = Vec::new();
     for task in tasks.collect::<Vec<_>>() {
         results.push(task.await);

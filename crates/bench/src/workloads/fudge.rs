@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::args::{DocumentForm, FudgeArgs};
 use crate::context::Context;
-use crate::inserter::{shared_recorder, Inserter};
+use crate::inserter::{Inserter, shared_recorder};
 
 const SUB_DOCUMENTS: usize = 10;
 const FIELDS_PER_SUB_DOCUMENT: usize = 30;
@@ -89,7 +89,14 @@ async fn series<T: Serialize + Send + Sync>(
     let collection = context.fresh_database().await?.collection::<T>("fudge");
     context.progress.phase(&format!("{name}: persist"), count);
     let recorder = shared_recorder(count, context.interval_for(count));
-    let mut inserter = Inserter::new(collection.clone(), args.write_concern, args.batch, count, recorder.clone(), context.progress.clone());
+    let mut inserter = Inserter::new(
+        collection.clone(),
+        args.write_concern,
+        args.batch,
+        count,
+        recorder.clone(),
+        context.progress.clone(),
+    );
     let inserted = inserter.run_to_end(build).await;
     drop(inserter);
     context.finish_series(name, false, args.write_concern, recorder, &collection, inserted).await?;
@@ -112,7 +119,11 @@ impl Keys {
         let names = |prefix: &str, count: usize| -> anyhow::Result<Vec<CString>> {
             (0..count).map(|i| CString::try_from(format!("{prefix}{i}")).map_err(anyhow::Error::from)).collect()
         };
-        Ok(Keys { sub_documents: names("section", SUB_DOCUMENTS)?, fields: names("field", FIELDS_PER_SUB_DOCUMENT)?, byte_arrays: names("blob", BYTE_ARRAYS.len())? })
+        Ok(Keys {
+            sub_documents: names("section", SUB_DOCUMENTS)?,
+            fields: names("field", FIELDS_PER_SUB_DOCUMENT)?,
+            byte_arrays: names("blob", BYTE_ARRAYS.len())?,
+        })
     }
 }
 

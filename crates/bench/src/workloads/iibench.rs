@@ -11,10 +11,10 @@
 //! creation). With --query-thread, iibench's query thread runs beside the writer on the tokutek
 //! variant (`query_thread.rs`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use bson::{doc, rawdoc, Document, RawDocumentBuf};
+use bson::{Document, RawDocumentBuf, doc, rawdoc};
 use mongodb::IndexModel;
 use rand::distributions::Alphanumeric;
 use rand::rngs::StdRng;
@@ -24,7 +24,7 @@ use super::index_choices;
 use super::query_thread::{self, QueryThread};
 use crate::args::{IibenchArgs, IibenchVariant, WriteMode};
 use crate::context::Context;
-use crate::inserter::{shared_recorder, Inserter};
+use crate::inserter::{Inserter, shared_recorder};
 
 /// iibench's value ranges.
 pub const CASH_REGISTERS: i32 = 1_000;
@@ -47,12 +47,15 @@ pub async fn run(context: &mut Context, args: &IibenchArgs) -> anyhow::Result<()
     let mut variants = args.variants.clone();
     variants.dedup();
     if args.query_thread && !variants.contains(&IibenchVariant::Tokutek) {
-        context.progress.println("--query-thread: iibench's queries run on the tokutek variant only (the post had none); no queries");
+        context.progress.println(
+            "--query-thread: iibench's queries run on the tokutek variant only (the post had none); no queries",
+        );
     }
     for variant in variants {
         for &write in &args.write_concerns {
             for indexed in index_choices(&args.indexes) {
-                let queries = (args.query_thread && variant == IibenchVariant::Tokutek).then_some((query_begin, args.query_limit));
+                let queries = (args.query_thread && variant == IibenchVariant::Tokutek)
+                    .then_some((query_begin, args.query_limit));
                 series(context, variant, write, indexed, docs, args.batch, queries).await?;
             }
         }
@@ -82,11 +85,19 @@ async fn series(
     }
     context.progress.phase(&name, docs);
     let recorder = shared_recorder(docs, context.interval_for(docs));
-    let mut inserter = Inserter::new(collection.clone(), write, batch, docs, recorder.clone(), context.progress.clone());
+    let mut inserter =
+        Inserter::new(collection.clone(), write, batch, docs, recorder.clone(), context.progress.clone());
     let inserted = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let query_task = queries.map(|(begin, limit)| {
-        let thread = QueryThread { collection: collection.clone(), inserted: inserted.clone(), done: done.clone(), begin, limit, seed: context.common.seed };
+        let thread = QueryThread {
+            collection: collection.clone(),
+            inserted: inserted.clone(),
+            done: done.clone(),
+            begin,
+            limit,
+            seed: context.common.seed,
+        };
         tokio::spawn(query_thread::run(thread))
     });
     let mut rng = StdRng::seed_from_u64(context.common.seed);
@@ -111,7 +122,8 @@ async fn series(
     context.finish_series(&name, indexed, write, recorder, &collection, outcome).await?;
     if let (Some(stats), Some((_, limit))) = (stats, queries) {
         stats.record(context, &name);
-        let thread = QueryThread { collection: collection.clone(), inserted, done, begin: 0, limit, seed: context.common.seed };
+        let thread =
+            QueryThread { collection: collection.clone(), inserted, done, begin: 0, limit, seed: context.common.seed };
         query_thread::explain_queries(context, &thread, &name).await;
     }
     Ok(())
@@ -128,7 +140,9 @@ fn secondary_indexes(variant: IibenchVariant) -> Vec<Document> {
             doc! { "cashregisterid": 1, "price": 1, "customerid": 1 },
             doc! { "price": 1, "dateandtime": 1, "customerid": 1 },
         ],
-        IibenchVariant::Post => vec![doc! { "uri": 1 }, doc! { "name": 1 }, doc! { "origin": 1 }, doc! { "creation": 1 }],
+        IibenchVariant::Post => {
+            vec![doc! { "uri": 1 }, doc! { "name": 1 }, doc! { "origin": 1 }, doc! { "creation": 1 }]
+        }
     }
 }
 

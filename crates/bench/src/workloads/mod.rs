@@ -42,7 +42,10 @@ fn index_choices(choices: &[IndexChoice]) -> Vec<bool> {
 }
 
 /// Runs a find and counts what its cursor returns (the documents are fetched, not decoded).
-async fn count_found(collection: &mongodb::Collection<bson::RawDocumentBuf>, filter: bson::Document) -> mongodb::error::Result<u64> {
+async fn count_found(
+    collection: &mongodb::Collection<bson::RawDocumentBuf>,
+    filter: bson::Document,
+) -> mongodb::error::Result<u64> {
     let mut cursor = collection.find(filter).await?;
     let mut found = 0;
     while cursor.advance().await? {

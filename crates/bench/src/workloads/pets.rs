@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use anyhow::bail;
-use bson::{doc, rawdoc, RawDocumentBuf};
+use bson::{RawDocumentBuf, doc, rawdoc};
 use mongodb::{Collection, IndexModel};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use super::{count_found, index_choices};
 use crate::args::{InsertMode, PetsArgs};
 use crate::context::Context;
-use crate::inserter::{shared_recorder, Inserter};
+use crate::inserter::{Inserter, shared_recorder};
 
 const PETS: [&str; 5] = ["cat", "dog", "sugar glider", "pigeon", "dove"];
 const POST_NUMBERS: u64 = 10_000;
@@ -66,7 +66,14 @@ pub async fn run(context: &mut Context, args: &PetsArgs) -> anyhow::Result<()> {
             }
             context.progress.phase(&name, docs);
             let recorder = shared_recorder(docs, context.interval_for(docs));
-            let mut inserter = Inserter::new(collection.clone(), args.write_concern, batch, docs, recorder.clone(), context.progress.clone());
+            let mut inserter = Inserter::new(
+                collection.clone(),
+                args.write_concern,
+                batch,
+                docs,
+                recorder.clone(),
+                context.progress.clone(),
+            );
             let inserted = inserter.run_to_end(&mut |i| user(shape, i)).await;
             drop(inserter);
             context.finish_series(&name, indexed, args.write_concern, recorder, &collection, inserted).await?;
@@ -88,7 +95,13 @@ fn user(shape: Shape, i: u64) -> RawDocumentBuf {
 }
 
 /// Equality and range queries on `number`; mean milliseconds of each kind, counts checked.
-async fn queries(context: &mut Context, collection: &Collection<RawDocumentBuf>, series: &str, shape: Shape, count: u64) -> anyhow::Result<()> {
+async fn queries(
+    context: &mut Context,
+    collection: &Collection<RawDocumentBuf>,
+    series: &str,
+    shape: Shape,
+    count: u64,
+) -> anyhow::Result<()> {
     if count == 0 {
         return Ok(());
     }

@@ -11,16 +11,16 @@
 //! A query the server refuses is counted; after `MAX_ERRORS` the thread stops and the first
 //! error is reported.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use bson::{doc, Document, RawDocumentBuf};
+use bson::{Document, RawDocumentBuf, doc};
 use mongodb::Collection;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::iibench::{price, CASH_REGISTERS, CUSTOMERS};
+use super::iibench::{CASH_REGISTERS, CUSTOMERS, price};
 use crate::context::Context;
 
 const MAX_ERRORS: u64 = 10;
@@ -114,7 +114,11 @@ pub async fn explain_queries(context: &mut Context, thread: &QueryThread, series
         match database.run_command(command).await {
             Ok(explain) => {
                 let stats = explain.get_document("executionStats").cloned().unwrap_or_default();
-                let plan = explain.get_document("queryPlanner").and_then(|p| p.get_document("winningPlan")).cloned().unwrap_or_default();
+                let plan = explain
+                    .get_document("queryPlanner")
+                    .and_then(|p| p.get_document("winningPlan"))
+                    .cloned()
+                    .unwrap_or_default();
                 let number = |key: &str| stats.get(key).map(|v| v.to_string()).unwrap_or_default();
                 context.progress.println(&format!(
                     "query {which}: {} keys and {} documents examined, {} returned, {} ms; plan {}",

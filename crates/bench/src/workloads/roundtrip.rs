@@ -14,8 +14,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{bail, Context as _};
-use bson::{doc, Document};
+use anyhow::{Context as _, bail};
+use bson::{Document, doc};
 use mongodb::Client;
 
 use crate::args::RoundtripArgs;
@@ -136,23 +136,24 @@ fn median_figures(rounds: &[[Figures; 3]]) -> [Figures; 3] {
     };
     std::array::from_fn(|slot| Figures {
         calls_per_second: median(rounds.iter().map(|r| r[slot].calls_per_second).collect()),
-        server_micros: rounds
-            .iter()
-            .map(|r| r[slot].server_micros)
-            .collect::<Option<Vec<f64>>>()
-            .map(median),
+        server_micros: rounds.iter().map(|r| r[slot].server_micros).collect::<Option<Vec<f64>>>().map(median),
         client_micros: median(rounds.iter().map(|r| r[slot].client_micros).collect()),
     })
 }
 
 fn report(context: &mut Context, servers: &[Server], medians: &[[Figures; 3]]) {
     println!("median over rounds; ratio = strata / baseline");
-    println!("{:10} {:>9} {:>12} {:>12} {:>12} {:>12}", "call", "server", "calls/s", "server us", "client us", "server ratio");
+    println!(
+        "{:10} {:>9} {:>12} {:>12} {:>12} {:>12}",
+        "call", "server", "calls/s", "server us", "client us", "server ratio"
+    );
     for (slot, operation) in OPERATIONS.iter().enumerate() {
         for (server, figures) in servers.iter().zip(medians) {
             let figures = figures[slot];
             let ratio = match (figures.server_micros, medians.get(1).and_then(|b| b[slot].server_micros)) {
-                (Some(ours), Some(theirs)) if server.label == "strata" && theirs > 0.0 => format!("{:.2}", ours / theirs),
+                (Some(ours), Some(theirs)) if server.label == "strata" && theirs > 0.0 => {
+                    format!("{:.2}", ours / theirs)
+                }
                 _ => String::new(),
             };
             let server_us = figures.server_micros.map_or("?".to_owned(), |us| format!("{us:.1}"));

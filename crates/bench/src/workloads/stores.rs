@@ -12,13 +12,13 @@
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use bson::{doc, rawdoc, RawDocumentBuf};
+use bson::{RawDocumentBuf, doc, rawdoc};
 use mongodb::{Collection, IndexModel};
 
 use super::{count_found, index_choices};
 use crate::args::StoresArgs;
 use crate::context::Context;
-use crate::inserter::{shared_recorder, Inserter};
+use crate::inserter::{Inserter, shared_recorder};
 
 pub async fn run(context: &mut Context, args: &StoresArgs) -> anyhow::Result<()> {
     let records = context.common.scaled(args.records).max(2);
@@ -35,19 +35,28 @@ pub async fn run(context: &mut Context, args: &StoresArgs) -> anyhow::Result<()>
         }
         context.progress.phase(name, records);
         let recorder = shared_recorder(records, context.interval_for(records));
-        let inserter = |count| Inserter::new(collection.clone(), args.write_concern, 1, count, recorder.clone(), context.progress.clone());
+        let inserter = |count| {
+            Inserter::new(collection.clone(), args.write_concern, 1, count, recorder.clone(), context.progress.clone())
+        };
         let (mut upward, mut downward) = (inserter(first_half), inserter(records - first_half));
         let upward = tokio::spawn(async move { timed(upward.run_to_end(&mut |i| record(i + 1))).await });
         let downward = tokio::spawn(async move { timed(downward.run_to_end(&mut |i| record(records - i))).await });
         let (upward, downward) = match (upward.await?, downward.await?) {
             (Ok(upward), Ok(downward)) => (upward, downward),
             (Err(error), _) | (_, Err(error)) => {
-                return context.finish_series(name, indexed, args.write_concern, recorder, &collection, Err(error)).await;
+                return context
+                    .finish_series(name, indexed, args.write_concern, recorder, &collection, Err(error))
+                    .await;
             }
         };
         context.finish_series(name, indexed, args.write_concern, recorder, &collection, Ok(())).await?;
         context.measure(name, &format!("insert client 1 (n = 1..{first_half}) seconds"), upward.as_secs_f64(), "s");
-        context.measure(name, &format!("insert client 2 (n = {records}..{}) seconds", first_half + 1), downward.as_secs_f64(), "s");
+        context.measure(
+            name,
+            &format!("insert client 2 (n = {records}..{}) seconds", first_half + 1),
+            downward.as_secs_f64(),
+            "s",
+        );
         if indexed && !args.no_select {
             select(context, &collection, name, records).await?;
         }
@@ -86,7 +95,12 @@ fn record(n: u64) -> RawDocumentBuf {
 }
 
 /// The select client: every record by field1, then by field2.
-async fn select(context: &mut Context, collection: &Collection<RawDocumentBuf>, series: &str, records: u64) -> anyhow::Result<()> {
+async fn select(
+    context: &mut Context,
+    collection: &Collection<RawDocumentBuf>,
+    series: &str,
+    records: u64,
+) -> anyhow::Result<()> {
     context.progress.phase(&format!("{series}: select"), records * 2);
     let started = Instant::now();
     let mut found = 0;

@@ -32,7 +32,11 @@ impl Strata {
             .unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let address = line.trim().strip_prefix("strata listening on ").unwrap_or_else(|| panic!("first line {line:?}")).to_owned();
+        let address = line
+            .trim()
+            .strip_prefix("strata listening on ")
+            .unwrap_or_else(|| panic!("first line {line:?}"))
+            .to_owned();
         Strata { child, address, dbpath: dbpath.to_owned() }
     }
 

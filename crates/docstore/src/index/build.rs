@@ -70,14 +70,18 @@ impl Inner {
         for spec in parsed {
             if spec.is_id_index() {
                 if spec.name != "_id_" {
-                    return Err(Error::IndexOptionsConflict(format!("Index already exists with a different name: _id_ (requested {})", spec.name)));
+                    return Err(Error::IndexOptionsConflict(format!(
+                        "Index already exists with a different name: _id_ (requested {})",
+                        spec.name
+                    )));
                 }
                 continue;
             }
             if spec.name == "_id_" {
                 return Err(Error::IndexKeySpecsConflict("The index name '_id_' is reserved for the _id index".into()));
             }
-            let existing: Vec<ParsedSpec> = collection.indexes.iter().map(|i| ParsedSpec::from_normalized(&i.meta.spec)).collect::<Result<_>>()?;
+            let existing: Vec<ParsedSpec> =
+                collection.indexes.iter().map(|i| ParsedSpec::from_normalized(&i.meta.spec)).collect::<Result<_>>()?;
             let mut duplicate = false;
             for other in existing.iter().chain(&new_specs) {
                 duplicate |= spec.compare_with(other)?;
@@ -112,7 +116,8 @@ impl Inner {
             let _ddl = self.ddl.lock();
             specs.iter().map(|_| self.new_tree(catalog::INDEX_TREE_PREFIX)).collect::<Result<Vec<_>>>()?
         };
-        let locked = self.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns does not exist: {db}.{name}")))?;
+        let locked =
+            self.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns does not exist: {db}.{name}")))?;
         let mut meta = locked.collection.meta.clone();
         for (spec, tree) in specs.iter().zip(trees) {
             if meta.indexes.iter().any(|i| i.name() == spec.name) {
@@ -126,13 +131,20 @@ impl Inner {
 
     pub fn drop_indexes(&self, db: &str, name: &str, selector: &IndexSelector) -> Result<usize> {
         let _ddl = self.ddl.lock();
-        let locked = self.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns not found {db}.{name}")))?;
+        let locked =
+            self.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns not found {db}.{name}")))?;
         let collection = &locked.collection;
         let was = 1 + collection.indexes.len();
         let doomed = select(collection, selector)?;
         let mut meta = collection.meta.clone();
         meta.indexes.retain(|i| !doomed.contains(&i.name().to_string()));
-        let trees: Vec<String> = collection.meta.indexes.iter().filter(|i| doomed.contains(&i.name().to_string())).map(|i| i.tree.clone()).collect();
+        let trees: Vec<String> = collection
+            .meta
+            .indexes
+            .iter()
+            .filter(|i| doomed.contains(&i.name().to_string()))
+            .map(|i| i.tree.clone())
+            .collect();
         self.remove_indexes(collection, meta, &trees)?;
         Ok(was)
     }
@@ -165,7 +177,10 @@ fn select(collection: &Collection, selector: &IndexSelector) -> Result<Vec<Strin
         if name == "_id_" {
             return Err(refuse_id());
         }
-        collection.index(name).map(|i| i.name.clone()).ok_or_else(|| Error::IndexNotFound(format!("index not found with name [{name}]")))
+        collection
+            .index(name)
+            .map(|i| i.name.clone())
+            .ok_or_else(|| Error::IndexNotFound(format!("index not found with name [{name}]")))
     };
     match selector {
         IndexSelector::All => Ok(collection.indexes.iter().map(|i| i.name.clone()).collect()),
@@ -193,7 +208,9 @@ fn select(collection: &Collection, selector: &IndexSelector) -> Result<Vec<Strin
 pub fn build(inner: &Inner, db: &str, name: &str, index_name: &str) -> Result<()> {
     match build_entries(inner, db, name, index_name) {
         Ok(()) => {
-            let locked = inner.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("{db}.{name} dropped during an index build")))?;
+            let locked = inner
+                .lock(db, name)
+                .ok_or_else(|| Error::NamespaceNotFound(format!("{db}.{name} dropped during an index build")))?;
             let meta = Inner::with_index(&locked.collection.meta, index_name, |i| i.ready = true);
             inner.replace_meta(&locked.collection, meta)?;
             Ok(())
@@ -201,7 +218,8 @@ pub fn build(inner: &Inner, db: &str, name: &str, index_name: &str) -> Result<()
         Err(error) => {
             if let Some(locked) = inner.lock(db, name) {
                 let mut meta = locked.collection.meta.clone();
-                let trees: Vec<String> = meta.indexes.iter().filter(|i| i.name() == index_name).map(|i| i.tree.clone()).collect();
+                let trees: Vec<String> =
+                    meta.indexes.iter().filter(|i| i.name() == index_name).map(|i| i.tree.clone()).collect();
                 meta.indexes.retain(|i| i.name() != index_name);
                 inner.remove_indexes(&locked.collection, meta, &trees)?;
             }
@@ -213,16 +231,26 @@ pub fn build(inner: &Inner, db: &str, name: &str, index_name: &str) -> Result<()
 fn build_entries(inner: &Inner, db: &str, name: &str, index_name: &str) -> Result<()> {
     let mut after: Option<Vec<u8>> = None;
     loop {
-        let mut locked = inner.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("{db}.{name} dropped during an index build")))?;
+        let mut locked = inner
+            .lock(db, name)
+            .ok_or_else(|| Error::NamespaceNotFound(format!("{db}.{name} dropped during an index build")))?;
         let collection = std::sync::Arc::clone(&locked.collection);
-        let index = collection.index(index_name).ok_or_else(|| Error::IndexNotFound(format!("index {index_name} dropped during its build")))?;
+        let index = collection
+            .index(index_name)
+            .ok_or_else(|| Error::IndexNotFound(format!("index {index_name} dropped during its build")))?;
         let snapshot = inner.engine.snapshot();
         let lower = after.as_deref().map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
         let mut write = crate::write::DocumentWrite::new(inner, &collection);
         let mut batch_keys: std::collections::HashMap<Vec<u8>, Vec<u8>> = std::collections::HashMap::new();
         let mut count = 0;
         let mut documents = Vec::new();
-        for entry in snapshot.range::<(std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>)>(collection.tree, (lower, std::ops::Bound::Unbounded)).take(BUILD_BATCH) {
+        for entry in snapshot
+            .range::<(std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>)>(
+                collection.tree,
+                (lower, std::ops::Bound::Unbounded),
+            )
+            .take(BUILD_BATCH)
+        {
             let (id, bytes) = entry?;
             let raw = crate::read::scan::raw(bytes)?;
             let (keys, multikey) = index.keys(&raw)?;

@@ -84,7 +84,9 @@ impl ParsedSpec {
                 self.expire_after_seconds = Some(seconds);
             }
             other => {
-                return Err(Error::CannotCreateIndex(format!("The field '{other}' is not valid for an index specification")));
+                return Err(Error::CannotCreateIndex(format!(
+                    "The field '{other}' is not valid for an index specification"
+                )));
             }
         }
         Ok(())
@@ -92,10 +94,14 @@ impl ParsedSpec {
 
     fn check(&self) -> Result<()> {
         if self.sparse && self.partial.is_some() {
-            return Err(Error::CannotCreateIndex("cannot mix \"partialFilterExpression\" and \"sparse\" options".into()));
+            return Err(Error::CannotCreateIndex(
+                "cannot mix \"partialFilterExpression\" and \"sparse\" options".into(),
+            ));
         }
         if self.expire_after_seconds.is_some() && self.key.len() != 1 {
-            return Err(Error::CannotCreateIndex("TTL indexes are single-field indexes, compound indexes do not support TTL".into()));
+            return Err(Error::CannotCreateIndex(
+                "TTL indexes are single-field indexes, compound indexes do not support TTL".into(),
+            ));
         }
         if self.is_id_index() && (self.sparse || self.partial.is_some() || self.clustering) {
             return Err(Error::CannotCreateIndex("the _id index cannot be sparse, partial or clustering".into()));
@@ -131,7 +137,11 @@ impl ParsedSpec {
 
     /// `{_id: 1}`: the collection's implicit index.
     pub fn is_id_index(&self) -> bool {
-        self.key.len() == 1 && self.key.get("_id").is_some_and(|d| matches!(d, Bson::Int32(1) | Bson::Int64(1)) || *d == Bson::Double(1.0))
+        self.key.len() == 1
+            && self
+                .key
+                .get("_id")
+                .is_some_and(|d| matches!(d, Bson::Int32(1) | Bson::Int64(1)) || *d == Bson::Double(1.0))
     }
 
     /// What createIndexes does with this spec next to an existing one: `Ok(true)` when it is
@@ -191,10 +201,14 @@ fn check_key_pattern(key: &Document) -> Result<()> {
             Bson::Int64(n) if *n != 0 => {}
             Bson::Double(d) if *d != 0.0 && d.is_finite() => {}
             Bson::String(kind) => {
-                return Err(Error::CannotCreateIndex(format!("Index type '{kind}' on field '{field}' is not supported")));
+                return Err(Error::CannotCreateIndex(format!(
+                    "Index type '{kind}' on field '{field}' is not supported"
+                )));
             }
             other => {
-                return Err(Error::CannotCreateIndex(format!("Values in the index key pattern can only be 1 or -1, found {other} for field '{field}'")));
+                return Err(Error::CannotCreateIndex(format!(
+                    "Values in the index key pattern can only be 1 or -1, found {other} for field '{field}'"
+                )));
             }
         }
         document::path::FieldPath::parse(field)
@@ -205,8 +219,7 @@ fn check_key_pattern(key: &Document) -> Result<()> {
 
 /// Directions by sign: `{a: 1}` and `{a: 1.0}` are the same pattern.
 pub fn same_key_pattern(a: &Document, b: &Document) -> bool {
-    a.len() == b.len()
-        && a.iter().zip(b).all(|((fa, da), (fb, db))| fa == fb && sign(da) == sign(db))
+    a.len() == b.len() && a.iter().zip(b).all(|((fa, da), (fb, db))| fa == fb && sign(da) == sign(db))
 }
 
 fn sign(value: &Bson) -> i32 {
@@ -251,7 +264,9 @@ mod tests {
         assert!(ParsedSpec::parse(&doc! {"key": {"a": "text"}}).is_err());
         assert!(ParsedSpec::parse(&doc! {"key": {}}).is_err());
         assert!(ParsedSpec::parse(&doc! {"key": {"a": 1}, "bogus": 1}).is_err());
-        assert!(ParsedSpec::parse(&doc! {"key": {"a": 1}, "sparse": true, "partialFilterExpression": {"a": 1}}).is_err());
+        assert!(
+            ParsedSpec::parse(&doc! {"key": {"a": 1}, "sparse": true, "partialFilterExpression": {"a": 1}}).is_err()
+        );
     }
 
     /// Conflicts: MongoDB's 85/86 rules.

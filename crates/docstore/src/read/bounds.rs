@@ -62,7 +62,13 @@ impl Interval {
             Direction::Ascending => (&self.low, &self.high),
             Direction::Descending => (&self.high, &self.low),
         };
-        format!("{}{}, {}{}", if low.1 { "[" } else { "(" }, show(&low.0), show(&high.0), if high.1 { "]" } else { ")" })
+        format!(
+            "{}{}, {}{}",
+            if low.1 { "[" } else { "(" },
+            show(&low.0),
+            show(&high.0),
+            if high.1 { "]" } else { ")" }
+        )
     }
 }
 
@@ -307,8 +313,16 @@ mod tests {
         let key7_more = [key7.clone(), vec![1, 2, 3]].concat();
         let key8 = encode_component(&[], &Bson::Int32(8), Direction::Ascending);
         let contains = |key: &Vec<u8>| {
-            let above = match &range.lower { Bound::Included(l) => key >= l, Bound::Excluded(l) => key > l, Bound::Unbounded => true };
-            let below = match &range.upper { Bound::Included(u) => key <= u, Bound::Excluded(u) => key < u, Bound::Unbounded => true };
+            let above = match &range.lower {
+                Bound::Included(l) => key >= l,
+                Bound::Excluded(l) => key > l,
+                Bound::Unbounded => true,
+            };
+            let below = match &range.upper {
+                Bound::Included(u) => key <= u,
+                Bound::Excluded(u) => key < u,
+                Bound::Unbounded => true,
+            };
             above && below
         };
         assert!(contains(&key7) && contains(&key7_more) && !contains(&key8));

@@ -92,7 +92,13 @@ fn scanned_index(access: &Access) -> Option<&String> {
 }
 
 /// Per index field, whether the query reads it; `None` if the query reads anything else.
-fn index_fields_read(index: &Index, plan: &Plan, filter: &Filter, sort: Option<&SortSpec>, projection: Option<&Projection>) -> Option<Vec<bool>> {
+fn index_fields_read(
+    index: &Index,
+    plan: &Plan,
+    filter: &Filter,
+    sort: Option<&SortSpec>,
+    projection: Option<&Projection>,
+) -> Option<Vec<bool>> {
     let mut paths = projection.and_then(Projection::plain_inclusion_paths)?;
     paths.extend(filter.paths_read()?);
     if !plan.sorted {

@@ -25,7 +25,13 @@ pub enum Verbosity {
 }
 
 impl Inner {
-    pub fn explain(self: &Arc<Inner>, db: &str, name: &str, request: &FindRequest, verbosity: Verbosity) -> Result<Document> {
+    pub fn explain(
+        self: &Arc<Inner>,
+        db: &str,
+        name: &str,
+        request: &FindRequest,
+        verbosity: Verbosity,
+    ) -> Result<Document> {
         let counters = Arc::new(ExecutionCounters::default());
         let started = Instant::now();
         let (cursor, plan) = self.find_with_counters(db, name, request, Arc::clone(&counters))?;

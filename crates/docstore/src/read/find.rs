@@ -127,7 +127,13 @@ impl Inner {
     }
 
     /// Runs a find; the counters fill as the cursor is pulled (explain reads them).
-    pub fn find_with_counters(self: &Arc<Inner>, db: &str, name: &str, request: &FindRequest, counters: Arc<ExecutionCounters>) -> Result<(Cursor, Option<Plan>)> {
+    pub fn find_with_counters(
+        self: &Arc<Inner>,
+        db: &str,
+        name: &str,
+        request: &FindRequest,
+        counters: Arc<ExecutionCounters>,
+    ) -> Result<(Cursor, Option<Plan>)> {
         let Some(collection) = self.collection(db, name) else {
             // A missing collection is empty, but its arguments must still be valid.
             Filter::parse(&request.filter)?;
@@ -135,7 +141,15 @@ impl Inner {
         };
         let mut prepared = self.prepare_find(&collection, request)?;
         let snapshot = self.engine.snapshot();
-        let covered = Covered::for_find(self, &snapshot, &collection, &prepared.plan, &prepared.filter, prepared.sort.as_ref(), prepared.projection.as_ref())?;
+        let covered = Covered::for_find(
+            self,
+            &snapshot,
+            &collection,
+            &prepared.plan,
+            &prepared.filter,
+            prepared.sort.as_ref(),
+            prepared.projection.as_ref(),
+        )?;
         prepared.plan.covered = covered.is_some();
         let scan = Scan::new(snapshot, &collection, &prepared.plan.access, covered, Arc::clone(&counters))?;
         let filter = prepared.filter.clone();
@@ -156,7 +170,8 @@ impl Inner {
         stream = Box::new(stream.skip(skip).take(limit));
         if let Some(projection) = prepared.projection.clone() {
             let filter = prepared.filter.clone();
-            stream = Box::new(stream.map(move |item| item.and_then(|document| project(&projection, &filter, &document))));
+            stream =
+                Box::new(stream.map(move |item| item.and_then(|document| project(&projection, &filter, &document))));
         }
         let counted = Arc::clone(&counters);
         stream = Box::new(stream.inspect(move |item| {
@@ -168,7 +183,12 @@ impl Inner {
     }
 
     /// A blocking sort: in memory up to the limit, then (if allowed) through a temporary tree.
-    fn sorted(self: &Arc<Inner>, input: Box<dyn Iterator<Item = Result<RawDocumentBuf>> + Send>, sort: &SortSpec, allow_disk_use: bool) -> Result<SortedResults> {
+    fn sorted(
+        self: &Arc<Inner>,
+        input: Box<dyn Iterator<Item = Result<RawDocumentBuf>> + Send>,
+        sort: &SortSpec,
+        allow_disk_use: bool,
+    ) -> Result<SortedResults> {
         let limit_bytes = self.options.sort_memory_limit_bytes;
         let mut keyed: Vec<(Vec<u8>, RawDocumentBuf)> = Vec::new();
         let mut used = 0usize;
@@ -189,7 +209,12 @@ impl Inner {
         Ok(SortedResults::Memory(keyed.into_iter().map(|(_, d)| d).collect::<Vec<_>>().into_iter()))
     }
 
-    fn spill(self: &Arc<Inner>, held: Vec<(Vec<u8>, RawDocumentBuf)>, rest: Box<dyn Iterator<Item = Result<RawDocumentBuf>> + Send>, sort: &SortSpec) -> Result<SortedResults> {
+    fn spill(
+        self: &Arc<Inner>,
+        held: Vec<(Vec<u8>, RawDocumentBuf)>,
+        rest: Box<dyn Iterator<Item = Result<RawDocumentBuf>> + Send>,
+        sort: &SortSpec,
+    ) -> Result<SortedResults> {
         let mut tree = SpillTree::create(self)?;
         let mut sequence = held.len() as u64;
         for (key, document) in held {

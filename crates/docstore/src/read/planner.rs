@@ -47,7 +47,10 @@ impl Hint {
         match value {
             Bson::String(name) => Ok(Hint::Name(name.clone())),
             Bson::Document(pattern) => match pattern.get("$natural") {
-                Some(direction) => Ok(Hint::Natural { backward: matches!(direction, Bson::Int32(-1) | Bson::Int64(-1)) || *direction == Bson::Double(-1.0) }),
+                Some(direction) => Ok(Hint::Natural {
+                    backward: matches!(direction, Bson::Int32(-1) | Bson::Int64(-1))
+                        || *direction == Bson::Double(-1.0),
+                }),
                 None => Ok(Hint::KeyPattern(pattern.clone())),
             },
             _ => Err(Error::bad_value("hint must be a string or an object")),
@@ -74,6 +77,10 @@ pub struct IndexScan {
 
 /// Where documents come from.
 #[derive(Debug, Clone)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one plan per query: boxing the scan would save nothing worth an allocation"
+)]
 pub enum Access {
     CollectionScan { backward: bool },
     IndexScan(IndexScan),
@@ -108,7 +115,11 @@ struct Target<'c> {
 
 impl<'c> Target<'c> {
     fn id() -> Result<Target<'c>> {
-        Ok(Target { index: None, fields: vec![(FieldPath::parse("_id")?, Direction::Ascending)], key_pattern: doc! {"_id": 1} })
+        Ok(Target {
+            index: None,
+            fields: vec![(FieldPath::parse("_id")?, Direction::Ascending)],
+            key_pattern: doc! {"_id": 1},
+        })
     }
 
     fn secondary(index: &'c Index) -> Target<'c> {
@@ -121,7 +132,13 @@ impl<'c> Target<'c> {
 }
 
 /// Chooses a plan for a filter (and sort) over a collection.
-pub fn plan(collection: &Collection, filter: &Filter, filter_document: &Document, sort: Option<&SortSpec>, hint: Option<&Hint>) -> Result<Plan> {
+pub fn plan(
+    collection: &Collection,
+    filter: &Filter,
+    filter_document: &Document,
+    sort: Option<&SortSpec>,
+    hint: Option<&Hint>,
+) -> Result<Plan> {
     if let Some(hint) = hint {
         return plan_hinted(collection, filter, sort, hint);
     }
@@ -133,7 +150,11 @@ pub fn plan(collection: &Collection, filter: &Filter, filter_document: &Document
     }
     let predicates = top_level_predicates(filter.root());
     match best_candidate(collection, &predicates, filter_document, sort, true)? {
-        Some(candidate) => Ok(Plan { sorted: candidate.sorted || sort.is_none(), access: Access::IndexScan(candidate.scan), covered: false }),
+        Some(candidate) => Ok(Plan {
+            sorted: candidate.sorted || sort.is_none(),
+            access: Access::IndexScan(candidate.scan),
+            covered: false,
+        }),
         None => Ok(Plan { access: Access::CollectionScan { backward: false }, sorted: sort.is_none(), covered: false }),
     }
 }
@@ -142,7 +163,11 @@ pub fn plan(collection: &Collection, filter: &Filter, filter_document: &Document
 /// serves every branch as well as each branch's own best (ties on everything but the index's
 /// length), every branch scans it: the union's entries then come from one index, and a
 /// projection of its fields is answered from the index alone (`read::covered`).
-fn plan_or(collection: &Collection, branches: &[MatchExpr], filter_document: &Document) -> Result<Option<Vec<IndexScan>>> {
+fn plan_or(
+    collection: &Collection,
+    branches: &[MatchExpr],
+    filter_document: &Document,
+) -> Result<Option<Vec<IndexScan>>> {
     let mut per_branch = Vec::with_capacity(branches.len());
     for branch in branches {
         let predicates = top_level_predicates(branch);
@@ -155,7 +180,9 @@ fn plan_or(collection: &Collection, branches: &[MatchExpr], filter_document: &Do
     if let Some(shared) = shared_index(&per_branch) {
         let scans = per_branch
             .into_iter()
-            .filter_map(|candidates| candidates.into_iter().find(|(candidate, _)| candidate.scan.index.as_ref() == Some(&shared)))
+            .filter_map(|candidates| {
+                candidates.into_iter().find(|(candidate, _)| candidate.scan.index.as_ref() == Some(&shared))
+            })
             .map(|(candidate, _)| candidate.scan)
             .collect();
         return Ok(Some(scans));
@@ -168,7 +195,9 @@ fn plan_or(collection: &Collection, branches: &[MatchExpr], filter_document: &Do
 fn shared_index(per_branch: &[Vec<(Candidate, Score)>]) -> Option<String> {
     let as_good_as_best = |candidates: &[(Candidate, Score)], name: &String| {
         let best = candidates.iter().map(|(_, score)| score.ignoring_length()).max();
-        candidates.iter().any(|(candidate, score)| candidate.scan.index.as_ref() == Some(name) && Some(score.ignoring_length()) == best)
+        candidates.iter().any(|(candidate, score)| {
+            candidate.scan.index.as_ref() == Some(name) && Some(score.ignoring_length()) == best
+        })
     };
     let first = per_branch.first()?;
     first
@@ -189,10 +218,13 @@ impl Score {
 }
 
 fn best_of(candidates: Vec<(Candidate, Score)>) -> Option<Candidate> {
-    candidates.into_iter().fold(None::<(Candidate, Score)>, |best, (candidate, score)| match best {
-        Some((_, best_score)) if best_score >= score => best,
-        _ => Some((candidate, score)),
-    }).map(|(candidate, _)| candidate)
+    candidates
+        .into_iter()
+        .fold(None::<(Candidate, Score)>, |best, (candidate, score)| match best {
+            Some((_, best_score)) if best_score >= score => best,
+            _ => Some((candidate, score)),
+        })
+        .map(|(candidate, _)| candidate)
 }
 
 fn best_candidate(
@@ -224,7 +256,13 @@ fn scored_candidates(
             continue;
         }
         let unique = target.index.is_none_or(Index::is_unique);
-        let score = Score(candidate.equality_fields, candidate.ranged, candidate.sorted && sort_counts, unique, std::cmp::Reverse(target.fields.len()));
+        let score = Score(
+            candidate.equality_fields,
+            candidate.ranged,
+            candidate.sorted && sort_counts,
+            unique,
+            std::cmp::Reverse(target.fields.len()),
+        );
         scored.push((candidate, score));
     }
     Ok(scored)
@@ -247,11 +285,17 @@ fn plan_hinted(collection: &Collection, filter: &Filter, sort: Option<&SortSpec>
     let sort = sort.filter(|s| !s.is_empty());
     let target = match hint {
         Hint::Natural { backward } => {
-            return Ok(Plan { access: Access::CollectionScan { backward: *backward }, sorted: sort.is_none(), covered: false });
+            return Ok(Plan {
+                access: Access::CollectionScan { backward: *backward },
+                sorted: sort.is_none(),
+                covered: false,
+            });
         }
         Hint::Name(name) if name == "_id_" => Target::id()?,
         Hint::KeyPattern(pattern) if crate::index::spec::same_key_pattern(pattern, &doc! {"_id": 1}) => Target::id()?,
-        Hint::Name(name) => collection.ready_indexes().find(|i| &i.name == name).map(Target::secondary).ok_or_else(bad_hint)?,
+        Hint::Name(name) => {
+            collection.ready_indexes().find(|i| &i.name == name).map(Target::secondary).ok_or_else(bad_hint)?
+        }
         Hint::KeyPattern(pattern) => collection
             .ready_indexes()
             .find(|i| crate::index::spec::same_key_pattern(&i.key_pattern, pattern))
@@ -302,21 +346,30 @@ fn scan_for(target: &Target<'_>, predicates: &HashMap<String, Vec<&Predicate>>, 
             }
             continue;
         };
-        null_excluded |= !intervals.iter().any(|i| contains_null(i));
+        null_excluded |= !intervals.iter().any(contains_null);
         if *direction == Direction::Descending {
             intervals.reverse();
         }
-        bounds.insert(path.as_str(), intervals.iter().map(|i| Bson::String(i.describe(*direction))).collect::<Vec<_>>());
+        bounds
+            .insert(path.as_str(), intervals.iter().map(|i| Bson::String(i.describe(*direction))).collect::<Vec<_>>());
         let all_points = intervals.iter().all(Interval::is_point);
         if all_points && prefixes.len() * intervals.len().max(1) <= MAX_POINT_PREFIXES {
             if intervals.len() == 1 && single_points == position {
                 single_points += 1;
             }
             equality_fields += 1;
-            prefixes = prefixes.iter().flat_map(|p| intervals.iter().map(move |i| extend_prefix(p, &i.low.0, *direction))).collect();
+            prefixes = prefixes
+                .iter()
+                .flat_map(|p| intervals.iter().map(move |i| extend_prefix(p, &i.low.0, *direction)))
+                .collect();
         } else {
             ranged = true;
-            ranges = Some(prefixes.iter().flat_map(|p| intervals.iter().map(move |i| key_range(p, Some(i), *direction))).collect());
+            ranges = Some(
+                prefixes
+                    .iter()
+                    .flat_map(|p| intervals.iter().map(move |i| key_range(p, Some(i), *direction)))
+                    .collect(),
+            );
         }
     }
     let ranges = ranges.unwrap_or_else(|| prefixes.iter().map(|p| key_range(p, None, Direction::Ascending)).collect());

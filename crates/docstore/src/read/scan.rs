@@ -44,6 +44,9 @@ struct ResolvedScan {
     backward: bool,
 }
 
+/// An index entry as read: which of the plan's scans it came from, its key and its value.
+type RawEntry = (usize, Vec<u8>, Vec<u8>);
+
 /// Yields the documents of an access path, in its order.
 pub struct Scan {
     snapshot: Snapshot,
@@ -61,7 +64,13 @@ pub struct Scan {
 }
 
 impl Scan {
-    pub fn new(snapshot: Snapshot, collection: &Collection, access: &Access, covered: Option<Covered>, counters: Arc<ExecutionCounters>) -> Result<Scan> {
+    pub fn new(
+        snapshot: Snapshot,
+        collection: &Collection,
+        access: &Access,
+        covered: Option<Covered>,
+        counters: Arc<ExecutionCounters>,
+    ) -> Result<Scan> {
         let resolve = |scan: &IndexScan| -> Result<ResolvedScan> {
             let index = match &scan.index {
                 Some(name) => Some(collection.index(name).cloned().ok_or_else(|| Error::IndexNotFound(name.clone()))?),
@@ -77,7 +86,11 @@ impl Scan {
         let (scans, collection_scan, dedup) = match access {
             Access::CollectionScan { backward } => {
                 let whole = KeyRange { lower: std::ops::Bound::Unbounded, upper: std::ops::Bound::Unbounded };
-                (vec![ResolvedScan { tree: collection.tree, index: None, ranges: vec![whole], backward: *backward }], true, false)
+                (
+                    vec![ResolvedScan { tree: collection.tree, index: None, ranges: vec![whole], backward: *backward }],
+                    true,
+                    false,
+                )
             }
             Access::IndexScan(scan) => (vec![resolve(scan)?], false, scan.multikey),
             Access::Or(scans) => (scans.iter().map(resolve).collect::<Result<Vec<_>>>()?, false, true),
@@ -97,7 +110,7 @@ impl Scan {
     }
 
     /// The next raw entry of the current range, moving to the next range when one ends.
-    fn next_entry(&mut self) -> Option<Result<(usize, Vec<u8>, Vec<u8>)>> {
+    fn next_entry(&mut self) -> Option<Result<RawEntry>> {
         loop {
             let (scan_at, range_at) = self.position;
             let scan = self.scans.get(scan_at)?;

@@ -10,11 +10,11 @@ use bson::{Document, RawDocumentBuf};
 use storage::Durability;
 
 use crate::error::Result;
+use crate::index::id_key;
 use crate::read::find::FindRequest;
 use crate::read::planner::Hint;
 use crate::store::Inner;
 use crate::write::{DocumentWrite, document_id};
-use crate::index::id_key;
 
 /// Documents removed per engine transaction.
 pub const DELETE_GROUP: usize = 1000;
@@ -30,7 +30,13 @@ pub struct DeleteRequest {
 
 impl Inner {
     /// Deletes what the filter matches; returns how many documents went.
-    pub fn delete(self: &Arc<Inner>, db: &str, name: &str, request: &DeleteRequest, durability: Durability) -> Result<u64> {
+    pub fn delete(
+        self: &Arc<Inner>,
+        db: &str,
+        name: &str,
+        request: &DeleteRequest,
+        durability: Durability,
+    ) -> Result<u64> {
         let Some(mut locked) = self.lock(db, name) else {
             query::filter::Filter::parse(&request.filter)?;
             return Ok(0);
@@ -54,7 +60,12 @@ impl Inner {
         Ok(deleted)
     }
 
-    fn remove_group(&self, locked: &mut crate::store::Locked, group: Vec<RawDocumentBuf>, durability: Durability) -> Result<u64> {
+    fn remove_group(
+        &self,
+        locked: &mut crate::store::Locked,
+        group: Vec<RawDocumentBuf>,
+        durability: Durability,
+    ) -> Result<u64> {
         if group.is_empty() {
             return Ok(0);
         }

@@ -41,7 +41,14 @@ struct Prepared {
 }
 
 impl Inner {
-    pub fn insert(&self, db: &str, name: &str, documents: Vec<RawDocumentBuf>, ordered: bool, durability: Durability) -> InsertOutcome {
+    pub fn insert(
+        &self,
+        db: &str,
+        name: &str,
+        documents: Vec<RawDocumentBuf>,
+        ordered: bool,
+        durability: Durability,
+    ) -> InsertOutcome {
         let mut outcome = InsertOutcome::default();
         let mut locked = match self.lock_or_create(db, name) {
             Ok(locked) => locked,
@@ -61,7 +68,13 @@ impl Inner {
                     group.push(prepared);
                     if group.len() >= GROUP_DOCUMENTS || group_bytes >= GROUP_BYTES {
                         group_bytes = 0;
-                        if !self.insert_group(&mut locked, std::mem::take(&mut group), ordered, durability, &mut outcome) {
+                        if !self.insert_group(
+                            &mut locked,
+                            std::mem::take(&mut group),
+                            ordered,
+                            durability,
+                            &mut outcome,
+                        ) {
                             return outcome;
                         }
                     }
@@ -83,7 +96,14 @@ impl Inner {
     }
 
     /// Inserts a group; returns whether to go on (false: ordered and something failed).
-    fn insert_group(&self, locked: &mut Locked, group: Vec<Prepared>, ordered: bool, durability: Durability, outcome: &mut InsertOutcome) -> bool {
+    fn insert_group(
+        &self,
+        locked: &mut Locked,
+        group: Vec<Prepared>,
+        ordered: bool,
+        durability: Durability,
+        outcome: &mut InsertOutcome,
+    ) -> bool {
         if group.is_empty() {
             return true;
         }
@@ -126,7 +146,12 @@ impl Inner {
 
     /// Inserts one decoded document (upserts, `$merge`, `$out`) under a lock already held;
     /// returns its `_id`.
-    pub fn insert_one_locked(&self, locked: &mut Locked, document: RawDocumentBuf, durability: Durability) -> Result<Bson> {
+    pub fn insert_one_locked(
+        &self,
+        locked: &mut Locked,
+        document: RawDocumentBuf,
+        durability: Durability,
+    ) -> Result<Bson> {
         let prepared = prepare(0, document)?;
         let id = document_id(&prepared.raw)?.unwrap_or(Bson::Null);
         self.commit_documents(locked, std::slice::from_ref(&prepared), durability)?;
@@ -164,7 +189,8 @@ pub fn with_generated_id(document: &RawDocument) -> Result<RawDocumentBuf> {
     let original = document.as_bytes();
     let elements = original.get(4..).ok_or_else(|| Error::bad_value("document shorter than its header"))?;
     let id_element_bytes = 1 + 4 + 12;
-    let length = i32::try_from(original.len() + id_element_bytes).map_err(|_| Error::DocumentTooLarge("document too large".into()))?;
+    let length = i32::try_from(original.len() + id_element_bytes)
+        .map_err(|_| Error::DocumentTooLarge("document too large".into()))?;
     let mut bytes = Vec::with_capacity(original.len() + id_element_bytes);
     bytes.extend_from_slice(&length.to_le_bytes());
     bytes.push(0x07);

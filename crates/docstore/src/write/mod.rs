@@ -198,7 +198,8 @@ fn apply_key_diff(
     let new_orders: HashSet<&[u8]> = new_keys.iter().map(|k| k.order.as_slice()).collect();
     let removed: Vec<&EncodedKey> = old_keys.iter().filter(|k| !new_orders.contains(k.order.as_slice())).collect();
     index.remove(txn, id, &removed);
-    let added: Vec<EncodedKey> = new_keys.iter().filter(|k| !old_orders.contains(k.order.as_slice())).cloned().collect();
+    let added: Vec<EncodedKey> =
+        new_keys.iter().filter(|k| !old_orders.contains(k.order.as_slice())).cloned().collect();
     index.add(txn, id, new, added);
     let rewritten: Vec<&EncodedKey> = new_keys
         .iter()
@@ -224,11 +225,8 @@ fn duplicate_key(collection: &Collection, tree: &str, key: &[u8], documents: &[&
     let Some(index) = collection.indexes.iter().find(|index| index.meta.tree == tree) else {
         return Error::corrupt(format!("duplicate key in unknown tree {tree}"));
     };
-    let encoded = documents
-        .iter()
-        .filter_map(|raw| index.keys(raw).ok())
-        .flat_map(|(keys, _)| keys)
-        .find(|k| k.order == key);
+    let encoded =
+        documents.iter().filter_map(|raw| index.keys(raw).ok()).flat_map(|(keys, _)| keys).find(|k| k.order == key);
     let key_value = encoded.map(|k| index.key_document(&k)).unwrap_or_default();
     Error::DuplicateKey { namespace, index: index.name.clone(), key_pattern: index.key_pattern.clone(), key_value }
 }

@@ -85,7 +85,9 @@ impl Modification {
             UpdateModification::Document(update) => Ok(Modification::Update(Update::parse(update, array_filters)?)),
             UpdateModification::Pipeline(stages) => {
                 if !array_filters.is_empty() {
-                    return Err(Error::Query(query::error::QueryError::failed_to_parse("arrayFilters may not be specified for pipeline-style updates")));
+                    return Err(Error::Query(query::error::QueryError::failed_to_parse(
+                        "arrayFilters may not be specified for pipeline-style updates",
+                    )));
                 }
                 let stages: Vec<Bson> = stages.iter().cloned().map(Bson::Document).collect();
                 Ok(Modification::Pipeline(query::pipeline::UpdatePipeline::parse(&stages)?))
@@ -118,7 +120,9 @@ impl Modification {
 
     fn upsert_document(&self, filter: &Document) -> Result<Document> {
         match self {
-            Modification::Update(update) => Ok(update.apply_upsert(filter, &ApplyOptions { position: None, now: bson::DateTime::now() })?),
+            Modification::Update(update) => {
+                Ok(update.apply_upsert(filter, &ApplyOptions { position: None, now: bson::DateTime::now() })?)
+            }
             Modification::Pipeline(pipeline) => {
                 let seed = query::update::upsert_seed(filter)?;
                 Ok(pipeline.apply(&seed, &query::expr::Variables::new())?)
@@ -128,10 +132,18 @@ impl Modification {
 }
 
 impl Inner {
-    pub fn update(self: &Arc<Inner>, db: &str, name: &str, request: &UpdateRequest, durability: Durability) -> Result<UpdateOutcome> {
+    pub fn update(
+        self: &Arc<Inner>,
+        db: &str,
+        name: &str,
+        request: &UpdateRequest,
+        durability: Durability,
+    ) -> Result<UpdateOutcome> {
         let modification = Modification::parse(&request.update, &request.array_filters)?;
         if request.multi && modification.is_replacement() {
-            return Err(Error::Query(query::error::QueryError::failed_to_parse("multi update is not supported for replacement-style update")));
+            return Err(Error::Query(query::error::QueryError::failed_to_parse(
+                "multi update is not supported for replacement-style update",
+            )));
         }
         let filter = Filter::parse(&request.filter)?;
         let mut locked = match (self.lock(db, name), request.upsert) {
@@ -162,7 +174,14 @@ impl Inner {
     }
 
     /// Applies the modification to one stored document; returns the new version if it changed.
-    fn update_one(&self, locked: &mut Locked, filter: &Filter, modification: &Modification, old: &RawDocumentBuf, durability: Durability) -> Result<Option<Document>> {
+    fn update_one(
+        &self,
+        locked: &mut Locked,
+        filter: &Filter,
+        modification: &Modification,
+        old: &RawDocumentBuf,
+        durability: Durability,
+    ) -> Result<Option<Document>> {
         let decoded = Document::try_from(old.as_ref()).map_err(|e| Error::corrupt(format!("stored document: {e}")))?;
         let position = filter.matches_with_position(&decoded)?.flatten();
         let Some(new) = modification.apply(&decoded, position)? else {
@@ -176,7 +195,13 @@ impl Inner {
         Ok(Some(new))
     }
 
-    fn upsert(&self, locked: &mut Locked, filter: &Document, modification: &Modification, durability: Durability) -> Result<(Bson, Document)> {
+    fn upsert(
+        &self,
+        locked: &mut Locked,
+        filter: &Document,
+        modification: &Modification,
+        durability: Durability,
+    ) -> Result<(Bson, Document)> {
         let document = modification.upsert_document(filter)?;
         let mut raw = encode(&document)?;
         if document_id(&raw)?.is_none() {
@@ -187,7 +212,13 @@ impl Inner {
         Ok((id, inserted))
     }
 
-    pub fn find_and_modify(self: &Arc<Inner>, db: &str, name: &str, request: &FindAndModifyRequest, durability: Durability) -> Result<FindAndModifyOutcome> {
+    pub fn find_and_modify(
+        self: &Arc<Inner>,
+        db: &str,
+        name: &str,
+        request: &FindAndModifyRequest,
+        durability: Durability,
+    ) -> Result<FindAndModifyOutcome> {
         let modification = match (&request.update, request.remove) {
             (Some(_), true) => return Err(Error::bad_value("Cannot specify both an update and remove=true")),
             (None, false) => return Err(Error::bad_value("Either an update or remove=true must be specified")),
@@ -195,16 +226,25 @@ impl Inner {
             (None, true) => None,
         };
         if request.remove && (request.upsert || request.return_new) {
-            return Err(Error::bad_value("Cannot specify both upsert=true and remove=true, or new=true and remove=true"));
+            return Err(Error::bad_value(
+                "Cannot specify both upsert=true and remove=true, or new=true and remove=true",
+            ));
         }
-        let projection = request.fields.as_ref().filter(|f| !f.is_empty()).map(query::projection::Projection::parse).transpose()?;
+        let projection =
+            request.fields.as_ref().filter(|f| !f.is_empty()).map(query::projection::Projection::parse).transpose()?;
         let filter = Filter::parse(&request.query)?;
         let mut locked = match (self.lock(db, name), request.upsert) {
             (Some(locked), _) => locked,
             (None, false) => return Ok(FindAndModifyOutcome::default()),
             (None, true) => self.lock_or_create(db, name)?,
         };
-        let find = FindRequest { filter: request.query.clone(), sort: request.sort.clone(), limit: Some(1), hint: request.hint.clone(), ..FindRequest::default() };
+        let find = FindRequest {
+            filter: request.query.clone(),
+            sort: request.sort.clone(),
+            limit: Some(1),
+            hint: request.hint.clone(),
+            ..FindRequest::default()
+        };
         let (mut cursor, _) = self.find_with_counters(db, name, &find, Arc::default())?;
         let found = cursor.next().transpose()?;
         drop(cursor);
@@ -228,7 +268,12 @@ impl Inner {
             let id = document_id(&old)?.unwrap_or(Bson::Null);
             write.remove(&id_key(&id), &old)?;
             locked.collection = write.commit(durability, &[&old])?;
-            return Ok(FindAndModifyOutcome { value: Some(project(old_document)?), n: 1, updated_existing: false, upserted_id: None });
+            return Ok(FindAndModifyOutcome {
+                value: Some(project(old_document)?),
+                n: 1,
+                updated_existing: false,
+                upserted_id: None,
+            });
         };
         let new = self.update_one(&mut locked, &filter, &modification, &old, durability)?;
         let value = match (request.return_new, new) {
@@ -240,10 +285,12 @@ impl Inner {
 }
 
 fn encode(document: &Document) -> Result<RawDocumentBuf> {
-    let raw = RawDocumentBuf::try_from(document).map_err(|e| Error::bad_value(format!("cannot encode document: {e}")))?;
+    let raw =
+        RawDocumentBuf::try_from(document).map_err(|e| Error::bad_value(format!("cannot encode document: {e}")))?;
     if raw.as_bytes().len() > MAX_DOCUMENT_BYTES {
-        return Err(Error::DocumentTooLarge(format!("Resulting document after update is larger than {MAX_DOCUMENT_BYTES}")));
+        return Err(Error::DocumentTooLarge(format!(
+            "Resulting document after update is larger than {MAX_DOCUMENT_BYTES}"
+        )));
     }
     Ok(raw)
 }
-

@@ -63,7 +63,10 @@ fn add(args: &[Value]) -> EvalResult {
             Some(v) => match Num::from_bson(v) {
                 Some(n) => total = arith(ArithOp::Add, &total, &n),
                 None => {
-                    return Err(fail(16554, format!("$add only supports numeric or date types, not {}", bson_type_name(v))));
+                    return Err(fail(
+                        16554,
+                        format!("$add only supports numeric or date types, not {}", bson_type_name(v)),
+                    ));
                 }
             },
         }
@@ -108,10 +111,7 @@ fn subtract(args: &[Value]) -> EvalResult {
         }
         _ => match (Num::from_bson(a), Num::from_bson(b)) {
             (Some(x), Some(y)) => num(arith(ArithOp::Subtract, &x, &y)),
-            _ => Err(fail(
-                16556,
-                format!("can't $subtract {} from {}", bson_type_name(b), bson_type_name(a)),
-            )),
+            _ => Err(fail(16556, format!("can't $subtract {} from {}", bson_type_name(b), bson_type_name(a)))),
         },
     }
 }
@@ -138,10 +138,9 @@ fn two_numbers(args: &[Value], code: i32, op: &str) -> Result<Option<(Num, Num)>
     }
     match (lhs.as_ref().and_then(Num::from_bson), rhs.as_ref().and_then(Num::from_bson)) {
         (Some(a), Some(b)) => Ok(Some((a, b))),
-        _ => Err(fail(
-            code,
-            format!("{op} only supports numeric types, not {} and {}", type_name(lhs), type_name(rhs)),
-        )),
+        _ => {
+            Err(fail(code, format!("{op} only supports numeric types, not {} and {}", type_name(lhs), type_name(rhs))))
+        }
     }
 }
 
@@ -234,7 +233,10 @@ fn place_arg(args: &[Value], op: &str) -> Result<Option<i64>, crate::error::Quer
     let n = place.as_ref().and_then(Num::from_bson).and_then(|n| n.to_exact_i64());
     match n {
         Some(p) if (-20..=100).contains(&p) => Ok(Some(p)),
-        _ => Err(fail(51083, format!("Cannot apply {op} with precision value {} value must be in [-20, 100]", display(place)))),
+        _ => Err(fail(
+            51083,
+            format!("Cannot apply {op} with precision value {} value must be in [-20, 100]", display(place)),
+        )),
     }
 }
 
@@ -312,7 +314,12 @@ fn exp(args: &[Value]) -> EvalResult {
 }
 
 fn ln(args: &[Value]) -> EvalResult {
-    unary_float(args, "$ln", |x| (x <= 0.0).then(|| (28766, "$ln's argument must be a positive number, but is ".into())), f64::ln)
+    unary_float(
+        args,
+        "$ln",
+        |x| (x <= 0.0).then(|| (28766, "$ln's argument must be a positive number, but is ".into())),
+        f64::ln,
+    )
 }
 
 fn log10(args: &[Value]) -> EvalResult {
@@ -340,7 +347,10 @@ fn log(args: &[Value]) -> EvalResult {
         return Err(fail(28758, format!("$log's argument must be a positive number, but is {}", x.to_bson())));
     }
     if bf <= 0.0 || bf == 1.0 {
-        return Err(fail(28759, format!("$log's base must be a positive number not equal to 1, but is {}", b.to_bson())));
+        return Err(fail(
+            28759,
+            format!("$log's base must be a positive number not equal to 1, but is {}", b.to_bson()),
+        ));
     }
     let y = xf.ln() / bf.ln();
     if x.num_type() == NumType::Decimal || b.num_type() == NumType::Decimal {

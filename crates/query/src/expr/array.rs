@@ -47,7 +47,9 @@ pub fn first_or_last(args: &[Value], op: &str, last: bool) -> EvalResult {
 fn size(args: &[Value]) -> EvalResult {
     match &args[0] {
         Some(Bson::Array(items)) => Ok(Some(long_or_int(items.len() as i64))),
-        other => Err(fail(17124, format!("The argument to $size must be an array. Type of argument: {}", type_name(other)))),
+        other => {
+            Err(fail(17124, format!("The argument to $size must be an array. Type of argument: {}", type_name(other))))
+        }
     }
 }
 
@@ -66,7 +68,10 @@ fn array_elem_at(args: &[Value]) -> EvalResult {
         return Ok(Some(Bson::Null));
     }
     let Some(Bson::Array(items)) = &args[0] else {
-        return Err(fail(28689, format!("$arrayElemAt's first argument must be an array, but is {}", type_name(&args[0]))));
+        return Err(fail(
+            28689,
+            format!("$arrayElemAt's first argument must be an array, but is {}", type_name(&args[0])),
+        ));
     };
     let index_value = args[1].as_ref().unwrap_or(&Bson::Null);
     let index = to_i32_arg(
@@ -90,7 +95,10 @@ fn slice(args: &[Value]) -> EvalResult {
         return Ok(Some(Bson::Null));
     }
     let Some(Bson::Array(items)) = &args[0] else {
-        return Err(fail(28724, format!("First argument to $slice must be an array, but is of type: {}", type_name(&args[0]))));
+        return Err(fail(
+            28724,
+            format!("First argument to $slice must be an array, but is of type: {}", type_name(&args[0])),
+        ));
     };
     let second = args[1].as_ref().unwrap_or(&Bson::Null);
     let second = to_i32_arg(
@@ -136,11 +144,20 @@ const RANGE_LIMIT: i64 = 64 * 1024 * 1024 / 16;
 
 fn range_arg(value: &Value, what: &str, codes: (i32, i32)) -> Result<i64, QueryError> {
     let Some(n) = value.as_ref().and_then(Num::from_bson) else {
-        return Err(fail(codes.0, format!("$range requires a numeric {what}, found value of type: {}", type_name(value))));
+        return Err(fail(
+            codes.0,
+            format!("$range requires a numeric {what}, found value of type: {}", type_name(value)),
+        ));
     };
-    n.to_exact_i64()
-        .filter(|i| i32::try_from(*i).is_ok())
-        .ok_or_else(|| fail(codes.1, format!("$range requires a {what} that can be represented as a 32-bit integer, found value: {}", display(value))))
+    n.to_exact_i64().filter(|i| i32::try_from(*i).is_ok()).ok_or_else(|| {
+        fail(
+            codes.1,
+            format!(
+                "$range requires a {what} that can be represented as a 32-bit integer, found value: {}",
+                display(value)
+            ),
+        )
+    })
 }
 
 fn range(args: &[Value]) -> EvalResult {
@@ -159,7 +176,10 @@ fn range(args: &[Value]) -> EvalResult {
         0
     };
     if count > RANGE_LIMIT {
-        return Err(fail(5617800, format!("$range would use too much memory ({} bytes) and cannot spill to disk", count * 16)));
+        return Err(fail(
+            5617800,
+            format!("$range would use too much memory ({} bytes) and cannot spill to disk", count * 16),
+        ));
     }
     let out = (0..count).map(|i| Bson::Int32((start + i * step) as i32)).collect();
     Ok(Some(Bson::Array(out)))
@@ -169,7 +189,10 @@ fn reverse_array(args: &[Value]) -> EvalResult {
     match &args[0] {
         None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(Some(Bson::Null)),
         Some(Bson::Array(items)) => Ok(Some(Bson::Array(items.iter().rev().cloned().collect()))),
-        other => Err(fail(34435, format!("The argument to $reverseArray must be an array, but was of type: {}", type_name(other)))),
+        other => Err(fail(
+            34435,
+            format!("The argument to $reverseArray must be an array, but was of type: {}", type_name(other)),
+        )),
     }
 }
 
@@ -177,8 +200,17 @@ fn index_bound(value: Option<&Value>, default: usize) -> Result<usize, QueryErro
     let Some(value) = value else { return Ok(default) };
     let n = value.as_ref().and_then(Num::from_bson).and_then(|n| n.to_exact_i64());
     match n {
-        None => Err(fail(40096, format!("$indexOfArray requires an integral starting index, found a value of type: {}, with value: {}", type_name(value), display(value)))),
-        Some(i) if i < 0 => Err(fail(40097, format!("$indexOfArray requires a nonnegative starting index, found: {i}"))),
+        None => Err(fail(
+            40096,
+            format!(
+                "$indexOfArray requires an integral starting index, found a value of type: {}, with value: {}",
+                type_name(value),
+                display(value)
+            ),
+        )),
+        Some(i) if i < 0 => {
+            Err(fail(40097, format!("$indexOfArray requires a nonnegative starting index, found: {i}")))
+        }
         Some(i) => Ok(usize::try_from(i).unwrap_or(usize::MAX)),
     }
 }
@@ -187,7 +219,12 @@ fn index_of_array(args: &[Value]) -> EvalResult {
     let items = match &args[0] {
         None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
         Some(Bson::Array(items)) => items,
-        other => return Err(fail(40090, format!("$indexOfArray requires an array as a first argument, found: {}", type_name(other)))),
+        other => {
+            return Err(fail(
+                40090,
+                format!("$indexOfArray requires an array as a first argument, found: {}", type_name(other)),
+            ));
+        }
     };
     let start = index_bound(args.get(2), 0)?;
     let end = index_bound(args.get(3), items.len())?.min(items.len());
@@ -203,7 +240,9 @@ fn array_to_object(args: &[Value]) -> EvalResult {
     let items = match &args[0] {
         None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
         Some(Bson::Array(items)) => items,
-        other => return Err(fail(40386, format!("$arrayToObject requires an array input, found: {}", type_name(other)))),
+        other => {
+            return Err(fail(40386, format!("$arrayToObject requires an array input, found: {}", type_name(other))));
+        }
     };
     let pairs_form = matches!(items.first(), Some(Bson::Array(_)));
     let mut out = Document::new();
@@ -212,9 +251,17 @@ fn array_to_object(args: &[Value]) -> EvalResult {
             (Bson::Array(pair), true) => pair_entry(pair)?,
             (Bson::Document(kv), false) => kv_entry(kv)?,
             (Bson::Array(_) | Bson::Document(_), _) => {
-                return Err(fail(40391, "$arrayToObject requires a consistent input format. Elements must all be arrays or all be objects."));
+                return Err(fail(
+                    40391,
+                    "$arrayToObject requires a consistent input format. Elements must all be arrays or all be objects.",
+                ));
             }
-            (other, _) => return Err(fail(40398, format!("Unrecognised input type format for $arrayToObject: {}", bson_type_name(other)))),
+            (other, _) => {
+                return Err(fail(
+                    40398,
+                    format!("Unrecognised input type format for $arrayToObject: {}", bson_type_name(other)),
+                ));
+            }
         };
         if key.contains('\0') {
             return Err(fail(4940400, "Key field cannot contain an embedded null byte"));
@@ -227,21 +274,45 @@ fn array_to_object(args: &[Value]) -> EvalResult {
 fn pair_entry(pair: &[Bson]) -> Result<(String, Bson), QueryError> {
     match pair {
         [Bson::String(k), v] => Ok((k.clone(), v.clone())),
-        [k, _] => Err(fail(40395, format!("$arrayToObject requires an array of key-value pairs, where the key must be of type string. Found key type: {}", bson_type_name(k)))),
-        _ => Err(fail(40397, format!("$arrayToObject requires an array of size 2 arrays,found array of size: {}", pair.len()))),
+        [k, _] => Err(fail(
+            40395,
+            format!(
+                "$arrayToObject requires an array of key-value pairs, where the key must be of type string. Found key type: {}",
+                bson_type_name(k)
+            ),
+        )),
+        _ => Err(fail(
+            40397,
+            format!("$arrayToObject requires an array of size 2 arrays,found array of size: {}", pair.len()),
+        )),
     }
 }
 
 fn kv_entry(kv: &Document) -> Result<(String, Bson), QueryError> {
     if kv.len() != 2 {
-        return Err(fail(40392, format!("$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:{}", kv.len())));
+        return Err(fail(
+            40392,
+            format!(
+                "$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:{}",
+                kv.len()
+            ),
+        ));
     }
     let (Some(k), Some(v)) = (kv.get("k"), kv.get("v")) else {
-        return Err(fail(40393, format!("$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: {kv}")));
+        return Err(fail(
+            40393,
+            format!("$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: {kv}"),
+        ));
     };
     match k {
         Bson::String(k) => Ok((k.clone(), v.clone())),
-        other => Err(fail(40394, format!("$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string. Found type: {}", bson_type_name(other)))),
+        other => Err(fail(
+            40394,
+            format!(
+                "$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string. Found type: {}",
+                bson_type_name(other)
+            ),
+        )),
     }
 }
 
@@ -297,7 +368,9 @@ fn zip(args: &[Value]) -> EvalResult {
         match input {
             None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
             Some(Bson::Array(items)) => arrays.push(items),
-            other => return Err(fail(34468, format!("$zip found a non-array expression in input: {}", display(other)))),
+            other => {
+                return Err(fail(34468, format!("$zip found a non-array expression in input: {}", display(other))));
+            }
         }
     }
     let lengths = arrays.iter().map(|a| a.len());

@@ -117,7 +117,10 @@ fn parse_switch(_: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
         match key.as_str() {
             "branches" => {
                 let Bson::Array(items) = value else {
-                    return Err(fail(40061, format!("$switch expected an array for 'branches', found: {}", bson_type_name(value))));
+                    return Err(fail(
+                        40061,
+                        format!("$switch expected an array for 'branches', found: {}", bson_type_name(value)),
+                    ));
                 };
                 for item in items {
                     branches.push(parse_branch(item)?);
@@ -135,7 +138,10 @@ fn parse_switch(_: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
 
 fn parse_branch(item: &Bson) -> Result<(Expr, Expr), QueryError> {
     let Bson::Document(branch) = item else {
-        return Err(fail(40062, format!("$switch expected each branch to be an object, found: {}", bson_type_name(item))));
+        return Err(fail(
+            40062,
+            format!("$switch expected each branch to be an object, found: {}", bson_type_name(item)),
+        ));
     };
     let (mut case, mut then) = (None, None);
     for (key, value) in branch {
@@ -155,7 +161,10 @@ fn parse_let(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let vars = required(f[0], name, "vars", 16876)?;
     let body = parse(required(f[1], name, "in", 16877)?)?;
     let Bson::Document(vars) = vars else {
-        return Err(fail(10065, format!("invalid parameter: expected an object (vars), found: {}", bson_type_name(vars))));
+        return Err(fail(
+            10065,
+            format!("invalid parameter: expected an object (vars), found: {}", bson_type_name(vars)),
+        ));
     };
     let mut bindings = Vec::new();
     for (var, value) in vars {
@@ -204,10 +213,15 @@ fn parse_reduce(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
 pub fn eval(form: &Control, scope: &mut Scope<'_>) -> EvalResult {
     match form {
         Control::Cond { test, then, otherwise } => {
-            if value_truthy(&scope.eval(test)?) { scope.eval(then) } else { scope.eval(otherwise) }
+            if value_truthy(&scope.eval(test)?) {
+                scope.eval(then)
+            } else {
+                scope.eval(otherwise)
+            }
         }
         Control::IfNull(args) => {
-            let (last, rest) = args.split_last().ok_or_else(|| fail(1257300, "$ifNull needs at least two arguments"))?;
+            let (last, rest) =
+                args.split_last().ok_or_else(|| fail(1257300, "$ifNull needs at least two arguments"))?;
             for arg in rest {
                 let v = scope.eval(arg)?;
                 if !is_nullish(&v) {
@@ -224,7 +238,10 @@ pub fn eval(form: &Control, scope: &mut Scope<'_>) -> EvalResult {
             }
             match default {
                 Some(d) => scope.eval(d),
-                None => Err(fail(40066, "$switch could not find a matching branch for an input, and no default was specified.")),
+                None => Err(fail(
+                    40066,
+                    "$switch could not find a matching branch for an input, and no default was specified.",
+                )),
             }
         }
         Control::And(args) => {
@@ -304,11 +321,12 @@ fn filter_limit(value: crate::expr::Value) -> Result<Option<usize>, QueryError> 
     if is_nullish(&value) {
         return Ok(None);
     }
-    let n = value
-        .as_ref()
-        .and_then(super::number::Num::from_bson)
-        .and_then(|n| n.to_exact_i64())
-        .ok_or_else(|| fail(327391, format!("$filter: limit must be represented as a 32-bit integral value: {}", super::value::display(&value))))?;
+    let n = value.as_ref().and_then(super::number::Num::from_bson).and_then(|n| n.to_exact_i64()).ok_or_else(|| {
+        fail(
+            327391,
+            format!("$filter: limit must be represented as a 32-bit integral value: {}", super::value::display(&value)),
+        )
+    })?;
     if n < 1 {
         return Err(fail(327392, format!("$filter: limit must be greater than 0: {n}")));
     }
@@ -334,7 +352,10 @@ fn eval_reduce(input: &Expr, initial: &Expr, body: &Expr, scope: &mut Scope<'_>)
         None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
         Some(Bson::Array(items)) => items,
         Some(other) => {
-            return Err(fail(40080, format!("$reduce requires an array as 'input', found: {}", bson_type_name(&other))));
+            return Err(fail(
+                40080,
+                format!("$reduce requires an array as 'input', found: {}", bson_type_name(&other)),
+            ));
         }
     };
     let mut accumulated = scope.eval(initial)?;

@@ -131,7 +131,12 @@ fn parse_target(to: &Bson) -> Result<Target, QueryError> {
             Some(18) => Target::Long,
             Some(19) => Target::Decimal,
             Some(n) => return Err(fail(2, format!("Invalid type number: {n}"))),
-            None => return Err(fail(9, format!("$convert's 'to' argument must be a string or number, but is {}", bson_type_name(other)))),
+            None => {
+                return Err(fail(
+                    9,
+                    format!("$convert's 'to' argument must be a string or number, but is {}", bson_type_name(other)),
+                ));
+            }
         },
     };
     Ok(target)
@@ -172,7 +177,10 @@ pub fn convert_value(value: &Bson, target: Target) -> Result<Bson, QueryError> {
             Bson::String(s) if s.len() == 24 => ObjectId::parse_str(s)
                 .map(Bson::ObjectId)
                 .map_err(|_| conversion_failure(format!("Failed to parse objectId '{s}'"))),
-            Bson::String(s) => Err(conversion_failure(format!("Failed to parse objectId '{s}': Invalid string length for parsing to OID, expected 24 but found {}", s.len()))),
+            Bson::String(s) => Err(conversion_failure(format!(
+                "Failed to parse objectId '{s}': Invalid string length for parsing to OID, expected 24 but found {}",
+                s.len()
+            ))),
             other => Err(unsupported(other, target)),
         },
     }
@@ -223,8 +231,7 @@ fn to_double(value: &Bson, target: Target) -> Result<Bson, QueryError> {
 
 /// A base-10 number in a string: digits, sign, point, exponent, or the names of infinities.
 fn parse_number_string(s: &str) -> Result<f64, QueryError> {
-    let valid = !s.is_empty()
-        && s.chars().all(|c| c.is_ascii_digit() || matches!(c, '+' | '-' | '.' | 'e' | 'E'))
+    let valid = !s.is_empty() && s.chars().all(|c| c.is_ascii_digit() || matches!(c, '+' | '-' | '.' | 'e' | 'E'))
         || matches!(s.to_ascii_lowercase().as_str(), "nan" | "inf" | "-inf" | "infinity" | "-infinity");
     match s.parse::<f64>() {
         Ok(d) if valid => Ok(d),
@@ -237,7 +244,8 @@ fn to_decimal(value: &Bson, target: Target) -> Result<Bson, QueryError> {
         Bson::Boolean(b) => Dec::from_i64(i64::from(*b)),
         Bson::DateTime(d) => Dec::from_i64(d.timestamp_millis()),
         Bson::String(s) => {
-            let parsed = Decimal128::from_str(s).map_err(|_| conversion_failure(format!("Failed to parse number '{s}'")))?;
+            let parsed =
+                Decimal128::from_str(s).map_err(|_| conversion_failure(format!("Failed to parse number '{s}'")))?;
             return Ok(Bson::Decimal128(parsed));
         }
         other => match Num::from_bson(other) {
@@ -263,9 +271,15 @@ fn to_integer(value: &Bson, target: Target) -> Result<Bson, QueryError> {
         Bson::Decimal128(_) => {
             let d = Num::from_bson(value).map(|n| n.to_dec()).unwrap_or(Dec::NaN);
             match d {
-                Dec::Finite(x) => bigdecimal::ToPrimitive::to_i64(&x.with_scale_round(0, bigdecimal::RoundingMode::Down))
-                    .ok_or_else(|| overflow(value))?,
-                _ => return Err(conversion_failure(format!("Attempt to convert NaN or infinity value to integer type: {value}"))),
+                Dec::Finite(x) => {
+                    bigdecimal::ToPrimitive::to_i64(&x.with_scale_round(0, bigdecimal::RoundingMode::Down))
+                        .ok_or_else(|| overflow(value))?
+                }
+                _ => {
+                    return Err(conversion_failure(format!(
+                        "Attempt to convert NaN or infinity value to integer type: {value}"
+                    )));
+                }
             }
         }
         other => return Err(unsupported(other, target)),

@@ -110,7 +110,10 @@ fn parse_part(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
             named_args(name, arg, &["date", "timezone"], &["date"], codes)?
         }
         Bson::Array(items) if items.len() != 1 => {
-            return Err(fail(40536, format!("{name} accepts exactly one argument if given an array, but was given {}", items.len())));
+            return Err(fail(
+                40536,
+                format!("{name} accepts exactly one argument if given an array, but was given {}", items.len()),
+            ));
         }
         Bson::Array(items) => vec![parse(items.first().unwrap_or(&Bson::Null))?, Expr::Absent],
         other => vec![parse(other)?, Expr::Absent],
@@ -154,7 +157,16 @@ fn date_to_string(args: &[Value]) -> EvalResult {
         None => DEFAULT_FORMAT.to_string(),
         Some(Bson::String(f)) => f.clone(),
         Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
-        other => return Err(fail(18533, format!("$dateToString requires that 'format' be a string, found: {} with value {}", type_name(other), display(other)))),
+        other => {
+            return Err(fail(
+                18533,
+                format!(
+                    "$dateToString requires that 'format' be a string, found: {} with value {}",
+                    type_name(other),
+                    display(other)
+                ),
+            ));
+        }
     };
     let Some(millis) = date_millis(&args[0])? else {
         // onNull given (even evaluating to missing) replaces a null date.
@@ -211,7 +223,11 @@ pub fn eval_date_from_string(spec: &DateFromStringSpec, scope: &mut Scope<'_>) -
         }
         Some(Bson::String(s)) => s,
         other => {
-            let message = format!("$dateFromString requires that 'dateString' be a string, found: {} with value {}", type_name(&other), display(&other));
+            let message = format!(
+                "$dateFromString requires that 'dateString' be a string, found: {} with value {}",
+                type_name(&other),
+                display(&other)
+            );
             return on_error(spec, scope, fail(241, message));
         }
     };
@@ -219,7 +235,12 @@ pub fn eval_date_from_string(spec: &DateFromStringSpec, scope: &mut Scope<'_>) -
         None => None,
         Some(Bson::String(f)) => Some(f.clone()),
         Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
-        other => return Err(fail(40684, format!("$dateFromString requires that 'format' be a string, found: {}", type_name(other)))),
+        other => {
+            return Err(fail(
+                40684,
+                format!("$dateFromString requires that 'format' be a string, found: {}", type_name(other)),
+            ));
+        }
     };
     match parse_date_text(&text, format.as_deref(), offset) {
         Some(millis) => date_result(millis),
@@ -264,7 +285,9 @@ fn parse_date_text(text: &str, format: Option<&str>, zone_offset: Option<i32>) -
     };
     let date = match fields.day_of_year {
         Some(doy) => NaiveDate::from_yo_opt(fields.year?, doy)?,
-        None => NaiveDate::from_ymd_opt(fields.year.unwrap_or(1970), fields.month.unwrap_or(1), fields.day.unwrap_or(1))?,
+        None => {
+            NaiveDate::from_ymd_opt(fields.year.unwrap_or(1970), fields.month.unwrap_or(1), fields.day.unwrap_or(1))?
+        }
     };
     let local = date.and_hms_milli_opt(fields.hour, fields.minute, fields.second, fields.millisecond)?;
     let offset = fields.offset_minutes.or(zone_offset).unwrap_or(0);
@@ -300,7 +323,14 @@ impl Unit {
             "month" => Unit::Month,
             "quarter" => Unit::Quarter,
             "year" => Unit::Year,
-            other => return Err(fail(9, format!("{op} parameter 'unit' value parsing failed :: caused by :: unknown time unit value: {other}"))),
+            other => {
+                return Err(fail(
+                    9,
+                    format!(
+                        "{op} parameter 'unit' value parsing failed :: caused by :: unknown time unit value: {other}"
+                    ),
+                ));
+            }
         })
     }
 
@@ -331,7 +361,8 @@ fn parse_date_add(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let codes = NamedArgCodes { not_object: 5166400, unknown: 5166401, missing: 5166402 };
     let names = ["startDate", "unit", "amount", "timezone"];
     let args = named_args(name, arg, &names, &["startDate", "unit", "amount"], codes)?;
-    let func: Func = if name == "$dateAdd" { |a| date_add(a, "$dateAdd", 1) } else { |a| date_add(a, "$dateSubtract", -1) };
+    let func: Func =
+        if name == "$dateAdd" { |a| date_add(a, "$dateAdd", 1) } else { |a| date_add(a, "$dateSubtract", -1) };
     Ok(Expr::Call(Call { name, func, args }))
 }
 
@@ -456,14 +487,23 @@ fn date_trunc(args: &[Value]) -> EvalResult {
     let unit = Unit::parse(&args[1], "$dateTrunc")?;
     let bin = match &args[2] {
         None => 1,
-        v => v.as_ref().and_then(Num::from_bson).and_then(|n| n.to_exact_i64()).filter(|b| *b > 0).ok_or_else(|| {
-            fail(5439017, format!("$dateTrunc requires 'binSize' to be a positive 64-bit integer, but got value '{}'", display(v)))
-        })?,
+        v => {
+            v.as_ref().and_then(Num::from_bson).and_then(|n| n.to_exact_i64()).filter(|b| *b > 0).ok_or_else(|| {
+                fail(
+                    5439017,
+                    format!(
+                        "$dateTrunc requires 'binSize' to be a positive 64-bit integer, but got value '{}'",
+                        display(v)
+                    ),
+                )
+            })?
+        }
     };
     let Some(offset) = zone_or_utc(&args[3])? else { return Ok(Some(Bson::Null)) };
     let first_day = week_start(&args[4])?;
     let local = to_local(millis, offset)?;
-    let reference = NaiveDate::from_ymd_opt(2000, 1, 1).and_then(|d| d.and_hms_opt(0, 0, 0)).ok_or_else(out_of_range)?;
+    let reference =
+        NaiveDate::from_ymd_opt(2000, 1, 1).and_then(|d| d.and_hms_opt(0, 0, 0)).ok_or_else(out_of_range)?;
     let truncated = match (unit, unit.months()) {
         (_, Some(months)) => {
             let span = months * bin;

@@ -13,8 +13,18 @@ use crate::error::QueryError;
 pub const DEFAULT_FORMAT: &str = "%Y-%m-%dT%H:%M:%S.%LZ";
 
 const MONTHS: [&str; 12] = [
-    "January", "February", "March", "April", "May", "June", "July", "August", "September",
-    "October", "November", "December",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
 ];
 
 /// `2018-03-27T16:58:51.538Z`; dates chrono cannot represent fall back to the millisecond count.

@@ -37,8 +37,8 @@ use bson::{Bson, Document};
 
 use crate::error::QueryError;
 
-pub use eval::{Scope, Variables};
 pub use compare::compare as compare_values_missing;
+pub use eval::{Scope, Variables};
 pub use parse::{check_field_name, check_variable_name, parse_field_path};
 pub use value::{Value, approximate_bytes, approximate_document_bytes, bson_type_name, is_truthy, type_name};
 
@@ -57,7 +57,10 @@ pub enum Expr {
     /// `"$a.b"`: a path from `$$CURRENT`.
     FieldPath(Vec<String>),
     /// `"$$name.a.b"`.
-    Variable { name: String, path: Vec<String> },
+    Variable {
+        name: String,
+        path: Vec<String>,
+    },
     /// `{a: <expr>, b: <expr>}`: fields evaluating to missing are left out.
     Object(Vec<(String, Expr)>),
     /// `[<expr>, ...]`: elements evaluating to missing become null.

@@ -115,8 +115,8 @@ fn finite_decimal_text(value: &BigDecimal) -> String {
     let (mut coefficient, scale) = rounded.as_bigint_and_exponent();
     let mut exponent = -scale;
     if exponent < DECIMAL_MIN_EXPONENT {
-        let scaled = BigDecimal::new(coefficient, scale)
-            .with_scale_round(-DECIMAL_MIN_EXPONENT, RoundingMode::HalfEven);
+        let scaled =
+            BigDecimal::new(coefficient, scale).with_scale_round(-DECIMAL_MIN_EXPONENT, RoundingMode::HalfEven);
         let (c, _) = scaled.as_bigint_and_exponent();
         coefficient = c;
         exponent = DECIMAL_MIN_EXPONENT;
@@ -236,7 +236,7 @@ impl Num {
 /// `Some(i)` when `d` is integral and inside int64's range.
 pub fn f64_to_exact_i64(d: f64) -> Option<i64> {
     // 2^63 is exactly representable; anything at or above it does not fit.
-    if d.fract() == 0.0 && d >= -9_223_372_036_854_775_808.0 && d < 9_223_372_036_854_775_808.0 {
+    if d.fract() == 0.0 && (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&d) {
         Some(d as i64)
     } else {
         None
@@ -329,7 +329,7 @@ mod tests {
     fn promotion_and_overflow() {
         assert_eq!(arith(ArithOp::Add, &Num::Int(1), &Num::Int(2)), Num::Int(3));
         assert_eq!(arith(ArithOp::Add, &Num::Int(i32::MAX), &Num::Int(1)), Num::Long(2147483648));
-        assert_eq!(arith(ArithOp::Add, &Num::Long(i64::MAX), &Num::Int(1)), Num::Double(9.223372036854775808e18));
+        assert_eq!(arith(ArithOp::Add, &Num::Long(i64::MAX), &Num::Int(1)), Num::Double(9.223_372_036_854_776e18));
         assert_eq!(arith(ArithOp::Multiply, &Num::Int(2), &Num::Double(1.5)), Num::Double(3.0));
     }
 

@@ -34,7 +34,11 @@ pub fn merge_into(target: &mut Document, value: &Value) -> Result<(), QueryError
         }
         other => Err(fail(
             40400,
-            format!("$mergeObjects requires object inputs, but input {} is of type {}", display(other), type_name(other)),
+            format!(
+                "$mergeObjects requires object inputs, but input {} is of type {}",
+                display(other),
+                type_name(other)
+            ),
         )),
     }
 }
@@ -78,7 +82,10 @@ fn literal_field(value: &Bson, op: &str) -> Result<String, QueryError> {
             5654602,
             format!("{op}: a field path reference is not allowed as 'field'. Did you mean {{$literal: {value}}}?"),
         )),
-        _ => Err(fail(5654601, format!("{op} requires 'field' to evaluate to a constant, but got a non-constant argument"))),
+        _ => Err(fail(
+            5654601,
+            format!("{op} requires 'field' to evaluate to a constant, but got a non-constant argument"),
+        )),
     }
 }
 
@@ -108,13 +115,19 @@ fn get_field(args: &[Value]) -> EvalResult {
         None => Ok(None),
         Some(Bson::Null) | Some(Bson::Undefined) => Ok(Some(Bson::Null)),
         Some(Bson::Document(d)) => Ok(d.get(field).cloned()),
-        other => Err(fail(3041705, format!("$getField requires 'input' to evaluate to type Object, but got {}", type_name(other)))),
+        other => Err(fail(
+            3041705,
+            format!("$getField requires 'input' to evaluate to type Object, but got {}", type_name(other)),
+        )),
     }
 }
 
 fn parse_set_field(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let Bson::Document(spec) = arg else {
-        return Err(fail(4161100, format!("$setField only supports an object as its argument, found {}", bson_type_name(arg))));
+        return Err(fail(
+            4161100,
+            format!("$setField only supports an object as its argument, found {}", bson_type_name(arg)),
+        ));
     };
     let (mut field, mut input, mut value) = (None, None, None);
     for (key, v) in spec {
@@ -138,7 +151,12 @@ fn set_field(args: &[Value]) -> EvalResult {
     let mut doc = match &args[1] {
         None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
         Some(Bson::Document(d)) => d.clone(),
-        other => return Err(fail(4161105, format!("$setField requires 'input' to evaluate to type Object, but got {}", type_name(other)))),
+        other => {
+            return Err(fail(
+                4161105,
+                format!("$setField requires 'input' to evaluate to type Object, but got {}", type_name(other)),
+            ));
+        }
     };
     match &args[2] {
         Some(v) => {

@@ -47,7 +47,12 @@ pub fn parse(value: &Bson) -> Result<Expr, QueryError> {
 /// A computed field's name: not empty, no leading `$`, no `.`.
 pub fn check_field_name(name: &str) -> Result<(), QueryError> {
     if name.starts_with('$') {
-        return Err(fail(16410, format!("FieldPath field names may not start with '$'. Consider using $getField or $setField. (field: {name})")));
+        return Err(fail(
+            16410,
+            format!(
+                "FieldPath field names may not start with '$'. Consider using $getField or $setField. (field: {name})"
+            ),
+        ));
     }
     if name.is_empty() {
         return Err(fail(16411, "FieldPath field names may not be empty strings."));
@@ -95,14 +100,11 @@ pub fn check_variable_name(name: &str, reading: bool) -> Result<(), QueryError> 
     let Some(first) = name.chars().next() else {
         return Err(fail(16869, "empty variable names are not allowed"));
     };
-    let builtin = matches!(
-        name,
-        "ROOT" | "CURRENT" | "REMOVE" | "NOW" | "CLUSTER_TIME" | "DESCEND" | "PRUNE" | "KEEP"
-    );
+    let builtin = matches!(name, "ROOT" | "CURRENT" | "REMOVE" | "NOW" | "CLUSTER_TIME" | "DESCEND" | "PRUNE" | "KEEP");
     if reading && builtin || !reading && name == "CURRENT" {
         return Ok(());
     }
-    if !(first.is_ascii_lowercase() || !first.is_ascii()) {
+    if first.is_ascii() && !first.is_ascii_lowercase() {
         return Err(fail(16870, format!("'{name}' starts with an invalid character for a user variable name")));
     }
     if let Some(bad) = name.chars().find(|c| c.is_ascii() && !(c.is_ascii_alphanumeric() || *c == '_')) {
@@ -148,10 +150,9 @@ pub fn positional_args(arg: &Bson) -> Result<Vec<Expr>, QueryError> {
 
 pub fn check_arity(name: &str, arity: Arity, count: usize) -> Result<(), QueryError> {
     match arity {
-        Arity::Exact(n) if n != count => Err(fail(
-            16020,
-            format!("Expression {name} takes exactly {n} arguments. {count} were passed in."),
-        )),
+        Arity::Exact(n) if n != count => {
+            Err(fail(16020, format!("Expression {name} takes exactly {n} arguments. {count} were passed in.")))
+        }
         Arity::Range(min, max) if count < min || count > max => Err(fail(
             28667,
             format!("Expression {name} takes at least {min} arguments, and at most {max}. {count} were passed in."),
@@ -171,7 +172,10 @@ pub fn named_args(
     codes: NamedArgCodes,
 ) -> Result<Vec<Expr>, QueryError> {
     let Bson::Document(spec) = arg else {
-        return Err(fail(codes.not_object, format!("{op} expects an object of named arguments but found: {}", super::bson_type_name(arg))));
+        return Err(fail(
+            codes.not_object,
+            format!("{op} expects an object of named arguments but found: {}", super::bson_type_name(arg)),
+        ));
     };
     let mut out = vec![Expr::Absent; names.len()];
     for (key, value) in spec {

@@ -74,18 +74,27 @@ fn prepare(args: &[Value], op: &str) -> Result<Option<(String, Regex)>, QueryErr
     let input = match &args[0] {
         None | Some(Bson::Null) | Some(Bson::Undefined) => None,
         Some(Bson::String(s)) => Some(s.clone()),
-        other => return Err(fail(51104, format!("{op} needs 'input' to be of type string, found: {}", type_name(other)))),
+        other => {
+            return Err(fail(51104, format!("{op} needs 'input' to be of type string, found: {}", type_name(other))));
+        }
     };
     let options = match &args[2] {
         None | Some(Bson::Null) => None,
         Some(Bson::String(s)) => Some(s.clone()),
-        other => return Err(fail(51106, format!("{op} needs 'options' to be of type string, found: {}", display(other)))),
+        other => {
+            return Err(fail(51106, format!("{op} needs 'options' to be of type string, found: {}", display(other))));
+        }
     };
     let (pattern, regex_options) = match &args[1] {
         None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(None),
         Some(Bson::String(s)) => (s.clone(), String::new()),
         Some(Bson::RegularExpression(r)) => (r.pattern.as_str().to_string(), r.options.as_str().to_string()),
-        other => return Err(fail(51105, format!("{op} needs 'regex' to be of type string or regex, found: {}", type_name(other)))),
+        other => {
+            return Err(fail(
+                51105,
+                format!("{op} needs 'regex' to be of type string or regex, found: {}", type_name(other)),
+            ));
+        }
     };
     if !regex_options.is_empty() && options.is_some() {
         return Err(fail(51107, format!("{op} found regex option(s) specified in both 'regex' and 'option' fields")));
@@ -116,11 +125,8 @@ fn all_matches(input: &str, re: &Regex, limit: usize) -> Vec<Document> {
     let mut out = Vec::new();
     for caps in re.captures_iter(input).take(limit) {
         let Some(whole) = caps.get(0) else { continue };
-        let captures: Vec<Bson> = caps
-            .iter()
-            .skip(1)
-            .map(|g| g.map_or(Bson::Null, |m| Bson::String(m.as_str().to_string())))
-            .collect();
+        let captures: Vec<Bson> =
+            caps.iter().skip(1).map(|g| g.map_or(Bson::Null, |m| Bson::String(m.as_str().to_string()))).collect();
         let idx = input.get(..whole.start()).map_or(0, |prefix| prefix.chars().count());
         let mut doc = Document::new();
         doc.insert("match", whole.as_str());

@@ -59,7 +59,9 @@ pub fn coerce_to_string(value: &Value, op: &str) -> Result<String, QueryError> {
         Some(Bson::Decimal128(d)) => Ok(d.to_string()),
         Some(Bson::DateTime(d)) => Ok(super::date_format::iso_string(*d)),
         Some(Bson::Timestamp(t)) => Ok(format!("Timestamp({}, {})", t.time, t.increment)),
-        Some(other) => Err(fail(16007, format!("{op}: can't convert from BSON type {} to String", bson_type_name(other)))),
+        Some(other) => {
+            Err(fail(16007, format!("{op}: can't convert from BSON type {} to String", bson_type_name(other))))
+        }
     }
 }
 
@@ -82,9 +84,9 @@ fn integer_arg(value: &Value, op: &str, what: &str, codes: (i32, i32)) -> Result
     let Some(n) = value.as_ref().and_then(super::number::Num::from_bson) else {
         return Err(fail(codes.0, format!("{op}: {what} must be a numeric type (is BSON type {})", type_name(value))));
     };
-    n.to_exact_i64()
-        .filter(|i| i32::try_from(*i).is_ok())
-        .ok_or_else(|| fail(codes.1, format!("{op}: {what} cannot be represented as a 32-bit integral value: {}", display(value))))
+    n.to_exact_i64().filter(|i| i32::try_from(*i).is_ok()).ok_or_else(|| {
+        fail(codes.1, format!("{op}: {what} cannot be represented as a 32-bit integral value: {}", display(value)))
+    })
 }
 
 fn substr_cp(args: &[Value]) -> EvalResult {
@@ -124,7 +126,9 @@ fn substr_bytes(args: &[Value]) -> EvalResult {
 fn bytes_position(value: &Value, what: &str, code: i32) -> Result<i64, QueryError> {
     match value.as_ref().and_then(super::number::Num::from_bson) {
         Some(n) => Ok(n.to_f64().trunc().clamp(i64::MIN as f64, i64::MAX as f64) as i64),
-        None => Err(fail(code, format!("$substrBytes: {what} must be a numeric type (is BSON type {})", type_name(value)))),
+        None => {
+            Err(fail(code, format!("$substrBytes: {what} must be a numeric type (is BSON type {})", type_name(value))))
+        }
     }
 }
 
@@ -139,10 +143,22 @@ fn split(args: &[Value]) -> EvalResult {
         return Ok(Some(Bson::Null));
     }
     let Some(Bson::String(text)) = &args[0] else {
-        return Err(fail(40085, format!("$split requires an expression that evaluates to a string as a first argument, found: {}", type_name(&args[0]))));
+        return Err(fail(
+            40085,
+            format!(
+                "$split requires an expression that evaluates to a string as a first argument, found: {}",
+                type_name(&args[0])
+            ),
+        ));
     };
     let Some(Bson::String(separator)) = &args[1] else {
-        return Err(fail(40086, format!("$split requires an expression that evaluates to a string as a second argument, found: {}", type_name(&args[1]))));
+        return Err(fail(
+            40086,
+            format!(
+                "$split requires an expression that evaluates to a string as a second argument, found: {}",
+                type_name(&args[1])
+            ),
+        ));
     };
     if separator.is_empty() {
         return Err(fail(40087, "$split requires a non-empty separator"));
@@ -171,16 +187,20 @@ fn index_of(args: &[Value], op: &str, code_points: bool) -> EvalResult {
     let text = match &args[0] {
         None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
         Some(Bson::String(s)) => s,
-        other => return Err(fail(code_string, format!("{op} requires a string as the first argument, found: {}", type_name(other)))),
+        other => {
+            return Err(fail(
+                code_string,
+                format!("{op} requires a string as the first argument, found: {}", type_name(other)),
+            ));
+        }
     };
     let Some(Bson::String(needle)) = &args[1] else {
-        return Err(fail(code_sub, format!("{op} requires a string as the second argument, found: {}", type_name(&args[1]))));
+        return Err(fail(
+            code_sub,
+            format!("{op} requires a string as the second argument, found: {}", type_name(&args[1])),
+        ));
     };
-    if code_points {
-        index_of_code_point(text, needle, args, op)
-    } else {
-        index_of_byte(text, needle, args, op)
-    }
+    if code_points { index_of_code_point(text, needle, args, op) } else { index_of_byte(text, needle, args, op) }
 }
 
 /// The match must start inside `[start, end)` code points (it may run past `end`).
@@ -209,11 +229,7 @@ fn index_of_byte(text: &str, needle: &str, args: &[Value], op: &str) -> EvalResu
     }
     let window = bytes.get(start..end).unwrap_or_default();
     let needle = needle.as_bytes();
-    let found = if needle.is_empty() {
-        Some(0)
-    } else {
-        window.windows(needle.len()).position(|w| w == needle)
-    };
+    let found = if needle.is_empty() { Some(0) } else { window.windows(needle.len()).position(|w| w == needle) };
     Ok(Some(match found {
         Some(offset) => super::number::long_or_int((start + offset) as i64),
         None => Bson::Int32(-1),
@@ -224,7 +240,14 @@ fn index_bound(value: Option<&Value>, op: &str, default: usize) -> Result<usize,
     let Some(value) = value else { return Ok(default) };
     let n = value.as_ref().and_then(super::number::Num::from_bson).and_then(|n| n.to_exact_i64());
     match n {
-        None => Err(fail(40096, format!("{op} requires an integral starting index, found a value of type: {}, with value: {}", type_name(value), display(value)))),
+        None => Err(fail(
+            40096,
+            format!(
+                "{op} requires an integral starting index, found a value of type: {}, with value: {}",
+                type_name(value),
+                display(value)
+            ),
+        )),
         Some(i) if i < 0 => Err(fail(40097, format!("{op} requires a nonnegative start index, found: {i}"))),
         Some(i) => Ok(usize::try_from(i).unwrap_or(usize::MAX)),
     }
@@ -256,8 +279,8 @@ fn parse_trim(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
 fn is_default_trim(c: char) -> bool {
     matches!(
         c,
-        '\0' | ' ' | '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | '\u{A0}' | '\u{1680}' | '\u{2000}'..='\u{200A}'
-            | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}'
+        '\0' | ' ' | '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | '\u{A0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}'
     )
 }
 
@@ -265,13 +288,31 @@ fn trim(args: &[Value], op: &str, left: bool, right: bool) -> EvalResult {
     let text = match &args[0] {
         None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
         Some(Bson::String(s)) => s.as_str(),
-        other => return Err(fail(50699, format!("{op} requires its input to be a string, got {} (of type {}) instead.", display(other), type_name(other)))),
+        other => {
+            return Err(fail(
+                50699,
+                format!(
+                    "{op} requires its input to be a string, got {} (of type {}) instead.",
+                    display(other),
+                    type_name(other)
+                ),
+            ));
+        }
     };
     let chars: Option<Vec<char>> = match &args[1] {
         None => None,
         Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
         Some(Bson::String(s)) => Some(s.chars().collect()),
-        other => return Err(fail(50700, format!("{op} requires 'chars' to be a string, got {} (of type {}) instead.", display(other), type_name(other)))),
+        other => {
+            return Err(fail(
+                50700,
+                format!(
+                    "{op} requires 'chars' to be a string, got {} (of type {}) instead.",
+                    display(other),
+                    type_name(other)
+                ),
+            ));
+        }
     };
     let strip = |c: char| match &chars {
         Some(set) => set.contains(&c),
@@ -290,8 +331,10 @@ fn trim(args: &[Value], op: &str, left: bool, right: bool) -> EvalResult {
 const REPLACE_CODES: NamedArgCodes = NamedArgCodes { not_object: 51751, unknown: 51750, missing: 51749 };
 
 fn parse_replace(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let args = named_args(name, arg, &["input", "find", "replacement"], &["input", "find", "replacement"], REPLACE_CODES)?;
-    let func: Func = if name == "$replaceAll" { |a| replace(a, "$replaceAll", true) } else { |a| replace(a, "$replaceOne", false) };
+    let args =
+        named_args(name, arg, &["input", "find", "replacement"], &["input", "find", "replacement"], REPLACE_CODES)?;
+    let func: Func =
+        if name == "$replaceAll" { |a| replace(a, "$replaceAll", true) } else { |a| replace(a, "$replaceOne", false) };
     Ok(Expr::Call(Call { name, func, args }))
 }
 
@@ -303,7 +346,9 @@ fn replace(args: &[Value], op: &str, all: bool) -> EvalResult {
         match value {
             None | Some(Bson::Null) | Some(Bson::Undefined) => saw_null = true,
             Some(Bson::String(s)) => strings.push(s.as_str()),
-            other => return Err(fail(code, format!("{op} requires that '{what}' be a string, found: {}", display(other)))),
+            other => {
+                return Err(fail(code, format!("{op} requires that '{what}' be a string, found: {}", display(other))));
+            }
         }
     }
     if saw_null {

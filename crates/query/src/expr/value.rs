@@ -102,9 +102,7 @@ pub fn is_truthy(value: &Bson) -> bool {
         Bson::Int32(i) => *i != 0,
         Bson::Int64(i) => *i != 0,
         Bson::Double(d) => *d != 0.0,
-        Bson::Decimal128(_) => {
-            super::number::Num::from_bson(value).is_some_and(|n| !n.is_zero())
-        }
+        Bson::Decimal128(_) => super::number::Num::from_bson(value).is_some_and(|n| !n.is_zero()),
         _ => true,
     }
 }

@@ -7,9 +7,9 @@
 use std::cmp::Ordering;
 
 use bson::{Bson, Document};
+use document::canonical_type_rank;
 use document::compare_values;
 use document::path::{Candidate, Located, located_candidates};
-use document::canonical_type_rank;
 
 use super::parse::truncated;
 use super::{Comparison, InItem, MatchExpr, Predicate};
@@ -88,9 +88,9 @@ pub fn holds(predicate: &Predicate, candidates: &[Located<'_>]) -> Result<MatchR
             let number = candidate.value().filter(|v| is_number(v)).and_then(truncated);
             number.is_some_and(|n| n.wrapping_rem(*divisor) == *remainder)
         }),
-        Predicate::Size(size) => first(&|candidate| {
-            matches!(candidate, Candidate::Value(Bson::Array(array)) if array.len() as i64 == *size)
-        }),
+        Predicate::Size(size) => {
+            first(&|candidate| matches!(candidate, Candidate::Value(Bson::Array(array)) if array.len() as i64 == *size))
+        }
         Predicate::All(items) => all(items, candidates)?,
         Predicate::AllElemMatch(predicates) | Predicate::And(predicates) => {
             let mut position = None;

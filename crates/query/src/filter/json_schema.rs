@@ -86,7 +86,8 @@ impl Schema {
 
     /// Whether a top-level document satisfies the schema.
     pub fn matches(&self, document: &Document) -> bool {
-        self.matches_document(document) && self.types.as_ref().is_none_or(|t| t.contains(&Bson::Document(Document::new())))
+        self.matches_document(document)
+            && self.types.as_ref().is_none_or(|t| t.contains(&Bson::Document(Document::new())))
     }
 
     fn matches_document(&self, document: &Document) -> bool {
@@ -110,7 +111,11 @@ impl Schema {
         if self.types.as_ref().is_some_and(|types| !types.contains(value)) {
             return false;
         }
-        if self.allowed.as_ref().is_some_and(|allowed| !allowed.iter().any(|a| compare_values(a, value) == Ordering::Equal)) {
+        if self
+            .allowed
+            .as_ref()
+            .is_some_and(|allowed| !allowed.iter().any(|a| compare_values(a, value) == Ordering::Equal))
+        {
             return false;
         }
         match value {

@@ -44,7 +44,10 @@ pub enum MatchExpr {
     Or(Vec<MatchExpr>),
     Nor(Vec<MatchExpr>),
     /// A predicate on the values at a path.
-    Path { path: FieldPath, predicate: Predicate },
+    Path {
+        path: FieldPath,
+        predicate: Predicate,
+    },
     JsonSchema(Box<Schema>),
     /// `$expr`: an aggregation expression, true when it evaluates truthy.
     Expr(Box<crate::expr::Expr>),
@@ -61,7 +64,10 @@ pub enum Predicate {
     Exists(bool),
     Type(BsonTypeSet),
     Regex(FilterRegex),
-    Mod { divisor: i64, remainder: i64 },
+    Mod {
+        divisor: i64,
+        remainder: i64,
+    },
     Size(i64),
     /// `$all`: every value is contained (equality, or regex for regex items).
     All(Vec<InItem>),

@@ -196,7 +196,8 @@ fn parse_all(operand: &Bson) -> Result<Predicate> {
     let Bson::Array(items) = operand else {
         return Err(QueryError::bad_value("$all needs an array"));
     };
-    let elem_match = |item: &Bson| matches!(item, Bson::Document(d) if d.keys().next().is_some_and(|k| k == "$elemMatch"));
+    let elem_match =
+        |item: &Bson| matches!(item, Bson::Document(d) if d.keys().next().is_some_and(|k| k == "$elemMatch"));
     if items.first().is_some_and(elem_match) {
         let mut clauses = Vec::with_capacity(items.len());
         for item in items {
@@ -250,7 +251,9 @@ fn parse_size(operand: &Bson) -> Result<i64> {
         Bson::Int32(i) => i64::from(*i),
         Bson::Int64(i) => *i,
         Bson::Double(d) if d.fract() == 0.0 && d.is_finite() => *d as i64,
-        Bson::Decimal128(_) => truncated(operand).ok_or_else(|| QueryError::bad_value("$size must be a whole number"))?,
+        Bson::Decimal128(_) => {
+            truncated(operand).ok_or_else(|| QueryError::bad_value("$size must be a whole number"))?
+        }
         Bson::Double(_) => return Err(QueryError::bad_value("$size must be a whole number")),
         _ => return Err(QueryError::bad_value("$size needs a number")),
     };
@@ -264,10 +267,21 @@ fn parse_elem_match(operand: &Bson) -> Result<Predicate> {
     let Bson::Document(inner) = operand else {
         return Err(QueryError::bad_value("$elemMatch needs an Object"));
     };
-    let value_form = inner
-        .keys()
-        .next()
-        .is_some_and(|first| first.starts_with('$') && !matches!(first.as_str(), "$and" | "$or" | "$nor" | "$expr" | "$where" | "$jsonSchema" | "$alwaysTrue" | "$alwaysFalse" | "$comment"));
+    let value_form = inner.keys().next().is_some_and(|first| {
+        first.starts_with('$')
+            && !matches!(
+                first.as_str(),
+                "$and"
+                    | "$or"
+                    | "$nor"
+                    | "$expr"
+                    | "$where"
+                    | "$jsonSchema"
+                    | "$alwaysTrue"
+                    | "$alwaysFalse"
+                    | "$comment"
+            )
+    });
     if value_form {
         return Ok(match parse_operators(inner)? {
             Predicate::And(predicates) => Predicate::ElemMatchValue(predicates),

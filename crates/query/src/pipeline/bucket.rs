@@ -22,9 +22,15 @@ use crate::expr::{Expr, Scope, Value, Variables, bson_type_name, compare_values_
 /// Output accumulators of `$bucket`/`$bucketAuto`; default `{count: {$sum: 1}}`.
 fn parse_output(output: Option<&Bson>, code: i32) -> Result<Vec<AccumulatorSpec>, QueryError> {
     match output {
-        None => Ok(vec![AccumulatorSpec { name: "count".into(), kind: AccumulatorKind::Sum, expr: Expr::Literal(Bson::Int32(1)) }]),
+        None => Ok(vec![AccumulatorSpec {
+            name: "count".into(),
+            kind: AccumulatorKind::Sum,
+            expr: Expr::Literal(Bson::Int32(1)),
+        }]),
         Some(Bson::Document(d)) => d.iter().map(|(name, value)| parse_accumulator(name, value)).collect(),
-        Some(other) => Err(fail(code, format!("The 'output' field must be an object, but found type: {}", bson_type_name(other)))),
+        Some(other) => {
+            Err(fail(code, format!("The 'output' field must be an object, but found type: {}", bson_type_name(other))))
+        }
     }
 }
 
@@ -32,7 +38,10 @@ fn parse_group_by(value: Option<&Bson>, code: i32, stage: &str) -> Result<Expr, 
     match value {
         Some(v @ Bson::String(s)) if s.starts_with('$') => Expr::parse(v),
         Some(v @ Bson::Document(d)) if d.keys().next().is_some_and(|k| k.starts_with('$')) => Expr::parse(v),
-        _ => Err(fail(code, format!("The $groupBy field of {stage} must be defined as a $-prefixed path or an expression object"))),
+        _ => Err(fail(
+            code,
+            format!("The $groupBy field of {stage} must be defined as a $-prefixed path or an expression object"),
+        )),
     }
 }
 
@@ -47,7 +56,10 @@ pub struct BucketSpec {
 impl BucketSpec {
     pub fn parse(spec: &Bson) -> Result<BucketSpec, QueryError> {
         let Bson::Document(spec) = spec else {
-            return Err(fail(40201, format!("Argument to $bucket stage must be an object, but found type: {}", bson_type_name(spec))));
+            return Err(fail(
+                40201,
+                format!("Argument to $bucket stage must be an object, but found type: {}", bson_type_name(spec)),
+            ));
         };
         for key in spec.keys() {
             if !matches!(key.as_str(), "groupBy" | "boundaries" | "default" | "output") {
@@ -69,7 +81,10 @@ impl BucketSpec {
             && document::compare_values(d, high) == Ordering::Less
             && document::canonical_type_rank(d) == document::canonical_type_rank(low)
         {
-            return Err(fail(40199, "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary."));
+            return Err(fail(
+                40199,
+                "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.",
+            ));
         }
         let output = parse_output(spec.get("output"), 40196)?;
         Ok(BucketSpec { group_by, boundaries, default, output })
@@ -84,13 +99,17 @@ impl BucketSpec {
     fn bucket_of(&self, value: &Value) -> Result<usize, QueryError> {
         for (i, pair) in self.boundaries.windows(2).enumerate() {
             let (low, high) = (Some(pair[0].clone()), Some(pair[1].clone()));
-            if compare_values_missing(value, &low) != Ordering::Less && compare_values_missing(value, &high) == Ordering::Less {
+            if compare_values_missing(value, &low) != Ordering::Less
+                && compare_values_missing(value, &high) == Ordering::Less
+            {
                 return Ok(i);
             }
         }
         match self.default {
             Some(_) => Ok(self.boundaries.len() - 1),
-            None => Err(fail(40066, "$switch could not find a matching branch for an input, and no default was specified.")),
+            None => {
+                Err(fail(40066, "$switch could not find a matching branch for an input, and no default was specified."))
+            }
         }
     }
 }
@@ -99,10 +118,22 @@ fn check_boundaries(boundaries: &[Bson]) -> Result<(), QueryError> {
     for pair in boundaries.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
         if document::canonical_type_rank(a) != document::canonical_type_rank(b) {
-            return Err(fail(40193, format!("All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types {} and {}.", bson_type_name(a), bson_type_name(b))));
+            return Err(fail(
+                40193,
+                format!(
+                    "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types {} and {}.",
+                    bson_type_name(a),
+                    bson_type_name(b)
+                ),
+            ));
         }
         if document::compare_values(a, b) != Ordering::Less {
-            return Err(fail(40194, format!("The 'boundaries' option to $bucket must be sorted in ascending order, but elements {a} and {b} are not in ascending order")));
+            return Err(fail(
+                40194,
+                format!(
+                    "The 'boundaries' option to $bucket must be sorted in ascending order, but elements {a} and {b} are not in ascending order"
+                ),
+            ));
         }
     }
     Ok(())
@@ -118,7 +149,10 @@ pub struct BucketAutoSpec {
 impl BucketAutoSpec {
     pub fn parse(spec: &Bson) -> Result<BucketAutoSpec, QueryError> {
         let Bson::Document(spec) = spec else {
-            return Err(fail(40240, format!("The argument to $bucketAuto must be an object, but found type: {}", bson_type_name(spec))));
+            return Err(fail(
+                40240,
+                format!("The argument to $bucketAuto must be an object, but found type: {}", bson_type_name(spec)),
+            ));
         };
         for key in spec.keys() {
             match key.as_str() {

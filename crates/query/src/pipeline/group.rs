@@ -93,9 +93,14 @@ pub(super) fn parse_accumulator(name: &str, value: &Bson) -> Result<AccumulatorS
         if !matches!(argument, Bson::Document(d) if d.is_empty()) {
             return Err(fail(9, "$count takes no arguments, i.e. $count:{}"));
         }
-        return Ok(AccumulatorSpec { name: name.to_string(), kind: AccumulatorKind::Sum, expr: Expr::Literal(Bson::Int32(1)) });
+        return Ok(AccumulatorSpec {
+            name: name.to_string(),
+            kind: AccumulatorKind::Sum,
+            expr: Expr::Literal(Bson::Int32(1)),
+        });
     }
-    let kind = AccumulatorKind::from_name(operator).ok_or_else(|| fail(15952, format!("unknown group operator '{operator}'")))?;
+    let kind = AccumulatorKind::from_name(operator)
+        .ok_or_else(|| fail(15952, format!("unknown group operator '{operator}'")))?;
     if let Bson::Array(_) = argument {
         return Err(fail(40237, format!("The {operator} accumulator is a unary operator")));
     }
@@ -127,9 +132,13 @@ pub fn parse_sort_by_count(spec: &Bson) -> Result<(GroupSpec, SortSpec), QueryEr
         _ => false,
     };
     if !valid {
-        return Err(fail(40148, "the sortBy field must be defined as a $-prefixed path or an expression inside an object"));
+        return Err(fail(
+            40148,
+            "the sortBy field must be defined as a $-prefixed path or an expression inside an object",
+        ));
     }
-    let count = AccumulatorSpec { name: "count".into(), kind: AccumulatorKind::Sum, expr: Expr::Literal(Bson::Int32(1)) };
+    let count =
+        AccumulatorSpec { name: "count".into(), kind: AccumulatorKind::Sum, expr: Expr::Literal(Bson::Int32(1)) };
     let group = GroupSpec { id: Expr::parse(spec)?, accumulators: vec![count] };
     Ok((group, SortSpec::single("count", Direction::Descending)))
 }

@@ -149,7 +149,10 @@ impl Fold for GroupFold {
             (Some(spilled), Some(store)) => Some(finish_spilled(&spec, spilled, store)?),
             _ => None,
         };
-        let in_memory = groups.entries.into_iter().map(move |group| (group.first_arrival, spec.output(group.key, group.accumulators)));
+        let in_memory = groups
+            .entries
+            .into_iter()
+            .map(move |group| (group.first_arrival, spec.output(group.key, group.accumulators)));
         match spilled_groups {
             None => Ok(Box::new(in_memory.map(|(_, document)| Ok(document)))),
             Some(spilled_groups) => Ok(Box::new(merge_by_arrival(in_memory, spilled_groups))),
@@ -168,7 +171,13 @@ fn key_hash(key: &Bson) -> u64 {
 fn coarse_hash(value: &Bson, hasher: &mut impl Hasher) {
     if let Some(n) = crate::expr::number::Num::from_bson(value) {
         let d = n.to_f64();
-        let bits = if d == 0.0 { 0 } else if d.is_nan() { 1 } else { d.to_bits() };
+        let bits = if d == 0.0 {
+            0
+        } else if d.is_nan() {
+            1
+        } else {
+            d.to_bits()
+        };
         (0u8, bits).hash(hasher);
         return;
     }
@@ -191,7 +200,13 @@ fn coarse_hash(value: &Bson, hasher: &mut impl Hasher) {
 
 /// Spills a document of a group that is not in memory: only its key, arrival and accumulator
 /// arguments, under its key's order bytes (equal keys, equal bytes) then its arrival.
-fn spill_document(spilled: &mut SortedDocuments, spec: &GroupSpec, key: Bson, arrival: u64, scope: &mut Scope<'_>) -> Result<(), QueryError> {
+fn spill_document(
+    spilled: &mut SortedDocuments,
+    spec: &GroupSpec,
+    key: Bson,
+    arrival: u64,
+    scope: &mut Scope<'_>,
+) -> Result<(), QueryError> {
     let mut sort_key = encode_value(&key);
     arrival_suffix(&mut sort_key, arrival);
     let mut record = Document::new();
@@ -217,7 +232,11 @@ type Arrived = Box<dyn Iterator<Item = Result<(u64, Document), QueryError>> + Se
 
 /// Finishes the spilled groups one at a time, then orders them by first arrival through a
 /// second run.
-fn finish_spilled(spec: &GroupSpec, spilled: SortedDocuments, store: &Arc<dyn SpillStore>) -> Result<Arrived, QueryError> {
+fn finish_spilled(
+    spec: &GroupSpec,
+    spilled: SortedDocuments,
+    store: &Arc<dyn SpillStore>,
+) -> Result<Arrived, QueryError> {
     let mut by_arrival = SortedDocuments::spilled("$group", store);
     let mut current: Option<Group> = None;
     for record in spilled.into_sorted()? {

@@ -27,7 +27,10 @@ pub struct LookupSpec {
 fn string_arg(key: &str, value: &Bson) -> Result<String, QueryError> {
     match value {
         Bson::String(s) => Ok(s.clone()),
-        other => Err(fail(40321, format!("$lookup argument '{key}: {other}' must be a string, is type {}", bson_type_name(other)))),
+        other => Err(fail(
+            40321,
+            format!("$lookup argument '{key}: {other}' must be a string, is type {}", bson_type_name(other)),
+        )),
     }
 }
 
@@ -48,7 +51,10 @@ fn sub_pipeline(value: &Bson, stage: &str) -> Result<Pipeline, QueryError> {
 impl LookupSpec {
     pub fn parse(spec: &Bson) -> Result<LookupSpec, QueryError> {
         let Bson::Document(spec) = spec else {
-            return Err(fail(9, format!("the $lookup specification must be an object, found {}", bson_type_name(spec))));
+            return Err(fail(
+                9,
+                format!("the $lookup specification must be an object, found {}", bson_type_name(spec)),
+            ));
         };
         let (mut from, mut as_field, mut local, mut foreign) = (None, None, None, None);
         let (mut let_vars, mut pipeline) = (Vec::new(), None);
@@ -67,10 +73,18 @@ impl LookupSpec {
         let equality = match (local, foreign) {
             (Some(l), Some(f)) => Some((split(&l), f)),
             (None, None) => None,
-            _ => return Err(fail(9, "$lookup requires both or neither of 'localField' and 'foreignField' to be specified")),
+            _ => {
+                return Err(fail(
+                    9,
+                    "$lookup requires both or neither of 'localField' and 'foreignField' to be specified",
+                ));
+            }
         };
         if equality.is_none() && pipeline.is_none() {
-            return Err(fail(9, "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified"));
+            return Err(fail(
+                9,
+                "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified",
+            ));
         }
         if from.is_none() && pipeline.is_none() {
             return Err(fail(9, "must specify 'from' field for a $lookup"));
@@ -79,7 +93,12 @@ impl LookupSpec {
     }
 
     /// Runs the lookup for every input document; `foreign` is the scanned collection.
-    pub fn apply(&self, document: Document, foreign: &[Document], context: &Context<'_>) -> Result<Document, QueryError> {
+    pub fn apply(
+        &self,
+        document: Document,
+        foreign: &[Document],
+        context: &Context<'_>,
+    ) -> Result<Document, QueryError> {
         let matched: Vec<Document> = match &self.equality {
             Some((local, foreign_field)) => {
                 let filter = equality_filter(&document, local, foreign_field)?;
@@ -132,7 +151,11 @@ fn parse_let(value: &Bson) -> Result<Vec<(String, Expr)>, QueryError> {
 }
 
 /// `{foreignField: {$in: <local values>}}`: the local field's values as a find filter sees them.
-fn equality_filter(document: &Document, local: &[String], foreign_field: &str) -> Result<crate::filter::Filter, QueryError> {
+fn equality_filter(
+    document: &Document,
+    local: &[String],
+    foreign_field: &str,
+) -> Result<crate::filter::Filter, QueryError> {
     let mut values = Vec::new();
     for candidate in match_candidates(document, local) {
         match candidate {
@@ -166,13 +189,22 @@ impl UnionWithSpec {
                     match (key.as_str(), value) {
                         ("coll", Bson::String(s)) => collection = Some(s.clone()),
                         ("pipeline", v) => pipeline = Some(sub_pipeline(v, "$unionWith")?),
-                        (other, _) => return Err(fail(40415, format!("BSON field '$unionWith.{other}' is an unknown field."))),
+                        (other, _) => {
+                            return Err(fail(40415, format!("BSON field '$unionWith.{other}' is an unknown field.")));
+                        }
                     }
                 }
-                let collection = collection.ok_or_else(|| fail(40414, "BSON field '$unionWith.coll' is missing but a required field"))?;
+                let collection = collection
+                    .ok_or_else(|| fail(40414, "BSON field '$unionWith.coll' is missing but a required field"))?;
                 Ok(UnionWithSpec { collection, pipeline })
             }
-            other => Err(fail(14, format!("the $unionWith stage specification must be an object or string, but found {}", bson_type_name(other)))),
+            other => Err(fail(
+                14,
+                format!(
+                    "the $unionWith stage specification must be an object or string, but found {}",
+                    bson_type_name(other)
+                ),
+            )),
         }
     }
 

@@ -386,7 +386,12 @@ pub fn replace_root(expr: &Expr, document: &Document, vars: &Variables) -> Resul
         other => {
             let shown = other.as_ref().map_or_else(|| "MISSING".to_string(), |v| v.to_string());
             let type_name = other.as_ref().map_or("missing", bson_type_name);
-            Err(fail(40228, format!("'newRoot' expression must evaluate to an object, but resulting value was: {shown}. Type of resulting value: '{type_name}'. Input document: {document}")))
+            Err(fail(
+                40228,
+                format!(
+                    "'newRoot' expression must evaluate to an object, but resulting value was: {shown}. Type of resulting value: '{type_name}'. Input document: {document}"
+                ),
+            ))
         }
     }
 }
@@ -400,7 +405,11 @@ fn count(name: &str, n: usize) -> Vec<Document> {
     vec![out]
 }
 
-fn facet(facets: &[(String, Pipeline)], documents: Vec<Document>, context: &Context<'_>) -> Result<Vec<Document>, QueryError> {
+fn facet(
+    facets: &[(String, Pipeline)],
+    documents: Vec<Document>,
+    context: &Context<'_>,
+) -> Result<Vec<Document>, QueryError> {
     let mut out = Document::new();
     for (name, pipeline) in facets {
         let results = pipeline.run(documents.clone(), context)?;
@@ -427,7 +436,9 @@ fn documents_stage(expr: &Expr, _input: Vec<Document>, vars: &Variables) -> Resu
             .into_iter()
             .map(|item| match item {
                 Bson::Document(d) => Ok(d),
-                other => Err(fail(40228, format!("$documents elements must be objects, found {}", bson_type_name(&other)))),
+                other => {
+                    Err(fail(40228, format!("$documents elements must be objects, found {}", bson_type_name(&other))))
+                }
             })
             .collect(),
         _ => Err(fail(5858203, "an array is expected for $documents")),

@@ -19,7 +19,9 @@ pub fn parse_out(spec: &Bson) -> Result<Namespace, QueryError> {
     match spec {
         Bson::String(s) if !s.is_empty() => Ok(Namespace::new("", s.clone())),
         Bson::Document(d) => parse_namespace(d, "$out"),
-        other => Err(fail(16990, format!("$out only supports a string or object argument, not {}", bson_type_name(other)))),
+        other => {
+            Err(fail(16990, format!("$out only supports a string or object argument, not {}", bson_type_name(other))))
+        }
     }
 }
 
@@ -71,7 +73,12 @@ impl MergeSpec {
         let spec = match spec {
             Bson::String(s) => return Ok(MergeSpec::into_only(Namespace::new("", s.clone()))),
             Bson::Document(d) => d,
-            other => return Err(fail(51182, format!("$merge only supports a string or object argument, not {}", bson_type_name(other)))),
+            other => {
+                return Err(fail(
+                    51182,
+                    format!("$merge only supports a string or object argument, not {}", bson_type_name(other)),
+                ));
+            }
         };
         let mut merge = MergeSpec::into_only(Namespace::new("", ""));
         let mut has_into = false;
@@ -82,7 +89,15 @@ impl MergeSpec {
                     merge.into = match value {
                         Bson::String(s) => Namespace::new("", s.clone()),
                         Bson::Document(d) => parse_namespace(d, "$merge.into")?,
-                        other => return Err(fail(51178, format!("$merge 'into' field must be either a string or an object, but found {}", bson_type_name(other)))),
+                        other => {
+                            return Err(fail(
+                                51178,
+                                format!(
+                                    "$merge 'into' field must be either a string or an object, but found {}",
+                                    bson_type_name(other)
+                                ),
+                            ));
+                        }
                     };
                 }
                 "on" => merge.on = parse_on(value)?,
@@ -127,14 +142,23 @@ impl MergeSpec {
             return match self.when_not_matched {
                 WhenNotMatched::Insert => context.source.insert(target, document),
                 WhenNotMatched::Discard => Ok(()),
-                WhenNotMatched::Fail => Err(fail(13113, "$merge could not find a matching document in the target collection for at least one document in the source collection")),
+                WhenNotMatched::Fail => Err(fail(
+                    13113,
+                    "$merge could not find a matching document in the target collection for at least one document in the source collection",
+                )),
             };
         };
         let id = existing.get("_id").cloned().unwrap_or(Bson::Null);
         let replacement = match &self.when_matched {
             WhenMatched::KeepExisting => return Ok(()),
             WhenMatched::Fail => {
-                return Err(fail(11000, format!("E11000 duplicate key error collection: {}.{} dup key: {key}", target.db, target.collection)));
+                return Err(fail(
+                    11000,
+                    format!(
+                        "E11000 duplicate key error collection: {}.{} dup key: {key}",
+                        target.db, target.collection
+                    ),
+                ));
             }
             WhenMatched::Replace => with_id(document, &id)?,
             WhenMatched::Merge => {
@@ -165,7 +189,10 @@ impl MergeSpec {
             let path: Vec<String> = field.split('.').map(str::to_string).collect();
             match document::path::get_dotted(document, &path) {
                 None | Some(Bson::Null) | Some(Bson::Undefined) | Some(Bson::Array(_)) => {
-                    return Err(fail(51132, "$merge write error: 'on' field cannot be missing, null, undefined or an array"));
+                    return Err(fail(
+                        51132,
+                        "$merge write error: 'on' field cannot be missing, null, undefined or an array",
+                    ));
                 }
                 Some(v) => {
                     key.insert(field.clone(), v.clone());
@@ -179,9 +206,10 @@ impl MergeSpec {
 /// The target document keeps its `_id`; a result that changes it is an error.
 fn with_id(mut document: Document, id: &Bson) -> Result<Document, QueryError> {
     match document.get("_id") {
-        Some(existing) if !document::values_equal(existing, id) => {
-            Err(fail(66, "$merge failed to update the matching document, did you attempt to modify the _id or the shard key?"))
-        }
+        Some(existing) if !document::values_equal(existing, id) => Err(fail(
+            66,
+            "$merge failed to update the matching document, did you attempt to modify the _id or the shard key?",
+        )),
         Some(_) => Ok(document),
         None => {
             let mut out = Document::new();
@@ -204,7 +232,12 @@ fn parse_on(value: &Bson) -> Result<Vec<String>, QueryError> {
                 _ => Err(fail(51134, "$merge 'on' array elements must be strings")),
             })
             .collect::<Result<_, _>>()?,
-        _ => return Err(fail(51186, "$merge 'on' field must be either a single string or a non-empty array of strings")),
+        _ => {
+            return Err(fail(
+                51186,
+                "$merge 'on' field must be either a single string or a non-empty array of strings",
+            ));
+        }
     };
     Ok(fields)
 }
@@ -228,10 +261,15 @@ fn parse_when_matched(value: &Bson) -> Result<WhenMatched, QueryError> {
             "keepExisting" => Ok(WhenMatched::KeepExisting),
             "merge" => Ok(WhenMatched::Merge),
             "fail" => Ok(WhenMatched::Fail),
-            other => Err(fail(2, format!("Enumeration value '{other}' for field '$merge.whenMatched' is not a valid value."))),
+            other => Err(fail(
+                2,
+                format!("Enumeration value '{other}' for field '$merge.whenMatched' is not a valid value."),
+            )),
         },
         Bson::Array(stages) => Ok(WhenMatched::Pipeline(UpdatePipeline::parse(stages)?)),
-        other => Err(fail(14, format!("$merge 'whenMatched' must be a string or an array, found {}", bson_type_name(other)))),
+        other => {
+            Err(fail(14, format!("$merge 'whenMatched' must be a string or an array, found {}", bson_type_name(other))))
+        }
     }
 }
 
@@ -241,7 +279,10 @@ fn parse_when_not_matched(value: &Bson) -> Result<WhenNotMatched, QueryError> {
             "insert" => Ok(WhenNotMatched::Insert),
             "discard" => Ok(WhenNotMatched::Discard),
             "fail" => Ok(WhenNotMatched::Fail),
-            other => Err(fail(2, format!("Enumeration value '{other}' for field '$merge.whenNotMatched' is not a valid value."))),
+            other => Err(fail(
+                2,
+                format!("Enumeration value '{other}' for field '$merge.whenNotMatched' is not a valid value."),
+            )),
         },
         other => Err(fail(14, format!("$merge 'whenNotMatched' must be a string, found {}", bson_type_name(other)))),
     }

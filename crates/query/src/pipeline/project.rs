@@ -103,7 +103,10 @@ impl Projection {
     /// Parses an aggregation `$project` spec.
     pub fn parse(spec: &Document) -> Result<Projection, QueryError> {
         if spec.is_empty() {
-            return Err(fail(51272, "Invalid $project :: caused by :: projection specification must have at least one field"));
+            return Err(fail(
+                51272,
+                "Invalid $project :: caused by :: projection specification must have at least one field",
+            ));
         }
         let mut tree = FieldTree::default();
         let mut keep_id = true;
@@ -121,11 +124,18 @@ impl Projection {
         match (includes, excludes) {
             (true, true) => {
                 let path = tree.first_path(|n| matches!(n, Node::Exclude)).unwrap_or_default();
-                Err(fail(31254, format!("Invalid $project :: caused by :: Cannot do exclusion on field {path} in inclusion projection")))
+                Err(fail(
+                    31254,
+                    format!(
+                        "Invalid $project :: caused by :: Cannot do exclusion on field {path} in inclusion projection"
+                    ),
+                ))
             }
             (false, true) => Ok(Projection::Exclusion { tree: with_id_exclusion(tree, !keep_id)? }),
             (true, false) => Ok(Projection::Inclusion { tree, keep_id }),
-            (false, false) if explicit_id && !keep_id => Ok(Projection::Exclusion { tree: with_id_exclusion(tree, true)? }),
+            (false, false) if explicit_id && !keep_id => {
+                Ok(Projection::Exclusion { tree: with_id_exclusion(tree, true)? })
+            }
             (false, false) => Ok(Projection::Inclusion { tree, keep_id }),
         }
     }
@@ -187,7 +197,9 @@ fn parse_node(value: &Bson) -> Result<Node, QueryError> {
             }
             Ok(Node::Sub(sub))
         }
-        Bson::Document(d) if d.is_empty() => Err(fail(51270, "An empty sub-projection is not a valid value. Found empty object at path")),
+        Bson::Document(d) if d.is_empty() => {
+            Err(fail(51270, "An empty sub-projection is not a valid value. Found empty object at path"))
+        }
         other => classify(other),
     }
 }
@@ -225,7 +237,12 @@ fn exclude_array(tree: &FieldTree, items: &[Bson]) -> Bson {
 }
 
 /// Inclusion: included fields in document order, then computed fields in spec order.
-fn include_into(tree: &FieldTree, document: &Document, scope: &mut Scope<'_>, out: &mut Document) -> Result<(), QueryError> {
+fn include_into(
+    tree: &FieldTree,
+    document: &Document,
+    scope: &mut Scope<'_>,
+    out: &mut Document,
+) -> Result<(), QueryError> {
     for (name, value) in document {
         match (tree.get(name), value) {
             (Some(Node::Include), _) => {
@@ -384,7 +401,9 @@ pub fn parse_unset(spec: &Bson) -> Result<Projection, QueryError> {
             .iter()
             .map(|item| match item {
                 Bson::String(s) => Ok(s.clone()),
-                _ => Err(fail(31120, "$unset specification must be a string or an array containing only string values")),
+                _ => {
+                    Err(fail(31120, "$unset specification must be a string or an array containing only string values"))
+                }
             })
             .collect::<Result<_, _>>()?,
         _ => return Err(fail(31002, "$unset specification must be a string or an array with at least one field")),

@@ -118,7 +118,13 @@ impl CollectionSource for InMemorySource {
         for (i, a) in documents.iter().enumerate() {
             let id = a.get("_id").cloned().unwrap_or(Bson::Null);
             if documents.iter().skip(i + 1).any(|b| same_id(b, &id)) {
-                return Err(fail(11000, format!("E11000 duplicate key error collection: {}.{} index: _id_ dup key: {{ _id: {id} }}", namespace.db, namespace.collection)));
+                return Err(fail(
+                    11000,
+                    format!(
+                        "E11000 duplicate key error collection: {}.{} index: _id_ dup key: {{ _id: {id} }}",
+                        namespace.db, namespace.collection
+                    ),
+                ));
             }
         }
         self.lock().insert(namespace.clone(), documents);
@@ -144,7 +150,13 @@ impl CollectionSource for InMemorySource {
         let collection = collections.entry(namespace.clone()).or_default();
         let id = document.get("_id").cloned().unwrap_or(Bson::Null);
         if collection.iter().any(|d| same_id(d, &id)) {
-            return Err(fail(11000, format!("E11000 duplicate key error collection: {}.{} index: _id_ dup key: {{ _id: {id} }}", namespace.db, namespace.collection)));
+            return Err(fail(
+                11000,
+                format!(
+                    "E11000 duplicate key error collection: {}.{} index: _id_ dup key: {{ _id: {id} }}",
+                    namespace.db, namespace.collection
+                ),
+            ));
         }
         collection.push(document);
         Ok(())

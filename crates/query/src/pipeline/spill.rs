@@ -64,8 +64,12 @@ impl SpillRun for InMemoryRun {
 /// The error of a stage past its memory limit without `allowDiskUse`, in MongoDB's words.
 pub fn memory_exceeded(stage: &str, limit_bytes: usize) -> QueryError {
     QueryError::MemoryLimitExceeded(match stage {
-        "$sort" => format!("Sort exceeded memory limit of {limit_bytes} bytes, but did not opt in to external sorting. Aborting operation. Pass allowDiskUse:true to opt in."),
-        _ => format!("Exceeded memory limit for {stage}, but didn't allow external sort. Pass allowDiskUse:true to opt in."),
+        "$sort" => format!(
+            "Sort exceeded memory limit of {limit_bytes} bytes, but did not opt in to external sorting. Aborting operation. Pass allowDiskUse:true to opt in."
+        ),
+        _ => format!(
+            "Exceeded memory limit for {stage}, but didn't allow external sort. Pass allowDiskUse:true to opt in."
+        ),
     })
 }
 
@@ -134,12 +138,14 @@ impl SortedDocuments {
 }
 
 fn encode(document: &Document) -> Result<Vec<u8>, QueryError> {
-    let raw = bson::RawDocumentBuf::try_from(document).map_err(|e| QueryError::bad_value(format!("spilling a document: {e}")))?;
+    let raw = bson::RawDocumentBuf::try_from(document)
+        .map_err(|e| QueryError::bad_value(format!("spilling a document: {e}")))?;
     Ok(raw.into_bytes())
 }
 
 fn decode(bytes: &[u8]) -> Result<Document, QueryError> {
-    let raw = bson::RawDocument::from_bytes(bytes).map_err(|e| QueryError::bad_value(format!("reading a spilled document: {e}")))?;
+    let raw = bson::RawDocument::from_bytes(bytes)
+        .map_err(|e| QueryError::bad_value(format!("reading a spilled document: {e}")))?;
     Document::try_from(raw).map_err(|e| QueryError::bad_value(format!("reading a spilled document: {e}")))
 }
 

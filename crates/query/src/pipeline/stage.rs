@@ -55,7 +55,10 @@ impl Stage {
 /// `(name, spec)` of a stage document, which must have exactly one field.
 pub fn stage_parts(stage: &Bson) -> Result<(&str, &Bson), QueryError> {
     let Bson::Document(document) = stage else {
-        return Err(fail(14, format!("Each element of the 'pipeline' array must be an object, found {}", bson_type_name(stage))));
+        return Err(fail(
+            14,
+            format!("Each element of the 'pipeline' array must be an object, found {}", bson_type_name(stage)),
+        ));
     };
     let mut fields = document.iter();
     match (fields.next(), fields.next()) {
@@ -67,9 +70,19 @@ pub fn stage_parts(stage: &Bson) -> Result<(&str, &Bson), QueryError> {
 pub fn parse_stage(stage: &Bson) -> Result<Stage, QueryError> {
     let (name, spec) = stage_parts(stage)?;
     Ok(match name {
-        "$match" => Stage::Match(MatchStage::parse(object(spec, 15959, "the match filter must be an expression in an object")?)?),
-        "$project" => Stage::Project(Projection::parse(object(spec, 15969, "$project specification must be an object")?)?),
-        "$addFields" | "$set" => Stage::AddFields(AddFields::parse(object(spec, 40272, "$addFields specification stage must be an object")?)?),
+        "$match" => Stage::Match(MatchStage::parse(object(
+            spec,
+            15959,
+            "the match filter must be an expression in an object",
+        )?)?),
+        "$project" => {
+            Stage::Project(Projection::parse(object(spec, 15969, "$project specification must be an object")?)?)
+        }
+        "$addFields" | "$set" => Stage::AddFields(AddFields::parse(object(
+            spec,
+            40272,
+            "$addFields specification stage must be an object",
+        )?)?),
         "$unset" => Stage::Project(parse_unset(spec)?),
         "$group" => Stage::Group(GroupSpec::parse(spec)?),
         "$sort" => Stage::Sort(SortSpec::parse(spec)?),
@@ -126,7 +139,10 @@ fn parse_skip(spec: &Bson) -> Result<usize, QueryError> {
 
 fn parse_replace_root(spec: &Bson) -> Result<Expr, QueryError> {
     let Bson::Document(spec) = spec else {
-        return Err(fail(40229, format!("expected an object as specification for $replaceRoot stage, got {}", bson_type_name(spec))));
+        return Err(fail(
+            40229,
+            format!("expected an object as specification for $replaceRoot stage, got {}", bson_type_name(spec)),
+        ));
     };
     let mut new_root = None;
     for (key, value) in spec {
@@ -149,7 +165,10 @@ fn parse_facet(spec: &Bson) -> Result<Vec<(String, Pipeline)>, QueryError> {
     for (name, stages) in spec {
         crate::expr::check_field_name(name)?;
         let Bson::Array(stages) = stages else {
-            return Err(fail(40170, format!("arguments to $facet must be arrays, {name} is type {}", bson_type_name(stages))));
+            return Err(fail(
+                40170,
+                format!("arguments to $facet must be arrays, {name} is type {}", bson_type_name(stages)),
+            ));
         };
         for stage in stages {
             let (stage_name, _) = stage_parts(stage)?;

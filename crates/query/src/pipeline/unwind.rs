@@ -29,7 +29,13 @@ impl UnwindSpec {
         match spec {
             Bson::String(s) => Ok(UnwindSpec { path: field_path(s, 28818)?, index_field: None, preserve: false }),
             Bson::Document(d) => UnwindSpec::parse_object(d),
-            other => Err(fail(15981, format!("expected either a string or an object as specification for $unwind stage, got {}", bson_type_name(other)))),
+            other => Err(fail(
+                15981,
+                format!(
+                    "expected either a string or an object as specification for $unwind stage, got {}",
+                    bson_type_name(other)
+                ),
+            )),
         }
     }
 
@@ -38,19 +44,39 @@ impl UnwindSpec {
         for (key, value) in spec {
             match (key.as_str(), value) {
                 ("path", Bson::String(s)) => path = Some(field_path(s, 28818)?),
-                ("path", other) => return Err(fail(28808, format!("expected a string as the path for $unwind stage, got {}", bson_type_name(other)))),
+                ("path", other) => {
+                    return Err(fail(
+                        28808,
+                        format!("expected a string as the path for $unwind stage, got {}", bson_type_name(other)),
+                    ));
+                }
                 ("includeArrayIndex", Bson::String(s)) if !s.is_empty() => {
                     if s.starts_with('$') {
-                        return Err(fail(28822, format!("includeArrayIndex option to $unwind stage should not be prefixed with a '$': {s}")));
+                        return Err(fail(
+                            28822,
+                            format!("includeArrayIndex option to $unwind stage should not be prefixed with a '$': {s}"),
+                        ));
                     }
                     index_field = Some(crate::expr::parse_field_path(s)?);
                 }
                 ("includeArrayIndex", other) => {
-                    return Err(fail(28810, format!("expected a non-empty string for the includeArrayIndex option to $unwind stage, got {}", bson_type_name(other))));
+                    return Err(fail(
+                        28810,
+                        format!(
+                            "expected a non-empty string for the includeArrayIndex option to $unwind stage, got {}",
+                            bson_type_name(other)
+                        ),
+                    ));
                 }
                 ("preserveNullAndEmptyArrays", Bson::Boolean(b)) => preserve = *b,
                 ("preserveNullAndEmptyArrays", other) => {
-                    return Err(fail(28809, format!("expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got {}", bson_type_name(other))));
+                    return Err(fail(
+                        28809,
+                        format!(
+                            "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got {}",
+                            bson_type_name(other)
+                        ),
+                    ));
                 }
                 (other, _) => return Err(fail(28811, format!("unrecognized option to $unwind stage: {other}"))),
             }

@@ -22,7 +22,10 @@ impl UpdatePipeline {
         for stage in stages {
             let (name, _) = stage_parts(stage)?;
             if !matches!(name, "$addFields" | "$set" | "$project" | "$unset" | "$replaceRoot" | "$replaceWith") {
-                return Err(fail(72, format!("Invalid update pipeline: {name} is not allowed to be used within an update")));
+                return Err(fail(
+                    72,
+                    format!("Invalid update pipeline: {name} is not allowed to be used within an update"),
+                ));
             }
             parsed.push(parse_stage(stage)?);
         }

@@ -21,7 +21,9 @@ pub fn is_number(value: &Bson) -> bool {
 /// `a op b` for two numbers; `None` if either is not a number.
 pub fn apply(op: Arith, a: &Bson, b: &Bson) -> Option<Bson> {
     Some(match (a, b) {
-        (Bson::Decimal128(_), _) | (_, Bson::Decimal128(_)) => Bson::Decimal128(decimal(op, &to_decimal(a)?, &to_decimal(b)?)?),
+        (Bson::Decimal128(_), _) | (_, Bson::Decimal128(_)) => {
+            Bson::Decimal128(decimal(op, &to_decimal(a)?, &to_decimal(b)?)?)
+        }
         (Bson::Double(_), _) | (_, Bson::Double(_)) => {
             let (x, y) = (to_f64(a)?, to_f64(b)?);
             Bson::Double(match op {
@@ -106,7 +108,9 @@ fn to_decimal(value: &Bson) -> Option<Dec> {
         // MongoDB converts a double to decimal with 15 significant digits.
         Bson::Double(d) if d.is_nan() => Some(Dec::NaN),
         Bson::Double(d) if d.is_infinite() => Some(Dec::Infinity { negative: *d < 0.0 }),
-        Bson::Double(d) => format!("{d:.14e}").parse::<Decimal128>().ok().and_then(|x| to_decimal(&Bson::Decimal128(x))),
+        Bson::Double(d) => {
+            format!("{d:.14e}").parse::<Decimal128>().ok().and_then(|x| to_decimal(&Bson::Decimal128(x)))
+        }
         _ => None,
     }
 }
@@ -132,7 +136,9 @@ fn decimal(op: Arith, a: &Dec, b: &Dec) -> Option<Decimal128> {
             Dec::Finite { negative: xn, coefficient: xc, exponent: xe },
             Dec::Finite { negative: yn, coefficient: yc, exponent: ye },
         ) => match op {
-            Arith::Multiply => round(xn != yn, xc.checked_mul(*yc).map(Wide::from).unwrap_or_else(|| Wide::mul(*xc, *yc)), xe + ye),
+            Arith::Multiply => {
+                round(xn != yn, xc.checked_mul(*yc).map(Wide::from).unwrap_or_else(|| Wide::mul(*xc, *yc)), xe + ye)
+            }
             Arith::Add => add(*xn, *xc, *xe, *yn, *yc, *ye),
         },
     }
@@ -145,7 +151,11 @@ fn add(xn: bool, xc: u128, xe: i32, yn: bool, yc: u128, ye: i32) -> Option<Decim
     let shift = (big.2 - small.2) as u32;
     let scaled = 10u128.checked_pow(shift).and_then(|p| big.1.checked_mul(p));
     let Some(scaled) = scaled else {
-        return if big.1 == 0 { round(small.0, Wide::from(small.1), small.2) } else { round(big.0, Wide::from(big.1), big.2) };
+        return if big.1 == 0 {
+            round(small.0, Wide::from(small.1), small.2)
+        } else {
+            round(big.0, Wide::from(big.1), big.2)
+        };
     };
     let (negative, coefficient) = if big.0 == small.0 {
         (big.0, scaled.checked_add(small.1)?)

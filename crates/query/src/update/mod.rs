@@ -79,7 +79,9 @@ impl Update {
                 )));
             }
             if !array_filters.is_empty() {
-                return Err(QueryError::failed_to_parse("arrayFilters may not be specified for replacement-style updates"));
+                return Err(QueryError::failed_to_parse(
+                    "arrayFilters may not be specified for replacement-style updates",
+                ));
             }
             return Ok(Update::Replacement(update.clone()));
         }
@@ -300,7 +302,11 @@ fn collect_equalities(expr: &MatchExpr, out: &mut Vec<(document::path::FieldPath
     }
 }
 
-fn collect_predicate(path: &document::path::FieldPath, predicate: &Predicate, out: &mut Vec<(document::path::FieldPath, Bson)>) {
+fn collect_predicate(
+    path: &document::path::FieldPath,
+    predicate: &Predicate,
+    out: &mut Vec<(document::path::FieldPath, Bson)>,
+) {
     match predicate {
         Predicate::Eq(value) => out.push((path.clone(), value.clone())),
         Predicate::And(predicates) => {

@@ -173,7 +173,9 @@ fn parse_rename(field: &str, argument: &Bson) -> Result<Operation> {
         return Err(QueryError::bad_value(format!("The destination field for $rename may not be dynamic: {target}")));
     }
     if source == destination {
-        return Err(QueryError::bad_value(format!("The source and target field for $rename must differ: {field}: \"{target}\"")));
+        return Err(QueryError::bad_value(format!(
+            "The source and target field for $rename must differ: {field}: \"{target}\""
+        )));
     }
     if super::path::conflicts(&source, &destination) {
         return Err(QueryError::bad_value(format!(
@@ -228,12 +230,18 @@ fn parse_push(argument: &Bson) -> Result<Push> {
             "$each" => {}
             "$position" => {
                 push.position = Some(integer(value).ok_or_else(|| {
-                    QueryError::bad_value(format!("The value for $position must be an integer value, not of type: {}", type_name(value)))
+                    QueryError::bad_value(format!(
+                        "The value for $position must be an integer value, not of type: {}",
+                        type_name(value)
+                    ))
                 })?);
             }
             "$slice" => {
                 push.slice = Some(integer(value).ok_or_else(|| {
-                    QueryError::bad_value(format!("The value for $slice must be an integer value but was given type: {}", type_name(value)))
+                    QueryError::bad_value(format!(
+                        "The value for $slice must be an integer value but was given type: {}",
+                        type_name(value)
+                    ))
                 })?);
             }
             "$sort" => push.sort = Some(parse_push_sort(value)?),
@@ -258,12 +266,15 @@ fn parse_push_sort(value: &Bson) -> Result<PushSort> {
             Err(QueryError::bad_value("The $sort pattern is empty when it should be a set of fields."))
         }
         Bson::Document(pattern) => Ok(PushSort::Fields(
-            SortSpec::parse(pattern).map_err(|_| QueryError::bad_value("The $sort element value must be either 1 or -1"))?,
+            SortSpec::parse(pattern)
+                .map_err(|_| QueryError::bad_value("The $sort element value must be either 1 or -1"))?,
         )),
         other => match integer(other) {
             Some(1) => Ok(PushSort::Value(true)),
             Some(-1) => Ok(PushSort::Value(false)),
-            _ => Err(QueryError::bad_value("The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} to sort embedded fields")),
+            _ => Err(QueryError::bad_value(
+                "The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} to sort embedded fields",
+            )),
         },
     }
 }
@@ -273,7 +284,9 @@ fn parse_add_to_set(argument: &Bson) -> Result<Vec<Bson>> {
         None => Ok(vec![argument.clone()]),
         Some(spec) => {
             if let Some(extra) = spec.keys().find(|key| *key != "$each") {
-                return Err(QueryError::bad_value(format!("Found unexpected fields after $each in $addToSet: {extra}")));
+                return Err(QueryError::bad_value(format!(
+                    "Found unexpected fields after $each in $addToSet: {extra}"
+                )));
             }
             each_values(spec, "$addToSet")
         }
@@ -337,7 +350,8 @@ pub fn compute(operation: &Operation, field: &str, current: Option<&Bson>, conte
         Operation::SetOnInsert(value) if context.inserting => Change::Set(value.clone()),
         Operation::SetOnInsert(_) => Change::Keep,
         Operation::Inc(value) | Operation::Mul(value) => {
-            let (op, name) = if matches!(operation, Operation::Inc(_)) { (Arith::Add, "$inc") } else { (Arith::Multiply, "$mul") };
+            let (op, name) =
+                if matches!(operation, Operation::Inc(_)) { (Arith::Add, "$inc") } else { (Arith::Multiply, "$mul") };
             match current {
                 None if op == Arith::Add => Change::Set(value.clone()),
                 None => Change::Set(arith::zero_like(value)),
@@ -377,9 +391,9 @@ pub fn compute(operation: &Operation, field: &str, current: Option<&Bson>, conte
         }
         Operation::Pop(end) => pop(*end, current, field)?,
         Operation::Pull(condition) => pull(current, field, &|item| pull_matches(condition, item))?,
-        Operation::PullAll(values) => pull(current, field, &|item| {
-            Ok(values.iter().any(|value| compare_values(item, value) == Ordering::Equal))
-        })?,
+        Operation::PullAll(values) => {
+            pull(current, field, &|item| Ok(values.iter().any(|value| compare_values(item, value) == Ordering::Equal)))?
+        }
         Operation::Bit(operations) => bit(operations, current, field, context)?,
         Operation::Rename(_) => Change::Keep,
     })

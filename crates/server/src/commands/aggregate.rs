@@ -2,12 +2,12 @@
 //! through the store; results come back as a cursor like find's. `explain: true` describes the
 //! pipeline's first stage's query plan.
 
-use bson::{doc, Bson, Document, RawDocumentBuf};
+use bson::{Bson, Document, RawDocumentBuf, doc};
 use docstore::AggregateOptions;
 
-use crate::command::{mismatch, Command};
+use crate::command::{Command, mismatch};
 use crate::commands::{hint, reply};
-use crate::cursors::{batch_size, first_batch, ServerCursor, DEFAULT_FIRST_BATCH};
+use crate::cursors::{DEFAULT_FIRST_BATCH, ServerCursor, batch_size, first_batch};
 use crate::error::CommandError;
 use crate::state::Context;
 
@@ -28,10 +28,16 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     }
     let cursor_options = command.optional_document("cursor")?;
     if cursor_options.is_none() {
-        return Err(CommandError::new(wire::ErrorCode::FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument"));
+        return Err(CommandError::new(
+            wire::ErrorCode::FailedToParse,
+            "The 'cursor' option is required, except for aggregate with the explain argument",
+        ));
     }
     let size = match cursor_options.and_then(|options| options.get("batchSize")) {
-        Some(value) => batch_size(Some(crate::command::as_i64(value).ok_or_else(|| mismatch("batchSize", "number", value))?), DEFAULT_FIRST_BATCH)?,
+        Some(value) => batch_size(
+            Some(crate::command::as_i64(value).ok_or_else(|| mismatch("batchSize", "number", value))?),
+            DEFAULT_FIRST_BATCH,
+        )?,
         None => DEFAULT_FIRST_BATCH,
     };
     let store = &context.shared.store;
@@ -50,6 +56,8 @@ pub fn pipeline(command: &Command) -> Result<Vec<Document>, CommandError> {
             })
             .collect(),
         Some(other) => Err(mismatch("pipeline", "array", other)),
-        None => Err(CommandError::new(wire::ErrorCode::FailedToParse, "'pipeline' option must be specified as an array")),
+        None => {
+            Err(CommandError::new(wire::ErrorCode::FailedToParse, "'pipeline' option must be specified as an array"))
+        }
     }
 }

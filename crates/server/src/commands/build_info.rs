@@ -1,6 +1,6 @@
 //! `buildInfo`: the version drivers and mongosh read. "7.0.0" matches `maxWireVersion` 21.
 
-use bson::{doc, RawDocumentBuf};
+use bson::{RawDocumentBuf, doc};
 
 use crate::command::Command;
 use crate::commands::reply;

@@ -1,6 +1,6 @@
 //! `collStats`: the store's figures for one collection, divided by `scale`.
 
-use bson::{RawDocumentBuf};
+use bson::RawDocumentBuf;
 
 use crate::command::Command;
 use crate::commands::{reply, scale};

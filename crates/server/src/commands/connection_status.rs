@@ -1,6 +1,6 @@
 //! `connectionStatus`: nobody is authenticated (authentication is not implemented yet).
 
-use bson::{doc, Bson, RawDocumentBuf};
+use bson::{Bson, RawDocumentBuf, doc};
 
 use crate::command::Command;
 use crate::commands::reply;

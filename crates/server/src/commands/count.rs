@@ -1,7 +1,7 @@
 //! `count`: matches of `query` (with skip, limit, hint); without a query, the maintained
 //! document counter (no scan), as MongoDB's fast count.
 
-use bson::{doc, Document, RawDocumentBuf};
+use bson::{Document, RawDocumentBuf, doc};
 use docstore::FindRequest;
 
 use crate::command::Command;

@@ -1,6 +1,6 @@
 //! `create`: create a collection with its options (`NamespaceExists` if it exists).
 
-use bson::{doc, Document, RawDocumentBuf};
+use bson::{Document, RawDocumentBuf, doc};
 
 use crate::command::{Command, GENERIC_ARGUMENTS};
 use crate::commands::reply;

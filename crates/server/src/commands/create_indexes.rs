@@ -1,9 +1,9 @@
 //! `createIndexes`: build the `indexes` specs (creating the collection if needed). Reply
 //! `{numIndexesBefore, numIndexesAfter, createdCollectionAutomatically, note?}`.
 
-use bson::{doc, Bson, RawDocumentBuf};
+use bson::{Bson, RawDocumentBuf, doc};
 
-use crate::command::{mismatch, Command};
+use crate::command::{Command, mismatch};
 use crate::commands::reply;
 use crate::error::CommandError;
 use crate::state::Context;
@@ -20,7 +20,12 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             .collect::<Result<Vec<_>, _>>()?,
         Some(Bson::Array(_)) => return Err(CommandError::bad_value("Must specify at least one index.")),
         Some(other) => return Err(mismatch("indexes", "array", other)),
-        None => return Err(CommandError::new(wire::ErrorCode::NoSuchKey, "BSON field 'createIndexes.indexes' is missing but a required field")),
+        None => {
+            return Err(CommandError::new(
+                wire::ErrorCode::NoSuchKey,
+                "BSON field 'createIndexes.indexes' is missing but a required field",
+            ));
+        }
     };
     let outcome = context.shared.store.create_indexes(&command.database, &collection, &specs)?;
     let mut fields = doc! {

@@ -4,7 +4,7 @@
 use bson::{Bson, Document, RawDocumentBuf};
 use docstore::DeleteRequest;
 
-use crate::command::{as_i64, mismatch, Command};
+use crate::command::{Command, as_i64, mismatch};
 use crate::commands::{hint, write_reply};
 use crate::error::CommandError;
 use crate::state::{Context, Counters};
@@ -40,14 +40,28 @@ fn parse_statement(raw: &RawDocumentBuf) -> Result<DeleteRequest, CommandError> 
     let filter = match statement.get("q") {
         Some(Bson::Document(filter)) => filter.clone(),
         Some(other) => return Err(mismatch("q", "object", other)),
-        None => return Err(CommandError::new(wire::ErrorCode::NoSuchKey, "BSON field 'delete.deletes.q' is missing but a required field")),
+        None => {
+            return Err(CommandError::new(
+                wire::ErrorCode::NoSuchKey,
+                "BSON field 'delete.deletes.q' is missing but a required field",
+            ));
+        }
     };
     let just_one = match statement.get("limit") {
-        None => return Err(CommandError::new(wire::ErrorCode::NoSuchKey, "BSON field 'delete.deletes.limit' is missing but a required field")),
+        None => {
+            return Err(CommandError::new(
+                wire::ErrorCode::NoSuchKey,
+                "BSON field 'delete.deletes.limit' is missing but a required field",
+            ));
+        }
         Some(value) => match as_i64(value) {
             Some(0) => false,
             Some(1) => true,
-            _ => return Err(CommandError::bad_value(format!("The limit field in delete objects must be 0 or 1. Got {value}"))),
+            _ => {
+                return Err(CommandError::bad_value(format!(
+                    "The limit field in delete objects must be 0 or 1. Got {value}"
+                )));
+            }
         },
     };
     Ok(DeleteRequest { filter, just_one, hint: hint(statement.get("hint"))? })

@@ -1,6 +1,6 @@
 //! `distinct`: the distinct values at `key` among documents matching `query`.
 
-use bson::{doc, Document, RawDocumentBuf};
+use bson::{Document, RawDocumentBuf, doc};
 
 use crate::command::Command;
 use crate::commands::reply;
@@ -10,7 +10,10 @@ use crate::state::Context;
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let collection = command.collection()?;
     let Some(key) = command.optional_str("key")? else {
-        return Err(CommandError::new(wire::ErrorCode::NoSuchKey, "BSON field 'distinct.key' is missing but a required field"));
+        return Err(CommandError::new(
+            wire::ErrorCode::NoSuchKey,
+            "BSON field 'distinct.key' is missing but a required field",
+        ));
     };
     let filter = command.optional_document("query")?.cloned().unwrap_or_else(Document::new);
     let values = context.shared.store.distinct(&command.database, &collection, key, filter)?;

@@ -1,7 +1,7 @@
 //! `drop`: drop a collection and its indexes. As in MongoDB 7, dropping a collection that does
 //! not exist succeeds.
 
-use bson::{doc, RawDocumentBuf};
+use bson::{RawDocumentBuf, doc};
 
 use crate::command::Command;
 use crate::commands::reply;

@@ -1,6 +1,6 @@
 //! `dropDatabase`: drop every collection of the command's database.
 
-use bson::{doc, RawDocumentBuf};
+use bson::{RawDocumentBuf, doc};
 
 use crate::command::Command;
 use crate::commands::reply;

@@ -1,9 +1,9 @@
 //! `dropIndexes`: drop indexes by `"*"`, name, names or key pattern. Reply `{nIndexesWas}`.
 
-use bson::{doc, Bson, RawDocumentBuf};
+use bson::{Bson, RawDocumentBuf, doc};
 use docstore::IndexSelector;
 
-use crate::command::{mismatch, Command};
+use crate::command::{Command, mismatch};
 use crate::commands::reply;
 use crate::error::CommandError;
 use crate::state::Context;
@@ -21,7 +21,12 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
                 .collect::<Result<Vec<_>, _>>()?,
         ),
         Some(other) => return Err(mismatch("index", "string or object", other)),
-        None => return Err(CommandError::new(wire::ErrorCode::NoSuchKey, "BSON field 'dropIndexes.index' is missing but a required field")),
+        None => {
+            return Err(CommandError::new(
+                wire::ErrorCode::NoSuchKey,
+                "BSON field 'dropIndexes.index' is missing but a required field",
+            ));
+        }
     };
     let was = context.shared.store.drop_indexes(&command.database, &collection, &selector)?;
     reply(doc! { "nIndexesWas": was as i32 })

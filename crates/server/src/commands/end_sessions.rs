@@ -1,9 +1,9 @@
 //! `endSessions`: sessions hold no server state yet (no transactions), so there is nothing to
 //! end; the argument is checked for shape only.
 
-use bson::{doc, Bson, RawDocumentBuf};
+use bson::{Bson, RawDocumentBuf, doc};
 
-use crate::command::{mismatch, Command};
+use crate::command::{Command, mismatch};
 use crate::commands::reply;
 use crate::error::CommandError;
 use crate::state::Context;

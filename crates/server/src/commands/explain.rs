@@ -2,11 +2,11 @@
 //! findAndModify, in MongoDB's shape. Every one of them is explained as the find its filter
 //! (and sort) would run: that is the part of the work the planner decides.
 
-use bson::{doc, Bson, Document, RawDocumentBuf};
+use bson::{Bson, Document, RawDocumentBuf, doc};
 use docstore::{FindRequest, Verbosity};
 use wire::ErrorCode;
 
-use crate::command::{mismatch, Command};
+use crate::command::{Command, mismatch};
 use crate::commands::{build_info::VERSION, count, find, reply};
 use crate::error::CommandError;
 use crate::state::Context;
@@ -21,7 +21,11 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         None | Some("allPlansExecution") => Verbosity::AllPlansExecution,
         Some("executionStats") => Verbosity::ExecutionStats,
         Some("queryPlanner") => Verbosity::QueryPlanner,
-        Some(other) => return Err(CommandError::bad_value(format!("verbosity string must be one of {{'queryPlanner', 'executionStats', 'allPlansExecution'}}, got {other}"))),
+        Some(other) => {
+            return Err(CommandError::bad_value(format!(
+                "verbosity string must be one of {{'queryPlanner', 'executionStats', 'allPlansExecution'}}, got {other}"
+            )));
+        }
     };
     let explained = Command {
         name: inner.keys().next().cloned().unwrap_or_default(),
@@ -65,9 +69,13 @@ fn as_find(command: &Command) -> Result<FindRequest, CommandError> {
                 Some(Bson::Array(statements)) => statements.first().and_then(Bson::as_document).cloned(),
                 _ => None,
             };
-            let statement = first.ok_or_else(|| CommandError::bad_value(format!("explain of {} needs one statement", command.name)))?;
+            let statement = first
+                .ok_or_else(|| CommandError::bad_value(format!("explain of {} needs one statement", command.name)))?;
             Ok(FindRequest { filter: filter_of(statement.get("q")), ..FindRequest::default() })
         }
-        other => Err(CommandError::new(ErrorCode::CommandNotFound, format!("Explain failed due to unknown command: {other}"))),
+        other => Err(CommandError::new(
+            ErrorCode::CommandNotFound,
+            format!("Explain failed due to unknown command: {other}"),
+        )),
     }
 }

@@ -7,7 +7,7 @@ use docstore::FindRequest;
 
 use crate::command::Command;
 use crate::commands::hint;
-use crate::cursors::{batch_size, first_batch, ServerCursor, DEFAULT_FIRST_BATCH};
+use crate::cursors::{DEFAULT_FIRST_BATCH, ServerCursor, batch_size, first_batch};
 use crate::error::CommandError;
 use crate::state::{Context, Counters};
 

@@ -1,7 +1,7 @@
 //! `findAndModify`: update or remove one document (the first by `sort`) and return it, before
 //! or after (`new`). Reply `{lastErrorObject: {n, updatedExisting, upserted?}, value}`.
 
-use bson::{doc, Bson, Document, RawDocumentBuf};
+use bson::{Bson, Document, RawDocumentBuf, doc};
 use docstore::{FindAndModifyOutcome, FindAndModifyRequest};
 
 use crate::command::Command;
@@ -24,11 +24,17 @@ pub fn request(command: &Command) -> Result<FindAndModifyRequest, CommandError> 
     let remove = command.optional_bool("remove")?.unwrap_or(false);
     let update = modification(command.get("update"))?;
     if remove == update.is_some() {
-        return Err(CommandError::new(wire::ErrorCode::FailedToParse, "Either an update or remove=true must be specified"));
+        return Err(CommandError::new(
+            wire::ErrorCode::FailedToParse,
+            "Either an update or remove=true must be specified",
+        ));
     }
     let upsert = command.optional_bool("upsert")?.unwrap_or(false);
     if remove && (upsert || command.optional_bool("new")?.unwrap_or(false)) {
-        return Err(CommandError::new(wire::ErrorCode::FailedToParse, "Cannot specify both an upsert or new=true with remove=true"));
+        return Err(CommandError::new(
+            wire::ErrorCode::FailedToParse,
+            "Cannot specify both an upsert or new=true with remove=true",
+        ));
     }
     Ok(FindAndModifyRequest {
         query: command.optional_document("query")?.cloned().unwrap_or_else(Document::new),

@@ -1,7 +1,7 @@
 //! `getCmdLineOpts`: the arguments the server was started with and the options they parsed
 //! to, in mongod.conf's shape.
 
-use bson::{doc, RawDocumentBuf};
+use bson::{RawDocumentBuf, doc};
 
 use crate::command::Command;
 use crate::commands::reply;

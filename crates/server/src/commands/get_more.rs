@@ -13,7 +13,12 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let id = cursor_id(command.argument())?;
     let collection = match command.optional_str("collection")? {
         Some(name) => name.to_owned(),
-        None => return Err(CommandError::new(ErrorCode::NoSuchKey, "BSON field 'getMore.collection' is missing but a required field")),
+        None => {
+            return Err(CommandError::new(
+                ErrorCode::NoSuchKey,
+                "BSON field 'getMore.collection' is missing but a required field",
+            ));
+        }
     };
     let size = batch_size(command.optional_i64("batchSize")?, usize::MAX)?;
     let cursors = &context.shared.cursors;
@@ -22,7 +27,10 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     };
     let namespace = command.namespace(&collection);
     if cursor.namespace != namespace {
-        let message = format!("Requested getMore on namespace '{namespace}', but cursor belongs to a different namespace {}", cursor.namespace);
+        let message = format!(
+            "Requested getMore on namespace '{namespace}', but cursor belongs to a different namespace {}",
+            cursor.namespace
+        );
         cursors.put_back(id, cursor);
         return Err(CommandError::new(ErrorCode::Unauthorized, message));
     }

@@ -1,7 +1,7 @@
 //! `getParameter`: the few server parameters drivers and tools ask for. `{getParameter: "*"}`
 //! returns all of them; otherwise each field of the command names one parameter.
 
-use bson::{doc, Bson, Document, RawDocumentBuf};
+use bson::{Bson, Document, RawDocumentBuf, doc};
 use wire::ErrorCode;
 
 use crate::command::{Command, GENERIC_ARGUMENTS};

@@ -5,7 +5,7 @@
 //! No `topologyVersion` is sent, so drivers poll with plain `hello` instead of the streaming
 //! (awaitable) protocol.
 
-use bson::{doc, Bson, DateTime, RawDocumentBuf};
+use bson::{Bson, DateTime, RawDocumentBuf, doc};
 use tracing::info;
 
 use crate::command::Command;

@@ -1,6 +1,6 @@
 //! `hostInfo`: the machine the server runs on (memory from /proc/meminfo where there is one).
 
-use bson::{doc, DateTime, RawDocumentBuf};
+use bson::{DateTime, RawDocumentBuf, doc};
 
 use crate::command::Command;
 use crate::commands::reply;

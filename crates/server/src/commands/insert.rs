@@ -65,7 +65,8 @@ fn check_document(document: &RawDocumentBuf) -> Result<(), CommandError> {
             format!("object to insert too large. size in bytes: {size}, max size: {MAX_DOCUMENT_SIZE_BYTES}"),
         ));
     }
-    wire::validate::check_depth(document, MAX_STORED_DOCUMENT_DEPTH)
-        .map_err(|_| CommandError::new(wire::ErrorCode::Overflow, "object to insert exceeds the maximum nesting depth of 100"))?;
+    wire::validate::check_depth(document, MAX_STORED_DOCUMENT_DEPTH).map_err(|_| {
+        CommandError::new(wire::ErrorCode::Overflow, "object to insert exceeds the maximum nesting depth of 100")
+    })?;
     Ok(())
 }

@@ -1,8 +1,8 @@
 //! `killCursors`: drop parked cursors (and their snapshots) by id.
 
-use bson::{doc, Bson, RawDocumentBuf};
+use bson::{Bson, RawDocumentBuf, doc};
 
-use crate::command::{mismatch, Command};
+use crate::command::{Command, mismatch};
 use crate::commands::reply;
 use crate::cursors::cursor_id;
 use crate::error::CommandError;
@@ -13,7 +13,12 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let ids = match command.get("cursors") {
         Some(Bson::Array(ids)) => ids.iter().map(|id| cursor_id(Some(id))).collect::<Result<Vec<_>, _>>()?,
         Some(other) => return Err(mismatch("cursors", "array", other)),
-        None => return Err(CommandError::new(wire::ErrorCode::NoSuchKey, "BSON field 'killCursors.cursors' is missing but a required field")),
+        None => {
+            return Err(CommandError::new(
+                wire::ErrorCode::NoSuchKey,
+                "BSON field 'killCursors.cursors' is missing but a required field",
+            ));
+        }
     };
     let (mut killed, mut not_found) = (Vec::new(), Vec::new());
     for id in ids {

@@ -1,8 +1,8 @@
 //! `killSessions`: sessions hold no server state yet, so there is nothing to kill.
 
-use bson::{doc, Bson, RawDocumentBuf};
+use bson::{Bson, RawDocumentBuf, doc};
 
-use crate::command::{mismatch, Command};
+use crate::command::{Command, mismatch};
 use crate::commands::reply;
 use crate::error::CommandError;
 use crate::state::Context;

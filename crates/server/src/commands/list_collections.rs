@@ -1,7 +1,7 @@
 //! `listCollections`: the database's collections as a one-batch cursor, filtered by `filter`
 //! (on `name`, `type`, `options...`), with `nameOnly`.
 
-use bson::{doc, Document, RawDocumentBuf};
+use bson::{Document, RawDocumentBuf, doc};
 
 use crate::command::Command;
 use crate::cursors::documents_cursor;
@@ -11,9 +11,7 @@ use crate::state::Context;
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let name_only = command.optional_bool("nameOnly")?.unwrap_or(false);
     let filter = match command.optional_document("filter")? {
-        Some(filter) if !filter.is_empty() => Some(
-            docstore::EntryFilter::parse(filter)?,
-        ),
+        Some(filter) if !filter.is_empty() => Some(docstore::EntryFilter::parse(filter)?),
         _ => None,
     };
     let mut entries = Vec::new();
@@ -28,7 +26,11 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         if filter.as_ref().is_some_and(|filter| !filter.matches(&full)) {
             continue;
         }
-        entries.push(if name_only { doc! { "name": info.name, "type": "collection" } } else { full });
+        entries.push(if name_only {
+            doc! { "name": info.name, "type": "collection" }
+        } else {
+            full
+        });
     }
     entries.sort_by(|a: &Document, b: &Document| a.get_str("name").ok().cmp(&b.get_str("name").ok()));
     documents_cursor(entries, &command.namespace("$cmd.listCollections"))

@@ -1,6 +1,6 @@
 //! `listDatabases`: every database with its size, `nameOnly` and `filter` (on `name`...).
 
-use bson::{doc, Bson, RawDocumentBuf};
+use bson::{Bson, RawDocumentBuf, doc};
 
 use crate::command::Command;
 use crate::commands::reply;
@@ -10,9 +10,7 @@ use crate::state::Context;
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let name_only = command.optional_bool("nameOnly")?.unwrap_or(false);
     let filter = match command.optional_document("filter")? {
-        Some(filter) if !filter.is_empty() => Some(
-            docstore::EntryFilter::parse(filter)?,
-        ),
+        Some(filter) if !filter.is_empty() => Some(docstore::EntryFilter::parse(filter)?),
         _ => None,
     };
     let mut databases = Vec::new();

@@ -1,6 +1,6 @@
 //! `ping`: `{ok: 1}`.
 
-use bson::{doc, RawDocumentBuf};
+use bson::{RawDocumentBuf, doc};
 
 use crate::command::Command;
 use crate::commands::reply;

@@ -1,9 +1,9 @@
 //! `renameCollection`: `{renameCollection: "db.from", to: "db.to", dropTarget}` on admin.
 
-use bson::{doc, RawDocumentBuf};
+use bson::{RawDocumentBuf, doc};
 use wire::ErrorCode;
 
-use crate::command::{mismatch, Command};
+use crate::command::{Command, mismatch};
 use crate::commands::reply;
 use crate::error::CommandError;
 use crate::state::Context;
@@ -15,7 +15,10 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         None => return Err(CommandError::bad_value("missing source namespace")),
     };
     let Some(to) = command.optional_str("to")? else {
-        return Err(CommandError::new(ErrorCode::NoSuchKey, "BSON field 'renameCollection.to' is missing but a required field"));
+        return Err(CommandError::new(
+            ErrorCode::NoSuchKey,
+            "BSON field 'renameCollection.to' is missing but a required field",
+        ));
     };
     let to = split(to)?;
     let drop_target = command.optional_bool("dropTarget")?.unwrap_or(false);

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use bson::{doc, Bson, DateTime, Document, RawDocumentBuf};
+use bson::{Bson, DateTime, Document, RawDocumentBuf, doc};
 
 use crate::command::Command;
 use crate::commands::{build_info::VERSION, reply};

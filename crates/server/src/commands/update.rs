@@ -2,10 +2,10 @@
 //! the store in order; `ordered` (default) stops at the first failure. Reply `{n, nModified,
 //! upserted?, writeErrors?}` where `n` counts matched plus upserted documents, as in MongoDB.
 
-use bson::{doc, Bson, Document, RawDocumentBuf};
+use bson::{Bson, Document, RawDocumentBuf, doc};
 use docstore::{UpdateModification, UpdateRequest};
 
-use crate::command::{mismatch, truthy, Command};
+use crate::command::{Command, mismatch, truthy};
 use crate::commands::{hint, int, write_reply};
 use crate::error::CommandError;
 use crate::state::{Context, Counters};
@@ -53,10 +53,16 @@ fn parse_statement(raw: &RawDocumentBuf) -> Result<UpdateRequest, CommandError> 
     let filter = match statement.get("q") {
         Some(Bson::Document(filter)) => filter.clone(),
         Some(other) => return Err(mismatch("q", "object", other)),
-        None => return Err(CommandError::new(wire::ErrorCode::NoSuchKey, "BSON field 'update.updates.q' is missing but a required field")),
+        None => {
+            return Err(CommandError::new(
+                wire::ErrorCode::NoSuchKey,
+                "BSON field 'update.updates.q' is missing but a required field",
+            ));
+        }
     };
-    let update = modification(statement.get("u"))?
-        .ok_or_else(|| CommandError::new(wire::ErrorCode::NoSuchKey, "BSON field 'update.updates.u' is missing but a required field"))?;
+    let update = modification(statement.get("u"))?.ok_or_else(|| {
+        CommandError::new(wire::ErrorCode::NoSuchKey, "BSON field 'update.updates.u' is missing but a required field")
+    })?;
     Ok(UpdateRequest {
         filter,
         update,

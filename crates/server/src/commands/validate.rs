@@ -1,6 +1,6 @@
 //! `validate`: cross-check a collection's documents, index entries and counters.
 
-use bson::{doc, Bson, Document, RawDocumentBuf};
+use bson::{Bson, Document, RawDocumentBuf, doc};
 
 use crate::command::Command;
 use crate::commands::{int, reply};

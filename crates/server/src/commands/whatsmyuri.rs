@@ -1,6 +1,6 @@
 //! `whatsmyuri`: the client's address as the server sees it.
 
-use bson::{doc, RawDocumentBuf};
+use bson::{RawDocumentBuf, doc};
 
 use crate::command::Command;
 use crate::commands::reply;

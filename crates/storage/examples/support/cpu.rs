@@ -42,7 +42,8 @@ impl ThreadTimes {
     pub fn now() -> ThreadTimes {
         let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
         // The fields after the command name (which may hold spaces) start at the state, field 3.
-        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+        let fields: Vec<&str> =
+            stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
         let ticks = |field: usize| fields.get(field - 3).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) * 10;
         let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
         let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();

@@ -67,12 +67,12 @@ impl Allocator {
     pub fn free(&mut self, offset: u64, len: u64) {
         let mut offset = offset;
         let mut len = round_up(len.max(1));
-        if let Some((&prev, &prev_len)) = self.free.range(..offset).next_back() {
-            if prev + prev_len == offset {
-                self.free.remove(&prev);
-                offset = prev;
-                len += prev_len;
-            }
+        if let Some((&prev, &prev_len)) = self.free.range(..offset).next_back()
+            && prev + prev_len == offset
+        {
+            self.free.remove(&prev);
+            offset = prev;
+            len += prev_len;
         }
         if let Some(&next_len) = self.free.get(&(offset + len)) {
             self.free.remove(&(offset + len));

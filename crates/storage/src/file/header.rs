@@ -58,7 +58,14 @@ impl Header {
     pub fn encode(&self) -> Vec<u8> {
         let mut body = Vec::with_capacity(BODY_BYTES);
         body.extend_from_slice(&FORMAT.to_le_bytes());
-        for n in [self.generation, self.checkpoint_seq, self.log_segment, self.next_node_id, self.next_tree_id, self.catalog_offset] {
+        for n in [
+            self.generation,
+            self.checkpoint_seq,
+            self.log_segment,
+            self.next_node_id,
+            self.next_tree_id,
+            self.catalog_offset,
+        ] {
             body.extend_from_slice(&n.to_le_bytes());
         }
         body.extend_from_slice(&self.catalog_len.to_le_bytes());
@@ -124,7 +131,16 @@ mod tests {
 
     fn sample() -> Header {
         let shape = Some(Shape { node_size_bytes: 1 << 20, basement_size_bytes: 64 << 10, fanout: 16 });
-        Header { generation: 7, checkpoint_seq: 99, log_segment: 3, next_node_id: 40, next_tree_id: 5, catalog_offset: 8192, catalog_len: 300, shape }
+        Header {
+            generation: 7,
+            checkpoint_seq: 99,
+            log_segment: 3,
+            next_node_id: 40,
+            next_tree_id: 5,
+            catalog_offset: 8192,
+            catalog_len: 300,
+            shape,
+        }
     }
 
     /// A format 1 header (no shape) still opens: its trees take the options' shape.

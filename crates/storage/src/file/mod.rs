@@ -64,7 +64,9 @@ fn corrupt_block(addr: BlockAddr, node_id: u64, what: &str) -> Error {
 
 /// The payload length a block's address implies.
 fn payload_len(addr: BlockAddr, node_id: u64) -> Result<usize> {
-    (addr.len as usize).checked_sub(BLOCK_HEADER_BYTES).ok_or_else(|| corrupt_block(addr, node_id, "shorter than a block header"))
+    (addr.len as usize)
+        .checked_sub(BLOCK_HEADER_BYTES)
+        .ok_or_else(|| corrupt_block(addr, node_id, "shorter than a block header"))
 }
 
 pub struct DataFile {
@@ -187,7 +189,9 @@ impl DataFile {
                 }
             }
             match Header::decode(&bytes) {
-                Ok(Some(header)) if best.as_ref().is_none_or(|b| header.generation > b.generation) => best = Some(header),
+                Ok(Some(header)) if best.as_ref().is_none_or(|b| header.generation > b.generation) => {
+                    best = Some(header)
+                }
                 Ok(_) => {}
                 Err(error) => damaged.push(error),
             }
@@ -201,5 +205,4 @@ impl DataFile {
     pub fn allocated_end(&self) -> u64 {
         self.allocator.lock().end()
     }
-
 }

@@ -29,10 +29,7 @@
 //! interfere.
 
 // File bytes are input and every I/O call can fail: this code may not panic on either.
-#![cfg_attr(
-    not(test),
-    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)
-)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic))]
 
 pub mod real;
 pub mod sim;
@@ -43,7 +40,6 @@ use std::sync::Arc;
 
 pub use real::RealFs;
 pub use sim::{Fault, SimFs};
-
 
 /// How [`FileSystem::open`] treats a path that does or does not exist yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,9 +120,9 @@ pub trait File: Send + Sync {
             };
             let rest = std::mem::take(&mut buf);
             let asked = rest.len();
-            buf = rest.get_mut(read..).ok_or_else(|| {
-                io::Error::other(format!("read_at returned {read} bytes for {asked}"))
-            })?;
+            buf = rest
+                .get_mut(read..)
+                .ok_or_else(|| io::Error::other(format!("read_at returned {read} bytes for {asked}")))?;
             offset += read as u64;
         }
         Ok(())

@@ -50,9 +50,10 @@ impl FileSystem for RealFs {
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         let mut names = Vec::new();
         for entry in fs::read_dir(dir)? {
-            let name = entry?.file_name().into_string().map_err(|name| {
-                io::Error::new(io::ErrorKind::InvalidData, format!("name not UTF-8: {name:?}"))
-            })?;
+            let name = entry?
+                .file_name()
+                .into_string()
+                .map_err(|name| io::Error::new(io::ErrorKind::InvalidData, format!("name not UTF-8: {name:?}")))?;
             names.push(name);
         }
         names.sort_unstable();
@@ -140,11 +141,7 @@ mod tests {
     impl TempDir {
         fn new(name: &str) -> TempDir {
             static NEXT: AtomicU64 = AtomicU64::new(0);
-            let unique = format!(
-                "strata-io-{name}-{}-{}",
-                std::process::id(),
-                NEXT.fetch_add(1, Ordering::Relaxed)
-            );
+            let unique = format!("strata-io-{name}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
             let dir = std::env::temp_dir().join(unique);
             let _ = fs::remove_dir_all(&dir);
             fs::create_dir_all(&dir).unwrap();

@@ -146,7 +146,11 @@ impl Basement {
     }
 
     /// The entries with keys within the bounds, in key order.
-    pub fn entries_in<'a>(&'a self, lo: Bound<&'a [u8]>, hi: Bound<&'a [u8]>) -> impl Iterator<Item = EntryRef<'a>> + 'a {
+    pub fn entries_in<'a>(
+        &'a self,
+        lo: Bound<&'a [u8]>,
+        hi: Bound<&'a [u8]>,
+    ) -> impl Iterator<Item = EntryRef<'a>> + 'a {
         let start = self.partition_point(|key| match lo {
             Bound::Included(lo) => key < lo,
             Bound::Excluded(lo) => key <= lo,
@@ -333,8 +337,11 @@ fn write_entry(out: &mut Vec<u8>, key: &[u8], versions: &[Version<'_>]) {
     }
 }
 
+/// A version as stored: its sequence number and its value (`None`: a deletion).
+type StoredVersion<'a> = (Seq, Option<&'a [u8]>);
+
 /// One version at the start of `bytes`, and its encoded length.
-fn parse_version(bytes: &[u8]) -> Option<((Seq, Option<&[u8]>), usize)> {
+fn parse_version(bytes: &[u8]) -> Option<(StoredVersion<'_>, usize)> {
     let seq = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
     match *bytes.get(8)? {
         TAG_DELETION => Some(((seq, None), 9)),
@@ -412,7 +419,13 @@ mod tests {
         // The first basement of a new leaf grew from nothing; every later one was made full-size.
         for basement in basements.iter().skip(1) {
             assert!(basement.size_bytes() <= basement_size);
-            assert!(basement.data.capacity() <= basement_size, "capacity {} len {} entries {}", basement.data.capacity(), basement.data.len(), basement.len());
+            assert!(
+                basement.data.capacity() <= basement_size,
+                "capacity {} len {} entries {}",
+                basement.data.capacity(),
+                basement.data.len(),
+                basement.len()
+            );
         }
         for basement in basements.iter().take(basements.len() - 1) {
             assert!(basement.size_bytes() > basement_size - 1100, "a full basement: {}", basement.size_bytes());
@@ -452,7 +465,8 @@ mod tests {
         for len in 0..basement.encoded().len() {
             assert!(Basement::decode(2, &basement.encoded()[..len]).is_err(), "truncated at {len}");
         }
-        let swapped = Basement::from_entries([(&b"b"[..], vec![(1, value(b"x"))]), (&b"a"[..], vec![(1, value(b"y"))])]);
+        let swapped =
+            Basement::from_entries([(&b"b"[..], vec![(1, value(b"x"))]), (&b"a"[..], vec![(1, value(b"y"))])]);
         assert!(Basement::decode(2, swapped.encoded()).is_err(), "keys out of order");
     }
 
@@ -469,9 +483,10 @@ mod tests {
 
     #[test]
     fn chunk_and_append_keep_every_entry() {
-        let many = Basement::from_entries((0u32..100).map(|i| {
-            (Box::leak(i.to_be_bytes().to_vec().into_boxed_slice()) as &[u8], vec![(1, value(&[1; 20]))])
-        }));
+        let many =
+            Basement::from_entries((0u32..100).map(|i| {
+                (Box::leak(i.to_be_bytes().to_vec().into_boxed_slice()) as &[u8], vec![(1, value(&[1; 20]))])
+            }));
         let chunks = many.clone().chunk(300, 600);
         assert!(chunks.len() > 5 && chunks.iter().all(|c| c.size_bytes() <= 600));
         let mut joined = Basement::default();

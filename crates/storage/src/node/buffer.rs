@@ -30,7 +30,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use crate::message::{prune, Event, Seq};
+use crate::message::{Event, Seq, prune};
 use crate::node::flat::{self, below, read_u32};
 
 /// Bytes charged per range delete beyond its bounds (the `Vec`s and the seq); and what sets how
@@ -127,7 +127,13 @@ impl Buffer {
     /// into a run (the key's history there pruned against `horizon`) once it holds
     /// `head_bytes / MESSAGE_OVERHEAD_BYTES` messages or `HEAD_DATA_BASEMENTS * head_bytes`
     /// bytes (`head_bytes` is the basement size).
-    pub fn push_all(&mut self, key: &[u8], incoming: impl IntoIterator<Item = (Seq, Event)>, horizon: Seq, head_bytes: usize) {
+    pub fn push_all(
+        &mut self,
+        key: &[u8],
+        incoming: impl IntoIterator<Item = (Seq, Event)>,
+        horizon: Seq,
+        head_bytes: usize,
+    ) {
         let before = self.head.size_bytes();
         for message in incoming {
             self.head.push(key, &message);
@@ -393,7 +399,6 @@ impl Buffer {
         self.size_bytes = self.recompute_size();
         self
     }
-
 }
 
 /// The newest messages, as they arrived: entries in a run's layout (one message each) appended
@@ -523,7 +528,9 @@ fn merge_all<'a>(runs: impl DoubleEndedIterator<Item = &'a Run>, horizon: Seq) -
 fn bounds_empty(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
     match (lo, hi) {
         (Bound::Included(l), Bound::Included(h)) => l > h,
-        (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(h)) | (Bound::Excluded(l), Bound::Included(h)) => l >= h,
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(h)) | (Bound::Excluded(l), Bound::Included(h)) => {
+            l >= h
+        }
         _ => false,
     }
 }
@@ -657,7 +664,10 @@ impl Run {
     /// Merges this run with a newer one: a key in both gets the older messages then the newer,
     /// pruned against `horizon`; the other entries are copied as bytes.
     fn merge(&self, newer: &Run, horizon: Seq) -> Run {
-        let mut out = Run { data: Vec::with_capacity(self.data.len() + newer.data.len()), offsets: Vec::with_capacity(self.len() + newer.len()) };
+        let mut out = Run {
+            data: Vec::with_capacity(self.data.len() + newer.data.len()),
+            offsets: Vec::with_capacity(self.len() + newer.len()),
+        };
         let (mut i, mut j) = (0, 0);
         while i < self.len() || j < newer.len() {
             let order = match (i < self.len(), j < newer.len()) {
@@ -764,7 +774,6 @@ fn parse_event(bytes: &[u8]) -> Option<((Seq, Event), usize)> {
     };
     Some(((seq, event), 13 + len))
 }
-
 
 #[cfg(test)]
 mod tests {

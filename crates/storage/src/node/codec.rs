@@ -29,10 +29,10 @@
 //! without checksums, each length-prefixed, after `basement_count` or after the pivots. Their
 //! nodes are read whole only (they have no layout) until they are written again.
 
-use crate::compression::{compress, decompress, Compression};
+use crate::compression::{Compression, compress, decompress};
 use crate::error::{Error, Result};
-use crate::node::buffer::{Buffer, RangeDelete};
 use crate::node::basement::Basement;
+use crate::node::buffer::{Buffer, RangeDelete};
 use crate::node::leaf::Leaf;
 use crate::node::{Internal, Node, NodeId};
 
@@ -56,8 +56,14 @@ pub struct SectionRef {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Head {
     /// The first keys of basements 1.. (basement 0 also owns everything below the first).
-    Leaf { first_keys: Vec<Vec<u8>> },
-    Internal { height: u32, pivots: Vec<Vec<u8>>, children: Vec<NodeId> },
+    Leaf {
+        first_keys: Vec<Vec<u8>>,
+    },
+    Internal {
+        height: u32,
+        pivots: Vec<Vec<u8>>,
+        children: Vec<NodeId>,
+    },
 }
 
 /// A node's head and where its sections are: all a thin node keeps (see `thin`).
@@ -72,7 +78,9 @@ impl Layout {
     pub fn memory_bytes(&self) -> usize {
         let keys = match &self.head {
             Head::Leaf { first_keys } => first_keys.iter().map(|k| k.len() + 24).sum::<usize>(),
-            Head::Internal { pivots, children, .. } => pivots.iter().map(|k| k.len() + 24).sum::<usize>() + 8 * children.len(),
+            Head::Internal { pivots, children, .. } => {
+                pivots.iter().map(|k| k.len() + 24).sum::<usize>() + 8 * children.len()
+            }
         };
         keys + self.sections.len() * std::mem::size_of::<SectionRef>() + 96
     }
@@ -128,7 +136,9 @@ pub fn encode_node(id: NodeId, node: &Node, compression: Compression) -> Vec<u8>
     };
     match node {
         Node::Leaf(leaf) => leaf.basements().iter().for_each(|basement| section(&mut out, &encode_basement(basement))),
-        Node::Internal(internal) => internal.buffers.iter().for_each(|buffer| section(&mut out, &encode_buffer(buffer))),
+        Node::Internal(internal) => {
+            internal.buffers.iter().for_each(|buffer| section(&mut out, &encode_buffer(buffer)))
+        }
     }
     if let Some(slot) = out.get_mut(table_at..table_at + table_len) {
         slot.copy_from_slice(&table);
@@ -241,13 +251,16 @@ pub fn decode_node(id: NodeId, bytes: &[u8]) -> Result<(Node, Option<Layout>)> {
     if end != bytes.len() {
         return Err(corrupt(format!("{} bytes after the node's sections", bytes.len().abs_diff(end))));
     }
-    let section_bytes = |s: &SectionRef| bytes.get(s.offset as usize..s.offset as usize + s.len as usize).unwrap_or_default();
+    let section_bytes =
+        |s: &SectionRef| bytes.get(s.offset as usize..s.offset as usize + s.len as usize).unwrap_or_default();
     let node = match &layout.head {
         Head::Leaf { first_keys } => {
             let mut basements = Vec::with_capacity(layout.sections.len());
             for (index, section) in layout.sections.iter().enumerate() {
                 let basement = decode_basement_section(id, section_bytes(section), section)?;
-                if index > 0 && (basement.is_empty() || basement.first_key() != first_keys.get(index - 1).map(Vec::as_slice)) {
+                if index > 0
+                    && (basement.is_empty() || basement.first_key() != first_keys.get(index - 1).map(Vec::as_slice))
+                {
                     return Err(corrupt("a basement's first key differs from its head".into()));
                 }
                 basements.push(basement);
@@ -429,11 +442,7 @@ impl<'a> Reader<'a> {
     }
 
     pub fn finish(&self) -> Result<()> {
-        if self.bytes.is_empty() {
-            Ok(())
-        } else {
-            Err(corrupt(format!("{} trailing bytes", self.bytes.len())))
-        }
+        if self.bytes.is_empty() { Ok(()) } else { Err(corrupt(format!("{} trailing bytes", self.bytes.len()))) }
     }
 }
 

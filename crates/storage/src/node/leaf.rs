@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 
 use crate::message::{Event, Seq, UpdateFn};
-use crate::node::basement::{encode_entry, entry_len, Basement, EntryRef, Version};
+use crate::node::basement::{Basement, EntryRef, Version, encode_entry, entry_len};
 use crate::node::buffer::{RangeDelete, Run};
 
 /// The versions of `key` after `events` (in sequence order) reach its versions in the leaf
@@ -317,7 +317,13 @@ impl Messages<'_> {
     }
 
     /// Writes the entry of a key the basement does not hold yet.
-    fn push_new<'a>(&self, out: &mut Basement, index: usize, events: &mut Vec<(Seq, Event)>, versions: &mut Vec<Version<'a>>) {
+    fn push_new<'a>(
+        &self,
+        out: &mut Basement,
+        index: usize,
+        events: &mut Vec<(Seq, Event)>,
+        versions: &mut Vec<Version<'a>>,
+    ) {
         let key = self.points.key(index);
         self.events_into(index, events);
         apply_events_into(key, None, events.drain(..), self.horizon, self.update, versions);

@@ -129,7 +129,13 @@ impl Internal {
 
     /// Routes a point message to its child's buffer.
     /// `head_bytes`: see `Buffer::push_all`.
-    pub fn push_point(&mut self, key: &[u8], events: impl IntoIterator<Item = (Seq, Event)>, horizon: Seq, head_bytes: usize) {
+    pub fn push_point(
+        &mut self,
+        key: &[u8],
+        events: impl IntoIterator<Item = (Seq, Event)>,
+        horizon: Seq,
+        head_bytes: usize,
+    ) {
         let index = self.child_index(key);
         if let Some(buffer) = self.buffers.get_mut(index) {
             buffer.push_all(key, events, horizon, head_bytes);

@@ -30,7 +30,7 @@ use crate::node::leaf::Incoming;
 use crate::node::{Internal, Node, NodeId};
 use crate::stats::Counters;
 use crate::store::CachedNode;
-use crate::tree::flush::{fix_path, fix_root, flush_child_then, insert_pieces, needs_flush, rebalance_child, Cascade};
+use crate::tree::flush::{Cascade, fix_path, fix_root, flush_child_then, insert_pieces, needs_flush, rebalance_child};
 use crate::tree::{Ctx, Tree};
 
 /// After this many detached flushes in a row found the tree changed under them, the flusher
@@ -112,10 +112,10 @@ impl Tree {
         }
         // The deepest first; one stays listed until it fits.
         while let Some((id, probe)) = overfull.last() {
-            if let Some(path) = path_to(ctx, root, *id, probe)? {
-                if let Some(step) = step_at(ctx, path)? {
-                    return Ok(Some(step));
-                }
+            if let Some(path) = path_to(ctx, root, *id, probe)?
+                && let Some(step) = step_at(ctx, path)?
+            {
+                return Ok(Some(step));
             }
             overfull.pop();
         }
@@ -230,11 +230,21 @@ impl Tree {
         }
         let mut node = ctx.store.take(parent_id)?;
         let sealed = match &mut node {
-            Node::Internal(parent) => parent.buffers.get_mut(index).filter(|buffer| !buffer.is_empty()).map(Buffer::seal),
+            Node::Internal(parent) => {
+                parent.buffers.get_mut(index).filter(|buffer| !buffer.is_empty()).map(Buffer::seal)
+            }
             Node::Leaf(_) => None,
         };
         ctx.store.put(parent_id, node)?;
-        Ok(sealed.map(|(runs, ranges, seal)| Sealing { target, seal, runs, ranges, leaf, version, horizon: ctx.horizon }))
+        Ok(sealed.map(|(runs, ranges, seal)| Sealing {
+            target,
+            seal,
+            runs,
+            ranges,
+            leaf,
+            version,
+            horizon: ctx.horizon,
+        }))
     }
 
     /// Step 3, under the write lock: installs the new leaf and its split pieces if nothing
@@ -248,7 +258,8 @@ impl Tree {
         version: u64,
         (leaf, pieces): Rebuilt,
     ) -> Result<bool> {
-        let change = |parent: &mut Internal, index| install_in(ctx, parent, index, target.child, seal, version, (leaf, pieces));
+        let change =
+            |parent: &mut Internal, index| install_in(ctx, parent, index, target.child, seal, version, (leaf, pieces));
         match self.change_parent(ctx, *root, target, change)? {
             None => Ok(false),
             Some((true, path)) => {
@@ -372,7 +383,6 @@ fn apply_to_copy(ctx: &Ctx<'_>, sealing: &Sealing) -> Option<Rebuilt> {
     Some((Node::Leaf(leaf), pieces))
 }
 
-
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeMap, HashSet};
@@ -406,7 +416,15 @@ mod tests {
             };
             let store = NodeStore::new(None, usize::MAX / 2, false);
             let tree = Tree::create(TreeId(1), "t".into(), &store).expect("create");
-            Fixture { store, options, counters: Counters::default(), tree, model: BTreeMap::new(), seq: 0, rng: seed | 1 }
+            Fixture {
+                store,
+                options,
+                counters: Counters::default(),
+                tree,
+                model: BTreeMap::new(),
+                seq: 0,
+                rng: seed | 1,
+            }
         }
 
         fn ctx(&self) -> Ctx<'_> {

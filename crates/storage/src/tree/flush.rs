@@ -61,7 +61,12 @@ pub(super) enum Cascade {
     Later,
 }
 
-pub(super) fn flush_child_then(ctx: &Ctx<'_>, parent: &mut Internal, index: usize, cascade_mode: Cascade) -> Result<()> {
+pub(super) fn flush_child_then(
+    ctx: &Ctx<'_>,
+    parent: &mut Internal,
+    index: usize,
+    cascade_mode: Cascade,
+) -> Result<()> {
     let (Some(buffer), Some(&child_id)) = (parent.buffers.get_mut(index), parent.children.get(index)) else {
         return Err(Error::Invariant(format!("flush of missing child {index}")));
     };
@@ -149,7 +154,12 @@ fn split_child(ctx: &Ctx<'_>, parent: &mut Internal, index: usize) -> Result<boo
 
 /// Puts the pieces split off child `index` (each with the pivot before it) after it, with the
 /// child's buffer split at their pivots. Returns whether there were any.
-pub(super) fn insert_pieces(ctx: &Ctx<'_>, parent: &mut Internal, index: usize, pieces: Vec<(Vec<u8>, Node)>) -> Result<bool> {
+pub(super) fn insert_pieces(
+    ctx: &Ctx<'_>,
+    parent: &mut Internal,
+    index: usize,
+    pieces: Vec<(Vec<u8>, Node)>,
+) -> Result<bool> {
     let Some(buffer) = parent.buffers.get_mut(index) else { return Ok(false) };
     let mut parts: Vec<Buffer> = pieces.iter().rev().map(|(pivot, _)| buffer.split_off(pivot)).collect();
     parts.reverse();
@@ -187,8 +197,7 @@ fn split_internal(internal: &mut Internal, fanout: usize) -> Vec<(Vec<u8>, Inter
 fn merge_child(ctx: &Ctx<'_>, parent: &mut Internal, index: usize) -> Result<bool> {
     let left_index = if index + 1 < parent.children.len() { index } else { index.saturating_sub(1) };
     let right_index = left_index + 1;
-    let (Some(&left_id), Some(&right_id)) = (parent.children.get(left_index), parent.children.get(right_index))
-    else {
+    let (Some(&left_id), Some(&right_id)) = (parent.children.get(left_index), parent.children.get(right_index)) else {
         return Ok(false);
     };
     let right = ctx.store.take(right_id)?;
@@ -265,8 +274,12 @@ pub(super) fn fix_root(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
             continue;
         }
         if too_big {
-            let mut new_root =
-                Internal { height: height + 1, pivots: Vec::new(), children: vec![*root], buffers: vec![Buffer::default()] };
+            let mut new_root = Internal {
+                height: height + 1,
+                pivots: Vec::new(),
+                children: vec![*root],
+                buffers: vec![Buffer::default()],
+            };
             split_child(ctx, &mut new_root, 0)?;
             *root = ctx.store.allocate(Node::Internal(new_root))?;
             continue;

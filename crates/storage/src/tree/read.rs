@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use crate::error::Result;
-use crate::message::{resolve, Event, Seq};
+use crate::message::{Event, Seq, resolve};
 use crate::node::buffer::RangeDelete;
-use crate::node::{child_range, NodeId};
+use crate::node::{NodeId, child_range};
 use crate::thin::View;
 use crate::tree::{Ctx, Tree};
 
@@ -108,8 +108,10 @@ impl Tree {
                     }
                     continue;
                 }
-                let mut events: Vec<(Seq, Event)> =
-                    entry.versions().map(|(seq, v)| (seq, v.map_or(Event::Delete, |v| Event::Put(v.to_vec())))).collect();
+                let mut events: Vec<(Seq, Event)> = entry
+                    .versions()
+                    .map(|(seq, v)| (seq, v.map_or(Event::Delete, |v| Event::Put(v.to_vec()))))
+                    .collect();
                 events.extend(same_key.into_iter().flat_map(|(_, e)| e));
                 (entry.key().to_vec(), events)
             } else {
@@ -164,7 +166,9 @@ fn descend(ctx: &Ctx<'_>, root: NodeId, target: Target<'_>) -> Result<Path> {
         };
         let (child_lo, child_hi) = child_range(node.pivots(), index, lo.as_deref(), hi.as_deref());
         let (child_lo, child_hi) = (child_lo.map(<[u8]>::to_vec), child_hi.map(<[u8]>::to_vec));
-        let Some(&child) = node.children().get(index) else { return Ok(Path { internals, leaf: None, window_lo: lo, window_hi: hi }) };
+        let Some(&child) = node.children().get(index) else {
+            return Ok(Path { internals, leaf: None, window_lo: lo, window_hi: hi });
+        };
         lo = child_lo;
         hi = child_hi;
         internals.push((node, index));

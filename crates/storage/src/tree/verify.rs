@@ -54,10 +54,10 @@ fn verify_node(ctx: &Ctx<'_>, id: NodeId, place: &Place<'_>, seen: &mut HashSet<
         return Err(fail(format!("node {} reachable twice", id.0)));
     }
     let node = ctx.store.get(id)?;
-    if let Some(height) = place.height {
-        if node.height() != height {
-            return Err(fail(format!("node {} has height {}, expected {height}", id.0, node.height())));
-        }
+    if let Some(height) = place.height
+        && node.height() != height
+    {
+        return Err(fail(format!("node {} has height {}, expected {height}", id.0, node.height())));
     }
     match &**node {
         Node::Leaf(leaf) => verify_leaf(ctx, id, leaf, place),

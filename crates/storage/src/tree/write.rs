@@ -159,12 +159,15 @@ fn inject_point<I: Iterator<Item = TreeMessage>>(
             // the leaf is rebuilt once per flush instead of spliced (half a basement moved)
             // per message.
             Node::Leaf(leaf) => match path.last() {
-                Some(&(parent, _)) if leaf.last_key().is_some_and(|last| key.as_slice() <= last) => Step::Buffer(parent),
+                Some(&(parent, _)) if leaf.last_key().is_some_and(|last| key.as_slice() <= last) => {
+                    Step::Buffer(parent)
+                }
                 _ => Step::Leaf,
             },
             Node::Internal(internal) => {
                 let index = internal.child_index(&key);
-                let down = if id == *root { descends_from_root(internal, floor, &key) } else { descends(internal, &key) };
+                let down =
+                    if id == *root { descends_from_root(internal, floor, &key) } else { descends(internal, &key) };
                 match internal.children.get(index) {
                     Some(child) if down => Step::Descend(index, *child),
                     _ => Step::Buffer(id),

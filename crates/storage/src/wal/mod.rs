@@ -78,7 +78,10 @@ impl Log {
         segment_bytes: u64,
         older_segments: &[(u64, u64)],
     ) -> Result<Log> {
-        debug_assert!(older_segments.iter().all(|(number, _)| *number < segment), "a new segment comes after every old one");
+        debug_assert!(
+            older_segments.iter().all(|(number, _)| *number < segment),
+            "a new segment comes after every old one"
+        );
         let file = fs.open(&segment_path(dir, segment), OpenMode::Create)?;
         file.set_len(0)?;
         fs.sync_dir(dir)?;
@@ -95,7 +98,14 @@ impl Log {
             failed: None,
             older_segments: older_segments.iter().copied().collect(),
         };
-        Ok(Log { fs, dir: dir.to_path_buf(), segment_bytes, state: Mutex::new(state), synced: Condvar::new(), sync_count: Default::default() })
+        Ok(Log {
+            fs,
+            dir: dir.to_path_buf(),
+            segment_bytes,
+            state: Mutex::new(state),
+            synced: Condvar::new(),
+            sync_count: Default::default(),
+        })
     }
 
     /// Appends records written by `encode` into the buffer; returns the log position after them.

@@ -48,7 +48,11 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// Appends one framed commit record, encoded straight from borrowed writes.
-pub fn frame_commit<'a>(out: &mut Vec<u8>, first_seq: u64, writes: impl ExactSizeIterator<Item = (u64, LogWriteRef<'a>)>) {
+pub fn frame_commit<'a>(
+    out: &mut Vec<u8>,
+    first_seq: u64,
+    writes: impl ExactSizeIterator<Item = (u64, LogWriteRef<'a>)>,
+) {
     frame(out, |payload| {
         payload.push(1);
         payload.extend_from_slice(&first_seq.to_le_bytes());
@@ -182,7 +186,9 @@ fn decode_payload(payload: &[u8]) -> Result<Record> {
             }
             Record::Commit { first_seq, writes }
         }
-        2 => Record::CreateTree { seq: r.u64()?, tree: r.u64()?, name: String::from_utf8_lossy(r.bytes()?).into_owned() },
+        2 => {
+            Record::CreateTree { seq: r.u64()?, tree: r.u64()?, name: String::from_utf8_lossy(r.bytes()?).into_owned() }
+        }
         3 => Record::DropTree { seq: r.u64()?, tree: r.u64()? },
         kind => return Err(Error::Corruption(format!("log: unknown record kind {kind}"))),
     };

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::io::{FileSystem, OpenMode};
-use crate::wal::record::{read_frame, Record};
+use crate::wal::record::{Record, read_frame};
 use crate::wal::{parse_segment_name, segment_path};
 
 /// What replay read: the last segment number seen, each segment's size as left (after any

@@ -1,7 +1,7 @@
 //! Builders shared by the wire integration tests.
 #![allow(dead_code)]
 
-use bson::{doc, Document, RawDocumentBuf};
+use bson::{Document, RawDocumentBuf, doc};
 use wire::{DocumentSequence, MsgFlags, OpMsg};
 
 pub fn raw(document: Document) -> RawDocumentBuf {
@@ -10,9 +10,7 @@ pub fn raw(document: Document) -> RawDocumentBuf {
 
 /// `{insert: "users", $db: "test"}` with a `documents` sequence of `count` documents.
 pub fn insert_msg(count: usize, flags: u32) -> OpMsg {
-    let documents = (0..count)
-        .map(|i| raw(doc! { "_id": i as i32, "name": format!("user{i}") }))
-        .collect();
+    let documents = (0..count).map(|i| raw(doc! { "_id": i as i32, "name": format!("user{i}") })).collect();
     OpMsg {
         flags: MsgFlags(flags),
         body: raw(doc! { "insert": "users", "$db": "test" }),

@@ -40,9 +40,7 @@ impl Change {
     /// The paths this change reads or writes.
     fn paths(&self) -> impl Iterator<Item = &Path> {
         let (first, second) = match self {
-            Change::MakeDir { path }
-            | Change::Create { path, .. }
-            | Change::Remove { path, .. } => (path, None),
+            Change::MakeDir { path } | Change::Create { path, .. } | Change::Remove { path, .. } => (path, None),
             Change::Rename { from, to, .. } => (from, Some(to)),
         };
         std::iter::once(first.as_path()).chain(second.map(PathBuf::as_path))
