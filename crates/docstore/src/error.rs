@@ -42,6 +42,9 @@ pub enum Error {
     /// A document past the size limit.
     #[error("{0}")]
     DocumentTooLarge(String),
+    /// A document nested deeper than a stored document may be (MongoDB's Overflow, 15).
+    #[error("{0}")]
+    NestingTooDeep(String),
     /// An argument that is malformed or out of range.
     #[error("{0}")]
     BadValue(String),
@@ -100,6 +103,7 @@ impl Error {
             Error::CannotCreateIndex(_) => 67,
             Error::InvalidIdField(_) => 53,
             Error::DocumentTooLarge(_) => 10334,
+            Error::NestingTooDeep(_) => 15,
             Error::BadValue(_) => 2,
             Error::InvalidOptions(_) => 72,
             Error::IllegalOperation(_) => 20,
@@ -124,6 +128,7 @@ impl Error {
             Error::CannotCreateIndex(_) => "CannotCreateIndex",
             Error::InvalidIdField(_) => "InvalidIdField",
             Error::DocumentTooLarge(_) => "BSONObjectTooLarge",
+            Error::NestingTooDeep(_) => "Overflow",
             Error::BadValue(_) => "BadValue",
             Error::InvalidOptions(_) => "InvalidOptions",
             Error::IllegalOperation(_) => "IllegalOperation",

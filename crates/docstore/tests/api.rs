@@ -120,6 +120,50 @@ fn a_directory_is_open_in_one_store_at_a_time() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Goal: the rules on stored documents (16 MiB, 100 levels) hold for every kind of write, not
+/// only inserts: an update, an upsert and an insert past either limit are refused with
+/// MongoDB's codes, and nothing of them is stored.
+#[test]
+fn stored_document_rules_hold_for_every_write() {
+    let store = store();
+    let nested = |levels: usize| {
+        let mut value = Bson::Int32(1);
+        for _ in 0..levels {
+            value = Bson::Document(doc! { "a": value });
+        }
+        value
+    };
+    // The top level is 1: a field holding 99 nested documents makes 100 levels.
+    store.insert("db", "c", vec![raw(doc! {"_id": 1, "deep": nested(99)})], true, Durability::None);
+    let too_deep = store.insert("db", "c", vec![raw(doc! {"_id": 2, "deep": nested(100)})], true, Durability::None);
+    assert_eq!(too_deep.errors.first().map(|(_, e)| (e.code(), e.code_name())), Some((15, "Overflow")));
+    let set = |filter: Document, update: Document, upsert: bool| UpdateRequest {
+        filter,
+        update: UpdateModification::Document(update),
+        multi: false,
+        upsert,
+        array_filters: Vec::new(),
+        hint: None,
+    };
+    let error = store
+        .update("db", "c", &set(doc! {"_id": 1}, doc! {"$set": {"more": nested(100)}}, false), Durability::None)
+        .unwrap_err();
+    assert_eq!(error.code(), 15, "{error}");
+    let error = store
+        .update("db", "c", &set(doc! {"_id": 3}, doc! {"$set": {"more": nested(100)}}, true), Durability::None)
+        .unwrap_err();
+    assert_eq!(error.code(), 15, "{error}");
+    let big = "x".repeat(9 << 20);
+    store.insert("db", "c", vec![raw(doc! {"_id": 4, "s": big.clone()})], true, Durability::None);
+    let error =
+        store.update("db", "c", &set(doc! {"_id": 4}, doc! {"$set": {"t": big}}, false), Durability::None).unwrap_err();
+    assert_eq!((error.code(), error.code_name()), (10334, "BSONObjectTooLarge"), "{error}");
+    assert_eq!(store.estimated_document_count("db", "c").unwrap(), 2);
+    let stored = find(&store, filter(doc! {"_id": 4}));
+    assert!(!stored[0].contains_key("t"));
+    assert!(store.validate("db", "c").unwrap().is_valid());
+}
+
 fn ids(documents: &[Document]) -> Vec<i32> {
     documents.iter().map(|d| d.get_i32("_id").unwrap()).collect()
 }

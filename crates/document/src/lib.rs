@@ -15,6 +15,7 @@ pub mod number;
 pub mod order;
 pub mod path;
 pub mod scan;
+pub mod stored;
 
 pub use order::{canonical_type_rank, compare_documents, compare_values, values_equal};
 pub mod error;

@@ -15,12 +15,9 @@ pub const MAX_DOCUMENT_SIZE_BYTES: usize = 16 * 1024 * 1024;
 pub const COMMAND_OVERHEAD_BYTES: usize = 16 * 1024;
 
 /// Nesting limit for whole wire documents (MongoDB's `maxBSONDepth` default). A command envelope
-/// adds levels above the user's document, so this is looser than `MAX_STORED_DOCUMENT_DEPTH`.
+/// adds levels above the user's document, so this is looser than the 100 levels a stored
+/// document may have (`document::stored::MAX_DEPTH`, enforced by the docstore).
 pub const MAX_WIRE_NESTING_DEPTH: usize = 200;
-
-/// Nesting limit for a document the user stores: MongoDB supports at most 100 levels. The
-/// server checks it with `validate::check_depth` on each document it inserts.
-pub const MAX_STORED_DOCUMENT_DEPTH: usize = 100;
 
 /// Bounds for one connection's decoders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

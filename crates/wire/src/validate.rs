@@ -34,12 +34,6 @@ pub fn validate_document<'a>(
     Ok(document)
 }
 
-/// Check only the nesting depth of an already valid document: the server calls this with
-/// `MAX_STORED_DOCUMENT_DEPTH` on each document it is about to store.
-pub fn check_depth(document: &RawDocument, max_depth: usize) -> Result<(), WireError> {
-    walk(document, max_depth, "document")
-}
-
 /// Parse every element of `document` and its children, failing past `max_depth` levels.
 fn walk(document: &RawDocument, max_depth: usize, what: &'static str) -> Result<(), WireError> {
     if max_depth == 0 {

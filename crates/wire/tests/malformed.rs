@@ -325,14 +325,6 @@ fn deeply_nested_arrays_are_rejected() {
     assert!(matches!(decode(&message), Err(WireError::NestingTooDeep { .. })));
 }
 
-#[test]
-fn stored_depth_check_is_stricter_than_wire() {
-    let document = raw(nested(wire::limits::MAX_STORED_DOCUMENT_DEPTH + 1));
-    assert!(wire::validate::check_depth(&document, wire::limits::MAX_STORED_DOCUMENT_DEPTH).is_err());
-    let document = raw(nested(wire::limits::MAX_STORED_DOCUMENT_DEPTH));
-    assert!(wire::validate::check_depth(&document, wire::limits::MAX_STORED_DOCUMENT_DEPTH).is_ok());
-}
-
 // ---- OP_QUERY ----
 
 fn hello_query() -> OpQuery {

@@ -19,8 +19,6 @@ use crate::write::{DocumentWrite, check_id, document_id};
 pub const GROUP_DOCUMENTS: usize = 1000;
 /// Bytes of documents per engine transaction in a bulk insert.
 pub const GROUP_BYTES: usize = 16 << 20;
-/// The largest document stored (MongoDB's 16 MiB user limit).
-pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
 
 /// The result of an insert: how many documents went in, and each failure by its index in the
 /// request.
@@ -170,12 +168,6 @@ fn prepare(position: usize, document: RawDocumentBuf) -> Result<Prepared> {
         }
         None => with_generated_id(&document)?,
     };
-    if raw.as_bytes().len() > MAX_DOCUMENT_BYTES {
-        return Err(Error::DocumentTooLarge(format!(
-            "object to insert too large. size in bytes: {}, max size: {MAX_DOCUMENT_BYTES}",
-            raw.as_bytes().len()
-        )));
-    }
     let id = document_id(&raw)?.unwrap_or(Bson::Null);
     Ok(Prepared { position, id: id_key(&id), raw })
 }

@@ -56,6 +56,7 @@ impl<'s> DocumentWrite<'s> {
 
     /// Inserts a new document (the `_id` must be absent: checked at commit).
     pub fn insert(&mut self, id: &[u8], raw: &RawDocument) -> Result<()> {
+        check_stored(raw, "object to insert")?;
         let collection = Arc::clone(&self.collection);
         let mut all_keys = Vec::with_capacity(collection.indexes.len());
         for index in &collection.indexes {
@@ -91,6 +92,7 @@ impl<'s> DocumentWrite<'s> {
 
     /// Replaces a stored document (same `_id`), changing only the index entries that differ.
     pub fn replace(&mut self, id: &[u8], old: &RawDocument, new: &RawDocument) -> Result<()> {
+        check_stored(new, "resulting document after update")?;
         let collection = Arc::clone(&self.collection);
         let mut changes = Vec::with_capacity(collection.indexes.len());
         for index in &collection.indexes {
@@ -169,6 +171,23 @@ impl<'s> DocumentWrite<'s> {
             }
         }
         Some(meta)
+    }
+}
+
+/// The rules every stored document keeps (`document::stored`: 16 MiB, 100 levels), checked here,
+/// on the one path every insert, update, upsert, `$out` and `$merge` takes into a collection.
+fn check_stored(raw: &RawDocument, what: &str) -> Result<()> {
+    use document::stored::{self, Violation};
+    match stored::check(raw) {
+        Ok(()) => Ok(()),
+        Err(Violation::TooLarge { bytes }) => Err(Error::DocumentTooLarge(format!(
+            "{what} too large. size in bytes: {bytes}, max size: {}",
+            stored::MAX_DOCUMENT_BYTES
+        ))),
+        Err(Violation::TooDeep) => {
+            Err(Error::NestingTooDeep(format!("{what} exceeds the maximum nesting depth of {}", stored::MAX_DEPTH)))
+        }
+        Err(Violation::Malformed(message)) => Err(Error::bad_value(format!("invalid BSON document: {message}"))),
     }
 }
 

@@ -20,7 +20,7 @@ use crate::index::id_key;
 use crate::read::find::FindRequest;
 use crate::read::planner::Hint;
 use crate::store::{Inner, Locked};
-use crate::write::insert::{MAX_DOCUMENT_BYTES, with_generated_id};
+use crate::write::insert::with_generated_id;
 use crate::write::{DocumentWrite, document_id};
 
 /// An update document (operators or a replacement) or an update pipeline.
@@ -285,12 +285,5 @@ impl Inner {
 }
 
 fn encode(document: &Document) -> Result<RawDocumentBuf> {
-    let raw =
-        RawDocumentBuf::try_from(document).map_err(|e| Error::bad_value(format!("cannot encode document: {e}")))?;
-    if raw.as_bytes().len() > MAX_DOCUMENT_BYTES {
-        return Err(Error::DocumentTooLarge(format!(
-            "Resulting document after update is larger than {MAX_DOCUMENT_BYTES}"
-        )));
-    }
-    Ok(raw)
+    RawDocumentBuf::try_from(document).map_err(|e| Error::bad_value(format!("cannot encode document: {e}")))
 }
