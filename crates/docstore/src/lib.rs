@@ -202,9 +202,9 @@ impl Store {
 
     // Writes.
 
-    /// Inserts documents (creating the collection if needed); errors by position.
-    /// Inserts documents; with `Durability::Immediate`, every document inserted (even when
-    /// others failed) is durable before this returns, or `durability_error` says why not.
+    /// Inserts documents (creating the collection if needed); errors by position. With
+    /// `Durability::Immediate`, every document inserted (even when others failed) is durable
+    /// before this returns, or `durability_error` says why not.
     pub fn insert(
         &self,
         db: &str,
