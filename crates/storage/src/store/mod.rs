@@ -22,49 +22,35 @@
 //! block replaced by a newer one, or whose node is freed, is *superseded*: the last durable
 //! checkpoint may still name it, so it is only returned to the allocator once the next
 //! checkpoint is durable (`take_superseded` at its capture, freed at its completion).
+//!
+//! Files: this one holds the slots and the cache's reads and writes (`get`, `view`, `take`,
+//! `put`, `replace`); `eviction` keeps the budget (the evictor thread, backpressure, eviction
+//! steps); `blocks` writes nodes to new blocks and frees superseded ones; `capture` is a
+//! checkpoint's view of the cache and how its writes land back (`mark_written`).
 
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 
 use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::file::{BlockAddr, DataFile};
-use crate::node::codec::{self, Head, Layout, decode_node, encode_node};
+use crate::node::codec::{self, Head, Layout, decode_node};
 use crate::node::{Internal, Node, NodeId};
 use crate::stats::TRACKED_LEVELS;
 use crate::thin::{Part, Thin, View};
 
+mod blocks;
+mod capture;
+mod eviction;
+
+pub(crate) use capture::Capture;
+use eviction::Evictor;
+
 const SHARDS: usize = 16;
-
-/// Eviction brings the cache down to this share of the budget, so it does not run per insert.
-const EVICT_TARGET_PERCENT: usize = 90;
-
-/// Past this share of the budget, a writer waits for the running eviction (throttling). Close to
-/// the budget, so that a process can be held to a memory cap near it: the evictor runs beside
-/// the writers, and at 150% (the earlier value) the nodes alone could take half again the budget.
-const THROTTLE_PERCENT: usize = 115;
-
-/// How often, at most, the evictor returns free glibc allocator pages to the system (in a program
-/// that embeds the engine on glibc's malloc; Strata's binaries run on jemalloc, which purges on
-/// its own: see `allocator`). On glibc, without it the
-/// process's resident memory ran 80-100 MiB above its live heap (iibench, 128 MiB cache: live
-/// heap 150-180 MiB, resident 215-245 MiB, OOM-killed under a 256 MiB cap); trimming every
-/// 100-300 ms kept it within 20-40 MiB of the heap at no measurable cost in inserts/s.
-const TRIM_INTERVAL: Duration = Duration::from_millis(200);
-
-/// ...and only while the process's resident memory is over this share of the cache budget. A
-/// trim is not free: `malloc_trim` holds each arena's lock while it hands pages back one free
-/// chunk at a time, so a committing thread that shares the arena waits, and the pages handed back
-/// come back as page faults. Trimming every 200 ms regardless cost bio_bench's indexed inserts
-/// about 0.6 µs of system time per document (2.4M documents under a 256 MiB cap with a 128 MiB
-/// cache: resident 150-170 MiB trimmed, about 195 MiB untrimmed, where iibench untrimmed reached
-/// 245 MiB).
-const TRIM_ABOVE_PERCENT: usize = 140;
 
 /// A node as the cache hands it out. While its slot holds it, its memory is charged through the
 /// slot. When a writer replaces it while someone still holds this version (a checkpoint that has
@@ -164,18 +150,6 @@ impl Drop for TransientCharge<'_> {
     }
 }
 
-/// A node block written: where, and its layout.
-pub(crate) struct Written {
-    pub addr: BlockAddr,
-    pub layout: Option<Arc<Layout>>,
-}
-
-/// What a checkpoint captures from the cache at its consistent point.
-pub(crate) struct Capture {
-    pub dirty: Vec<(NodeId, Arc<CachedNode>, u64)>,
-    pub clean: Vec<(NodeId, BlockAddr)>,
-}
-
 pub(crate) struct NodeStore {
     shards: [Mutex<HashMap<NodeId, Slot>>; SHARDS],
     next_id: AtomicU64,
@@ -190,46 +164,6 @@ pub(crate) struct NodeStore {
     evicting: Mutex<()>,
     evictor: Evictor,
     pub counters: CacheCounters,
-}
-
-/// The wake-up line between writers and the evictor thread.
-#[derive(Default)]
-struct Evictor {
-    state: Mutex<EvictorState>,
-    wake: Condvar,
-}
-
-#[derive(Default)]
-struct EvictorState {
-    running: bool,
-    wanted: bool,
-}
-
-impl Evictor {
-    /// Asks the evictor thread to run; false if there is none.
-    fn wake(&self) -> bool {
-        let mut state = self.state.lock();
-        if state.running && !state.wanted {
-            state.wanted = true;
-            self.wake.notify_one();
-        }
-        state.running
-    }
-
-    /// Waits until eviction is wanted (true) or the thread should stop (false).
-    fn wait(&self) -> bool {
-        let mut state = self.state.lock();
-        while state.running && !state.wanted {
-            self.wake.wait(&mut state);
-        }
-        state.wanted = false;
-        state.running
-    }
-
-    fn set_running(&self, running: bool) {
-        self.state.lock().running = running;
-        self.wake.notify_all();
-    }
 }
 
 impl NodeStore {
@@ -603,137 +537,6 @@ impl NodeStore {
         self.shards.iter().map(|shard| shard.lock().len()).sum()
     }
 
-    /// Keeps the cache within budget. Over budget, the evictor thread (if one runs) is woken
-    /// and the caller goes on; far over budget (`THROTTLE_PERCENT`), the caller waits for the
-    /// running eviction and then evicts itself: that is the writers' backpressure. Without an
-    /// evictor thread, the caller evicts whenever no one else is.
-    fn maybe_evict(&self) -> Result<()> {
-        if self.disk.is_none() || self.used_bytes() <= self.budget_bytes {
-            return Ok(());
-        }
-        let _evicting = if self.used_bytes() > self.budget_bytes / 100 * THROTTLE_PERCENT {
-            self.counters.throttle_waits.fetch_add(1, Ordering::Relaxed);
-            self.evicting.lock()
-        } else {
-            if self.evictor.wake() {
-                return Ok(());
-            }
-            match self.evicting.try_lock() {
-                Some(guard) => guard,
-                None => return Ok(()),
-            }
-        };
-        self.evict_to_target()
-    }
-
-    /// Evicts least recently used nodes until the cache is at `EVICT_TARGET_PERCENT` of its
-    /// budget. The caller holds `evicting`.
-    fn evict_to_target(&self) -> Result<()> {
-        let target = self.budget_bytes / 100 * EVICT_TARGET_PERCENT;
-        if self.used_bytes() <= target {
-            return Ok(());
-        }
-        let mut candidates: Vec<(u64, NodeId)> = Vec::new();
-        for shard in &self.shards {
-            let shard = shard.lock();
-            candidates
-                .extend(shard.iter().filter(|(_, s)| s.node.is_some() && !s.taken).map(|(id, s)| (s.last_used, *id)));
-        }
-        candidates.sort_unstable();
-        for (_, id) in candidates {
-            if self.used_bytes() <= target {
-                break;
-            }
-            self.evict(id)?;
-        }
-        Ok(())
-    }
-
-    /// The evictor thread's loop: evict whenever woken over budget, until `stop_evictor`. An
-    /// eviction error (a failed write) is left for the writers: past the throttle they evict
-    /// themselves and meet it.
-    ///
-    /// Evicting frees node-sized allocations that glibc's allocator would keep (its arenas give
-    /// back only the top of a heap), so the evictor also hands its free pages back to the system,
-    /// at most every `TRIM_INTERVAL` while the process holds more than `TRIM_ABOVE_PERCENT` of
-    /// the budget.
-    pub fn run_evictor(&self) {
-        let mut last_trim = Instant::now();
-        while self.evictor.wait() {
-            let _evicting = self.evicting.lock();
-            let _ = self.evict_to_target();
-            // Reading the resident size is a read of /proc: only once a trim is due.
-            let over = || {
-                crate::allocator::resident_bytes()
-                    .is_none_or(|bytes| bytes > self.budget_bytes / 100 * TRIM_ABOVE_PERCENT)
-            };
-            if last_trim.elapsed() >= TRIM_INTERVAL && over() {
-                crate::allocator::release_free_memory();
-                last_trim = Instant::now();
-            }
-        }
-    }
-
-    pub fn start_evictor(&self) {
-        self.evictor.set_running(true);
-    }
-
-    pub fn stop_evictor(&self) {
-        self.evictor.set_running(false);
-    }
-
-    /// Evicts one step of a node (see `thin`): a whole node becomes thin, written to a new block
-    /// first if it is dirty; a thin node drops its sections; a thin node without any is dropped.
-    /// A node whose block has no layout (the first format) is dropped whole.
-    fn evict(&self, id: NodeId) -> Result<()> {
-        let (node, version) = {
-            let mut shard = self.shard(id).lock();
-            let Some(slot) = shard.get_mut(&id) else { return Ok(()) };
-            if slot.taken {
-                return Ok(());
-            }
-            match &slot.node {
-                None => return Ok(()),
-                Some(View::Whole(node)) if slot.dirty => (Arc::clone(node), slot.version),
-                Some(View::Whole(_)) => {
-                    let thin = slot.addr.zip(slot.layout.clone()).map(|(addr, layout)| Thin::new(id, addr, layout));
-                    self.evict_to(slot, thin);
-                    return Ok(());
-                }
-                Some(View::Thin(thin)) => {
-                    let thinner = thin.has_parts().then(|| thin.without_parts());
-                    self.evict_to(slot, thinner);
-                    return Ok(());
-                }
-            }
-        };
-        let written = self.write_node(id, &node)?;
-        self.counters.write_backs.fetch_add(1, Ordering::Relaxed);
-        let mut shard = self.shard(id).lock();
-        match shard.get_mut(&id) {
-            Some(slot) if slot.version == version && !slot.taken => {
-                if let Some(old) = slot.addr.replace(written.addr) {
-                    self.superseded.lock().push(old);
-                }
-                slot.layout = written.layout.clone();
-                slot.dirty = false;
-                let thin = written.layout.map(|layout| Thin::new(id, written.addr, layout));
-                self.evict_to(slot, thin);
-            }
-            // Changed (or freed) while being written: the block holds a version nobody names.
-            _ => self.free_unreferenced(written.addr),
-        }
-        Ok(())
-    }
-
-    /// Replaces a clean slot's node by a thinner one, or by nothing.
-    fn evict_to(&self, slot: &mut Slot, thinner: Option<Thin>) {
-        let thinner = thinner.filter(|_| self.partial);
-        let counter = if thinner.is_some() { &self.counters.partial_evictions } else { &self.counters.evictions };
-        counter.fetch_add(1, Ordering::Relaxed);
-        self.install(slot, thinner.map(|thin| View::Thin(Arc::new(thin))));
-    }
-
     /// Charges `bytes` to the budget until the returned guard drops: the megabyte-sized
     /// buffers of a node being encoded and written, or read and decoded, which every writer,
     /// the evictor and the checkpointer can each hold at once. It only counts: the threads that
@@ -741,101 +544,6 @@ impl NodeStore {
     pub(crate) fn charge_transient(&self, bytes: usize) -> TransientCharge<'_> {
         self.used_bytes.fetch_add(bytes, Ordering::Relaxed);
         TransientCharge { used_bytes: &self.used_bytes, bytes }
-    }
-
-    /// Encodes and writes a node to a new block.
-    pub fn write_node(&self, id: NodeId, node: &Node) -> Result<Written> {
-        let disk = self.disk.as_ref().ok_or_else(|| Error::Invariant("write-back without a disk".into()))?;
-        // The encoded copy is at most about the node's own size (sections that do not compress
-        // are stored raw).
-        let _payload_charge = self.charge_transient(node.memory_bytes());
-        let payload = encode_node(id, node, disk.compression);
-        self.counters.bytes_before_compression.fetch_add(node.size_bytes() as u64, Ordering::Relaxed);
-        self.counters.bytes_written.fetch_add(payload.len() as u64, Ordering::Relaxed);
-        let level = (node.height() as usize).min(TRACKED_LEVELS - 1);
-        if let Some(counter) = self.counters.bytes_written_by_height.get(level) {
-            counter.fetch_add(payload.len() as u64, Ordering::Relaxed);
-        }
-        let layout = codec::decode_layout(id, &payload)?.map(Arc::new);
-        Ok(Written { addr: disk.file.write_block(id.0, &payload)?, layout })
-    }
-
-    fn free_unreferenced(&self, addr: BlockAddr) {
-        if let Some(disk) = &self.disk {
-            disk.file.free(addr);
-        }
-    }
-
-    /// The checkpoint's view: dirty nodes to write (with their versions) and the blocks of the
-    /// clean ones. Called with every tree locked, so no node is out with a writer.
-    pub fn capture(&self) -> Result<Capture> {
-        let mut capture = Capture { dirty: Vec::new(), clean: Vec::new() };
-        for shard in &self.shards {
-            for (id, slot) in shard.lock().iter() {
-                match (&slot.node, slot.dirty, slot.addr) {
-                    (Some(View::Whole(node)), true, _) => capture.dirty.push((*id, Arc::clone(node), slot.version)),
-                    (_, false, Some(addr)) => capture.clean.push((*id, addr)),
-                    _ => return Err(Error::Invariant(format!("node {} is neither in memory nor on disk", id.0))),
-                }
-            }
-        }
-        Ok(capture)
-    }
-
-    /// The checkpoint wrote version `version` of a node; returns the block its catalog names for
-    /// the node.
-    ///
-    /// If an eviction wrote the same version meanwhile and dropped the node from memory, readers
-    /// may be reading the eviction's block right now (a reader copies a slot's address and reads
-    /// without the shard lock), so that block stays and the checkpoint names it; the
-    /// checkpoint's own copy, which no reader was ever told about, is freed at once. The
-    /// eviction's write finished before this call, so the checkpoint's data-file sync covers it.
-    pub fn mark_written(&self, id: NodeId, version: u64, written: Written) -> BlockAddr {
-        let mut shard = self.shard(id).lock();
-        match shard.get_mut(&id) {
-            Some(slot) if slot.version == version && slot.dirty => {
-                if let Some(old) = slot.addr.replace(written.addr) {
-                    self.superseded.lock().push(old);
-                }
-                slot.layout = written.layout;
-                slot.dirty = false;
-                written.addr
-            }
-            Some(slot) if slot.version == version => match slot.addr {
-                Some(evicted) => {
-                    self.free_unreferenced(written.addr);
-                    evicted
-                }
-                None => {
-                    slot.addr = Some(written.addr);
-                    if slot.node.is_some() {
-                        slot.layout = written.layout;
-                    }
-                    written.addr
-                }
-            },
-            // Changed or freed since the capture: the checkpoint names this block, the next one
-            // will not.
-            _ => {
-                self.superseded.lock().push(written.addr);
-                written.addr
-            }
-        }
-    }
-
-    pub fn take_superseded(&self) -> Vec<BlockAddr> {
-        std::mem::take(&mut *self.superseded.lock())
-    }
-
-    /// Gives back blocks a failed checkpoint was going to free.
-    pub fn restore_superseded(&self, blocks: Vec<BlockAddr>) {
-        self.superseded.lock().extend(blocks);
-    }
-
-    pub fn free_blocks(&self, blocks: Vec<BlockAddr>) {
-        for addr in blocks {
-            self.free_unreferenced(addr);
-        }
     }
 }
 

@@ -1,0 +1,92 @@
+//! Checkpoint capture: what a checkpoint takes from the cache at its consistent point (dirty
+//! nodes with their versions, the blocks of clean ones), and how its writes land back in the
+//! slots (`mark_written`), including the race with an eviction that wrote the same version.
+
+use std::sync::Arc;
+
+use super::blocks::Written;
+use super::{CachedNode, NodeStore};
+use crate::error::{Error, Result};
+use crate::file::BlockAddr;
+use crate::node::NodeId;
+use crate::thin::View;
+
+/// What a checkpoint captures from the cache at its consistent point.
+pub(crate) struct Capture {
+    pub dirty: Vec<(NodeId, Arc<CachedNode>, u64)>,
+    pub clean: Vec<(NodeId, BlockAddr)>,
+}
+
+impl NodeStore {
+    /// The checkpoint's view: dirty nodes to write (with their versions) and the blocks of the
+    /// clean ones. Called with every tree locked, so no node is out with a writer.
+    pub fn capture(&self) -> Result<Capture> {
+        let mut capture = Capture { dirty: Vec::new(), clean: Vec::new() };
+        for shard in &self.shards {
+            for (id, slot) in shard.lock().iter() {
+                match (&slot.node, slot.dirty, slot.addr) {
+                    (Some(View::Whole(node)), true, _) => capture.dirty.push((*id, Arc::clone(node), slot.version)),
+                    (_, false, Some(addr)) => capture.clean.push((*id, addr)),
+                    _ => return Err(Error::Invariant(format!("node {} is neither in memory nor on disk", id.0))),
+                }
+            }
+        }
+        Ok(capture)
+    }
+
+    /// The checkpoint wrote version `version` of a node; returns the block its catalog names for
+    /// the node.
+    ///
+    /// If an eviction wrote the same version meanwhile and dropped the node from memory, readers
+    /// may be reading the eviction's block right now (a reader copies a slot's address and reads
+    /// without the shard lock), so that block stays and the checkpoint names it; the
+    /// checkpoint's own copy, which no reader was ever told about, is freed at once. The
+    /// eviction's write finished before this call, so the checkpoint's data-file sync covers it.
+    pub fn mark_written(&self, id: NodeId, version: u64, written: Written) -> BlockAddr {
+        let mut shard = self.shard(id).lock();
+        match shard.get_mut(&id) {
+            Some(slot) if slot.version == version && slot.dirty => {
+                if let Some(old) = slot.addr.replace(written.addr) {
+                    self.superseded.lock().push(old);
+                }
+                slot.layout = written.layout;
+                slot.dirty = false;
+                written.addr
+            }
+            Some(slot) if slot.version == version => match slot.addr {
+                Some(evicted) => {
+                    self.free_unreferenced(written.addr);
+                    evicted
+                }
+                None => {
+                    slot.addr = Some(written.addr);
+                    if slot.node.is_some() {
+                        slot.layout = written.layout;
+                    }
+                    written.addr
+                }
+            },
+            // Changed or freed since the capture: the checkpoint names this block, the next one
+            // will not.
+            _ => {
+                self.superseded.lock().push(written.addr);
+                written.addr
+            }
+        }
+    }
+
+    pub fn take_superseded(&self) -> Vec<BlockAddr> {
+        std::mem::take(&mut *self.superseded.lock())
+    }
+
+    /// Gives back blocks a failed checkpoint was going to free.
+    pub fn restore_superseded(&self, blocks: Vec<BlockAddr>) {
+        self.superseded.lock().extend(blocks);
+    }
+
+    pub fn free_blocks(&self, blocks: Vec<BlockAddr>) {
+        for addr in blocks {
+            self.free_unreferenced(addr);
+        }
+    }
+}
