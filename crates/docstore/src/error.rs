@@ -1,11 +1,11 @@
 //! The docstore's one error enum.
 //!
 //! Errors are in the docstore's own words; [`Error::code`] and [`Error::code_name`] give the
-//! MongoDB error the server reports for each (the numbers only: docstore does not depend on
-//! `wire`). Errors from the query and document crates keep their own codes.
+//! MongoDB error the server reports for each, named through `vocabulary`'s one table. Errors from the query and document crates keep their own codes.
 
 use bson::Document;
 use thiserror::Error;
+use vocabulary::ErrorCode;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -93,50 +93,43 @@ impl Error {
     /// MongoDB's numeric error code.
     pub fn code(&self) -> i32 {
         match self {
-            Error::InvalidNamespace(_) => 73,
-            Error::NamespaceExists(_) => 48,
-            Error::NamespaceNotFound(_) => 26,
-            Error::DuplicateKey { .. } => 11000,
-            Error::IndexNotFound(_) => 27,
-            Error::IndexOptionsConflict(_) => 85,
-            Error::IndexKeySpecsConflict(_) => 86,
-            Error::CannotCreateIndex(_) => 67,
-            Error::InvalidIdField(_) => 53,
-            Error::DocumentTooLarge(_) => 10334,
-            Error::NestingTooDeep(_) => 15,
-            Error::BadValue(_) => 2,
-            Error::InvalidOptions(_) => 72,
-            Error::IllegalOperation(_) => 20,
-            Error::SortMemoryExceeded { .. } => 292,
             Error::Query(error) => error.code(),
             Error::Document(error) => error.code(),
-            Error::DirectoryLocked(_) => 98,
-            Error::Corruption(_) | Error::Storage(_) | Error::Busy(_) => 1,
+            named => named.named_code().code(),
         }
     }
 
     /// MongoDB's `codeName` for [`Error::code`].
     pub fn code_name(&self) -> &'static str {
         match self {
-            Error::InvalidNamespace(_) => "InvalidNamespace",
-            Error::NamespaceExists(_) => "NamespaceExists",
-            Error::NamespaceNotFound(_) => "NamespaceNotFound",
-            Error::DuplicateKey { .. } => "DuplicateKey",
-            Error::IndexNotFound(_) => "IndexNotFound",
-            Error::IndexOptionsConflict(_) => "IndexOptionsConflict",
-            Error::IndexKeySpecsConflict(_) => "IndexKeySpecsConflict",
-            Error::CannotCreateIndex(_) => "CannotCreateIndex",
-            Error::InvalidIdField(_) => "InvalidIdField",
-            Error::DocumentTooLarge(_) => "BSONObjectTooLarge",
-            Error::NestingTooDeep(_) => "Overflow",
-            Error::BadValue(_) => "BadValue",
-            Error::InvalidOptions(_) => "InvalidOptions",
-            Error::IllegalOperation(_) => "IllegalOperation",
-            Error::SortMemoryExceeded { .. } => "QueryExceededMemoryLimitNoDiskUseAllowed",
             Error::Query(error) => error.code_name(),
             Error::Document(error) => error.code_name(),
-            Error::DirectoryLocked(_) => "DBPathInUse",
-            Error::Corruption(_) | Error::Storage(_) | Error::Busy(_) => "InternalError",
+            named => named.named_code().name(),
+        }
+    }
+
+    /// The table's code of this error (the query and document layers' errors carry their own).
+    fn named_code(&self) -> ErrorCode {
+        match self {
+            Error::InvalidNamespace(_) => ErrorCode::InvalidNamespace,
+            Error::NamespaceExists(_) => ErrorCode::NamespaceExists,
+            Error::NamespaceNotFound(_) => ErrorCode::NamespaceNotFound,
+            Error::DuplicateKey { .. } => ErrorCode::DuplicateKey,
+            Error::IndexNotFound(_) => ErrorCode::IndexNotFound,
+            Error::IndexOptionsConflict(_) => ErrorCode::IndexOptionsConflict,
+            Error::IndexKeySpecsConflict(_) => ErrorCode::IndexKeySpecsConflict,
+            Error::CannotCreateIndex(_) => ErrorCode::CannotCreateIndex,
+            Error::InvalidIdField(_) => ErrorCode::InvalidIdField,
+            Error::DocumentTooLarge(_) => ErrorCode::BSONObjectTooLarge,
+            Error::NestingTooDeep(_) => ErrorCode::Overflow,
+            Error::BadValue(_) => ErrorCode::BadValue,
+            Error::InvalidOptions(_) => ErrorCode::InvalidOptions,
+            Error::IllegalOperation(_) => ErrorCode::IllegalOperation,
+            Error::SortMemoryExceeded { .. } => ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed,
+            Error::DirectoryLocked(_) => ErrorCode::DBPathInUse,
+            Error::Query(_) | Error::Document(_) | Error::Corruption(_) | Error::Storage(_) | Error::Busy(_) => {
+                ErrorCode::InternalError
+            }
         }
     }
 

@@ -4,6 +4,7 @@
 //! map each to the MongoDB error the server reports for it.
 
 use thiserror::Error;
+use vocabulary::ErrorCode;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -28,23 +29,23 @@ pub enum Error {
 }
 
 impl Error {
+    /// The MongoDB error this is (`vocabulary`'s table).
+    pub fn error_code(&self) -> ErrorCode {
+        match self {
+            Error::ParallelArrays { .. } => ErrorCode::CannotIndexParallelArrays,
+            Error::BadIndexSpec(_) => ErrorCode::CannotCreateIndex,
+            Error::InvalidPath(_) => ErrorCode::BadValue,
+            Error::CorruptKey(_) | Error::InvalidBson(_) => ErrorCode::InvalidBSON,
+        }
+    }
+
     /// MongoDB's numeric error code for this error.
     pub fn code(&self) -> i32 {
-        match self {
-            Error::ParallelArrays { .. } => 171,
-            Error::BadIndexSpec(_) => 67,
-            Error::InvalidPath(_) => 2,
-            Error::CorruptKey(_) | Error::InvalidBson(_) => 22,
-        }
+        self.error_code().code()
     }
 
     /// MongoDB's `codeName` for [`Error::code`].
     pub fn code_name(&self) -> &'static str {
-        match self {
-            Error::ParallelArrays { .. } => "CannotIndexParallelArrays",
-            Error::BadIndexSpec(_) => "CannotCreateIndex",
-            Error::InvalidPath(_) => "BadValue",
-            Error::CorruptKey(_) | Error::InvalidBson(_) => "InvalidBSON",
-        }
+        self.error_code().name()
     }
 }

@@ -6,6 +6,7 @@
 //! `Coded` is for the rare one-off codes (projection's 31253/31254, ...) not worth a variant.
 
 use thiserror::Error;
+pub use vocabulary::ErrorCode;
 
 pub type Result<T, E = QueryError> = std::result::Result<T, E>;
 
@@ -50,41 +51,38 @@ impl QueryError {
     /// MongoDB's numeric error code.
     pub fn code(&self) -> i32 {
         match self {
-            QueryError::BadValue(_) => 2,
-            QueryError::FailedToParse(_) => 9,
-            QueryError::TypeMismatch(_) => 14,
-            QueryError::Overflow(_) => 15,
-            QueryError::PathNotViable(_) => 28,
-            QueryError::ConflictingUpdateOperators(_) => 40,
-            QueryError::DollarPrefixedFieldName(_) => 52,
-            QueryError::EmptyFieldName(_) => 56,
-            QueryError::ImmutableField(_) => 66,
-            QueryError::InvalidOptions(_) => 72,
-            QueryError::CannotIndexParallelArrays(_) => 171,
-            QueryError::MemoryLimitExceeded(_) => 292,
             QueryError::Document(error) => error.code(),
             QueryError::Coded { code, .. } => *code,
+            named => named.named_code().map_or(ErrorCode::InternalError.code(), ErrorCode::code),
         }
     }
 
     /// MongoDB's `codeName` for [`QueryError::code`].
     pub fn code_name(&self) -> &'static str {
         match self {
-            QueryError::BadValue(_) => "BadValue",
-            QueryError::FailedToParse(_) => "FailedToParse",
-            QueryError::TypeMismatch(_) => "TypeMismatch",
-            QueryError::Overflow(_) => "Overflow",
-            QueryError::PathNotViable(_) => "PathNotViable",
-            QueryError::ConflictingUpdateOperators(_) => "ConflictingUpdateOperators",
-            QueryError::DollarPrefixedFieldName(_) => "DollarPrefixedFieldName",
-            QueryError::EmptyFieldName(_) => "EmptyFieldName",
-            QueryError::ImmutableField(_) => "ImmutableField",
-            QueryError::InvalidOptions(_) => "InvalidOptions",
-            QueryError::CannotIndexParallelArrays(_) => "CannotIndexParallelArrays",
-            QueryError::MemoryLimitExceeded(_) => "QueryExceededMemoryLimitNoDiskUseAllowed",
             QueryError::Document(error) => error.code_name(),
             QueryError::Coded { code_name, .. } => code_name,
+            named => named.named_code().map_or(ErrorCode::InternalError.name(), ErrorCode::name),
         }
+    }
+
+    /// The table's code of a variant that names one (`None` for the two that carry theirs).
+    fn named_code(&self) -> Option<ErrorCode> {
+        Some(match self {
+            QueryError::BadValue(_) => ErrorCode::BadValue,
+            QueryError::FailedToParse(_) => ErrorCode::FailedToParse,
+            QueryError::TypeMismatch(_) => ErrorCode::TypeMismatch,
+            QueryError::Overflow(_) => ErrorCode::Overflow,
+            QueryError::PathNotViable(_) => ErrorCode::PathNotViable,
+            QueryError::ConflictingUpdateOperators(_) => ErrorCode::ConflictingUpdateOperators,
+            QueryError::DollarPrefixedFieldName(_) => ErrorCode::DollarPrefixedFieldName,
+            QueryError::EmptyFieldName(_) => ErrorCode::EmptyFieldName,
+            QueryError::ImmutableField(_) => ErrorCode::ImmutableField,
+            QueryError::InvalidOptions(_) => ErrorCode::InvalidOptions,
+            QueryError::CannotIndexParallelArrays(_) => ErrorCode::CannotIndexParallelArrays,
+            QueryError::MemoryLimitExceeded(_) => ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed,
+            QueryError::Document(_) | QueryError::Coded { .. } => return None,
+        })
     }
 
     pub fn bad_value(message: impl Into<String>) -> QueryError {
@@ -94,4 +92,29 @@ impl QueryError {
     pub fn failed_to_parse(message: impl Into<String>) -> QueryError {
         QueryError::FailedToParse(message.into())
     }
+}
+
+/// The code a [`fail`] names: an entry of MongoDB's table, or an assertion-site number (the
+/// five-digit `Location<code>` codes MongoDB raises at one place each, written as numbers
+/// there as in MongoDB's own source).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Code(i32);
+
+impl From<ErrorCode> for Code {
+    fn from(code: ErrorCode) -> Code {
+        Code(code.code())
+    }
+}
+
+impl From<i32> for Code {
+    fn from(location: i32) -> Code {
+        Code(location)
+    }
+}
+
+/// An error with a MongoDB code that has no variant of its own; its `codeName` comes from the
+/// table (`Location<code>` for an assertion-site code).
+pub fn fail(code: impl Into<Code>, message: impl Into<String>) -> QueryError {
+    let Code(code) = code.into();
+    QueryError::Coded { code, code_name: vocabulary::code_name(code), message: message.into() }
 }

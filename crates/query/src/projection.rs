@@ -67,7 +67,7 @@ enum Node {
 }
 
 fn coded(code: i32, message: String) -> QueryError {
-    QueryError::Coded { code, code_name: "Location", message }
+    crate::error::fail(code, message)
 }
 
 impl Projection {

@@ -37,11 +37,10 @@ impl SortSpec {
                     return Err(QueryError::bad_value("$meta sort is not supported"));
                 }
                 _ => {
-                    return Err(QueryError::Coded {
-                        code: 15975,
-                        code_name: "Location15975",
-                        message: "$sort key ordering must be 1 (for ascending) or -1 (for descending)".into(),
-                    });
+                    return Err(crate::error::fail(
+                        15975,
+                        "$sort key ordering must be 1 (for ascending) or -1 (for descending)",
+                    ));
                 }
             };
             let path = FieldPath::parse(name).map_err(|e| QueryError::bad_value(e.to_string()))?;

@@ -222,20 +222,6 @@ pub fn mismatch(key: &str, expected: &str, found: &Bson) -> CommandError {
 pub fn type_name(value: Option<&Bson>) -> &'static str {
     match value {
         None => "missing",
-        Some(Bson::Double(_)) => "double",
-        Some(Bson::String(_)) => "string",
-        Some(Bson::Document(_)) => "object",
-        Some(Bson::Array(_)) => "array",
-        Some(Bson::Binary(_)) => "binData",
-        Some(Bson::ObjectId(_)) => "objectId",
-        Some(Bson::Boolean(_)) => "bool",
-        Some(Bson::DateTime(_)) => "date",
-        Some(Bson::Null) => "null",
-        Some(Bson::RegularExpression(_)) => "regex",
-        Some(Bson::Int32(_)) => "int",
-        Some(Bson::Timestamp(_)) => "timestamp",
-        Some(Bson::Int64(_)) => "long",
-        Some(Bson::Decimal128(_)) => "decimal",
-        Some(_) => "other",
+        Some(value) => wire::type_name(i32::from(value.element_type() as u8 as i8)).unwrap_or("unknown"),
     }
 }

@@ -461,7 +461,10 @@ fn a_crash_loop_replays_only_recent_work_and_keeps_the_log_small() {
 
 /// A small database that is written over and over never carries much more log than data: a
 /// checkpoint starts once the log since the last one passes the data file's size (above the
-/// floor), long before the interval or the absolute log trigger.
+/// floor), long before the interval or the absolute log trigger. The maintenance thread that
+/// starts it runs beside the test: when the log passes twice the data file (the trigger, plus
+/// what a checkpoint's own run lets through), the test waits for it to come back down, and
+/// fails only if it does not within seconds (so a busy machine cannot fail it by timing alone).
 #[test]
 fn the_log_is_checkpointed_away_once_it_outgrows_the_data() {
     let options = Options {
@@ -473,24 +476,33 @@ fn the_log_is_checkpointed_away_once_it_outgrows_the_data() {
     let disk = SimFs::new();
     let engine = Engine::open_with(Arc::new(disk.clone()), Path::new("/db"), options).expect("open");
     let tree = engine.create_tree("left").expect("tree");
-    let mut worst = 0;
+    let bound = |stats: &storage::Stats| 2 * stats.data_file_bytes.max(16 << 10);
+    let mut waits = 0;
     for round in 0..10_000u32 {
         let mut txn = engine.begin();
         // Forty keys rewritten again and again: the data stays a few KiB, the log grows.
         txn.put(tree, numbered_key(round % 40), vec![round as u8; 400]);
         txn.commit(Durability::Immediate).expect("commit");
-        worst = worst.max(engine.stats().log_disk_bytes);
+        let stats = engine.stats();
+        if stats.log_disk_bytes > bound(&stats) {
+            waits += 1;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while engine.stats().log_disk_bytes > bound(&engine.stats()) {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "round {round}: the log on disk stays at {} bytes, data file {}",
+                    engine.stats().log_disk_bytes,
+                    engine.stats().data_file_bytes
+                );
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
     }
     let stats = engine.stats();
     println!(
-        "{} bytes of log appended, {} checkpoints, log on disk at most {worst} bytes, data file {} bytes",
+        "{} bytes of log appended, {} checkpoints, data file {} bytes; the test waited for a checkpoint {waits} times",
         stats.log_bytes, stats.checkpoints, stats.data_file_bytes
     );
-    assert!(stats.checkpoints > 0, "no checkpoint after {} bytes of log", stats.log_bytes);
-    // The trigger is the data file's size; a checkpoint's own run and the segment it rotates
-    // away from add at most as much again.
-    let bound = 2 * stats.data_file_bytes.max(16 << 10);
-    assert!(worst <= bound, "the log on disk reached {worst} bytes, data file {}", stats.data_file_bytes);
-    assert!(worst < stats.log_bytes / 4, "the log on disk reached {worst} of {} bytes appended", stats.log_bytes);
+    assert!(stats.checkpoints >= 3, "{} checkpoints after {} bytes of log", stats.checkpoints, stats.log_bytes);
     engine.close().expect("close");
 }

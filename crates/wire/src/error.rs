@@ -6,9 +6,9 @@
 //! the command error code MongoDB would report for it, so that the server can answer a complete
 //! but malformed request with an error reply before it closes the connection.
 
-use crate::codes::ErrorCode;
 use crate::compression::Compressor;
 use crate::header::OpCode;
+use vocabulary::ErrorCode;
 
 /// Everything that can be wrong with a message's bytes. Never a panic: each malformed input
 /// that the decoders can meet maps to one of these.

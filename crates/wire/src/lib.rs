@@ -12,7 +12,6 @@
 // Network bytes are input: library code may not panic on them. Tests may.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic))]
 
-pub mod codes;
 pub mod compression;
 pub mod error;
 pub mod frame;
@@ -26,7 +25,6 @@ pub mod replies;
 pub mod request;
 pub mod validate;
 
-pub use codes::{ErrorCode, code_name};
 pub use compression::{Compressor, SUPPORTED_COMPRESSORS, negotiate};
 pub use error::WireError;
 pub use frame::{Frame, decode_frame, message_length};
@@ -37,3 +35,5 @@ pub use op_query::{OpQuery, QueryFlags};
 pub use op_reply::{OpReply, ReplyFlags};
 pub use replies::{WriteError, error_reply, ok_reply, write_reply};
 pub use request::{Message, ReplyStream, Request, encode_reply};
+/// MongoDB's error codes live in `vocabulary`; the wire re-exports them for its replies.
+pub use vocabulary::{ErrorCode, code_name, known_code_name, type_name};

@@ -6,7 +6,7 @@
 
 use bson::{Bson, Document, doc};
 
-use crate::codes::ErrorCode;
+use vocabulary::ErrorCode;
 
 /// `{...fields, ok: 1.0}`; an `ok` already in `fields` is replaced and moved last.
 pub fn ok_reply(mut fields: Document) -> Document {

@@ -147,7 +147,7 @@ fn two_numbers(args: &[Value], code: i32, op: &str) -> Result<Option<(Num, Num)>
 fn divide(args: &[Value]) -> EvalResult {
     let Some((a, b)) = two_numbers(args, 16609, "$divide")? else { return null() };
     if b.is_zero() {
-        return Err(fail(2, "can't $divide by zero"));
+        return Err(fail(crate::error::ErrorCode::BadValue, "can't $divide by zero"));
     }
     if a.num_type() == NumType::Decimal || b.num_type() == NumType::Decimal {
         return num(Num::Decimal(dec_divide(&a.to_dec(), &b.to_dec())));

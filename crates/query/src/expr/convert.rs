@@ -118,7 +118,7 @@ fn parse_target(to: &Bson) -> Result<Target, QueryError> {
             "int" => Target::Int,
             "long" => Target::Long,
             "decimal" => Target::Decimal,
-            other => return Err(fail(2, format!("Unknown type name: {other}"))),
+            other => return Err(fail(crate::error::ErrorCode::BadValue, format!("Unknown type name: {other}"))),
         },
         Bson::Document(d) if d.contains_key("type") => return parse_target(d.get("type").unwrap_or(&Bson::Null)),
         other => match Num::from_bson(other).and_then(|n| n.to_exact_i64()) {
@@ -130,7 +130,7 @@ fn parse_target(to: &Bson) -> Result<Target, QueryError> {
             Some(16) => Target::Int,
             Some(18) => Target::Long,
             Some(19) => Target::Decimal,
-            Some(n) => return Err(fail(2, format!("Invalid type number: {n}"))),
+            Some(n) => return Err(fail(crate::error::ErrorCode::BadValue, format!("Invalid type number: {n}"))),
             None => {
                 return Err(fail(
                     9,
@@ -156,7 +156,7 @@ fn target_name(target: Target) -> &'static str {
 }
 
 fn conversion_failure(message: String) -> QueryError {
-    fail(241, format!("{message} in $convert with no onError value"))
+    fail(crate::error::ErrorCode::ConversionFailure, format!("{message} in $convert with no onError value"))
 }
 
 fn unsupported(value: &Bson, target: Target) -> QueryError {

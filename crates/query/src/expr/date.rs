@@ -103,7 +103,11 @@ fn date_result(millis: i64) -> EvalResult {
 
 /// `{$year: <date>}`, `{$year: [<date>]}` or `{$year: {date, timezone}}`.
 fn parse_part(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let func = PARTS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f).ok_or_else(|| fail(168, "unknown date part"))?;
+    let func = PARTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, f)| *f)
+        .ok_or_else(|| fail(crate::error::ErrorCode::InvalidPipelineOperator, "unknown date part"))?;
     let args = match arg {
         Bson::Document(d) if d.contains_key("date") => {
             let codes = NamedArgCodes { not_object: 40024, unknown: 40535, missing: 40539 };
@@ -228,7 +232,7 @@ pub fn eval_date_from_string(spec: &DateFromStringSpec, scope: &mut Scope<'_>) -
                 type_name(&other),
                 display(&other)
             );
-            return on_error(spec, scope, fail(241, message));
+            return on_error(spec, scope, fail(crate::error::ErrorCode::ConversionFailure, message));
         }
     };
     let format = match &format {
@@ -244,7 +248,11 @@ pub fn eval_date_from_string(spec: &DateFromStringSpec, scope: &mut Scope<'_>) -
     };
     match parse_date_text(&text, format.as_deref(), offset) {
         Some(millis) => date_result(millis),
-        None => on_error(spec, scope, fail(241, format!("Error parsing date string '{text}'"))),
+        None => on_error(
+            spec,
+            scope,
+            fail(crate::error::ErrorCode::ConversionFailure, format!("Error parsing date string '{text}'")),
+        ),
     }
 }
 

@@ -136,7 +136,9 @@ fn parse_operator(name: &str, arg: &Bson) -> Result<Expr, QueryError> {
             Ok(Expr::Call(Call { name, func, args }))
         }
         Some(OpDef::Custom(name, parser)) => parser(name, arg),
-        None => Err(fail(168, format!("Unrecognized expression '{name}'"))),
+        None => {
+            Err(fail(crate::error::ErrorCode::InvalidPipelineOperator, format!("Unrecognized expression '{name}'")))
+        }
     }
 }
 

@@ -15,45 +15,7 @@ pub type Value = Option<Bson>;
 /// Result of evaluating an expression.
 pub type EvalResult = Result<Value, QueryError>;
 
-/// An expression or stage error with MongoDB's code and `codeName`.
-pub fn fail(code: i32, message: impl Into<String>) -> QueryError {
-    QueryError::Coded { code, code_name: code_name(code), message: message.into() }
-}
-
-/// MongoDB's `codeName`: named codes by name, the numbered assertion codes as `Location<code>`.
-/// The `Location` names are interned once per code (a bounded set: the codes in this crate).
-fn code_name(code: i32) -> &'static str {
-    match code {
-        2 => "BadValue",
-        9 => "FailedToParse",
-        14 => "TypeMismatch",
-        15 => "Overflow",
-        20 => "IllegalOperation",
-        26 => "NamespaceNotFound",
-        40 => "ConflictingUpdateOperators",
-        52 => "DollarPrefixedFieldName",
-        66 => "ImmutableField",
-        72 => "InvalidOptions",
-        73 => "InvalidNamespace",
-        146 => "ExceededMemoryLimit",
-        168 => "InvalidPipelineOperator",
-        241 => "ConversionFailure",
-        11000 => "DuplicateKey",
-        _ => interned_location(code),
-    }
-}
-
-fn interned_location(code: i32) -> &'static str {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static NAMES: OnceLock<Mutex<HashMap<i32, &'static str>>> = OnceLock::new();
-    let names = NAMES.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut names = match names.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    names.entry(code).or_insert_with(|| Box::leak(format!("Location{code}").into_boxed_str()))
-}
+pub use crate::error::fail;
 
 /// MongoDB's `$type` name of a value.
 pub fn type_name(value: &Value) -> &'static str {
@@ -64,29 +26,7 @@ pub fn type_name(value: &Value) -> &'static str {
 }
 
 pub fn bson_type_name(value: &Bson) -> &'static str {
-    match value {
-        Bson::Double(_) => "double",
-        Bson::String(_) => "string",
-        Bson::Document(_) => "object",
-        Bson::Array(_) => "array",
-        Bson::Binary(_) => "binData",
-        Bson::Undefined => "undefined",
-        Bson::ObjectId(_) => "objectId",
-        Bson::Boolean(_) => "bool",
-        Bson::DateTime(_) => "date",
-        Bson::Null => "null",
-        Bson::RegularExpression(_) => "regex",
-        Bson::DbPointer(_) => "dbPointer",
-        Bson::JavaScriptCode(_) => "javascript",
-        Bson::Symbol(_) => "symbol",
-        Bson::JavaScriptCodeWithScope(_) => "javascriptWithScope",
-        Bson::Int32(_) => "int",
-        Bson::Timestamp(_) => "timestamp",
-        Bson::Int64(_) => "long",
-        Bson::Decimal128(_) => "decimal",
-        Bson::MinKey => "minKey",
-        Bson::MaxKey => "maxKey",
-    }
+    vocabulary::type_name(i32::from(value.element_type() as u8 as i8)).unwrap_or("unknown")
 }
 
 /// Missing, null and undefined: the values most operators answer with `null`.

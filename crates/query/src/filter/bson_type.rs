@@ -14,30 +14,6 @@ pub struct BsonTypeSet {
     any_number: bool,
 }
 
-const NAMES: &[(&str, i32)] = &[
-    ("double", 1),
-    ("string", 2),
-    ("object", 3),
-    ("array", 4),
-    ("binData", 5),
-    ("undefined", 6),
-    ("objectId", 7),
-    ("bool", 8),
-    ("date", 9),
-    ("null", 10),
-    ("regex", 11),
-    ("dbPointer", 12),
-    ("javascript", 13),
-    ("symbol", 14),
-    ("javascriptWithScope", 15),
-    ("int", 16),
-    ("timestamp", 17),
-    ("long", 18),
-    ("decimal", 19),
-    ("minKey", -1),
-    ("maxKey", 127),
-];
-
 /// The BSON type number of a value.
 pub fn type_code(value: &Bson) -> i32 {
     i32::from(value.element_type() as u8 as i8)
@@ -45,8 +21,7 @@ pub fn type_code(value: &Bson) -> i32 {
 
 /// The `$type` name of a value (`"int"`, `"objectId"`, ...).
 pub fn type_name(value: &Bson) -> &'static str {
-    let code = type_code(value);
-    NAMES.iter().find(|(_, c)| *c == code).map_or("unknown", |(name, _)| name)
+    vocabulary::type_name(type_code(value)).unwrap_or("unknown")
 }
 
 impl BsonTypeSet {
@@ -68,16 +43,13 @@ impl BsonTypeSet {
         match item {
             Bson::String(name) if name == "number" => self.any_number = true,
             Bson::String(name) => {
-                let code = NAMES
-                    .iter()
-                    .find(|(alias, _)| alias == name)
-                    .map(|(_, code)| *code)
+                let code = vocabulary::type_number(name)
                     .ok_or_else(|| QueryError::bad_value(format!("Unknown type name alias: {name}")))?;
                 self.codes.push(code);
             }
             Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
                 let code = integral(item)
-                    .filter(|code| NAMES.iter().any(|(_, known)| i64::from(*known) == *code))
+                    .filter(|code| i32::try_from(*code).ok().and_then(vocabulary::type_name).is_some())
                     .ok_or_else(|| QueryError::bad_value(format!("Invalid numerical type code: {item}")))?;
                 self.codes.push(code as i32);
             }

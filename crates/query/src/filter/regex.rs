@@ -23,11 +23,7 @@ impl FilterRegex {
                 'i' | 'm' | 's' | 'x' => flags.push(option),
                 'u' => {}
                 other => {
-                    return Err(QueryError::Coded {
-                        code: 51108,
-                        code_name: "Location51108",
-                        message: format!("invalid flag in regex options: {other}"),
-                    });
+                    return Err(crate::error::fail(51108, format!("invalid flag in regex options: {other}")));
                 }
             }
         }

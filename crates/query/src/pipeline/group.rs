@@ -91,7 +91,7 @@ pub(super) fn parse_accumulator(name: &str, value: &Bson) -> Result<AccumulatorS
     };
     if operator == "$count" {
         if !matches!(argument, Bson::Document(d) if d.is_empty()) {
-            return Err(fail(9, "$count takes no arguments, i.e. $count:{}"));
+            return Err(fail(crate::error::ErrorCode::FailedToParse, "$count takes no arguments, i.e. $count:{}"));
         }
         return Ok(AccumulatorSpec {
             name: name.to_string(),

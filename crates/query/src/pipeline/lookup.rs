@@ -37,7 +37,10 @@ fn string_arg(key: &str, value: &Bson) -> Result<String, QueryError> {
 /// A sub-pipeline of `$lookup`/`$unionWith`: no `$out`/`$merge` inside.
 fn sub_pipeline(value: &Bson, stage: &str) -> Result<Pipeline, QueryError> {
     let Bson::Array(stages) = value else {
-        return Err(fail(9, format!("{stage} 'pipeline' must be an array, found {}", bson_type_name(value))));
+        return Err(fail(
+            crate::error::ErrorCode::FailedToParse,
+            format!("{stage} 'pipeline' must be an array, found {}", bson_type_name(value)),
+        ));
     };
     for item in stages {
         let (name, _) = super::stage::stage_parts(item)?;
@@ -66,10 +69,16 @@ impl LookupSpec {
                 "foreignField" => foreign = Some(string_arg(key, value)?),
                 "let" => let_vars = parse_let(value)?,
                 "pipeline" => pipeline = Some(sub_pipeline(value, "$lookup")?),
-                other => return Err(fail(9, format!("unknown argument to $lookup: {other}"))),
+                other => {
+                    return Err(fail(
+                        crate::error::ErrorCode::FailedToParse,
+                        format!("unknown argument to $lookup: {other}"),
+                    ));
+                }
             }
         }
-        let as_field = as_field.ok_or_else(|| fail(9, "must specify 'as' field for a $lookup"))?;
+        let as_field = as_field
+            .ok_or_else(|| fail(crate::error::ErrorCode::FailedToParse, "must specify 'as' field for a $lookup"))?;
         let equality = match (local, foreign) {
             (Some(l), Some(f)) => Some((split(&l), f)),
             (None, None) => None,
@@ -87,7 +96,7 @@ impl LookupSpec {
             ));
         }
         if from.is_none() && pipeline.is_none() {
-            return Err(fail(9, "must specify 'from' field for a $lookup"));
+            return Err(fail(crate::error::ErrorCode::FailedToParse, "must specify 'from' field for a $lookup"));
         }
         Ok(LookupSpec { from, as_path: split(&as_field), equality, let_vars, pipeline })
     }
@@ -140,7 +149,10 @@ fn split(path: &str) -> Vec<String> {
 
 fn parse_let(value: &Bson) -> Result<Vec<(String, Expr)>, QueryError> {
     let Bson::Document(vars) = value else {
-        return Err(fail(9, format!("$lookup argument 'let' must be an object, is type {}", bson_type_name(value))));
+        return Err(fail(
+            crate::error::ErrorCode::FailedToParse,
+            format!("$lookup argument 'let' must be an object, is type {}", bson_type_name(value)),
+        ));
     };
     let mut out = Vec::with_capacity(vars.len());
     for (name, expr) in vars {

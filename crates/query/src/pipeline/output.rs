@@ -244,7 +244,7 @@ fn parse_on(value: &Bson) -> Result<Vec<String>, QueryError> {
 
 fn parse_let(value: &Bson) -> Result<Vec<(String, Expr)>, QueryError> {
     let Bson::Document(vars) = value else {
-        return Err(fail(14, "$merge 'let' must be an object"));
+        return Err(fail(crate::error::ErrorCode::TypeMismatch, "$merge 'let' must be an object"));
     };
     vars.iter()
         .map(|(name, expr)| {
@@ -267,9 +267,10 @@ fn parse_when_matched(value: &Bson) -> Result<WhenMatched, QueryError> {
             )),
         },
         Bson::Array(stages) => Ok(WhenMatched::Pipeline(UpdatePipeline::parse(stages)?)),
-        other => {
-            Err(fail(14, format!("$merge 'whenMatched' must be a string or an array, found {}", bson_type_name(other))))
-        }
+        other => Err(fail(
+            crate::error::ErrorCode::TypeMismatch,
+            format!("$merge 'whenMatched' must be a string or an array, found {}", bson_type_name(other)),
+        )),
     }
 }
 
@@ -284,6 +285,9 @@ fn parse_when_not_matched(value: &Bson) -> Result<WhenNotMatched, QueryError> {
                 format!("Enumeration value '{other}' for field '$merge.whenNotMatched' is not a valid value."),
             )),
         },
-        other => Err(fail(14, format!("$merge 'whenNotMatched' must be a string, found {}", bson_type_name(other)))),
+        other => Err(fail(
+            crate::error::ErrorCode::TypeMismatch,
+            format!("$merge 'whenNotMatched' must be a string, found {}", bson_type_name(other)),
+        )),
     }
 }

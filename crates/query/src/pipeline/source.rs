@@ -170,7 +170,7 @@ impl CollectionSource for InMemorySource {
                 *slot = document;
                 Ok(())
             }
-            None => Err(fail(2, format!("no document with _id {id} to replace"))),
+            None => Err(fail(crate::error::ErrorCode::BadValue, format!("no document with _id {id} to replace"))),
         }
     }
 }

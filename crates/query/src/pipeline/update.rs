@@ -39,7 +39,7 @@ impl UpdatePipeline {
                 Stage::AddFields(spec) => spec.apply(&current, vars)?,
                 Stage::Project(spec) => spec.apply(&current, vars)?,
                 Stage::ReplaceRoot(expr) => super::replace_root(expr, &current, vars)?,
-                _ => return Err(fail(72, "Invalid update pipeline stage")),
+                _ => return Err(fail(crate::error::ErrorCode::InvalidOptions, "Invalid update pipeline stage")),
             };
         }
         Ok(current)

@@ -277,11 +277,10 @@ pub fn upsert_seed(filter: &Document) -> Result<Document> {
     for (field, value) in equalities {
         let as_update_path = UpdatePath::parse(field.as_str())?;
         if claimed.iter().any(|existing| path::conflicts(existing, &as_update_path)) {
-            return Err(QueryError::Coded {
-                code: 54,
-                code_name: "NotSingleValueField",
-                message: format!("cannot infer query fields to set, path '{field}' is matched twice"),
-            });
+            return Err(crate::error::fail(
+                crate::error::ErrorCode::NotSingleValueField,
+                format!("cannot infer query fields to set, path '{field}' is matched twice"),
+            ));
         }
         claimed.push(as_update_path);
         path::set(&mut seed, field.parts(), value)?;

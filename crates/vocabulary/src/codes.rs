@@ -1,8 +1,10 @@
-//! MongoDB command error codes and their `codeName`s.
+//! MongoDB's error codes and their `codeName`s: the one table in Strata.
 //!
 //! Numbers and names follow MongoDB's `error_codes.yml`; only the codes Strata can report are
-//! listed. This is the only place in Strata that knows them: the server maps its own errors
-//! onto `ErrorCode` in one module.
+//! listed. Every crate names a code through `ErrorCode`; the only numbers written elsewhere are
+//! MongoDB's *assertion-site* codes (the five-digit `Location<code>` codes, such as 16020 for a
+//! `$add` of a non-number), which MongoDB itself writes as bare numbers at the one place that
+//! raises each; [`code_name`] names those `Location<code>`.
 
 macro_rules! error_codes {
     ($($name:ident = $code:literal,)*) => {
@@ -87,6 +89,7 @@ error_codes! {
     NetworkTimeout = 89,
     ShutdownInProgress = 91,
     OperationFailed = 96,
+    DBPathInUse = 98,
     WriteConflict = 112,
     CommandNotSupported = 115,
     DocTooLargeForCapped = 116,
@@ -133,8 +136,30 @@ error_codes! {
 }
 
 /// The `codeName` MongoDB gives `code`, if the table knows it.
-pub fn code_name(code: i32) -> Option<&'static str> {
+pub fn known_code_name(code: i32) -> Option<&'static str> {
     ErrorCode::from_code(code).map(ErrorCode::name)
+}
+
+/// The `codeName` MongoDB gives `code`: the table's name, or `Location<code>` for an
+/// assertion-site code. The `Location` names are made once per code and kept (a bounded set:
+/// the codes written in Strata's source).
+pub fn code_name(code: i32) -> &'static str {
+    match known_code_name(code) {
+        Some(name) => name,
+        None => interned_location(code),
+    }
+}
+
+fn interned_location(code: i32) -> &'static str {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashMap<i32, &'static str>>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut names = match names.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    names.entry(code).or_insert_with(|| Box::leak(format!("Location{code}").into_boxed_str()))
 }
 
 #[cfg(test)]
@@ -186,9 +211,11 @@ mod tests {
             let found = ErrorCode::from_code(code).unwrap_or_else(|| panic!("code {code} missing"));
             assert_eq!(found.name(), name);
             assert_eq!(found.code(), code);
-            assert_eq!(code_name(code), Some(name));
+            assert_eq!(known_code_name(code), Some(name));
+            assert_eq!(code_name(code), name);
         }
-        assert_eq!(code_name(3), None);
+        assert_eq!(known_code_name(3), None);
+        assert_eq!(code_name(16020), "Location16020");
     }
 
     /// Goal: the table is a bijection, sorted by number, so `from_code` finds every entry.

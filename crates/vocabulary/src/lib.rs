@@ -1,0 +1,13 @@
+//! MongoDB's vocabulary, in one place for every crate: error codes and their `codeName`s
+//! (`codes`), and BSON type names (`types`). The layers keep their errors in their own words (`storage::Error`,
+//! `document::Error`, `query::QueryError`, `docstore::Error`); each says which MongoDB code it
+//! is through this table, and `server` turns that into a reply.
+
+// Library code returns errors instead of panicking; tests may unwrap.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod codes;
+pub mod types;
+
+pub use codes::{ErrorCode, code_name, known_code_name};
+pub use types::{type_name, type_number};
