@@ -22,7 +22,7 @@ pub enum Error {
     #[error("{0}")]
     NamespaceNotFound(String),
     /// A unique index (or `_id`) already holds the key. Nothing of the document was written.
-    #[error("E11000 duplicate key error collection: {namespace} index: {index} dup key: {key_value}")]
+    #[error("{}", vocabulary::duplicate_key_message(namespace, index, key_value))]
     DuplicateKey { namespace: String, index: String, key_pattern: Document, key_value: Document },
     /// dropIndexes or hint named an index that does not exist.
     #[error("{0}")]

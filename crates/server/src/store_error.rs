@@ -13,8 +13,7 @@ pub fn to_command_error(error: docstore::Error) -> CommandError {
         error!(%error, "storage failure");
     }
     let mut command_error = CommandError::coded(error.code(), error.code_name(), error.to_string());
-    if let docstore::Error::DuplicateKey { namespace, index, key_pattern, key_value } = &error {
-        command_error.message = wire::replies::duplicate_key_message(namespace, index, key_value);
+    if let docstore::Error::DuplicateKey { key_pattern, key_value, .. } = &error {
         command_error.extra = Box::new(doc! { "keyPattern": key_pattern.clone(), "keyValue": key_value.clone() });
     }
     command_error

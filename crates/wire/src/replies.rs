@@ -6,7 +6,7 @@
 
 use bson::{Bson, Document, doc};
 
-use vocabulary::ErrorCode;
+use vocabulary::{ErrorCode, duplicate_key_message};
 
 /// `{...fields, ok: 1.0}`; an `ok` already in `fields` is replaced and moved last.
 pub fn ok_reply(mut fields: Document) -> Document {
@@ -87,46 +87,6 @@ fn n_value(n: i64) -> Bson {
     i32::try_from(n).map(Bson::Int32).unwrap_or(Bson::Int64(n))
 }
 
-/// `E11000 duplicate key error collection: db.coll index: name_1 dup key: { name: "x" }`.
-pub fn duplicate_key_message(namespace: &str, index_name: &str, key_value: &Document) -> String {
-    format!(
-        "E11000 duplicate key error collection: {namespace} index: {index_name} dup key: {}",
-        format_document(key_value)
-    )
-}
-
-/// A document in the server's log/message notation: `{ a: 1, b: "x" }`, `{}` when empty.
-pub fn format_document(document: &Document) -> String {
-    if document.is_empty() {
-        return "{}".to_owned();
-    }
-    let fields: Vec<String> = document.iter().map(|(key, value)| format!("{key}: {}", format_value(value))).collect();
-    format!("{{ {} }}", fields.join(", "))
-}
-
-fn format_value(value: &Bson) -> String {
-    match value {
-        Bson::String(text) => format!("{text:?}"),
-        Bson::Int32(number) => number.to_string(),
-        Bson::Int64(number) => number.to_string(),
-        Bson::Double(number) if number.is_finite() && number.fract() == 0.0 => format!("{number:.1}"),
-        Bson::Double(number) => number.to_string(),
-        Bson::Boolean(flag) => flag.to_string(),
-        Bson::Null => "null".to_owned(),
-        Bson::ObjectId(id) => format!("ObjectId('{}')", id.to_hex()),
-        Bson::DateTime(date) => format!("new Date({})", date.timestamp_millis()),
-        Bson::Document(inner) => format_document(inner),
-        Bson::Array(items) if items.is_empty() => "[]".to_owned(),
-        Bson::Array(items) => {
-            let items: Vec<String> = items.iter().map(format_value).collect();
-            format!("[ {} ]", items.join(", "))
-        }
-        Bson::MinKey => "MinKey".to_owned(),
-        Bson::MaxKey => "MaxKey".to_owned(),
-        other => other.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,18 +130,6 @@ mod tests {
         assert_eq!(reply.get_i32("n").ok(), Some(2));
         assert_eq!(reply.get_array("writeErrors").map(Vec::len).ok(), Some(1));
         assert_eq!(reply.get_f64("ok").ok(), Some(1.0));
-    }
-
-    /// Goal: compound and typed keys print as the server prints them.
-    #[test]
-    fn key_values_format_like_mongodb() {
-        let id = bson::oid::ObjectId::parse_str("65a1b2c3d4e5f60718293a4b").expect("oid");
-        let key = doc! { "a": 1, "b": 2.5, "c": 3.0, "d": id, "e": null, "f": { "g": [1, "h"] }, "i": 7i64 };
-        assert_eq!(
-            format_document(&key),
-            r#"{ a: 1, b: 2.5, c: 3.0, d: ObjectId('65a1b2c3d4e5f60718293a4b'), e: null, f: { g: [ 1, "h" ] }, i: 7 }"#
-        );
-        assert_eq!(format_document(&doc! {}), "{}");
     }
 
     /// Goal: a write reply without errors has no writeErrors field.

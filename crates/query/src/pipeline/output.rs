@@ -153,10 +153,11 @@ impl MergeSpec {
             WhenMatched::KeepExisting => return Ok(()),
             WhenMatched::Fail => {
                 return Err(fail(
-                    11000,
-                    format!(
-                        "E11000 duplicate key error collection: {}.{} dup key: {key}",
-                        target.db, target.collection
+                    crate::error::ErrorCode::DuplicateKey,
+                    vocabulary::duplicate_key_message(
+                        &format!("{}.{}", target.db, target.collection),
+                        &self.on_index_name(),
+                        &key,
                     ),
                 ));
             }
@@ -181,6 +182,14 @@ impl MergeSpec {
             }
         };
         context.source.replace(target, &id, replacement)
+    }
+
+    /// The name MongoDB gives the unique index on the `on` fields (`_id_`, or `a_1_b_1`).
+    fn on_index_name(&self) -> String {
+        match self.on.as_slice() {
+            [only] if only == "_id" => "_id_".to_owned(),
+            fields => fields.iter().map(|field| format!("{field}_1")).collect::<Vec<_>>().join("_"),
+        }
     }
 
     fn key_of(&self, document: &Document) -> Result<Document, QueryError> {

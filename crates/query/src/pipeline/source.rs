@@ -118,13 +118,7 @@ impl CollectionSource for InMemorySource {
         for (i, a) in documents.iter().enumerate() {
             let id = a.get("_id").cloned().unwrap_or(Bson::Null);
             if documents.iter().skip(i + 1).any(|b| same_id(b, &id)) {
-                return Err(fail(
-                    11000,
-                    format!(
-                        "E11000 duplicate key error collection: {}.{} index: _id_ dup key: {{ _id: {id} }}",
-                        namespace.db, namespace.collection
-                    ),
-                ));
+                return Err(duplicate_id(namespace, id));
             }
         }
         self.lock().insert(namespace.clone(), documents);
@@ -150,13 +144,7 @@ impl CollectionSource for InMemorySource {
         let collection = collections.entry(namespace.clone()).or_default();
         let id = document.get("_id").cloned().unwrap_or(Bson::Null);
         if collection.iter().any(|d| same_id(d, &id)) {
-            return Err(fail(
-                11000,
-                format!(
-                    "E11000 duplicate key error collection: {}.{} index: _id_ dup key: {{ _id: {id} }}",
-                    namespace.db, namespace.collection
-                ),
-            ));
+            return Err(duplicate_id(namespace, id));
         }
         collection.push(document);
         Ok(())
@@ -173,4 +161,14 @@ impl CollectionSource for InMemorySource {
             None => Err(fail(crate::error::ErrorCode::BadValue, format!("no document with _id {id} to replace"))),
         }
     }
+}
+
+/// MongoDB's duplicate key error for an `_id` already in `namespace`.
+fn duplicate_id(namespace: &Namespace, id: Bson) -> QueryError {
+    let message = vocabulary::duplicate_key_message(
+        &format!("{}.{}", namespace.db, namespace.collection),
+        "_id_",
+        &bson::doc! { "_id": id },
+    );
+    fail(crate::error::ErrorCode::DuplicateKey, message)
 }
