@@ -16,3 +16,7 @@ pub mod pipeline;
 pub mod projection;
 pub mod sort;
 pub mod update;
+
+/// MongoDB's truthiness of a value given as a flag (`$exists`, an index's `unique`, `$cond`):
+/// false, zeros of every number type, null and undefined are false; everything else is true.
+pub use expr::is_truthy as truthy;

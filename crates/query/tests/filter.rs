@@ -157,6 +157,9 @@ fn in_exists_type() {
         (doc! {"a": {"$exists": true}}, doc! {}, false),
         (doc! {"a": {"$exists": false}}, doc! {}, true),
         (doc! {"a": {"$exists": 0}}, doc! {"a": 1}, false),
+        // A decimal zero is false too, as every number type's zero (mongod's trueValue).
+        (doc! {"a": {"$exists": decimal("0")}}, doc! {"a": 1}, false),
+        (doc! {"a": {"$exists": decimal("0.5")}}, doc! {"a": 1}, true),
         (doc! {"a.b": {"$exists": true}}, doc! {"a": [{"b": null}]}, true),
         (doc! {"a.b": {"$exists": true}}, doc! {"a": [{"c": 1}]}, false),
         (doc! {"a.b": {"$exists": false}}, doc! {"a": [1, 2]}, true),

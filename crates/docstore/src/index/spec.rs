@@ -61,9 +61,9 @@ impl ParsedSpec {
     fn apply_option(&mut self, option: &str, value: &Bson) -> Result<()> {
         match option {
             "key" | "name" | "v" | "background" | "ns" => {}
-            "unique" => self.unique = truthy(value),
-            "sparse" => self.sparse = truthy(value),
-            "clustering" => self.clustering = truthy(value),
+            "unique" => self.unique = query::truthy(value),
+            "sparse" => self.sparse = query::truthy(value),
+            "clustering" => self.clustering = query::truthy(value),
             "partialFilterExpression" => match value {
                 Bson::Document(filter) => {
                     query::filter::Filter::parse(filter)?;
@@ -177,17 +177,6 @@ impl ParsedSpec {
 
     fn options_without_name(&self) -> (bool, bool, bool, &Option<Document>, Option<i64>) {
         (self.unique, self.sparse, self.clustering, &self.partial, self.expire_after_seconds)
-    }
-}
-
-fn truthy(value: &Bson) -> bool {
-    match value {
-        Bson::Boolean(b) => *b,
-        Bson::Int32(n) => *n != 0,
-        Bson::Int64(n) => *n != 0,
-        Bson::Double(d) => *d != 0.0,
-        Bson::Null | Bson::Undefined => false,
-        _ => true,
     }
 }
 

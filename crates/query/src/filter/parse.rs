@@ -133,7 +133,7 @@ fn parse_operator(name: &str, operand: &Bson) -> Result<Predicate> {
         "$in" => Predicate::In(parse_list("$in", operand)?),
         "$nin" => Predicate::Not(Box::new(Predicate::In(parse_list("$nin", operand)?))),
         "$all" => parse_all(operand)?,
-        "$exists" => Predicate::Exists(truthy(operand)),
+        "$exists" => Predicate::Exists(crate::truthy(operand)),
         "$type" => Predicate::Type(BsonTypeSet::parse(operand)?),
         "$mod" => parse_mod(operand)?,
         "$size" => Predicate::Size(parse_size(operand)?),
@@ -141,17 +141,6 @@ fn parse_operator(name: &str, operand: &Bson) -> Result<Predicate> {
         "$not" => parse_not(operand)?,
         _ => return Err(QueryError::bad_value(format!("unknown operator: {name}"))),
     })
-}
-
-fn truthy(value: &Bson) -> bool {
-    match value {
-        Bson::Boolean(b) => *b,
-        Bson::Int32(i) => *i != 0,
-        Bson::Int64(i) => *i != 0,
-        Bson::Double(d) => *d != 0.0,
-        Bson::Null | Bson::Undefined => false,
-        _ => true,
-    }
 }
 
 fn parse_regex(operand: &Bson, options: Option<&Bson>) -> Result<Predicate> {
