@@ -33,7 +33,7 @@ pub use limits::Limits;
 pub use op_msg::{DocumentSequence, MsgFlags, OpMsg};
 pub use op_query::{OpQuery, QueryFlags};
 pub use op_reply::{OpReply, ReplyFlags};
-pub use replies::{WriteError, error_reply, ok_reply, write_reply};
+pub use replies::{error_reply, ok_reply};
 pub use request::{Message, ReplyStream, Request, encode_reply};
 /// MongoDB's error codes live in `vocabulary`; the wire re-exports them for its replies.
 pub use vocabulary::{ErrorCode, code_name, known_code_name, type_name};
