@@ -230,6 +230,10 @@ pub struct RoundtripArgs {
     /// measure in the same run; ratios are server under test / baseline.
     #[arg(long)]
     pub baseline: Option<PathBuf>,
+    /// Then point reads (`find_one` by an indexed field) while another connection inserts
+    /// batches of 1,000 documents at full speed: their p50/p99 and the server's CPU per read.
+    #[arg(long)]
+    pub beside_writer: bool,
 }
 
 #[derive(Args, Debug)]

@@ -140,17 +140,23 @@ fn pets() {
 
 /// Goal: roundtrip measures ping, insert_one and find_one on the server under test and on a
 /// baseline binary started in the same run (here the same binary), with the server's CPU per
-/// call read from /proc for both.
+/// call read from /proc for both, and point reads beside a batch writer.
 #[test]
 fn roundtrip() {
     let out = temp_dir("bench-roundtrip");
     let binary = env!("CARGO_BIN_EXE_strata");
-    let json = run_workload(&out, "roundtrip", &["roundtrip", "--calls", "300", "--rounds", "2", "--baseline", binary]);
+    let json = run_workload(
+        &out,
+        "roundtrip",
+        &["roundtrip", "--calls", "300", "--rounds", "2", "--baseline", binary, "--beside-writer"],
+    );
     for server in ["strata", "baseline"] {
         for operation in ["ping", "insert_one", "find_one"] {
             assert!(measurement(&json, server, &format!("{operation} calls/s")) > 0.0, "{server} {operation}");
             assert!(measurement(&json, server, &format!("{operation} server cpu")) >= 0.0, "{server} {operation}");
         }
+        assert!(measurement(&json, server, "find_one beside writer p99") > 0.0, "{server}");
+        assert!(measurement(&json, server, "writer beside reads") > 0.0, "{server}");
     }
     std::fs::remove_dir_all(&out).unwrap();
 }

@@ -61,6 +61,11 @@ pub async fn run(context: &mut Context, args: &RoundtripArgs) -> anyhow::Result<
     }
     let medians: Vec<[Figures; 3]> = figures.iter().map(|rounds| median_figures(rounds)).collect();
     report(context, &servers, &medians);
+    if args.beside_writer {
+        for server in &servers {
+            reads_beside_writer(context, server, calls).await?;
+        }
+    }
     if let Some(target) = baseline {
         target.stop().await?;
     }
@@ -167,6 +172,99 @@ fn report(context: &mut Context, servers: &[Server], medians: &[[Figures; 3]]) {
             }
             context.measure(server.label, &format!("{operation} client cpu"), figures.client_micros, "us/call");
         }
+    }
+}
+
+/// Point reads while a second connection inserts batches at full speed. The server's CPU per
+/// read is estimated: the writer's CPU per document is measured alone first, and what the
+/// writer inserted during the reads is charged at that rate and subtracted.
+async fn reads_beside_writer(context: &mut Context, server: &Server, calls: u64) -> anyhow::Result<()> {
+    let database = server.client.database(&context.common.db);
+    database.drop().await?;
+    let reads = database.collection::<Document>("roundtrip");
+    reads.create_index(mongodb::IndexModel::builder().keys(doc! { "k": 1 }).build()).await?;
+    let pad = "x".repeat(60);
+    for start in (0..calls as i64).step_by(1_000) {
+        let batch: Vec<Document> =
+            (start..(start + 1_000).min(calls as i64)).map(|i| doc! { "_id": i, "k": i, "pad": &pad }).collect();
+        reads.insert_many(batch).await?;
+    }
+    let written = database.collection::<Document>("written");
+    written.create_index(mongodb::IndexModel::builder().keys(doc! { "k": 1 }).build()).await?;
+    let alone = Writer::start(written.clone());
+    let started = (server.pid.and_then(cpu_seconds), Instant::now());
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let (alone_docs, alone_seconds) = (alone.stop().await?, started.1.elapsed().as_secs_f64());
+    let alone_cpu = server.pid.and_then(cpu_seconds).zip(started.0).map(|(end, start)| end - start);
+    let writer = Writer::start(written);
+    let before = (server.pid.and_then(cpu_seconds), Instant::now());
+    let mut latencies = Vec::with_capacity(calls as usize);
+    for i in 0..calls as i64 {
+        let call = Instant::now();
+        if reads.find_one(doc! { "k": i }).await?.is_none() {
+            bail!("find_one found no document with k = {i}");
+        }
+        latencies.push(call.elapsed().as_micros() as u64);
+    }
+    let seconds = before.1.elapsed().as_secs_f64();
+    let beside_docs = writer.stop().await?;
+    let cpu = server.pid.and_then(cpu_seconds).zip(before.0).map(|(end, start)| end - start);
+    latencies.sort_unstable();
+    let percentile = |p: f64| {
+        latencies.get(((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)).copied().unwrap_or(0) as f64
+    };
+    let per_read = match (cpu, alone_cpu) {
+        (Some(cpu), Some(alone_cpu)) if alone_docs > 0 => {
+            Some((cpu - alone_cpu / alone_docs as f64 * beside_docs as f64).max(0.0) * 1e6 / calls as f64)
+        }
+        _ => None,
+    };
+    let label = server.label;
+    println!(
+        "{label}: point reads beside a batch writer: p50 {:.0} us, p99 {:.0} us, server {} us/read (writer {:.0} docs/s alone, {:.0} beside the reads)",
+        percentile(0.5),
+        percentile(0.99),
+        per_read.map_or("?".into(), |us| format!("{us:.1}")),
+        alone_docs as f64 / alone_seconds,
+        beside_docs as f64 / seconds
+    );
+    context.measure(label, "find_one beside writer p50", percentile(0.5), "us");
+    context.measure(label, "find_one beside writer p99", percentile(0.99), "us");
+    if let Some(us) = per_read {
+        context.measure(label, "find_one beside writer server cpu", us, "us/call");
+    }
+    context.measure(label, "writer alone", alone_docs as f64 / alone_seconds, "docs/s");
+    context.measure(label, "writer beside reads", beside_docs as f64 / seconds, "docs/s");
+    Ok(())
+}
+
+/// A task inserting batches of 1,000 documents until stopped; `stop` returns how many it wrote.
+struct Writer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<mongodb::error::Result<u64>>,
+}
+
+impl Writer {
+    fn start(collection: mongodb::Collection<Document>) -> Writer {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stop);
+        let task = tokio::spawn(async move {
+            let mut written = 0u64;
+            let pad = "y".repeat(60);
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let batch: Vec<Document> =
+                    (0..1_000).map(|i| doc! { "k": (written + i) as i64, "pad": &pad }).collect();
+                collection.insert_many(batch).await?;
+                written += 1_000;
+            }
+            Ok(written)
+        });
+        Writer { stop, task }
+    }
+
+    async fn stop(self) -> anyhow::Result<u64> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(self.task.await.context("the writer task failed")??)
     }
 }
 
