@@ -128,5 +128,6 @@ fn a_read_only_file_system_is_a_clear_error() {
             Engine::open_with(Arc::new(disk), Path::new("/db"), Options::tiny()).err().expect("refused").to_string();
         assert!(message.contains("cannot lock the data directory /db"), "{message}");
     }
-    std::fs::remove_dir_all(&dir).expect("cleanup");
+    // Best effort: a mount that would not come off must not fail the test that checked it.
+    let _ = std::fs::remove_dir_all(&dir);
 }
