@@ -157,10 +157,21 @@ fn older_segments(fs: &dyn FileSystem, log_dir: &Path, replayed: &[(u64, u64)]) 
 }
 
 /// Applies one log record again, unless the checkpoint already has it; says whether it did.
+///
+/// Sequence numbers are handed out one after another and every one is logged (a commit, a tree
+/// created or dropped), so the record after the state so far must start right after it: a gap
+/// means records are missing from the middle of the log (a lost or deleted segment), and
+/// recovery stops there rather than skip acknowledged commits.
 fn apply_record(shared: &Shared, record: Record) -> Result<bool> {
     let visible = shared.visible.load(std::sync::atomic::Ordering::Acquire);
     if record.last_seq() <= visible {
         return Ok(false);
+    }
+    if record.first_seq() != visible + 1 {
+        return Err(Error::Corruption(format!(
+            "the log is missing records: after sequence number {visible} the next record starts at {}",
+            record.first_seq()
+        )));
     }
     let last = record.last_seq();
     match record {

@@ -33,6 +33,14 @@ pub enum Record {
 }
 
 impl Record {
+    /// The first sequence number the record uses.
+    pub fn first_seq(&self) -> u64 {
+        match self {
+            Record::Commit { first_seq, .. } => *first_seq,
+            Record::CreateTree { seq, .. } | Record::DropTree { seq, .. } => *seq,
+        }
+    }
+
     /// The last sequence number the record uses.
     pub fn last_seq(&self) -> u64 {
         match self {
