@@ -537,3 +537,30 @@ fn a_segment_missing_from_the_middle_of_the_log_is_corruption() {
     let error = Engine::open_with(Arc::new(image), Path::new("/db"), options()).err().expect("recovery over a hole");
     assert!(matches!(error, storage::Error::Corruption(ref message) if message.contains("missing records")), "{error}");
 }
+
+/// Damage inside a segment that is not the last (bytes overwritten on disk) ends that segment's
+/// readable records early while later segments still hold valid ones: recovery reports
+/// corruption rather than cut the log there and lose the later, acknowledged commits.
+#[test]
+fn a_damaged_segment_before_valid_ones_is_corruption() {
+    use storage::io::{FileSystem, OpenMode};
+    let disk = SimFs::new();
+    let engine = Engine::open_with(Arc::new(disk.clone()), Path::new("/db"), options()).expect("open");
+    let tree = engine.create_tree("left").expect("tree");
+    for i in 0..600 {
+        let mut txn = engine.begin();
+        txn.put(tree, numbered_key(i), vec![4; 60]);
+        txn.commit(Durability::Immediate).expect("commit");
+    }
+    std::mem::forget(engine);
+    let image = disk.crash(6);
+    let log = Path::new("/db/log");
+    let segments = image.list(log).expect("list");
+    assert!(segments.len() >= 4, "the workload should span several segments: {segments:?}");
+    let file = image.open(&log.join(&segments[1]), OpenMode::Existing).expect("open segment");
+    let middle = file.len().expect("len") / 2;
+    file.write_all_at(&[0xA5; 64], middle).expect("damage");
+    file.sync().expect("sync");
+    let error = Engine::open_with(Arc::new(image), Path::new("/db"), options()).err().expect("recovery over damage");
+    assert!(matches!(error, storage::Error::Corruption(ref message) if message.contains("ends early")), "{error}");
+}
