@@ -183,6 +183,7 @@ fn write_and_commit(
         catalog_len: catalog_addr.len,
         shape: Some(shared.options.shape()),
     };
+    debug_assert!(captured.seq <= shared.visible.load(Ordering::Acquire), "a checkpoint of commits not yet visible");
     durable.data.write_header(&header)?;
     state.generation += 1;
     state.log_position_at_last = captured.log_position;

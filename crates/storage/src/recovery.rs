@@ -92,6 +92,11 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> 
         replayed_records += u64::from(apply_record(&shared, record)?);
         Ok(())
     })?;
+    debug_assert_eq!(
+        shared.next_seq.load(std::sync::atomic::Ordering::Acquire),
+        shared.visible.load(std::sync::atomic::Ordering::Acquire) + 1,
+        "after replay, the next commit follows the last one replayed"
+    );
     let older = older_segments(fs.as_ref(), &log_dir, &end.segment_sizes)?;
     let last_segment = older.last().map_or(end.last_segment, |(number, _)| *number);
     let log = Log::create(Arc::clone(&fs), &log_dir, last_segment + 1, shared.options.log_segment_bytes, &older)?;

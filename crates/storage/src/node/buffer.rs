@@ -174,6 +174,8 @@ impl Buffer {
             self.runs.push(merged);
         }
         self.size_bytes = self.recompute_size();
+        debug_assert!(self.runs_sorted(), "a run's keys out of order after compaction");
+        debug_assert!(self.sealed.runs <= self.runs.len(), "compaction merged into the sealed runs");
     }
 
     pub fn push_range(&mut self, range: RangeDelete) {
@@ -288,6 +290,13 @@ impl Buffer {
         if pieces.is_empty() {
             return;
         }
+        debug_assert!(
+            pieces.iter().all(|piece| (0..piece.len()).all(|i| {
+                let key = piece.key(i);
+                lo.is_none_or(|lo| key >= lo) && hi.is_none_or(|hi| key < hi)
+            })),
+            "runs pushed into a child hold keys outside its range"
+        );
         // `head` is older than what arrives: it becomes a run before them.
         self.freeze_head(horizon);
         self.runs.extend(pieces);
@@ -328,6 +337,11 @@ impl Buffer {
         }
         self.size_bytes = self.recompute_size();
         right.size_bytes = right.recompute_size();
+        debug_assert!(
+            self.points().all(|(key, _)| key.as_slice() < pivot)
+                && right.points().all(|(key, _)| key.as_slice() >= pivot),
+            "a split buffer's messages on the wrong side of the pivot"
+        );
         right
     }
 

@@ -206,6 +206,9 @@ impl NodeStore {
 
     /// Replaces a clean slot's node by a thinner one, or by nothing.
     fn evict_to(&self, slot: &mut Slot, thinner: Option<Thin>) {
+        // A dirty node dropped from memory would lose its changes; one out with a writer would
+        // come back over whatever replaced it.
+        assert!(!slot.dirty && !slot.taken, "evicting a dirty or taken node");
         let thinner = thinner.filter(|_| self.partial);
         let counter = if thinner.is_some() { &self.counters.partial_evictions } else { &self.counters.evictions };
         counter.fetch_add(1, Ordering::Relaxed);

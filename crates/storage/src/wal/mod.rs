@@ -194,7 +194,10 @@ impl Log {
             state.syncing = false;
             recycle_buffer(&mut state, buffer);
             match result {
-                Ok(()) => state.synced = state.synced.max(target),
+                Ok(()) => {
+                    state.synced = state.synced.max(target);
+                    debug_assert!(state.synced <= state.appended, "the log synced past what was appended");
+                }
                 Err(error) => state.failed = Some(format!("log write or sync failed: {error}")),
             }
             self.synced.notify_all();
