@@ -12,6 +12,17 @@ use std::sync::Arc;
 use storage::io::{Fault, FileSystem, SimFs};
 use storage::{Durability, Engine, Error, Options};
 
+/// Held by the tests that take real locks and by the one that starts processes (`mount`): a
+/// forked child holds copies of this process's descriptors until it execs, lock files
+/// included, so a lock released meanwhile would still be held for a moment (a flock belongs to
+/// the open file description, which the child shares) and a test reopening at once could be
+/// refused. Strata's server starts no processes; the tests do.
+static REAL_LOCKS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn real_locks() -> std::sync::MutexGuard<'static, ()> {
+    REAL_LOCKS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("strata-lock-{name}-{}-{}", std::process::id(), rand::random::<u32>()));
     std::fs::create_dir_all(&dir).expect("temp dir");
@@ -27,6 +38,7 @@ fn put_one(engine: &Engine, tree: &str, key: &[u8]) {
 
 #[test]
 fn a_second_open_in_the_same_process_is_refused_until_the_first_is_gone() {
+    let _real = real_locks();
     let dir = temp_dir("twice");
     let first = Engine::open(&dir, Options::tiny()).expect("first open");
     put_one(&first, "t", b"a");
@@ -53,6 +65,7 @@ fn a_second_open_in_the_same_process_is_refused_until_the_first_is_gone() {
 
 #[test]
 fn an_open_snapshot_keeps_the_directory_locked() {
+    let _real = real_locks();
     let dir = temp_dir("snapshot");
     let engine = Engine::open(&dir, Options::tiny()).expect("open");
     put_one(&engine, "t", b"a");
@@ -106,6 +119,7 @@ fn a_lock_that_cannot_be_taken_is_a_clear_error() {
 /// refusing the lock file's creation instead.
 #[test]
 fn a_read_only_file_system_is_a_clear_error() {
+    let _real = real_locks();
     let dir = temp_dir("readonly");
     let mounted = std::process::Command::new("mount")
         .args(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs"])
