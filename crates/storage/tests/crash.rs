@@ -507,11 +507,9 @@ fn the_log_is_checkpointed_away_once_it_outgrows_the_data() {
     engine.close().expect("close");
 }
 
-/// A segment lost from the middle of the log (deleted by hand, a restore that missed a file) is
-/// found at recovery — the records after it do not follow the ones before — and reported as
-/// corruption, instead of replaying around the hole and silently dropping acknowledged commits.
-#[test]
-fn a_segment_missing_from_the_middle_of_the_log_is_corruption() {
+/// 600 acknowledged commits of one key each on a simulated disk, their log spread over several
+/// segments, left as a crash leaves them: the disk, the crash image and its segments' names.
+fn log_over_several_segments(seed: u64) -> (SimFs, SimFs, Vec<String>) {
     use storage::io::FileSystem;
     let disk = SimFs::new();
     let engine = Engine::open_with(Arc::new(disk.clone()), Path::new("/db"), options()).expect("open");
@@ -522,16 +520,26 @@ fn a_segment_missing_from_the_middle_of_the_log_is_corruption() {
         txn.commit(Durability::Immediate).expect("commit");
     }
     std::mem::forget(engine);
-    let image = disk.crash(5);
-    let log = Path::new("/db/log");
-    let segments = image.list(log).expect("list");
+    let image = disk.crash(seed);
+    let segments = image.list(Path::new("/db/log")).expect("list");
     assert!(segments.len() >= 4, "the workload should span several segments: {segments:?}");
+    (disk, image, segments)
+}
+
+/// A segment lost from the middle of the log (deleted by hand, a restore that missed a file) is
+/// found at recovery — the records after it do not follow the ones before — and reported as
+/// corruption, instead of replaying around the hole and silently dropping acknowledged commits.
+#[test]
+fn a_segment_missing_from_the_middle_of_the_log_is_corruption() {
+    use storage::io::FileSystem;
+    let (disk, image, segments) = log_over_several_segments(5);
     // The whole log, as left, recovers.
-    let whole = disk.crash(5);
-    let engine = Engine::open_with(Arc::new(whole), Path::new("/db"), options()).expect("recovery of the whole log");
+    let engine = Engine::open_with(Arc::new(disk.crash(5)), Path::new("/db"), options()).expect("recovery");
+    let tree = engine.tree("left").expect("tree");
     assert_eq!(engine.snapshot().iter(tree).count(), 600);
     std::mem::forget(engine);
     // Without a middle segment it does not.
+    let log = Path::new("/db/log");
     image.remove(&log.join(&segments[1])).expect("remove");
     image.sync_dir(log).expect("sync");
     let error = Engine::open_with(Arc::new(image), Path::new("/db"), options()).err().expect("recovery over a hole");
@@ -544,20 +552,8 @@ fn a_segment_missing_from_the_middle_of_the_log_is_corruption() {
 #[test]
 fn a_damaged_segment_before_valid_ones_is_corruption() {
     use storage::io::{FileSystem, OpenMode};
-    let disk = SimFs::new();
-    let engine = Engine::open_with(Arc::new(disk.clone()), Path::new("/db"), options()).expect("open");
-    let tree = engine.create_tree("left").expect("tree");
-    for i in 0..600 {
-        let mut txn = engine.begin();
-        txn.put(tree, numbered_key(i), vec![4; 60]);
-        txn.commit(Durability::Immediate).expect("commit");
-    }
-    std::mem::forget(engine);
-    let image = disk.crash(6);
-    let log = Path::new("/db/log");
-    let segments = image.list(log).expect("list");
-    assert!(segments.len() >= 4, "the workload should span several segments: {segments:?}");
-    let file = image.open(&log.join(&segments[1]), OpenMode::Existing).expect("open segment");
+    let (_, image, segments) = log_over_several_segments(6);
+    let file = image.open(&Path::new("/db/log").join(&segments[1]), OpenMode::Existing).expect("open segment");
     let middle = file.len().expect("len") / 2;
     file.write_all_at(&[0xA5; 64], middle).expect("damage");
     file.sync().expect("sync");
