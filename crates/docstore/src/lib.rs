@@ -225,16 +225,12 @@ impl Store {
         request: &UpdateRequest,
         durability: Durability,
     ) -> Result<UpdateOutcome> {
-        let outcome = self.inner.update(db, name, request, durability);
-        self.inner.make_durable(durability)?;
-        outcome
+        self.inner.made_durable(durability, self.inner.update(db, name, request, durability))
     }
 
     /// Returns how many documents were deleted.
     pub fn delete(&self, db: &str, name: &str, request: &DeleteRequest, durability: Durability) -> Result<u64> {
-        let outcome = self.inner.delete(db, name, request, durability);
-        self.inner.make_durable(durability)?;
-        outcome
+        self.inner.made_durable(durability, self.inner.delete(db, name, request, durability))
     }
 
     pub fn find_and_modify(
@@ -244,9 +240,7 @@ impl Store {
         request: &FindAndModifyRequest,
         durability: Durability,
     ) -> Result<FindAndModifyOutcome> {
-        let outcome = self.inner.find_and_modify(db, name, request, durability);
-        self.inner.make_durable(durability)?;
-        outcome
+        self.inner.made_durable(durability, self.inner.find_and_modify(db, name, request, durability))
     }
 
     // Reads.

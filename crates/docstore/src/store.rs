@@ -49,6 +49,13 @@ impl Inner {
         }
     }
 
+    /// `outcome`, once the writes before it are as durable as asked (whether it succeeded or
+    /// not: an earlier statement's writes may stand).
+    pub fn made_durable<T>(&self, durability: Durability, outcome: Result<T>) -> Result<T> {
+        self.make_durable(durability)?;
+        outcome
+    }
+
     pub fn open(engine: Engine, options: StoreOptions) -> Result<Inner> {
         let catalog_tree = ensure_tree(&engine, catalog::CATALOG_TREE)?;
         let counts_tree = ensure_tree(&engine, catalog::COUNTS_TREE)?;

@@ -30,7 +30,7 @@ use wire::{ErrorCode, Frame, Limits, Message, OpCode, ReplyStream, Request, Wire
 use crate::command::Command;
 use crate::dispatch;
 use crate::error::CommandError;
-use crate::state::{ConnectionInfo, Shared};
+use crate::state::{ConnectionInfo, Context, Shared};
 
 const INITIAL_BUFFER_BYTES: usize = 16 * 1024;
 
@@ -55,8 +55,8 @@ enum Burst {
 
 /// One connection's state, carried between its idle task and its bursts.
 struct Session {
-    shared: Arc<Shared>,
-    info: ConnectionInfo,
+    /// What every command of this connection runs with (built once, not per command).
+    context: Context,
     limits: Limits,
     buffer: BytesMut,
     shutdown: watch::Receiver<bool>,
@@ -65,14 +65,15 @@ struct Session {
 /// Serve one connection until the client leaves, sends something unusable, or the server shuts
 /// down.
 pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionInfo, shutdown: watch::Receiver<bool>) {
-    let mut session = Session { shared, info, limits: Limits::default(), buffer: BytesMut::new(), shutdown };
+    let context = Context { shared, connection: info };
+    let mut session = Session { context, limits: Limits::default(), buffer: BytesMut::new(), shutdown };
     loop {
         if *session.shutdown.borrow() {
             return;
         }
         tokio::select! {
             ready = stream.readable() => if let Err(error) = ready {
-                debug!(connection = session.info.id, %error, "socket failed; closing");
+                debug!(connection = session.context.connection.id, %error, "socket failed; closing");
                 return;
             },
             _ = session.shutdown.changed() => return,
@@ -80,7 +81,7 @@ pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionI
         let blocking = match to_blocking(stream) {
             Ok(blocking) => blocking,
             Err(error) => {
-                debug!(connection = session.info.id, %error, "cannot serve the socket; closing");
+                debug!(connection = session.context.connection.id, %error, "cannot serve the socket; closing");
                 return;
             }
         };
@@ -102,7 +103,7 @@ pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionI
             Burst::Idle => match to_async(blocking) {
                 Ok(back) => stream = back,
                 Err(error) => {
-                    debug!(connection = session.info.id, %error, "cannot wait on the socket; closing");
+                    debug!(connection = session.context.connection.id, %error, "cannot wait on the socket; closing");
                     return;
                 }
             },
@@ -137,7 +138,11 @@ impl Session {
             match read_some(stream, &mut self.buffer) {
                 Ok(0) => {
                     if !self.buffer.is_empty() {
-                        debug!(connection = self.info.id, pending = self.buffer.len(), "client closed mid-message");
+                        debug!(
+                            connection = self.context.connection.id,
+                            pending = self.buffer.len(),
+                            "client closed mid-message"
+                        );
                     }
                     return Burst::Close;
                 }
@@ -151,7 +156,7 @@ impl Session {
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(error) => {
-                    debug!(connection = self.info.id, %error, "read failed; closing");
+                    debug!(connection = self.context.connection.id, %error, "read failed; closing");
                     return Burst::Close;
                 }
             }
@@ -164,10 +169,10 @@ impl Session {
             match wire::decode_frame(&self.buffer, &self.limits) {
                 Ok(Some((frame, consumed))) => {
                     self.buffer.advance(consumed);
-                    match handle_frame(&self.shared, &self.info, frame, &self.limits) {
+                    match handle_frame(&self.context, frame, &self.limits) {
                         Outcome::Reply(bytes) => {
                             if let Err(error) = stream.write_all(&bytes) {
-                                debug!(connection = self.info.id, %error, "write failed; closing");
+                                debug!(connection = self.context.connection.id, %error, "write failed; closing");
                                 return Some(Burst::Close);
                             }
                         }
@@ -177,7 +182,7 @@ impl Session {
                 }
                 Ok(None) => return None,
                 Err(error) => {
-                    warn!(connection = self.info.id, peer = %self.info.peer, %error, "malformed message; closing connection");
+                    warn!(connection = self.context.connection.id, peer = %self.context.connection.peer, %error, "malformed message; closing connection");
                     return Some(Burst::Close);
                 }
             }
@@ -211,22 +216,22 @@ fn reserve_for_next(buffer: &mut BytesMut, limits: &Limits) {
 }
 
 /// Parse, run and answer one message.
-fn handle_frame(shared: &Arc<Shared>, info: &ConnectionInfo, frame: Frame, limits: &Limits) -> Outcome {
+fn handle_frame(context: &Context, frame: Frame, limits: &Limits) -> Outcome {
     let request = match Request::parse(&frame, limits) {
         Ok(request) => request,
-        Err(error) => return parse_failure(shared, info, &frame, error),
+        Err(error) => return parse_failure(context, &frame, error),
     };
     let (name, body) = match command_of(&request) {
         Ok(command) => {
             let name = command.name.clone();
-            (name, dispatch::run(shared, info, &command))
+            (name, dispatch::run(context, &command))
         }
         Err(error) => ("unknown".to_owned(), dispatch::error_document(&error)),
     };
     if !request.expects_reply() {
         return Outcome::NoReply;
     }
-    encode(shared, info, &request, &name, body)
+    encode(context, &request, &name, body)
 }
 
 /// The command a request carries; OP_QUERY is accepted only on `<db>.$cmd`.
@@ -242,11 +247,11 @@ fn command_of(request: &Request) -> Result<Command, CommandError> {
     Command::from_request(request)
 }
 
-fn encode(shared: &Shared, info: &ConnectionInfo, request: &Request, name: &str, body: RawDocumentBuf) -> Outcome {
-    match wire::encode_reply(request, shared.next_request_id(), name, body, ReplyStream::Last) {
+fn encode(context: &Context, request: &Request, name: &str, body: RawDocumentBuf) -> Outcome {
+    match wire::encode_reply(request, context.shared.next_request_id(), name, body, ReplyStream::Last) {
         Ok(bytes) => Outcome::Reply(bytes),
         Err(error) => {
-            warn!(connection = info.id, %error, "cannot encode reply; closing connection");
+            warn!(connection = context.connection.id, %error, "cannot encode reply; closing connection");
             Outcome::Close
         }
     }
@@ -255,7 +260,7 @@ fn encode(shared: &Shared, info: &ConnectionInfo, request: &Request, name: &str,
 /// A whole message that does not parse. A bad document in an OP_MSG or OP_QUERY gets an error
 /// reply (its requestID is known and the stream is intact); anything else closes the
 /// connection, as mongod does for checksum and flag errors.
-fn parse_failure(shared: &Shared, info: &ConnectionInfo, frame: &Frame, error: WireError) -> Outcome {
+fn parse_failure(context: &Context, frame: &Frame, error: WireError) -> Outcome {
     let answerable = matches!(
         error,
         WireError::DocumentTooLarge { .. } | WireError::NestingTooDeep { .. } | WireError::InvalidBson { .. }
@@ -266,15 +271,16 @@ fn parse_failure(shared: &Shared, info: &ConnectionInfo, frame: &Frame, error: W
         _ => None,
     };
     let Some(request) = stand_in else {
-        warn!(connection = info.id, peer = %info.peer, %error, "malformed message; closing connection");
+        let connection = &context.connection;
+        warn!(connection = connection.id, peer = %connection.peer, %error, "malformed message; closing connection");
         return Outcome::Close;
     };
-    info!(connection = info.id, %error, "rejected message");
+    info!(connection = context.connection.id, %error, "rejected message");
     if !request.expects_reply() {
         return Outcome::NoReply;
     }
     let body = dispatch::error_document(&CommandError::from(error));
-    encode(shared, info, &request, "unknown", body)
+    encode(context, &request, "unknown", body)
 }
 
 /// An empty OP_MSG request with the client's header and reply-relevant flags.

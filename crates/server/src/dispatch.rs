@@ -6,17 +6,15 @@
 //! without holding up any other connection. A panic in a handler is caught here and becomes an
 //! `InternalError` reply; the connection and the server go on.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
-
 use bson::RawDocumentBuf;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use tracing::{debug, error};
 use wire::ErrorCode;
 
 use crate::command::Command;
 use crate::commands::{self, Spec};
 use crate::error::CommandError;
-use crate::state::{ConnectionInfo, Context, Counters, Shared};
+use crate::state::{Context, Counters};
 
 /// Find the handler for `command`, or a `CommandNotFound` error.
 pub fn lookup(command: &Command) -> Result<&'static Spec, CommandError> {
@@ -26,17 +24,16 @@ pub fn lookup(command: &Command) -> Result<&'static Spec, CommandError> {
 
 /// Run `command` on this thread and produce its reply body (an error reply if it failed or
 /// panicked).
-pub fn run(shared: &Arc<Shared>, connection: &ConnectionInfo, command: &Command) -> RawDocumentBuf {
+pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
     let spec = match lookup(command) {
         Ok(spec) => spec,
         Err(error) => {
-            debug!(connection = connection.id, command = %command.name, "unknown command");
+            debug!(connection = context.connection.id, command = %command.name, "unknown command");
             return error_document(&error);
         }
     };
-    Counters::add(&shared.counters.command, 1);
-    let context = Context { shared: Arc::clone(shared), connection: connection.clone() };
-    run_handler(&context, command, spec.handler)
+    Counters::add(&context.shared.counters.command, 1);
+    run_handler(context, command, spec.handler)
 }
 
 /// Run `handler`; a panic becomes an `InternalError` reply.
@@ -73,6 +70,7 @@ pub fn error_document(error: &CommandError) -> RawDocumentBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::{ConnectionInfo, Shared};
     use bson::doc;
 
     fn panicking(_context: &Context, _command: &Command) -> Result<RawDocumentBuf, CommandError> {

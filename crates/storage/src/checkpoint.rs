@@ -35,7 +35,8 @@ pub(crate) struct CheckpointState {
     pub last_finished: Instant,
     pub log_position_at_last: u64,
     /// A checkpoint is wanted now, whatever the policy says (after a recovery that replayed
-    /// records); cleared by the next checkpoint that succeeds.
+    /// records); cleared when the next checkpoint starts (a failed one is retried by the
+    /// interval and log-size triggers).
     pub requested: bool,
 }
 

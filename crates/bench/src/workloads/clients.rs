@@ -82,17 +82,15 @@ pub async fn run(context: &mut Context, args: &ClientsArgs) -> anyhow::Result<()
 
 /// `--idle N`: what N idle connections cost the server (memory, threads).
 async fn measure_idle(context: &mut Context, count: u64) -> anyhow::Result<()> {
-    let status = context.client.database("admin").run_command(doc! { "serverStatus": 1 }).await?;
-    let pid = status.get("pid").and_then(|pid| pid.as_i64()).and_then(|pid| u32::try_from(pid).ok());
-    let Some(pid) = pid.filter(|pid| super::idle::process_figures(*pid).is_some()) else {
+    let Some(pid) = super::process::local_server_pid(&context.client).await? else {
         bail!("--idle reads the server's /proc: the server must run on this machine");
     };
     let address = context.uri.trim_start_matches("mongodb://").split(['/', '?']).next().unwrap_or_default().to_owned();
-    let before = super::idle::process_figures(pid).context("reading the server's /proc")?;
+    let before = super::process::figures(pid).context("reading the server's /proc")?;
     let streams = super::idle::open_idle(&address, count).await?;
-    let open = super::idle::process_figures(pid).context("reading the server's /proc")?;
+    let open = super::process::figures(pid).context("reading the server's /proc")?;
     tokio::time::sleep(super::idle::POOL_KEEP_ALIVE).await;
-    let settled = super::idle::process_figures(pid).context("reading the server's /proc")?;
+    let settled = super::process::figures(pid).context("reading the server's /proc")?;
     let per_connection = settled.resident_bytes.saturating_sub(before.resident_bytes) as f64 / count as f64;
     context.progress.println(&format!(
         "{count} idle connections: server resident {} -> {} MiB ({per_connection:.0} bytes each once settled), threads {} -> {} -> {} after the pool's keep-alive",
@@ -153,12 +151,7 @@ async fn run_level(context: &Context, args: &ClientsArgs, write: WriteMode, conn
     }
     let seconds = started.elapsed().as_secs_f64();
     latencies.sort_unstable();
-    let percentile = |p: f64| {
-        latencies
-            .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or(0) as f64
-    };
+    let percentile = |fraction: f64| super::percentile(&latencies, fraction);
     let count = collection.count_documents(doc! {}).await?;
     if count != latencies.len() as u64 {
         bail!("{connections} connections inserted {} documents but the server counts {count}", latencies.len());

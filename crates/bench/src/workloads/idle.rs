@@ -11,22 +11,6 @@ use bson::doc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// What the server's process shows in /proc/<pid>/status.
-#[derive(Clone, Copy, Debug)]
-pub struct ProcessFigures {
-    pub resident_bytes: u64,
-    pub threads: u64,
-}
-
-pub fn process_figures(pid: u32) -> Option<ProcessFigures> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| -> Option<u64> {
-        let line = status.lines().find(|line| line.starts_with(name))?;
-        line.split_whitespace().nth(1)?.parse().ok()
-    };
-    Some(ProcessFigures { resident_bytes: field("VmRSS:")? * 1024, threads: field("Threads:")? })
-}
-
 /// An OP_MSG `{hello: 1, $db: "admin"}` with request id `id`.
 fn hello_message(id: i32) -> anyhow::Result<Vec<u8>> {
     let mut body = Vec::new();

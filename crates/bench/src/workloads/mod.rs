@@ -7,6 +7,7 @@ mod fudge;
 mod idle;
 mod iibench;
 mod pets;
+mod process;
 mod query_thread;
 mod roundtrip;
 mod stores;
@@ -52,4 +53,10 @@ async fn count_found(
         found += 1;
     }
     Ok(found)
+}
+
+/// The value at `fraction` (0.5: the median, 0.99: p99) of sorted samples; 0 when there are none.
+fn percentile(sorted: &[u64], fraction: f64) -> f64 {
+    let at = ((sorted.len() as f64 * fraction) as usize).min(sorted.len().saturating_sub(1));
+    sorted.get(at).copied().unwrap_or(0) as f64
 }

@@ -56,9 +56,8 @@ impl QueryStats {
         let mut latencies = self.latencies.clone();
         latencies.sort_unstable();
         for (name, fraction) in [("query p50", 0.5), ("query p99", 0.99)] {
-            let at = ((latencies.len() as f64 * fraction) as usize).min(latencies.len().saturating_sub(1));
-            if let Some(micros) = latencies.get(at) {
-                context.measure(series, name, *micros as f64 / 1e3, "ms");
+            if !latencies.is_empty() {
+                context.measure(series, name, super::percentile(&latencies, fraction) / 1e3, "ms");
             }
         }
         context.measure(series, "documents returned by queries", self.returned as f64, "docs");

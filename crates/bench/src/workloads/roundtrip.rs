@@ -18,6 +18,7 @@ use anyhow::{Context as _, bail};
 use bson::{Document, doc};
 use mongodb::Client;
 
+use super::process::{cpu_seconds, local_server_pid};
 use crate::args::RoundtripArgs;
 use crate::context::Context;
 use crate::target::Target;
@@ -74,10 +75,8 @@ pub async fn run(context: &mut Context, args: &RoundtripArgs) -> anyhow::Result<
 
 impl Server {
     async fn new(label: &'static str, client: Client) -> anyhow::Result<Server> {
-        let status = client.database("admin").run_command(doc! { "serverStatus": 1 }).await.context("serverStatus")?;
-        // The server's CPU can be read only when it runs on this machine: its pid must be ours to see.
-        let pid = status.get("pid").and_then(|pid| pid.as_i64().or_else(|| pid.as_i32().map(i64::from)));
-        let pid = pid.and_then(|pid| u32::try_from(pid).ok()).filter(|pid| cpu_seconds(*pid).is_some());
+        // The server's CPU can be read only when it runs on this machine.
+        let pid = local_server_pid(&client).await.context("serverStatus")?;
         Ok(Server { label, client, pid })
     }
 }
@@ -104,7 +103,7 @@ async fn measure(context: &Context, server: &Server, calls: u64) -> anyhow::Resu
     let pad = "x".repeat(60);
     let mut figures = [Figures::default(); 3];
     for (slot, operation) in OPERATIONS.iter().enumerate() {
-        let before = (server.pid.and_then(cpu_seconds), own_cpu_seconds(), Instant::now());
+        let before = (server.pid.and_then(cpu_seconds), cpu_seconds(std::process::id()), Instant::now());
         for i in 0..calls as i64 {
             match *operation {
                 "ping" => drop(admin.run_command(doc! { "ping": 1 }).await?),
@@ -121,7 +120,7 @@ async fn measure(context: &Context, server: &Server, calls: u64) -> anyhow::Resu
         figures[slot] = Figures {
             calls_per_second: calls as f64 / seconds,
             server_micros: per_call(before.0, server.pid.and_then(cpu_seconds)),
-            client_micros: per_call(before.1, own_cpu_seconds()).unwrap_or(f64::NAN),
+            client_micros: per_call(before.1, cpu_seconds(std::process::id())).unwrap_or(f64::NAN),
         };
         context.progress.println(&format!(
             "  {:8} {operation:10} {:8.0} calls/s, server {} us/call",
@@ -210,9 +209,7 @@ async fn reads_beside_writer(context: &mut Context, server: &Server, calls: u64)
     let beside_docs = writer.stop().await?;
     let cpu = server.pid.and_then(cpu_seconds).zip(before.0).map(|(end, start)| end - start);
     latencies.sort_unstable();
-    let percentile = |p: f64| {
-        latencies.get(((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)).copied().unwrap_or(0) as f64
-    };
+    let percentile = |fraction: f64| super::percentile(&latencies, fraction);
     let per_read = match (cpu, alone_cpu) {
         (Some(cpu), Some(alone_cpu)) if alone_docs > 0 => {
             Some((cpu - alone_cpu / alone_docs as f64 * beside_docs as f64).max(0.0) * 1e6 / calls as f64)
@@ -266,22 +263,4 @@ impl Writer {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         Ok(self.task.await.context("the writer task failed")??)
     }
-}
-
-/// User and system CPU seconds of a process, from /proc/<pid>/stat (fields 14 and 15).
-fn cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces; the fields after it are numbers.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / clock_ticks_per_second())
-}
-
-fn own_cpu_seconds() -> Option<f64> {
-    cpu_seconds(std::process::id())
-}
-
-/// `sysconf(_SC_CLK_TCK)`: 100 on every Linux this runs on (the kernel's USER_HZ).
-fn clock_ticks_per_second() -> f64 {
-    100.0
 }

@@ -193,17 +193,20 @@ fn plan_or(
 
 /// A secondary index that is, for every branch, as good as that branch's best.
 fn shared_index(per_branch: &[Vec<(Candidate, Score)>]) -> Option<String> {
-    let as_good_as_best = |candidates: &[(Candidate, Score)], name: &String| {
-        let best = candidates.iter().map(|(_, score)| score.ignoring_length()).max();
-        candidates.iter().any(|(candidate, score)| {
-            candidate.scan.index.as_ref() == Some(name) && Some(score.ignoring_length()) == best
-        })
-    };
-    let first = per_branch.first()?;
-    first
+    // Per branch, the indexes that tie its best on everything but length.
+    let best_indexes: Vec<Vec<&String>> = per_branch
         .iter()
-        .filter_map(|(candidate, _)| candidate.scan.index.clone())
-        .find(|name| per_branch.iter().all(|candidates| as_good_as_best(candidates, name)))
+        .map(|candidates| {
+            let best = candidates.iter().map(|(_, score)| score.ignoring_length()).max();
+            candidates
+                .iter()
+                .filter(|(_, score)| Some(score.ignoring_length()) == best)
+                .filter_map(|(candidate, _)| candidate.scan.index.as_ref())
+                .collect()
+        })
+        .collect();
+    let (first, rest) = best_indexes.split_first()?;
+    first.iter().find(|name| rest.iter().all(|names| names.contains(name))).map(|name| (*name).clone())
 }
 
 /// How a candidate ranks: equality fields, then a range, then a useful order, then uniqueness,
@@ -217,14 +220,10 @@ impl Score {
     }
 }
 
+/// The best-scoring candidate; the first of equal scores.
 fn best_of(candidates: Vec<(Candidate, Score)>) -> Option<Candidate> {
-    candidates
-        .into_iter()
-        .fold(None::<(Candidate, Score)>, |best, (candidate, score)| match best {
-            Some((_, best_score)) if best_score >= score => best,
-            _ => Some((candidate, score)),
-        })
-        .map(|(candidate, _)| candidate)
+    let best = candidates.into_iter().reduce(|best, next| if next.1 > best.1 { next } else { best });
+    best.map(|(candidate, _)| candidate)
 }
 
 fn best_candidate(

@@ -20,7 +20,6 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             format!("Write batch sizes must be between 1 and 100000. Got {} operations.", documents.len()),
         ));
     }
-    let mut write_errors: Vec<(usize, Document)> = Vec::new();
     let store = &context.shared.store;
     let outcome = store.insert(&command.database, &collection, documents, ordered, command.durability());
     Counters::add(&context.shared.counters.insert, outcome.inserted as u64);
@@ -28,13 +27,8 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         // Written but not synced as asked: the engine stopped; nothing here is acknowledged.
         return Err(to_command_error(error));
     }
-    for (index, error) in outcome.errors {
-        write_errors.push((index, write_error(index, &to_command_error(error))));
-    }
-    write_errors.sort_by_key(|(index, _)| *index);
-    if ordered {
-        write_errors.truncate(1);
-    }
-    let errors: Vec<Document> = write_errors.into_iter().map(|(_, error)| error).collect();
+    // The store reports failures in batch order, and stops at the first when ordered.
+    let errors: Vec<Document> =
+        outcome.errors.into_iter().map(|(index, error)| write_error(index, &to_command_error(error))).collect();
     write_reply(outcome.inserted as i64, Document::new(), errors)
 }

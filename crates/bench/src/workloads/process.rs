@@ -1,0 +1,37 @@
+//! A local process's figures from /proc, for workloads that measure the server under test (its
+//! pid comes from serverStatus, so the server must run on this machine) or the bench itself.
+
+use bson::doc;
+use mongodb::Client;
+
+/// User and system CPU seconds of a process, from /proc/<pid>/stat (fields 14 and 15).
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; the fields after it are numbers.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / rustix::param::clock_ticks_per_second() as f64)
+}
+
+/// What /proc/<pid>/status shows of a process's memory and threads.
+#[derive(Clone, Copy, Debug)]
+pub struct ProcessFigures {
+    pub resident_bytes: u64,
+    pub threads: u64,
+}
+
+pub fn figures(pid: u32) -> Option<ProcessFigures> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|line| line.starts_with(name))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    Some(ProcessFigures { resident_bytes: field("VmRSS:")? * 1024, threads: field("Threads:")? })
+}
+
+/// The server's pid (serverStatus), if that process can be read here.
+pub async fn local_server_pid(client: &Client) -> mongodb::error::Result<Option<u32>> {
+    let status = client.database("admin").run_command(doc! { "serverStatus": 1 }).await?;
+    let pid = status.get("pid").and_then(|pid| pid.as_i64().or_else(|| pid.as_i32().map(i64::from)));
+    Ok(pid.and_then(|pid| u32::try_from(pid).ok()).filter(|pid| cpu_seconds(*pid).is_some()))
+}
