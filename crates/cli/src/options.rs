@@ -4,7 +4,7 @@
 //! YAML keys read (as in mongod.conf): `storage.dbPath`, `storage.wiredTiger.engineConfig.
 //! cacheSizeGB` (a number of GB, as mongod takes it), `storage.cacheSize` (Strata's own, e.g.
 //! "128MiB"), `net.port`, `net.bindIp` (the first address of a comma-separated list),
-//! `net.maxIncomingConnections`. Unknown keys are ignored, so a real mongod.conf loads.
+//! `net.maxIncomingConnections`, `security.authorization` ("enabled"/"disabled"). Unknown keys are ignored, so a real mongod.conf loads.
 
 use std::path::PathBuf;
 
@@ -33,6 +33,10 @@ pub struct ServeArgs {
     /// Most client connections at once.
     #[arg(long)]
     pub max_connections: Option<usize>,
+    /// Require authentication: clients must log in, and may do only what their roles grant
+    /// (create the first user from localhost, or before turning this on).
+    #[arg(long)]
+    pub auth: bool,
     /// YAML configuration file with mongod.conf's key names.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -46,6 +50,7 @@ pub struct Resolved {
     pub port: u16,
     pub cache_size_bytes: u64,
     pub max_connections: usize,
+    pub auth: bool,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -55,6 +60,15 @@ struct ConfigFile {
     storage: StorageSection,
     #[serde(default)]
     net: NetSection,
+    #[serde(default)]
+    security: SecuritySection,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase")]
+struct SecuritySection {
+    /// "enabled" or "disabled", as in mongod.conf.
+    authorization: Option<String>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -108,6 +122,11 @@ impl ServeArgs {
             .as_deref()
             .and_then(|list| list.split(',').map(str::trim).find(|ip| !ip.is_empty()))
             .map(str::to_owned);
+        let auth_from_file = match file.security.authorization.as_deref() {
+            None | Some("disabled") => false,
+            Some("enabled") => true,
+            Some(other) => bail!("security.authorization must be \"enabled\" or \"disabled\", not {other:?}"),
+        };
         let Some(dbpath) = self.dbpath.clone().or(file.storage.db_path) else {
             bail!("no data directory: pass --dbpath DIR or set storage.dbPath in --config");
         };
@@ -120,6 +139,7 @@ impl ServeArgs {
                 .max_connections
                 .or(file.net.max_incoming_connections)
                 .unwrap_or(server::config::DEFAULT_MAX_CONNECTIONS),
+            auth: self.auth || auth_from_file,
         })
     }
 }

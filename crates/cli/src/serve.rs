@@ -38,10 +38,12 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
         bind: options.bind.clone(),
         port: options.port,
         max_connections: options.max_connections,
+        auth: options.auth,
         argv: std::env::args().collect(),
         parsed_options: doc! {
             "storage": { "dbPath": options.dbpath.display().to_string() },
             "net": { "bindIp": options.bind.clone(), "port": i32::from(options.port) },
+            "security": { "authorization": if options.auth { "enabled" } else { "disabled" } },
         },
     };
     let store = open_store(&options).await?;

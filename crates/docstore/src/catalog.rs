@@ -18,7 +18,8 @@
 //! collection's own tree, keyed by the encoded `_id`.
 //!
 //! Names follow MongoDB: database names are non-empty, under 64 bytes, without `/\. "$` or NUL;
-//! collection names are non-empty, without `$` or NUL, not starting with `.` or `system.`; a
+//! collection names are non-empty, without `$` or NUL, not starting with `.` or `system.`
+//! (except the server's own `admin.system.users` and `admin.system.roles`); a
 //! namespace `db.collection` is at most 255 bytes.
 
 use bson::{Bson, Document, doc};
@@ -104,6 +105,17 @@ pub fn validate_collection_name(db: &str, collection: &str) -> Result<()> {
 pub fn validate_user_collection(db: &str, collection: &str) -> Result<()> {
     validate_collection_name(db, collection)?;
     if collection.starts_with("system.") {
+        return Err(Error::InvalidNamespace(format!("Invalid system namespace: {db}.{collection}")));
+    }
+    Ok(())
+}
+
+/// The `system.*` collections the server itself creates (users and roles live in `admin`).
+pub const SERVER_COLLECTIONS: &[(&str, &str)] = &[("admin", "system.users"), ("admin", "system.roles")];
+
+pub fn validate_server_collection(db: &str, collection: &str) -> Result<()> {
+    validate_collection_name(db, collection)?;
+    if !SERVER_COLLECTIONS.contains(&(db, collection)) {
         return Err(Error::InvalidNamespace(format!("Invalid system namespace: {db}.{collection}")));
     }
     Ok(())

@@ -104,6 +104,16 @@ impl Inner {
         }
     }
 
+    /// Creates `db.name` if absent, where it is one of [`catalog::SERVER_COLLECTIONS`].
+    pub fn ensure_system_collection(&self, db: &str, name: &str) -> Result<()> {
+        catalog::validate_server_collection(db, name)?;
+        let _ddl = self.ddl.lock();
+        if self.collection(db, name).is_none() {
+            self.create_collection_locked(db, name, Document::new())?;
+        }
+        Ok(())
+    }
+
     fn create_collection_locked(&self, db: &str, name: &str, options: Document) -> Result<Arc<Collection>> {
         let tree = self.new_tree(catalog::COLLECTION_TREE_PREFIX)?;
         let meta = CollectionMeta { db: db.into(), name: name.into(), tree, options, indexes: Vec::new() };

@@ -178,6 +178,13 @@ impl Store {
         self.inner.create_collection(db, name, options).map(|_| ())
     }
 
+    /// Creates one of the server's own collections (`admin.system.users`, `admin.system.roles`)
+    /// if it does not exist; user writes may not create `system.*` collections, but once one
+    /// exists the ordinary reads and writes reach it.
+    pub fn ensure_system_collection(&self, db: &str, name: &str) -> Result<()> {
+        self.inner.ensure_system_collection(db, name)
+    }
+
     /// `Ok(false)` when the collection did not exist.
     pub fn drop_collection(&self, db: &str, name: &str) -> Result<bool> {
         self.inner.drop_collection(db, name)

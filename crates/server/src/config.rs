@@ -15,6 +15,8 @@ pub struct ServerConfig {
     pub port: u16,
     /// Connections accepted at once; further clients wait in the accept backlog.
     pub max_connections: usize,
+    /// `--auth`: clients must authenticate, and may run only what their roles grant.
+    pub auth: bool,
     /// The process's arguments, for `getCmdLineOpts`.
     pub argv: Vec<String>,
     /// The parsed options in mongod.conf shape (`{storage: {dbPath}, net: {port, bindIp}}`).
@@ -27,6 +29,7 @@ impl Default for ServerConfig {
             bind: "127.0.0.1".to_owned(),
             port: 27017,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            auth: false,
             argv: Vec::new(),
             parsed_options: Document::new(),
         }

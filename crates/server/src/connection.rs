@@ -65,7 +65,7 @@ struct Session {
 /// Serve one connection until the client leaves, sends something unusable, or the server shuts
 /// down.
 pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionInfo, shutdown: watch::Receiver<bool>) {
-    let context = Context { shared, connection: info };
+    let context = Context::new(shared, info);
     let mut session = Session { context, limits: Limits::default(), buffer: BytesMut::new(), shutdown };
     loop {
         if *session.shutdown.borrow() {

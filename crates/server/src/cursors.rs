@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use bson::{Bson, RawArrayBuf, RawDocumentBuf};
 
+use crate::auth::users::UserName;
 use crate::error::CommandError;
 use crate::store_error;
 
@@ -28,11 +29,13 @@ pub struct ServerCursor {
     pending: Option<Result<RawDocumentBuf, docstore::Error>>,
     /// "db.collection", as the replies name it.
     pub namespace: String,
+    /// The user(s) of the connection that opened it: only they may read or close it.
+    pub owner: Vec<UserName>,
 }
 
 impl ServerCursor {
-    pub fn new(cursor: docstore::Cursor, namespace: String) -> ServerCursor {
-        ServerCursor { cursor, pending: None, namespace }
+    pub fn new(cursor: docstore::Cursor, namespace: String, owner: Vec<UserName>) -> ServerCursor {
+        ServerCursor { cursor, pending: None, namespace, owner }
     }
 
     fn pull(&mut self) -> Option<Result<RawDocumentBuf, docstore::Error>> {
@@ -106,8 +109,14 @@ impl Cursors {
         open.remove(&id).map(|parked| parked.cursor)
     }
 
-    pub fn kill(&self, id: i64) -> bool {
-        self.take(id).is_some()
+    /// Drops cursor `id` if `may_kill` allows; `None` if there is no such cursor.
+    pub fn kill(&self, id: i64, may_kill: impl Fn(&ServerCursor) -> bool) -> Option<bool> {
+        let mut open = self.open.lock().unwrap_or_else(|poison| poison.into_inner());
+        let allowed = may_kill(&open.get(&id)?.cursor);
+        if allowed {
+            open.remove(&id);
+        }
+        Some(allowed)
     }
 
     pub fn len(&self) -> usize {

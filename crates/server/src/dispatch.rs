@@ -11,6 +11,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use tracing::{debug, error};
 use wire::ErrorCode;
 
+use crate::auth;
 use crate::command::Command;
 use crate::commands::{self, Spec};
 use crate::error::CommandError;
@@ -33,7 +34,12 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
         }
     };
     Counters::add(&context.shared.counters.command, 1);
-    run_handler(context, command, spec.handler)
+    if let Err(error) = auth::authorize(context, command) {
+        return error_document(&error);
+    }
+    let reply = run_handler(context, command, spec.handler);
+    auth::after_command(context, command);
+    reply
 }
 
 /// Run `handler`; a panic becomes an `InternalError` reply.
@@ -91,7 +97,7 @@ mod tests {
             sequences: Vec::new(),
             legacy: false,
         };
-        let reply = run_handler(&Context { shared, connection }, &command, panicking);
+        let reply = run_handler(&Context::new(shared, connection), &command, panicking);
         let reply = bson::Document::try_from(reply).unwrap();
         assert_eq!(reply.get_f64("ok").unwrap(), 0.0);
         assert_eq!(reply.get_str("codeName").unwrap(), "InternalError");

@@ -24,6 +24,11 @@ impl CommandError {
         CommandError { code, code_name: code_name.to_owned(), message: message.into(), extra: Box::default() }
     }
 
+    /// An error with one of MongoDB's assertion-site codes (`Location<code>`).
+    pub fn location(code: i32, message: impl Into<String>) -> CommandError {
+        CommandError::coded(code, wire::code_name(code), message)
+    }
+
     pub fn bad_value(message: impl Into<String>) -> CommandError {
         CommandError::new(ErrorCode::BadValue, message)
     }

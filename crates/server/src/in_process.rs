@@ -29,7 +29,7 @@ impl InProcess {
         let local_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
         let shared = Shared::new(ServerConfig::default(), local_addr, store);
         let connection = ConnectionInfo { id: 1, peer: local_addr };
-        Ok(InProcess { context: Context { shared, connection } })
+        Ok(InProcess { context: Context::new(shared, connection) })
     }
 
     /// Runs the command a request carries, as a connection would.

@@ -19,6 +19,7 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic))]
 
+mod auth;
 pub mod command;
 mod commands;
 pub mod config;

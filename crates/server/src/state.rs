@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use docstore::Store;
 
+use crate::auth::{self, Authentication, Security};
 use crate::config::ServerConfig;
 use crate::cursors::Cursors;
 
@@ -19,6 +20,9 @@ pub struct Shared {
     pub counters: Counters,
     pub store: Arc<Store>,
     pub cursors: Cursors,
+    pub security: Security,
+    /// What `getLog: "startupWarnings"` returns (also logged at startup).
+    pub startup_warnings: Vec<String>,
     next_request_id: AtomicI32,
 }
 
@@ -43,8 +47,12 @@ impl Counters {
 
 impl Shared {
     pub fn new(config: ServerConfig, local_addr: SocketAddr, store: Arc<Store>) -> Arc<Shared> {
+        let security = Security::new(config.auth);
+        let startup_warnings = auth::startup_warnings(config.auth, local_addr);
         Arc::new(Shared {
             config,
+            security,
+            startup_warnings,
             local_addr,
             started: Instant::now(),
             counters: Counters::default(),
@@ -67,8 +75,16 @@ pub struct ConnectionInfo {
     pub peer: SocketAddr,
 }
 
-/// What a handler gets: the shared state and its connection.
+/// What a handler gets: the shared state, its connection, and who the connection is.
 pub struct Context {
     pub shared: Arc<Shared>,
     pub connection: ConnectionInfo,
+    /// The connection's authentication; only this connection's thread touches it.
+    pub auth: std::cell::RefCell<Authentication>,
+}
+
+impl Context {
+    pub fn new(shared: Arc<Shared>, connection: ConnectionInfo) -> Context {
+        Context { shared, connection, auth: auth::new_state() }
+    }
 }

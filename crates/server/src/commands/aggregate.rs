@@ -5,6 +5,7 @@
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use docstore::AggregateOptions;
 
+use crate::auth;
 use crate::command::{Command, mismatch};
 use crate::commands::{hint, reply};
 use crate::cursors::{DEFAULT_FIRST_BATCH, ServerCursor, batch_size, first_batch};
@@ -43,7 +44,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let store = &context.shared.store;
     let cursor = store.aggregate(&command.database, collection.as_deref(), &pipeline, &options)?;
     let namespace = command.namespace(collection.as_deref().unwrap_or("$cmd.aggregate"));
-    first_batch(&context.shared.cursors, ServerCursor::new(cursor, namespace), size, false)
+    first_batch(&context.shared.cursors, ServerCursor::new(cursor, namespace, auth::owner(context)), size, false)
 }
 
 pub fn pipeline(command: &Command) -> Result<Vec<Document>, CommandError> {

@@ -5,6 +5,7 @@
 use bson::{Document, RawDocumentBuf};
 use docstore::FindRequest;
 
+use crate::auth;
 use crate::command::Command;
 use crate::commands::hint;
 use crate::cursors::{DEFAULT_FIRST_BATCH, ServerCursor, batch_size, first_batch};
@@ -20,7 +21,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     }
     Counters::add(&context.shared.counters.query, 1);
     let cursor = context.shared.store.find(&command.database, &collection, &request)?;
-    let cursor = ServerCursor::new(cursor, command.namespace(&collection));
+    let cursor = ServerCursor::new(cursor, command.namespace(&collection), auth::owner(context));
     first_batch(&context.shared.cursors, cursor, batch, single_batch)
 }
 

@@ -1,18 +1,24 @@
-//! `getLog`: mongosh asks for "startupWarnings" when it connects. Logs go to stderr through
-//! `tracing` and are not kept, so every log is empty; `getLog: "*"` lists the names.
+//! `getLog`: mongosh asks for "startupWarnings" when it connects and shows them: those are
+//! kept (as mongod's JSON log lines). Other logs go to stderr through `tracing` and are not
+//! kept, so "global" is empty; `getLog: "*"` lists the names.
 
 use bson::{Bson, RawDocumentBuf, doc};
 
 use crate::command::{Command, mismatch};
-use crate::commands::reply;
+use crate::commands::{int, reply};
 use crate::error::CommandError;
 use crate::state::Context;
 
-pub fn run(_context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     match command.argument() {
         Some(Bson::String(name)) if name == "*" => reply(doc! { "names": ["global", "startupWarnings"] }),
-        Some(Bson::String(name)) if name == "global" || name == "startupWarnings" => {
+        Some(Bson::String(name)) if name == "global" => {
             reply(doc! { "totalLinesWritten": 0, "log": Bson::Array(Vec::new()) })
+        }
+        Some(Bson::String(name)) if name == "startupWarnings" => {
+            let lines: Vec<Bson> =
+                context.shared.startup_warnings.iter().map(|w| Bson::String(log_line(context, w))).collect();
+            reply(doc! { "totalLinesWritten": int(lines.len()), "log": lines })
         }
         Some(Bson::String(name)) => {
             Err(CommandError::new(wire::ErrorCode::OperationFailed, format!("No log named '{name}'")))
@@ -20,4 +26,22 @@ pub fn run(_context: &Context, command: &Command) -> Result<RawDocumentBuf, Comm
         Some(other) => Err(mismatch("getLog", "string", other)),
         None => Err(CommandError::bad_value("getLog needs a log name")),
     }
+}
+
+/// A warning as mongod 4.4+ logs it: one JSON line with `t`, `s`, `c`, `id`, `ctx`, `msg`.
+fn log_line(context: &Context, message: &str) -> String {
+    let started = bson::DateTime::now().saturating_duration_since(bson::DateTime::from_millis(0));
+    let since_start = context.shared.started.elapsed();
+    let millis = started.saturating_sub(since_start).as_millis();
+    let time = bson::DateTime::from_millis(i64::try_from(millis).unwrap_or(i64::MAX));
+    let line = doc! {
+        "t": { "$date": time.try_to_rfc3339_string().unwrap_or_default() },
+        "s": "W",
+        "c": "CONTROL",
+        "id": 22120,
+        "ctx": "initandlisten",
+        "msg": message,
+        "tags": ["startupWarnings"],
+    };
+    Bson::Document(line).into_relaxed_extjson().to_string()
 }

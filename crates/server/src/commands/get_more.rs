@@ -4,6 +4,7 @@
 use bson::RawDocumentBuf;
 use wire::ErrorCode;
 
+use crate::auth;
 use crate::command::Command;
 use crate::cursors::{batch_size, cursor_id, cursor_reply};
 use crate::error::CommandError;
@@ -25,6 +26,10 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let Some(mut cursor) = cursors.take(id) else {
         return Err(CommandError::new(ErrorCode::CursorNotFound, format!("cursor id {id} not found")));
     };
+    if !auth::owns(context, &cursor.owner) {
+        cursors.put_back(id, cursor);
+        return Err(auth::not_owner(id));
+    }
     let namespace = command.namespace(&collection);
     if cursor.namespace != namespace {
         let message = format!(

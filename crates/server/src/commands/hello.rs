@@ -2,12 +2,16 @@
 //! the limits drivers size their batches by; negotiates compression from the client's offer;
 //! logs the client's metadata (driver, application) once, on the handshake that carries it.
 //!
+//! For authentication it answers `saslSupportedMechs` (the mechanisms a named user has) and
+//! `speculativeAuthenticate` (the first SCRAM step in the handshake, saving a round trip).
+//!
 //! No `topologyVersion` is sent, so drivers poll with plain `hello` instead of the streaming
 //! (awaitable) protocol.
 
 use bson::{Bson, DateTime, RawDocumentBuf, doc};
 use tracing::info;
 
+use crate::auth;
 use crate::command::Command;
 use crate::commands::reply;
 use crate::error::CommandError;
@@ -45,7 +49,26 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     if !compression.is_empty() {
         fields.insert("compression", compression);
     }
+    if let Some(mechanisms) = supported_mechanisms(context, command)? {
+        fields.insert("saslSupportedMechs", mechanisms);
+    }
+    if let Some(Bson::Document(first)) = command.get("speculativeAuthenticate") {
+        // A failed speculative start is left out of the reply: the driver then authenticates
+        // the ordinary way, and gets the ordinary error.
+        let db = first.get_str("db").unwrap_or(command.database.as_str());
+        if let Ok(answer) = auth::sasl_start(context, db, first) {
+            fields.insert("speculativeAuthenticate", answer);
+        }
+    }
     reply(fields)
+}
+
+/// `saslSupportedMechs: "db.user"`: the mechanisms that user has credentials for.
+fn supported_mechanisms(context: &Context, command: &Command) -> Result<Option<Vec<&'static str>>, CommandError> {
+    let Some(asked) = command.optional_str("saslSupportedMechs")? else { return Ok(None) };
+    let Some((db, user)) = asked.split_once('.') else { return Ok(None) };
+    let stored = auth::users::Directory::new(&context.shared.store).user(&auth::users::UserName::new(user, db))?;
+    Ok(stored.map(|user| user.mechanisms()))
 }
 
 /// The compressors both sides support, in the client's order.

@@ -2,6 +2,7 @@
 
 use bson::{Bson, RawDocumentBuf, doc};
 
+use crate::auth::{self, not_owner};
 use crate::command::{Command, mismatch};
 use crate::commands::reply;
 use crate::cursors::cursor_id;
@@ -22,10 +23,10 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     };
     let (mut killed, mut not_found) = (Vec::new(), Vec::new());
     for id in ids {
-        if context.shared.cursors.kill(id) {
-            killed.push(id);
-        } else {
-            not_found.push(id);
+        match context.shared.cursors.kill(id, |cursor| auth::owns(context, &cursor.owner)) {
+            Some(true) => killed.push(id),
+            Some(false) => return Err(not_owner(id)),
+            None => not_found.push(id),
         }
     }
     reply(doc! {

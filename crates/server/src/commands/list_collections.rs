@@ -1,8 +1,11 @@
 //! `listCollections`: the database's collections as a one-batch cursor, filtered by `filter`
-//! (on `name`, `type`, `options...`), with `nameOnly`.
+//! (on `name`, `type`, `options...`), with `nameOnly`. With `authorizedCollections: true` and
+//! `nameOnly: true`, a user without `listCollections` on the database sees only the
+//! collections its roles reach.
 
 use bson::{Document, RawDocumentBuf, doc};
 
+use crate::auth::{self, privileges::Action, privileges::Target};
 use crate::command::Command;
 use crate::cursors::documents_cursor;
 use crate::error::CommandError;
@@ -14,8 +17,13 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         Some(filter) if !filter.is_empty() => Some(docstore::EntryFilter::parse(filter)?),
         _ => None,
     };
+    let database = Target::Database(command.database.clone());
+    let authorized_only = !auth::may(context, &database, Action::ListCollections);
     let mut entries = Vec::new();
     for info in context.shared.store.list_collections(&command.database) {
+        if authorized_only && !auth::may_see_collection(context, &command.database, &info.name) {
+            continue;
+        }
         let full = doc! {
             "name": info.name.clone(),
             "type": "collection",

@@ -11,6 +11,7 @@ use crate::error::CommandError;
 use crate::state::Context;
 
 mod aggregate;
+mod authentication;
 mod build_info;
 mod coll_stats;
 mod connection_status;
@@ -42,8 +43,10 @@ mod list_databases;
 mod list_indexes;
 mod ping;
 mod rename_collection;
+mod roles;
 mod server_status;
 mod update;
+mod users;
 mod validate;
 mod whatsmyuri;
 
@@ -100,6 +103,45 @@ pub static COMMANDS: &[Spec] = &[
     Spec { names: &["listCommands"], help: "this list", handler: list_commands::run },
     Spec { names: &["ping"], help: "check the server answers", handler: ping::run },
     Spec { names: &["serverStatus"], help: "server and engine statistics", handler: server_status::run },
+    Spec { names: &["saslStart"], help: "begin a SASL authentication", handler: authentication::sasl_start },
+    Spec { names: &["saslContinue"], help: "continue a SASL authentication", handler: authentication::sasl_continue },
+    Spec { names: &["logout"], help: "end this connection's authentication", handler: authentication::logout },
+    Spec { names: &["createUser"], help: "add a user", handler: users::create_user },
+    Spec { names: &["updateUser"], help: "change a user", handler: users::update_user },
+    Spec { names: &["dropUser"], help: "remove a user", handler: users::drop_user },
+    Spec {
+        names: &["dropAllUsersFromDatabase"],
+        help: "remove every user of a database",
+        handler: users::drop_all_users_from_database,
+    },
+    Spec { names: &["usersInfo"], help: "describe users", handler: users::users_info },
+    Spec { names: &["grantRolesToUser"], help: "give a user roles", handler: users::grant_roles_to_user },
+    Spec { names: &["revokeRolesFromUser"], help: "take roles from a user", handler: users::revoke_roles_from_user },
+    Spec { names: &["createRole"], help: "define a role", handler: roles::create_role },
+    Spec { names: &["updateRole"], help: "change a role", handler: roles::update_role },
+    Spec { names: &["dropRole"], help: "remove a role", handler: roles::drop_role },
+    Spec {
+        names: &["dropAllRolesFromDatabase"],
+        help: "remove every role of a database",
+        handler: roles::drop_all_roles_from_database,
+    },
+    Spec { names: &["rolesInfo"], help: "describe roles", handler: roles::roles_info },
+    Spec {
+        names: &["grantPrivilegesToRole"],
+        help: "add privileges to a role",
+        handler: roles::grant_privileges_to_role,
+    },
+    Spec {
+        names: &["revokePrivilegesFromRole"],
+        help: "remove privileges from a role",
+        handler: roles::revoke_privileges_from_role,
+    },
+    Spec { names: &["grantRolesToRole"], help: "make a role inherit roles", handler: roles::grant_roles_to_role },
+    Spec {
+        names: &["revokeRolesFromRole"],
+        help: "stop a role inheriting roles",
+        handler: roles::revoke_roles_from_role,
+    },
     Spec { names: &["whatsmyuri"], help: "the client's address as the server sees it", handler: whatsmyuri::run },
 ];
 

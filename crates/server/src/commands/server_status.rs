@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bson::{Bson, DateTime, Document, RawDocumentBuf, doc};
 
+use crate::auth;
 use crate::command::Command;
 use crate::commands::{build_info::VERSION, reply};
 use crate::error::CommandError;
@@ -40,6 +41,7 @@ pub fn run(context: &Context, _command: &Command) -> Result<RawDocumentBuf, Comm
             "command": counters.command.load(Relaxed) as i64,
         },
         "storageEngine": { "name": "strata", "supportsCommittedReads": true, "persistent": true },
+        "security": { "authentication": auth::authentication_counters(&shared.security) },
     };
     if let Some(stats) = engine_stats(context) {
         fields.insert("strata", stats);

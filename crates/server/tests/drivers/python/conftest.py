@@ -19,12 +19,12 @@ BIN = os.environ.get("STRATA_BIN") or os.path.join(
 
 
 class StrataProcess:
-    def __init__(self, dbpath, port=0):
+    def __init__(self, dbpath, port=0, extra_args=()):
         self.dbpath = dbpath
         os.makedirs(dbpath, exist_ok=True)
         self.log = open(dbpath.rstrip("/") + ".log", "ab")
         self.process = subprocess.Popen(
-            [BIN, "serve", "--dbpath", dbpath, "--port", str(port), "--cache-size", "64MiB"],
+            [BIN, "serve", "--dbpath", dbpath, "--port", str(port), "--cache-size", "64MiB", *extra_args],
             stdout=subprocess.PIPE,
             stderr=self.log,
         )
