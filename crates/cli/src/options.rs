@@ -4,7 +4,8 @@
 //! YAML keys read (as in mongod.conf): `storage.dbPath`, `storage.wiredTiger.engineConfig.
 //! cacheSizeGB` (a number of GB, as mongod takes it), `storage.cacheSize` (Strata's own, e.g.
 //! "128MiB"), `net.port`, `net.bindIp` (the first address of a comma-separated list),
-//! `net.maxIncomingConnections`, `security.authorization` ("enabled"/"disabled"). Unknown keys are ignored, so a real mongod.conf loads.
+//! `net.maxIncomingConnections`, `security.authorization` ("enabled"/"disabled"), `net.tls.mode`, `net.tls.certificateKeyFile`,
+//! `net.tls.CAFile`, `net.tls.allowConnectionsWithoutCertificates`. Unknown keys are ignored, so a real mongod.conf loads.
 
 use std::path::PathBuf;
 
@@ -37,6 +38,18 @@ pub struct ServeArgs {
     /// (create the first user from localhost, or before turning this on).
     #[arg(long)]
     pub auth: bool,
+    /// TLS: disabled, allowTLS, preferTLS or requireTLS.
+    #[arg(long = "tlsMode")]
+    pub tls_mode: Option<String>,
+    /// PEM file with the server's certificate chain and private key.
+    #[arg(long = "tlsCertificateKeyFile")]
+    pub tls_certificate_key_file: Option<PathBuf>,
+    /// PEM file with the CAs that sign client certificates (asks clients for one).
+    #[arg(long = "tlsCAFile")]
+    pub tls_ca_file: Option<PathBuf>,
+    /// With --tlsCAFile: accept TLS clients that present no certificate.
+    #[arg(long = "tlsAllowConnectionsWithoutCertificates")]
+    pub tls_allow_connections_without_certificates: bool,
     /// YAML configuration file with mongod.conf's key names.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -51,6 +64,7 @@ pub struct Resolved {
     pub cache_size_bytes: u64,
     pub max_connections: usize,
     pub auth: bool,
+    pub tls: Option<server::tls::TlsOptions>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -98,6 +112,18 @@ struct NetSection {
     port: Option<u16>,
     bind_ip: Option<String>,
     max_incoming_connections: Option<usize>,
+    tls: Option<TlsSection>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase")]
+struct TlsSection {
+    mode: Option<String>,
+    certificate_key_file: Option<PathBuf>,
+    #[serde(rename = "CAFile")]
+    ca_file: Option<PathBuf>,
+    #[serde(default)]
+    allow_connections_without_certificates: bool,
 }
 
 impl ServeArgs {
@@ -127,6 +153,7 @@ impl ServeArgs {
             Some("enabled") => true,
             Some(other) => bail!("security.authorization must be \"enabled\" or \"disabled\", not {other:?}"),
         };
+        let tls = self.tls(file.net.tls.unwrap_or_default())?;
         let Some(dbpath) = self.dbpath.clone().or(file.storage.db_path) else {
             bail!("no data directory: pass --dbpath DIR or set storage.dbPath in --config");
         };
@@ -140,7 +167,33 @@ impl ServeArgs {
                 .or(file.net.max_incoming_connections)
                 .unwrap_or(server::config::DEFAULT_MAX_CONNECTIONS),
             auth: self.auth || auth_from_file,
+            tls,
         })
+    }
+
+    /// The TLS flags over `net.tls`; a mode other than disabled needs a certificate.
+    fn tls(&self, file: TlsSection) -> anyhow::Result<Option<server::tls::TlsOptions>> {
+        use server::tls::{TlsFiles, TlsMode, TlsOptions};
+        let mode = match self.tls_mode.as_deref().or(file.mode.as_deref()) {
+            None => TlsMode::Disabled,
+            Some(text) => match TlsMode::parse(text) {
+                Some(mode) => mode,
+                None => bail!("--tlsMode must be disabled, allowTLS, preferTLS or requireTLS, not {text:?}"),
+            },
+        };
+        if mode == TlsMode::Disabled {
+            return Ok(None);
+        }
+        let Some(certificate_key_file) = self.tls_certificate_key_file.clone().or(file.certificate_key_file) else {
+            bail!("--tlsMode {} needs --tlsCertificateKeyFile (the server's certificate and key, PEM)", mode.name());
+        };
+        let files = TlsFiles {
+            certificate_key_file,
+            ca_file: self.tls_ca_file.clone().or(file.ca_file),
+            allow_connections_without_certificates: self.tls_allow_connections_without_certificates
+                || file.allow_connections_without_certificates,
+        };
+        Ok(Some(TlsOptions { mode, files }))
     }
 }
 

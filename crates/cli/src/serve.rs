@@ -39,10 +39,15 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
         port: options.port,
         max_connections: options.max_connections,
         auth: options.auth,
+        tls: options.tls.clone(),
         argv: std::env::args().collect(),
         parsed_options: doc! {
             "storage": { "dbPath": options.dbpath.display().to_string() },
-            "net": { "bindIp": options.bind.clone(), "port": i32::from(options.port) },
+            "net": {
+                "bindIp": options.bind.clone(),
+                "port": i32::from(options.port),
+                "tls": { "mode": options.tls.as_ref().map_or("disabled", |tls| tls.mode.name()) },
+            },
             "security": { "authorization": if options.auth { "enabled" } else { "disabled" } },
         },
     };

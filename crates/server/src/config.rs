@@ -17,6 +17,8 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// `--auth`: clients must authenticate, and may run only what their roles grant.
     pub auth: bool,
+    /// TLS (`--tlsMode` and its files); `None` is `disabled`.
+    pub tls: Option<crate::tls::TlsOptions>,
     /// The process's arguments, for `getCmdLineOpts`.
     pub argv: Vec<String>,
     /// The parsed options in mongod.conf shape (`{storage: {dbPath}, net: {port, bindIp}}`).
@@ -30,6 +32,7 @@ impl Default for ServerConfig {
             port: 27017,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             auth: false,
+            tls: None,
             argv: Vec::new(),
             parsed_options: Document::new(),
         }

@@ -9,6 +9,10 @@
 //! goes back to the task. A command that waits (a `j:true` commit for its log sync, a long
 //! scan) blocks only its own connection's thread; other connections have their own.
 //!
+//! A client speaking TLS (see `tls`) keeps its rustls session in the connection's state across
+//! idle periods; a burst reads and writes through it (`Link`), so the handshake, too, is served
+//! a step at a time as the client's bytes arrive.
+//!
 //! Invariants: the read buffer grows only with bytes actually received (at most doubling, so
 //! a header that claims 48 MB costs nothing until the bytes come); a frame the decoder cannot
 //! cut or a message that cannot be answered closes this connection with a log line and
@@ -60,13 +64,53 @@ struct Session {
     limits: Limits,
     buffer: BytesMut,
     shutdown: watch::Receiver<bool>,
+    /// The TLS session when the client speaks TLS (kept across idle periods).
+    tls: Option<Box<rustls::ServerConnection>>,
+}
+
+/// The byte stream of a burst: the socket, or TLS over it.
+enum Link<'a> {
+    Plain(&'a std::net::TcpStream),
+    Tls(rustls::Stream<'a, rustls::ServerConnection, &'a std::net::TcpStream>),
+}
+
+impl Read for Link<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Link::Plain(stream) => (&**stream).read(buffer),
+            Link::Tls(stream) => stream.read(buffer),
+        }
+    }
+}
+
+impl Write for Link<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Link::Plain(stream) => (&**stream).write(bytes),
+            Link::Tls(stream) => stream.write(bytes),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Link::Plain(stream) => (&**stream).flush(),
+            Link::Tls(stream) => stream.flush(),
+        }
+    }
 }
 
 /// Serve one connection until the client leaves, sends something unusable, or the server shuts
 /// down.
 pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionInfo, shutdown: watch::Receiver<bool>) {
+    let tls = match start_tls(&stream, &shared).await {
+        Ok(tls) => tls,
+        Err(error) => {
+            debug!(connection = info.id, %error, "cannot start TLS; closing");
+            return;
+        }
+    };
     let context = Context::new(shared, info);
-    let mut session = Session { context, limits: Limits::default(), buffer: BytesMut::new(), shutdown };
+    let mut session = Session { context, limits: Limits::default(), buffer: BytesMut::new(), shutdown, tls };
     loop {
         if *session.shutdown.borrow() {
             return;
@@ -111,6 +155,18 @@ pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionI
     }
 }
 
+/// A TLS session if this client speaks TLS (always under `requireTLS`; under
+/// `preferTLS`/`allowTLS`, if its first bytes are a TLS handshake).
+async fn start_tls(stream: &TcpStream, shared: &Shared) -> std::io::Result<Option<Box<rustls::ServerConnection>>> {
+    let Some(tls) = &shared.tls else { return Ok(None) };
+    let mut first = [0u8; 2];
+    let peeked = if tls.mode == crate::tls::TlsMode::RequireTls { 0 } else { stream.peek(&mut first).await? };
+    if !tls.expects_tls(first.get(..peeked).unwrap_or_default()) {
+        return Ok(None);
+    }
+    tls.accept().map(|session| Some(Box::new(session))).map_err(std::io::Error::other)
+}
+
 /// The socket as a blocking one that gives up reading after `IDLE_AFTER`.
 fn to_blocking(stream: TcpStream) -> std::io::Result<std::net::TcpStream> {
     let stream = stream.into_std()?;
@@ -127,6 +183,17 @@ fn to_async(stream: std::net::TcpStream) -> std::io::Result<TcpStream> {
 impl Session {
     /// Serves requests on this (blocking) thread until the client goes quiet or away.
     fn burst(&mut self, stream: &std::net::TcpStream) -> Burst {
+        let mut tls = self.tls.take();
+        let mut socket = stream;
+        let end = match tls.as_deref_mut() {
+            Some(session) => self.serve_link(&mut Link::Tls(rustls::Stream::new(session, &mut socket))),
+            None => self.serve_link(&mut Link::Plain(stream)),
+        };
+        self.tls = tls;
+        end
+    }
+
+    fn serve_link(&mut self, stream: &mut Link<'_>) -> Burst {
         loop {
             if let Some(end) = self.serve_buffered(stream) {
                 return end;
@@ -164,14 +231,14 @@ impl Session {
     }
 
     /// Answers every whole message in the buffer; `Some` if the connection must end.
-    fn serve_buffered(&mut self, mut stream: &std::net::TcpStream) -> Option<Burst> {
+    fn serve_buffered(&mut self, stream: &mut Link<'_>) -> Option<Burst> {
         loop {
             match wire::decode_frame(&self.buffer, &self.limits) {
                 Ok(Some((frame, consumed))) => {
                     self.buffer.advance(consumed);
                     match handle_frame(&self.context, frame, &self.limits) {
                         Outcome::Reply(bytes) => {
-                            if let Err(error) = stream.write_all(&bytes) {
+                            if let Err(error) = stream.write_all(&bytes).and_then(|()| stream.flush()) {
                                 debug!(connection = self.context.connection.id, %error, "write failed; closing");
                                 return Some(Burst::Close);
                             }
@@ -195,7 +262,7 @@ impl Session {
 const READ_CHUNK_BYTES: usize = 256 * 1024;
 
 /// Reads what the socket has into the buffer's spare capacity.
-fn read_some(mut stream: &std::net::TcpStream, buffer: &mut BytesMut) -> std::io::Result<usize> {
+fn read_some(stream: &mut impl Read, buffer: &mut BytesMut) -> std::io::Result<usize> {
     let filled = buffer.len();
     let room = (buffer.capacity() - filled).clamp(1, READ_CHUNK_BYTES);
     buffer.resize(filled + room, 0);

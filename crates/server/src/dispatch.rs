@@ -88,7 +88,7 @@ mod tests {
     #[test]
     fn panic_becomes_error_reply() {
         let store = std::sync::Arc::new(docstore::Store::open_in_memory(docstore::StoreOptions::default()).unwrap());
-        let shared = Shared::new(crate::ServerConfig::default(), "127.0.0.1:1".parse().unwrap(), store);
+        let shared = Shared::new(crate::ServerConfig::default(), "127.0.0.1:1".parse().unwrap(), store, None);
         let connection = ConnectionInfo { id: 1, peer: "127.0.0.1:2".parse().unwrap() };
         let command = Command {
             name: "boom".into(),

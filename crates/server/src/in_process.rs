@@ -27,7 +27,7 @@ impl InProcess {
     pub fn open_in_memory() -> docstore::Result<InProcess> {
         let store = Arc::new(Store::open_in_memory(StoreOptions::default())?);
         let local_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-        let shared = Shared::new(ServerConfig::default(), local_addr, store);
+        let shared = Shared::new(ServerConfig::default(), local_addr, store, None);
         let connection = ConnectionInfo { id: 1, peer: local_addr };
         Ok(InProcess { context: Context::new(shared, connection) })
     }

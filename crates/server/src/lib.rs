@@ -15,7 +15,8 @@
 //! access), `dispatch` (name → handler, panic capture), `commands/` (one command per file),
 //! `error` (`CommandError`), `store_error` (store errors → replies, the only such mapping),
 //! `cursors` (parked cursors and batching), `state` (what every connection shares),
-//! `in_process` (the command path without a socket, for the fuzz target).
+//! `in_process` (the command path without a socket, for the fuzz target), `tls` (rustls
+//! configuration and modes), `auth/` (authentication and the one place commands are authorized).
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic))]
 
@@ -31,6 +32,7 @@ mod in_process;
 mod listener;
 mod state;
 mod store_error;
+pub mod tls;
 
 pub use config::ServerConfig;
 pub use error::CommandError;

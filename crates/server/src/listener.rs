@@ -19,6 +19,7 @@ use docstore::Store;
 use crate::config::ServerConfig;
 use crate::connection;
 use crate::state::{ConnectionInfo, Counters, Shared};
+use crate::tls::{Tls, TlsMode};
 
 /// How long shutdown waits for in-flight requests before giving up on them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -31,9 +32,15 @@ pub struct Server {
 impl Server {
     /// Bind the listening socket (port 0 picks a free port).
     pub async fn bind(config: ServerConfig, store: Arc<Store>) -> std::io::Result<Server> {
+        let tls = match config.tls.clone() {
+            Some(options) if options.mode != TlsMode::Disabled => {
+                Some(Tls::load(options).map_err(std::io::Error::other)?)
+            }
+            _ => None,
+        };
         let listener = TcpListener::bind((config.bind.as_str(), config.port)).await?;
         let local_addr = listener.local_addr()?;
-        Ok(Server { listener, shared: Shared::new(config, local_addr, store) })
+        Ok(Server { listener, shared: Shared::new(config, local_addr, store, tls) })
     }
 
     pub fn local_addr(&self) -> SocketAddr {

@@ -12,6 +12,7 @@ use docstore::Store;
 use crate::auth::{self, Authentication, Security};
 use crate::config::ServerConfig;
 use crate::cursors::Cursors;
+use crate::tls::Tls;
 
 pub struct Shared {
     pub config: ServerConfig,
@@ -21,6 +22,8 @@ pub struct Shared {
     pub store: Arc<Store>,
     pub cursors: Cursors,
     pub security: Security,
+    /// TLS, when the server speaks it.
+    pub tls: Option<Tls>,
     /// What `getLog: "startupWarnings"` returns (also logged at startup).
     pub startup_warnings: Vec<String>,
     next_request_id: AtomicI32,
@@ -46,13 +49,14 @@ impl Counters {
 }
 
 impl Shared {
-    pub fn new(config: ServerConfig, local_addr: SocketAddr, store: Arc<Store>) -> Arc<Shared> {
+    pub fn new(config: ServerConfig, local_addr: SocketAddr, store: Arc<Store>, tls: Option<Tls>) -> Arc<Shared> {
         let security = Security::new(config.auth);
         let startup_warnings = auth::startup_warnings(config.auth, local_addr);
         Arc::new(Shared {
             config,
             security,
             startup_warnings,
+            tls,
             local_addr,
             started: Instant::now(),
             counters: Counters::default(),

@@ -44,6 +44,7 @@ mod list_indexes;
 mod ping;
 mod rename_collection;
 mod roles;
+mod rotate_certificates;
 mod server_status;
 mod update;
 mod users;
@@ -103,6 +104,11 @@ pub static COMMANDS: &[Spec] = &[
     Spec { names: &["listCommands"], help: "this list", handler: list_commands::run },
     Spec { names: &["ping"], help: "check the server answers", handler: ping::run },
     Spec { names: &["serverStatus"], help: "server and engine statistics", handler: server_status::run },
+    Spec {
+        names: &["rotateCertificates"],
+        help: "re-read the TLS certificate files",
+        handler: rotate_certificates::run,
+    },
     Spec { names: &["saslStart"], help: "begin a SASL authentication", handler: authentication::sasl_start },
     Spec { names: &["saslContinue"], help: "continue a SASL authentication", handler: authentication::sasl_continue },
     Spec { names: &["logout"], help: "end this connection's authentication", handler: authentication::logout },

@@ -1,0 +1,140 @@
+//! TLS with rustls (TLS 1.2 and 1.3 only, ring's cipher suites): the server's certificate and
+//! key from one PEM file (`--tlsCertificateKeyFile`, as mongod takes it), client certificates
+//! checked against `--tlsCAFile` when given (required unless
+//! `--tlsAllowConnectionsWithoutCertificates`), and the mode: `requireTLS` refuses plain
+//! clients, `preferTLS`/`allowTLS` accept both (a client speaking TLS is recognized by its first
+//! bytes, a TLS handshake record), `disabled` never speaks TLS.
+//!
+//! The configuration is rebuilt from the same files by `rotateCertificates`; connections opened
+//! after it use the new one, open ones keep theirs.
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use rustls::ServerConfig;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+
+/// `--tlsMode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsMode {
+    Disabled,
+    AllowTls,
+    PreferTls,
+    RequireTls,
+}
+
+impl TlsMode {
+    pub fn parse(text: &str) -> Option<TlsMode> {
+        match text {
+            "disabled" => Some(TlsMode::Disabled),
+            "allowTLS" => Some(TlsMode::AllowTls),
+            "preferTLS" => Some(TlsMode::PreferTls),
+            "requireTLS" => Some(TlsMode::RequireTls),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TlsMode::Disabled => "disabled",
+            TlsMode::AllowTls => "allowTLS",
+            TlsMode::PreferTls => "preferTLS",
+            TlsMode::RequireTls => "requireTLS",
+        }
+    }
+}
+
+/// Where the server's TLS material comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsFiles {
+    /// PEM: the certificate chain and the private key.
+    pub certificate_key_file: PathBuf,
+    /// PEM: the CAs that sign client certificates.
+    pub ca_file: Option<PathBuf>,
+    pub allow_connections_without_certificates: bool,
+}
+
+/// What the binary passes in: the mode and the files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsOptions {
+    pub mode: TlsMode,
+    pub files: TlsFiles,
+}
+
+/// The server's TLS state: its mode and current rustls configuration.
+pub struct Tls {
+    pub mode: TlsMode,
+    files: TlsFiles,
+    config: RwLock<Arc<ServerConfig>>,
+}
+
+impl Tls {
+    /// Reads the files; an error says which file and why.
+    pub fn load(options: TlsOptions) -> Result<Tls, String> {
+        let config = RwLock::new(Arc::new(server_config(&options.files)?));
+        Ok(Tls { mode: options.mode, files: options.files, config })
+    }
+
+    /// Re-reads the files (`rotateCertificates`); on error the current configuration stays.
+    pub fn reload(&self) -> Result<(), String> {
+        let fresh = Arc::new(server_config(&self.files)?);
+        *self.config.write().unwrap_or_else(|poison| poison.into_inner()) = fresh;
+        Ok(())
+    }
+
+    /// A TLS session for a new connection.
+    pub fn accept(&self) -> Result<rustls::ServerConnection, String> {
+        let config = self.config.read().unwrap_or_else(|poison| poison.into_inner()).clone();
+        rustls::ServerConnection::new(config).map_err(|error| error.to_string())
+    }
+
+    /// True if a new connection must (or, its first bytes `peeked` say, does) speak TLS.
+    pub fn expects_tls(&self, peeked: &[u8]) -> bool {
+        match self.mode {
+            TlsMode::Disabled => false,
+            TlsMode::RequireTls => true,
+            // A TLS record starts with its content type (22, handshake) and a 3.x version;
+            // a MongoDB message starts with its length, little-endian.
+            TlsMode::AllowTls | TlsMode::PreferTls => matches!(peeked, [0x16, 0x03, ..]),
+        }
+    }
+}
+
+fn server_config(files: &TlsFiles) -> Result<ServerConfig, String> {
+    let key_file = &files.certificate_key_file;
+    let read_error = |what: &str, error: &dyn std::fmt::Display| format!("{what} {}: {error}", key_file.display());
+    let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(key_file)
+        .map_err(|error| read_error("cannot read the certificates of", &error))?
+        .collect::<Result<_, _>>()
+        .map_err(|error| read_error("cannot parse the certificates of", &error))?;
+    if certificates.is_empty() {
+        return Err(format!("{} holds no certificate", key_file.display()));
+    }
+    let key =
+        PrivateKeyDer::from_pem_file(key_file).map_err(|error| read_error("cannot read the private key of", &error))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|error| error.to_string())?;
+    let builder = match &files.ca_file {
+        None => builder.with_no_client_auth(),
+        Some(ca_file) => {
+            let mut roots = rustls::RootCertStore::empty();
+            let cas = CertificateDer::pem_file_iter(ca_file)
+                .map_err(|error| format!("cannot read the CA file {}: {error}", ca_file.display()))?;
+            for ca in cas {
+                let ca = ca.map_err(|error| format!("cannot parse the CA file {}: {error}", ca_file.display()))?;
+                roots
+                    .add(ca)
+                    .map_err(|error| format!("a certificate of {} is not a CA: {error}", ca_file.display()))?;
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            let verifier =
+                if files.allow_connections_without_certificates { verifier.allow_unauthenticated() } else { verifier };
+            builder.with_client_cert_verifier(verifier.build().map_err(|error| error.to_string())?)
+        }
+    };
+    builder.with_single_cert(certificates, key).map_err(|error| format!("{}: {error}", key_file.display()))
+}
