@@ -1,12 +1,16 @@
 // Smoke test of the official Go driver against the real strata binary ($STRATA_BIN): connect,
-// insert many, create an index, find on it, update, delete, aggregate, a duplicate-key error.
+// insert many, create an index, find on it, update, delete, aggregate, a duplicate-key error;
+// once against a plain server and once against one with --auth and requireTLS, logging in with
+// SCRAM over TLS with the certificates in $STRATA_TLS_DIR (made by ../run).
 package smoke
 
 import (
 	"bufio"
 	"context"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,12 +21,23 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-func startStrata(t *testing.T) (string, *exec.Cmd) {
+// startStrata starts the server and returns the URI options that reach it (for a secure
+// server: TLS with the test CA, and the root user it creates through the localhost exception).
+func startStrata(t *testing.T, secure bool) (string, string, *exec.Cmd) {
 	bin := os.Getenv("STRATA_BIN")
 	if bin == "" {
 		t.Fatal("STRATA_BIN is not set")
 	}
-	cmd := exec.Command(bin, "serve", "--dbpath", t.TempDir(), "--port", "0", "--cache-size", "64MiB")
+	args := []string{"serve", "--dbpath", t.TempDir(), "--port", "0", "--cache-size", "64MiB"}
+	certs := os.Getenv("STRATA_TLS_DIR")
+	if secure {
+		if certs == "" {
+			t.Fatal("STRATA_TLS_DIR is not set")
+		}
+		args = append(args, "--auth", "--tlsMode", "requireTLS", "--tlsCertificateKeyFile", filepath.Join(certs, "server.pem"),
+			"--tlsCAFile", filepath.Join(certs, "ca.pem"), "--tlsAllowConnectionsWithoutCertificates")
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "RUST_LOG=warn")
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
@@ -36,11 +51,32 @@ func startStrata(t *testing.T) (string, *exec.Cmd) {
 	if err != nil || !strings.HasPrefix(line, "strata listening on ") {
 		t.Fatalf("unexpected first line %q: %v", line, err)
 	}
-	return strings.TrimSpace(strings.TrimPrefix(line, "strata listening on ")), cmd
+	address := strings.TrimSpace(strings.TrimPrefix(line, "strata listening on "))
+	if !secure {
+		return address, "directConnection=true", cmd
+	}
+	tlsOptions := "directConnection=true&tls=true&tlsCAFile=" + url.QueryEscape(filepath.Join(certs, "ca.pem"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	setup, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + address + "/?" + tlsOptions))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setup.Disconnect(ctx)
+	create := bson.D{{Key: "createUser", Value: "admin"}, {Key: "pwd", Value: "a long secret"}, {Key: "roles", Value: bson.A{"root"}}}
+	if err := setup.Database("admin").RunCommand(ctx, create).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return url.UserPassword("admin", "a long secret").String() + "@" + address, tlsOptions + "&authSource=admin", cmd
 }
 
 func TestSmoke(t *testing.T) {
-	address, cmd := startStrata(t)
+	t.Run("plain", func(t *testing.T) { smoke(t, false) })
+	t.Run("auth+TLS", func(t *testing.T) { smoke(t, true) })
+}
+
+func smoke(t *testing.T, secure bool) {
+	address, uriOptions, cmd := startStrata(t, secure)
 	defer func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		if err := cmd.Wait(); err != nil {
@@ -49,7 +85,7 @@ func TestSmoke(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + address + "/?directConnection=true&compressors=zstd,zlib,snappy"))
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + address + "/?" + uriOptions + "&compressors=zstd,zlib,snappy"))
 	if err != nil {
 		t.Fatal(err)
 	}

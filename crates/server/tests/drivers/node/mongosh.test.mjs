@@ -1,5 +1,6 @@
 // Goal: mongosh (the npm package) connects and runs the same everyday operations as a user
-// would type them. Method: one --eval script printing a JSON summary, checked here.
+// would type them. Method: one --eval script printing a JSON summary, checked here; once
+// against a plain server and once with --auth and requireTLS (user and password over TLS).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -24,8 +25,8 @@ try { c.insertOne({ sku: 's50' }); } catch (e) { duplicate = e.code; }
 print(JSON.stringify({ index, one, updated, deleted, total, duplicate, version: db.version() }));
 `;
 
-test('mongosh smoke', async () => {
-  const server = await startStrata();
+for (const secure of [false, true]) test(`mongosh smoke${secure ? ' (auth + TLS)' : ''}`, async () => {
+  const server = await startStrata({ secure });
   try {
     const { stdout } = await run(mongosh, [server.uri, '--quiet', '--norc', '--eval', script], {
       timeout: 120_000,

@@ -1,15 +1,18 @@
 // Goal: the Node.js driver's everyday calls work against strata: connect, insertMany,
-// createIndex, find on the index, update, delete, aggregate, a duplicate-key error.
+// createIndex, find on the index, update, delete, aggregate, a duplicate-key error; once
+// against a plain server and once against one with --auth and requireTLS (SCRAM over TLS).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MongoClient, MongoServerError } from 'mongodb';
 import { startStrata } from './strata.mjs';
 
-test('node driver smoke', async () => {
-  const server = await startStrata();
+for (const secure of [false, true]) test(`node driver smoke${secure ? ' (auth + TLS)' : ''}`, async () => {
+  const server = await startStrata({ secure });
   const client = new MongoClient(`${server.uri}&compressors=zlib`);
   try {
     await client.connect();
+    const status = await client.db('admin').command({ connectionStatus: 1 });
+    assert.deepEqual(status.authInfo.authenticatedUsers, secure ? [{ user: 'admin', db: 'admin' }] : []);
     const items = client.db('nodesmoke').collection('items');
     const docs = Array.from({ length: 300 }, (_, i) => ({ sku: `s${i}`, qty: i }));
     assert.equal((await items.insertMany(docs)).insertedCount, 300);

@@ -1,15 +1,33 @@
 // Start the real strata binary ($STRATA_BIN) on a free loopback port with a temp dbpath.
+// `startStrata({ secure: true })` starts it as production would run it: --auth and requireTLS
+// with the certificates in $STRATA_TLS_DIR (made by ../run), creates a root user through the
+// localhost exception, and returns a URI that logs in with it over TLS.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { MongoClient } from 'mongodb';
 
-export async function startStrata() {
+export const USER = 'admin';
+export const PASSWORD = 'a long secret';
+
+function secureArgs() {
+  const dir = process.env.STRATA_TLS_DIR;
+  if (!dir) throw new Error('STRATA_TLS_DIR is not set (crates/server/tests/drivers/run makes it)');
+  return {
+    ca: join(dir, 'ca.pem'),
+    args: ['--auth', '--tlsMode', 'requireTLS', '--tlsCertificateKeyFile', join(dir, 'server.pem'),
+      '--tlsCAFile', join(dir, 'ca.pem'), '--tlsAllowConnectionsWithoutCertificates'],
+  };
+}
+
+export async function startStrata({ secure = false } = {}) {
   const bin = process.env.STRATA_BIN;
   if (!bin) throw new Error('STRATA_BIN is not set');
   const dbpath = mkdtempSync(join(tmpdir(), 'strata-node-'));
-  const child = spawn(bin, ['serve', '--dbpath', dbpath, '--port', '0'], {
+  const tls = secure ? secureArgs() : null;
+  const child = spawn(bin, ['serve', '--dbpath', dbpath, '--port', '0', ...(tls ? tls.args : [])], {
     env: { ...process.env, RUST_LOG: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -20,9 +38,19 @@ export async function startStrata() {
   });
   if (!first.startsWith('strata listening on ')) throw new Error(`first line ${first}`);
   const address = first.slice('strata listening on '.length).trim();
+  let uri = `mongodb://${address}/?directConnection=true`;
+  if (tls) {
+    const tlsOptions = `directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(tls.ca)}`;
+    const setup = new MongoClient(`mongodb://${address}/?${tlsOptions}`);
+    await setup.db('admin').command({ createUser: USER, pwd: PASSWORD, roles: ['root'] });
+    await setup.close();
+    const credentials = `${encodeURIComponent(USER)}:${encodeURIComponent(PASSWORD)}`;
+    uri = `mongodb://${credentials}@${address}/?${tlsOptions}&authSource=admin`;
+  }
   return {
     address,
-    uri: `mongodb://${address}/?directConnection=true`,
+    uri,
+    caFile: tls?.ca,
     async stop() {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
