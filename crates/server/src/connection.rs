@@ -61,11 +61,12 @@ enum Burst {
 struct Session {
     /// What every command of this connection runs with (built once, not per command).
     context: Context,
-    limits: Limits,
     buffer: BytesMut,
     shutdown: watch::Receiver<bool>,
     /// The TLS session when the client speaks TLS (kept across idle periods).
     tls: Option<Box<rustls::ServerConnection>>,
+    /// The TLS handshake finished and the client's certificate (if any) was noted.
+    handshake_noted: bool,
 }
 
 /// The byte stream of a burst: the socket, or TLS over it.
@@ -110,7 +111,7 @@ pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionI
         }
     };
     let context = Context::new(shared, info);
-    let mut session = Session { context, limits: Limits::default(), buffer: BytesMut::new(), shutdown, tls };
+    let mut session = Session { context, buffer: BytesMut::new(), shutdown, tls, handshake_noted: false };
     loop {
         if *session.shutdown.borrow() {
             return;
@@ -201,7 +202,8 @@ impl Session {
             if *self.shutdown.borrow() {
                 return Burst::Close;
             }
-            reserve_for_next(&mut self.buffer, &self.limits);
+            let limits = self.limits();
+            reserve_for_next(&mut self.buffer, &limits);
             match read_some(stream, &mut self.buffer) {
                 Ok(0) => {
                     if !self.buffer.is_empty() {
@@ -232,11 +234,15 @@ impl Session {
 
     /// Answers every whole message in the buffer; `Some` if the connection must end.
     fn serve_buffered(&mut self, stream: &mut Link<'_>) -> Option<Burst> {
+        if !self.handshake_noted {
+            self.note_handshake(stream);
+        }
         loop {
-            match wire::decode_frame(&self.buffer, &self.limits) {
+            let limits = self.limits();
+            match wire::decode_frame(&self.buffer, &limits) {
                 Ok(Some((frame, consumed))) => {
                     self.buffer.advance(consumed);
-                    match handle_frame(&self.context, frame, &self.limits) {
+                    match handle_frame(&self.context, frame, &limits) {
                         Outcome::Reply(bytes) => {
                             if let Err(error) = stream.write_all(&bytes).and_then(|()| stream.flush()) {
                                 debug!(connection = self.context.connection.id, %error, "write failed; closing");
@@ -253,6 +259,40 @@ impl Session {
                     return Some(Burst::Close);
                 }
             }
+        }
+    }
+}
+
+/// Largest message a client may send before it has authenticated (with `--auth`): the
+/// handshake and authentication need a few kilobytes, so a stranger cannot make the server
+/// buffer 48 MB per connection.
+pub const UNAUTHENTICATED_MESSAGE_BYTES: usize = 64 * 1024;
+
+impl Session {
+    /// The message limits for the next message: MongoDB's, or the stranger's.
+    fn limits(&self) -> Limits {
+        if crate::auth::is_stranger(&self.context) {
+            Limits { max_message_size_bytes: UNAUTHENTICATED_MESSAGE_BYTES, ..Limits::default() }
+        } else {
+            Limits::default()
+        }
+    }
+
+    /// Once the TLS handshake is done: the subject of a verified client certificate is what
+    /// MONGODB-X509 authenticates (rustls has already checked it against the CA file).
+    fn note_handshake(&mut self, stream: &Link<'_>) {
+        let Link::Tls(tls) = stream else {
+            self.handshake_noted = true;
+            return;
+        };
+        if tls.conn.is_handshaking() {
+            return;
+        }
+        self.handshake_noted = true;
+        let certificate = tls.conn.peer_certificates().and_then(|chain| chain.first());
+        if let Some(subject) = certificate.and_then(|der| crate::tls::subject_name(der)) {
+            debug!(connection = self.context.connection.id, %subject, "client certificate");
+            crate::auth::set_certificate_subject(&self.context, subject);
         }
     }
 }

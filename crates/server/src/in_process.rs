@@ -2,7 +2,8 @@
 //! document, in; the reply document out — over an in-memory store. The `command` fuzz target
 //! drives every handler through it.
 //!
-//! Unlike the network path, a panic in a handler is not caught here: the fuzzer is there to
+//! Commands are authorized as on the network path (with `auth: true` in the configuration, a
+//! command needs its privileges). Unlike the network path, a panic in a handler is not caught here: the fuzzer is there to
 //! find them (over TCP, `dispatch` turns one into an `InternalError` reply).
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -12,6 +13,7 @@ use bson::{Document, RawDocumentBuf};
 use docstore::{Store, StoreOptions};
 use wire::Request;
 
+use crate::auth;
 use crate::command::Command;
 use crate::config::ServerConfig;
 use crate::dispatch;
@@ -25,9 +27,15 @@ pub struct InProcess {
 impl InProcess {
     /// A server over a fresh in-memory store with the default configuration.
     pub fn open_in_memory() -> docstore::Result<InProcess> {
+        InProcess::open_in_memory_with(ServerConfig::default())
+    }
+
+    /// A server over a fresh in-memory store with `config` (e.g. `auth: true`); its one
+    /// connection comes from the loopback interface.
+    pub fn open_in_memory_with(config: ServerConfig) -> docstore::Result<InProcess> {
         let store = Arc::new(Store::open_in_memory(StoreOptions::default())?);
         let local_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-        let shared = Shared::new(ServerConfig::default(), local_addr, store, None);
+        let shared = Shared::new(config, local_addr, store, None);
         let connection = ConnectionInfo { id: 1, peer: local_addr };
         Ok(InProcess { context: Context::new(shared, connection) })
     }
@@ -49,8 +57,12 @@ impl InProcess {
     }
 
     fn run(&self, command: &Command) -> RawDocumentBuf {
-        let result: Result<RawDocumentBuf, CommandError> =
-            dispatch::lookup(command).and_then(|spec| (spec.handler)(&self.context, command));
+        let result: Result<RawDocumentBuf, CommandError> = dispatch::lookup(command).and_then(|spec| {
+            auth::authorize(&self.context, command)?;
+            let reply = (spec.handler)(&self.context, command);
+            auth::after_command(&self.context, command);
+            reply
+        });
         result.unwrap_or_else(|error| dispatch::error_document(&error))
     }
 }

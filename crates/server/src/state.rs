@@ -84,7 +84,7 @@ pub struct Context {
     pub shared: Arc<Shared>,
     pub connection: ConnectionInfo,
     /// The connection's authentication; only this connection's thread touches it.
-    pub auth: std::cell::RefCell<Authentication>,
+    pub auth: std::sync::Mutex<Authentication>,
 }
 
 impl Context {

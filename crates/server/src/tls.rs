@@ -138,3 +138,89 @@ fn server_config(files: &TlsFiles) -> Result<ServerConfig, String> {
     };
     builder.with_single_cert(certificates, key).map_err(|error| format!("{}: {error}", key_file.display()))
 }
+
+/// The subject of a certificate (DER) as MongoDB names an X.509 user: RFC 4514, the relative
+/// names from last to first joined by ',', attributes of one name by '+', with the special
+/// characters escaped ("CN=client,OU=eng,O=Example,C=US"). `None` if the certificate does not
+/// parse.
+pub fn subject_name(der: &[u8]) -> Option<String> {
+    let (_, certificate) = x509_parser::parse_x509_certificate(der).ok()?;
+    let names: Vec<String> = certificate
+        .subject()
+        .iter_rdn()
+        .map(|rdn| {
+            let attributes: Vec<String> = rdn
+                .iter()
+                .map(|attribute| {
+                    let value = match attribute.as_str() {
+                        Ok(text) => text.to_owned(),
+                        Err(_) => String::from_utf8_lossy(attribute.as_slice()).into_owned(),
+                    };
+                    format!("{}={}", attribute_name(attribute.attr_type()), escape_value(&value))
+                })
+                .collect();
+            attributes.join("+")
+        })
+        .collect();
+    Some(names.into_iter().rev().collect::<Vec<_>>().join(","))
+}
+
+/// RFC 4514's short names, as OpenSSL and MongoDB print them; other attributes by OID.
+fn attribute_name(oid: &x509_parser::der_parser::oid::Oid<'_>) -> String {
+    let dotted = oid.to_id_string();
+    let name = match dotted.as_str() {
+        "2.5.4.3" => "CN",
+        "2.5.4.6" => "C",
+        "2.5.4.7" => "L",
+        "2.5.4.8" => "ST",
+        "2.5.4.9" => "STREET",
+        "2.5.4.10" => "O",
+        "2.5.4.11" => "OU",
+        "0.9.2342.19200300.100.1.1" => "UID",
+        "0.9.2342.19200300.100.1.25" => "DC",
+        "1.2.840.113549.1.9.1" => "emailAddress",
+        _ => return dotted,
+    };
+    name.to_owned()
+}
+
+/// RFC 4514 escaping of an attribute value.
+fn escape_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    let last = value.chars().count().saturating_sub(1);
+    for (position, character) in value.chars().enumerate() {
+        let special = matches!(character, ',' | '+' | '"' | '\\' | '<' | '>' | ';' | '=')
+            || (position == 0 && matches!(character, '#' | ' '))
+            || (position == last && character == ' ');
+        if special {
+            out.push('\\');
+        }
+        out.push(character);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_escaped() {
+        assert_eq!(escape_value("a,b+c"), "a\\,b\\+c");
+        assert_eq!(escape_value(" #x "), "\\ #x\\ ");
+        assert_eq!(escape_value("plain"), "plain");
+    }
+
+    #[test]
+    fn modes_parse_and_detect_tls() {
+        assert_eq!(TlsMode::parse("requireTLS"), Some(TlsMode::RequireTls));
+        assert_eq!(TlsMode::parse("sslOnly"), None);
+        let files = TlsFiles {
+            certificate_key_file: "/nonexistent.pem".into(),
+            ca_file: None,
+            allow_connections_without_certificates: false,
+        };
+        let error = Tls::load(TlsOptions { mode: TlsMode::RequireTls, files }).err().unwrap();
+        assert!(error.contains("/nonexistent.pem"), "{error}");
+    }
+}

@@ -21,9 +21,9 @@ mod required;
 pub mod scram;
 pub mod users;
 
-use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard};
 
 use bson::{Binary, Bson, Document, doc, spec::BinarySubtype};
 use tracing::{info, warn};
@@ -52,6 +52,7 @@ pub struct Security {
 pub struct AuthCounters {
     pub sha1: MechanismCounters,
     pub sha256: MechanismCounters,
+    pub x509: MechanismCounters,
     pub failed: AtomicU64,
 }
 
@@ -62,13 +63,37 @@ pub struct MechanismCounters {
 }
 
 impl AuthCounters {
-    pub fn of(&self, mechanism: Mechanism) -> &MechanismCounters {
-        match mechanism {
-            Mechanism::Sha1 => &self.sha1,
-            Mechanism::Sha256 => &self.sha256,
+    pub fn of(&self, method: Method) -> &MechanismCounters {
+        match method {
+            Method::Scram(Mechanism::Sha1) => &self.sha1,
+            Method::Scram(Mechanism::Sha256) => &self.sha256,
+            Method::X509 => &self.x509,
         }
     }
 }
+
+/// How a user proves who it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Scram(Mechanism),
+    /// MONGODB-X509: the subject of the client's TLS certificate names a user of `$external`.
+    X509,
+}
+
+impl Method {
+    pub const ALL: [Method; 3] = [Method::Scram(Mechanism::Sha1), Method::Scram(Mechanism::Sha256), Method::X509];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Scram(mechanism) => mechanism.name(),
+            Method::X509 => X509_MECHANISM,
+        }
+    }
+}
+
+pub const X509_MECHANISM: &str = "MONGODB-X509";
+/// The database of users who authenticate by certificate.
+pub const EXTERNAL_DB: &str = "$external";
 
 impl Security {
     pub fn new(enabled: bool) -> Security {
@@ -98,6 +123,8 @@ pub struct Authentication {
     generation: u64,
     pending: Option<Pending>,
     next_conversation_id: i32,
+    /// The subject of the client's verified TLS certificate, in RFC 4514 form.
+    certificate_subject: Option<String>,
 }
 
 /// The connection's user, with what its roles grant.
@@ -131,13 +158,14 @@ impl Authentication {
     }
 }
 
-/// The authentication state of the context's connection.
-pub fn state(context: &Context) -> std::cell::Ref<'_, Authentication> {
-    context.auth.borrow()
+/// The authentication state of the context's connection. Only the connection's own thread
+/// takes this lock (it is a lock, not a `RefCell`, so that a `Context` is `Sync`).
+pub fn state(context: &Context) -> MutexGuard<'_, Authentication> {
+    context.auth.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
-fn state_mut(context: &Context) -> std::cell::RefMut<'_, Authentication> {
-    context.auth.borrow_mut()
+fn state_mut(context: &Context) -> MutexGuard<'_, Authentication> {
+    state(context)
 }
 
 /// A new random UUID (version 4) as 16 bytes.
@@ -182,9 +210,9 @@ pub fn sasl_start(context: &Context, db: &str, body: &Document) -> Result<Docume
         ));
     };
     let counters = &context.shared.security.counters;
-    counters.of(mechanism).received.fetch_add(1, Relaxed);
+    counters.of(Method::Scram(mechanism)).received.fetch_add(1, Relaxed);
     let first = ClientFirst::parse(&payload_bytes(body)?).map_err(|error| {
-        failed(context, mechanism, &UserName::new("", db), &error.0);
+        failed(context, Method::Scram(mechanism), &UserName::new("", db), &error.0);
         authentication_failed()
     })?;
     let name = UserName::new(&first.user, db);
@@ -220,21 +248,21 @@ pub fn sasl_continue(context: &Context, body: &Document) -> Result<Document, Com
     let name = UserName::new(&pending.conversation.user, &pending.db);
     if pending.proven {
         if !client_payload.is_empty() {
-            failed(context, mechanism, &name, "the last SASL message was not empty");
+            failed(context, Method::Scram(mechanism), &name, "the last SASL message was not empty");
             return Err(authentication_failed());
         }
-        login(context, &name, mechanism)?;
+        login(context, &name, Method::Scram(mechanism))?;
         return Ok(doc! { "conversationId": id, "done": true, "payload": payload("") });
     }
     let server_final = match pending.conversation.finish(&client_payload) {
         Ok(server_final) => server_final,
         Err(error) => {
-            failed(context, mechanism, &name, &error.0);
+            failed(context, Method::Scram(mechanism), &name, &error.0);
             return Err(authentication_failed());
         }
     };
     if pending.skip_empty_exchange {
-        login(context, &name, mechanism)?;
+        login(context, &name, Method::Scram(mechanism))?;
         return Ok(doc! { "conversationId": id, "done": true, "payload": payload(&server_final) });
     }
     pending.proven = true;
@@ -244,24 +272,24 @@ pub fn sasl_continue(context: &Context, body: &Document) -> Result<Document, Com
 
 /// A failed authentication: logged with the client's address and the user name (never a
 /// secret), and counted.
-fn failed(context: &Context, mechanism: Mechanism, name: &UserName, why: &str) {
+fn failed(context: &Context, method: Method, name: &UserName, why: &str) {
     context.shared.security.counters.failed.fetch_add(1, Relaxed);
     warn!(
         connection = context.connection.id,
         client = %context.connection.peer,
         user = %name,
-        mechanism = mechanism.name(),
+        mechanism = method.name(),
         reason = why,
         "authentication failed"
     );
 }
 
 /// The proof was right: the connection is now `name`, with its roles' privileges.
-fn login(context: &Context, name: &UserName, mechanism: Mechanism) -> Result<(), CommandError> {
+fn login(context: &Context, name: &UserName, method: Method) -> Result<(), CommandError> {
     let directory = Directory::new(&context.shared.store);
     // The user may have been dropped during the conversation.
     let Some(user) = directory.user(name)? else {
-        failed(context, mechanism, name, "the user no longer exists");
+        failed(context, method, name, "the user does not exist");
         return Err(authentication_failed());
     };
     if let Some(current) = state(context).user().filter(|current| current.name != *name) {
@@ -279,9 +307,46 @@ fn login(context: &Context, name: &UserName, mechanism: Mechanism) -> Result<(),
     state.user = Some(Authenticated { name: name.clone(), roles, privileges });
     state.generation = generation;
     drop(state);
-    context.shared.security.counters.of(mechanism).successful.fetch_add(1, Relaxed);
-    info!(connection = context.connection.id, client = %context.connection.peer, user = %name, mechanism = mechanism.name(), "authenticated");
+    context.shared.security.counters.of(method).successful.fetch_add(1, Relaxed);
+    info!(connection = context.connection.id, client = %context.connection.peer, user = %name, mechanism = method.name(), "authenticated");
     Ok(())
+}
+
+/// The connection's client presented a verified certificate with this subject.
+pub fn set_certificate_subject(context: &Context, subject: String) {
+    state_mut(context).certificate_subject = Some(subject);
+}
+
+/// `authenticate` with MONGODB-X509 (or `hello`'s speculative form): the user of `$external`
+/// named by the subject of the client's verified certificate. Returns `{dbname, user}`.
+pub fn authenticate_x509(context: &Context, db: &str, body: &Document) -> Result<Document, CommandError> {
+    let mechanism = body.get_str("mechanism").unwrap_or_default();
+    if mechanism != X509_MECHANISM {
+        return Err(CommandError::new(
+            ErrorCode::MechanismUnavailable,
+            format!("Received authentication for mechanism {mechanism} which is not enabled"),
+        ));
+    }
+    context.shared.security.counters.x509.received.fetch_add(1, Relaxed);
+    if db != EXTERNAL_DB {
+        return Err(CommandError::bad_value("X.509 authentication must always use the $external database."));
+    }
+    let Some(subject) = state(context).certificate_subject.clone() else {
+        failed(context, Method::X509, &UserName::new("", db), "no verified client certificate");
+        return Err(CommandError::new(
+            ErrorCode::AuthenticationFailed,
+            "No verified subject name available from client",
+        ));
+    };
+    if let Ok(claimed) = body.get_str("user")
+        && claimed != subject
+    {
+        failed(context, Method::X509, &UserName::new(claimed, db), "the user is not the certificate's subject");
+        return Err(authentication_failed());
+    }
+    let name = UserName::new(&subject, EXTERNAL_DB);
+    login(context, &name, Method::X509)?;
+    Ok(doc! { "dbname": EXTERNAL_DB, "user": subject })
 }
 
 /// `logout`: the connection is nobody again.
@@ -318,6 +383,11 @@ fn refresh(context: &Context) -> Result<(), CommandError> {
     state.user = resolved;
     state.generation = generation;
     Ok(())
+}
+
+/// True if access control is on and the connection has not authenticated.
+pub fn is_stranger(context: &Context) -> bool {
+    context.shared.security.enabled && state(context).user().is_none()
 }
 
 /// True if the connection may do `action` on `target` (always, without `--auth`).
@@ -452,7 +522,7 @@ pub fn status(context: &Context, show_privileges: bool) -> Document {
 /// serverStatus's `security.authentication`, in mongod's shape (plus Strata's `failed`).
 pub fn authentication_counters(security: &Security) -> Document {
     let mut mechanisms = Document::new();
-    for mechanism in Mechanism::ALL {
+    for mechanism in Method::ALL {
         let counters = security.counters.of(mechanism);
         let received = counters.received.load(Relaxed);
         let successful = counters.successful.load(Relaxed);
@@ -486,6 +556,6 @@ pub fn startup_warnings(enabled: bool, listening: SocketAddr) -> Vec<String> {
 }
 
 /// A fresh per-connection authentication state, for `Context`.
-pub fn new_state() -> RefCell<Authentication> {
-    RefCell::new(Authentication::default())
+pub fn new_state() -> Mutex<Authentication> {
+    Mutex::new(Authentication::default())
 }

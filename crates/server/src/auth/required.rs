@@ -33,7 +33,7 @@ pub fn need(command: &Command, current: Option<&UserName>) -> Result<Need, Comma
     let on_cluster = |action: Action| Need::All(vec![(Target::Cluster, action)]);
     Ok(match command.name.as_str() {
         "hello" | "isMaster" | "ismaster" | "buildInfo" | "buildinfo" | "ping" | "saslStart" | "saslContinue"
-        | "logout" | "connectionStatus" | "whatsmyuri" => Need::Nothing,
+        | "authenticate" | "logout" | "connectionStatus" | "whatsmyuri" => Need::Nothing,
         "listCommands" | "endSessions" | "killSessions" | "getMore" | "killCursors" | "listDatabases" => {
             Need::Authenticated
         }

@@ -1,5 +1,5 @@
 //! The authentication commands, one handler each: `saslStart`, `saslContinue` (SCRAM, see
-//! `auth`) and `logout`.
+//! `auth`), `authenticate` (MONGODB-X509) and `logout`.
 
 use bson::{Document, RawDocumentBuf};
 
@@ -15,6 +15,10 @@ pub fn sasl_start(context: &Context, command: &Command) -> Result<RawDocumentBuf
 
 pub fn sasl_continue(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     reply(auth::sasl_continue(context, &command.body)?)
+}
+
+pub fn authenticate(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    reply(auth::authenticate_x509(context, &command.database, &command.body)?)
 }
 
 pub fn logout(context: &Context, _command: &Command) -> Result<RawDocumentBuf, CommandError> {

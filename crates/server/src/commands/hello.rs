@@ -3,7 +3,8 @@
 //! logs the client's metadata (driver, application) once, on the handshake that carries it.
 //!
 //! For authentication it answers `saslSupportedMechs` (the mechanisms a named user has) and
-//! `speculativeAuthenticate` (the first SCRAM step in the handshake, saving a round trip).
+//! `speculativeAuthenticate` (the first SCRAM step, or the whole MONGODB-X509 authentication, in
+//! the handshake, saving a round trip).
 //!
 //! No `topologyVersion` is sent, so drivers poll with plain `hello` instead of the streaming
 //! (awaitable) protocol.
@@ -56,7 +57,12 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         // A failed speculative start is left out of the reply: the driver then authenticates
         // the ordinary way, and gets the ordinary error.
         let db = first.get_str("db").unwrap_or(command.database.as_str());
-        if let Ok(answer) = auth::sasl_start(context, db, first) {
+        let answer = if first.contains_key("authenticate") {
+            auth::authenticate_x509(context, db, first)
+        } else {
+            auth::sasl_start(context, db, first)
+        };
+        if let Ok(answer) = answer {
             fields.insert("speculativeAuthenticate", answer);
         }
     }

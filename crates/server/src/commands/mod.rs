@@ -111,6 +111,11 @@ pub static COMMANDS: &[Spec] = &[
     },
     Spec { names: &["saslStart"], help: "begin a SASL authentication", handler: authentication::sasl_start },
     Spec { names: &["saslContinue"], help: "continue a SASL authentication", handler: authentication::sasl_continue },
+    Spec {
+        names: &["authenticate"],
+        help: "authenticate by client certificate",
+        handler: authentication::authenticate,
+    },
     Spec { names: &["logout"], help: "end this connection's authentication", handler: authentication::logout },
     Spec { names: &["createUser"], help: "add a user", handler: users::create_user },
     Spec { names: &["updateUser"], help: "change a user", handler: users::update_user },

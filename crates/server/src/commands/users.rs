@@ -7,15 +7,13 @@ use std::collections::BTreeMap;
 
 use bson::{Bson, Document, RawDocumentBuf, doc};
 
+use crate::auth::EXTERNAL_DB;
 use crate::auth::scram::{Credential, Mechanism};
 use crate::auth::users::{Directory, RoleName, User, UserName, user_not_found};
 use crate::command::Command;
 use crate::commands::{int, reply};
 use crate::error::CommandError;
 use crate::state::Context;
-
-/// Users of this database authenticate with a certificate, not a password.
-const EXTERNAL_DB: &str = "$external";
 
 fn user_name(command: &Command) -> Result<UserName, CommandError> {
     match command.argument() {

@@ -359,3 +359,24 @@ def test_users_survive_kill_9(workdir):
         stranger.close()
     finally:
         process.stop()
+
+
+def test_strangers_may_not_send_large_messages(auth_server, root):
+    import socket
+    import struct
+
+    import bson
+
+    # A whole OP_MSG of 100 KB from a client that has not authenticated: the server closes the
+    # connection instead of buffering it, and stays up for everyone else.
+    body = bson.encode({"ping": 1, "pad": "x" * 100_000, "$db": "admin"})
+    message = struct.pack("<iiiiI", 16 + 4 + 1 + len(body), 1, 0, 2013, 0) + b"\x00" + body
+    with socket.create_connection((auth_server.host, auth_server.port), timeout=10) as stranger:
+        try:
+            stranger.sendall(message)
+            answer = stranger.recv(1024)
+        except ConnectionResetError:
+            answer = b""  # closed with our bytes unread: the kernel resets
+        assert answer == b""
+    # The same command from an authenticated client is fine.
+    assert root.admin.command({"ping": 1, "pad": "x" * 100_000})["ok"] == 1.0

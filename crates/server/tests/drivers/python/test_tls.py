@@ -117,3 +117,42 @@ def test_rotate_certificates(workdir, pki):
             client.close()
     finally:
         process.stop()
+
+
+def certificate_subject(path):
+    from cryptography import x509
+
+    with open(path, "rb") as pem:
+        return x509.load_pem_x509_certificate(pem.read()).subject.rfc4514_string()
+
+
+def test_x509_authentication(tls_server, pki):
+    root = tls_server.client(tls=True, tlsCAFile=pki["ca_file"], username="admin", password="secret")
+    subject = certificate_subject(pki["client"])
+    root["$external"].command("createUser", subject, roles=[{"role": "readWrite", "db": "certs"}])
+    client = tls_server.client(tls=True, tlsCAFile=pki["ca_file"], tlsCertificateKeyFile=pki["client"],
+                               authMechanism="MONGODB-X509")
+    client.certs.c.insert_one({"by": "certificate"})
+    status = client.admin.command("connectionStatus")["authInfo"]
+    assert status["authenticatedUsers"] == [{"user": subject, "db": "$external"}]
+    assert status["authenticatedUserRoles"] == [{"role": "readWrite", "db": "certs"}]
+    with pytest.raises(OperationFailure) as failure:
+        client.other.c.insert_one({})
+    assert failure.value.code == 13
+    client.close()
+    # Without a certificate there is no one to be.
+    bare = tls_server.client(tls=True, tlsCAFile=pki["ca_file"], authMechanism="MONGODB-X509",
+                             username=subject)
+    with pytest.raises(OperationFailure) as failure:
+        bare.certs.c.find_one()
+    assert failure.value.code == 18
+    bare.close()
+    # A certificate whose subject is not a user authenticates no one.
+    root["$external"].command("dropUser", subject)
+    stale = tls_server.client(tls=True, tlsCAFile=pki["ca_file"], tlsCertificateKeyFile=pki["client"],
+                              authMechanism="MONGODB-X509")
+    with pytest.raises(OperationFailure) as failure:
+        stale.certs.c.find_one()
+    assert failure.value.code == 18
+    stale.close()
+    root.close()
