@@ -4,7 +4,7 @@
 //! YAML keys read (as in mongod.conf): `storage.dbPath`, `storage.wiredTiger.engineConfig.
 //! cacheSizeGB` (a number of GB, as mongod takes it), `storage.cacheSize` (Strata's own, e.g.
 //! "128MiB"), `net.port`, `net.bindIp` (the first address of a comma-separated list),
-//! `net.maxIncomingConnections`, `security.authorization` ("enabled"/"disabled"), `net.tls.mode`, `net.tls.certificateKeyFile`,
+//! `net.maxIncomingConnections`, `security.authorization` ("enabled"/"disabled"), `net.http.port`, `net.tls.mode`, `net.tls.certificateKeyFile`,
 //! `net.tls.CAFile`, `net.tls.allowConnectionsWithoutCertificates`. Unknown keys are ignored, so a real mongod.conf loads.
 
 use std::path::PathBuf;
@@ -34,6 +34,10 @@ pub struct ServeArgs {
     /// Most client connections at once.
     #[arg(long)]
     pub max_connections: Option<usize>,
+    /// Serve metrics (/metrics), health (/healthz) and the dashboard (/) over HTTP on this
+    /// port, on the same address as the main port (0 picks a free one).
+    #[arg(long)]
+    pub http_port: Option<u16>,
     /// Require authentication: clients must log in, and may do only what their roles grant
     /// (create the first user from localhost, or before turning this on).
     #[arg(long)]
@@ -65,6 +69,7 @@ pub struct Resolved {
     pub max_connections: usize,
     pub auth: bool,
     pub tls: Option<server::tls::TlsOptions>,
+    pub http_port: Option<u16>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -113,6 +118,13 @@ struct NetSection {
     bind_ip: Option<String>,
     max_incoming_connections: Option<usize>,
     tls: Option<TlsSection>,
+    http: Option<HttpSection>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase")]
+struct HttpSection {
+    port: Option<u16>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -168,6 +180,7 @@ impl ServeArgs {
                 .unwrap_or(server::config::DEFAULT_MAX_CONNECTIONS),
             auth: self.auth || auth_from_file,
             tls,
+            http_port: self.http_port.or(file.net.http.and_then(|http| http.port)),
         })
     }
 

@@ -40,6 +40,7 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
         max_connections: options.max_connections,
         auth: options.auth,
         tls: options.tls.clone(),
+        http_port: options.http_port,
         argv: std::env::args().collect(),
         parsed_options: doc! {
             "storage": { "dbPath": options.dbpath.display().to_string() },
@@ -58,6 +59,10 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
     let address = server.local_addr();
     info!(%address, dbpath = %options.dbpath.display(), cache_size_bytes = options.cache_size_bytes, "strata listening");
     println!("strata listening on {address}");
+    if let Some(http) = server.http_addr() {
+        info!(%http, "metrics on http://{http}/metrics, dashboard on http://{http}/");
+        println!("strata http on {http}");
+    }
     std::io::stdout().flush().context("writing to stdout")?;
     server.run(shutdown_signal()).await;
     close_store(store).await?;

@@ -17,6 +17,8 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// `--auth`: clients must authenticate, and may run only what their roles grant.
     pub auth: bool,
+    /// The HTTP port for metrics, health and the dashboard (`--http-port`); `None`: off.
+    pub http_port: Option<u16>,
     /// TLS (`--tlsMode` and its files); `None` is `disabled`.
     pub tls: Option<crate::tls::TlsOptions>,
     /// The process's arguments, for `getCmdLineOpts`.
@@ -33,6 +35,7 @@ impl Default for ServerConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             auth: false,
             tls: None,
+            http_port: None,
             argv: Vec::new(),
             parsed_options: Document::new(),
         }

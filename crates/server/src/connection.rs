@@ -215,7 +215,7 @@ impl Session {
                     }
                     return Burst::Close;
                 }
-                Ok(_) => {}
+                Ok(received) => self.context.shared.metrics.bytes_in(received),
                 Err(error) if matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
                     if self.buffer.is_empty() {
                         // An idle connection keeps no buffer.
@@ -244,6 +244,7 @@ impl Session {
                     self.buffer.advance(consumed);
                     match handle_frame(&self.context, frame, &limits) {
                         Outcome::Reply(bytes) => {
+                            self.context.shared.metrics.bytes_out(bytes.len());
                             if let Err(error) = stream.write_all(&bytes).and_then(|()| stream.flush()) {
                                 debug!(connection = self.context.connection.id, %error, "write failed; closing");
                                 return Some(Burst::Close);

@@ -8,6 +8,7 @@
 
 use bson::RawDocumentBuf;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Instant;
 use tracing::{debug, error};
 use wire::ErrorCode;
 
@@ -34,24 +35,30 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
         }
     };
     Counters::add(&context.shared.counters.command, 1);
-    if let Err(error) = auth::authorize(context, command) {
-        return error_document(&error);
-    }
-    let reply = run_handler(context, command, spec.handler);
-    auth::after_command(context, command);
+    let started = Instant::now();
+    let (reply, ok) = match auth::authorize(context, command) {
+        Ok(()) => {
+            let outcome = run_handler(context, command, spec.handler);
+            auth::after_command(context, command);
+            outcome
+        }
+        Err(error) => (error_document(&error), false),
+    };
+    let name = spec.names.first().copied().unwrap_or_default();
+    context.shared.metrics.command(name, ok, started.elapsed());
     reply
 }
 
-/// Run `handler`; a panic becomes an `InternalError` reply.
-fn run_handler(context: &Context, command: &Command, handler: commands::Handler) -> RawDocumentBuf {
+/// Run `handler`; a panic becomes an `InternalError` reply. Also says whether it succeeded.
+fn run_handler(context: &Context, command: &Command, handler: commands::Handler) -> (RawDocumentBuf, bool) {
     let connection = context.connection.id;
     // The store keeps its own invariants across a panic (its locks are not poisoned and every
     // write is one engine transaction), so nothing the handler saw is left half-changed.
     match catch_unwind(AssertUnwindSafe(|| handler(context, command))) {
-        Ok(Ok(reply)) => reply,
+        Ok(Ok(reply)) => (reply, true),
         Ok(Err(error)) => {
             debug!(connection, command = %command.name, %error, "command failed");
-            error_document(&error)
+            (error_document(&error), false)
         }
         Err(panic) => {
             let what = panic
@@ -60,7 +67,7 @@ fn run_handler(context: &Context, command: &Command, handler: commands::Handler)
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             error!(connection, command = %command.name, panic = %what, "command handler panicked");
-            error_document(&CommandError::internal(format!("command {} failed unexpectedly", command.name)))
+            (error_document(&CommandError::internal(format!("command {} failed unexpectedly", command.name))), false)
         }
     }
 }
@@ -97,7 +104,8 @@ mod tests {
             sequences: Vec::new(),
             legacy: false,
         };
-        let reply = run_handler(&Context::new(shared, connection), &command, panicking);
+        let (reply, ok) = run_handler(&Context::new(shared, connection), &command, panicking);
+        assert!(!ok);
         let reply = bson::Document::try_from(reply).unwrap();
         assert_eq!(reply.get_f64("ok").unwrap(), 0.0);
         assert_eq!(reply.get_str("codeName").unwrap(), "InternalError");

@@ -26,6 +26,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 pub struct Server {
     listener: TcpListener,
+    /// The HTTP port's listener (metrics, health, dashboard), when configured.
+    http: Option<TcpListener>,
     shared: Arc<Shared>,
 }
 
@@ -39,20 +41,41 @@ impl Server {
             _ => None,
         };
         let listener = TcpListener::bind((config.bind.as_str(), config.port)).await?;
+        let http = match config.http_port {
+            Some(port) => Some(TcpListener::bind((config.bind.as_str(), port)).await?),
+            None => None,
+        };
         let local_addr = listener.local_addr()?;
-        Ok(Server { listener, shared: Shared::new(config, local_addr, store, tls) })
+        Ok(Server { listener, http, shared: Shared::new(config, local_addr, store, tls) })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.shared.local_addr
     }
 
+    /// Where the HTTP port listens, if it is on.
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http.as_ref().and_then(|listener| listener.local_addr().ok())
+    }
+
     /// Accept clients until `shutdown` completes, then drain the connections and drop every
     /// parked cursor, so that the caller holds the last reference to the store and can close it.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
-        let Server { listener, shared } = self;
+        let Server { listener, http, shared } = self;
         let slots = Arc::new(Semaphore::new(shared.config.max_connections));
         let (stop, stopping) = watch::channel(false);
+        let http = http.map(|listener| {
+            let mut stopped = stopping.clone();
+            let app = crate::http::router(shared.clone());
+            tokio::spawn(async move {
+                let stop = async move {
+                    let _ = stopped.wait_for(|stop| *stop).await;
+                };
+                if let Err(error) = axum::serve(listener, app).with_graceful_shutdown(stop).await {
+                    warn!(%error, "the HTTP port failed");
+                }
+            })
+        });
         let mut connections = JoinSet::new();
         let mut next_id: i64 = 1;
         tokio::pin!(shutdown);
@@ -93,6 +116,9 @@ impl Server {
         let drained = tokio::time::timeout(SHUTDOWN_GRACE, async { while connections.join_next().await.is_some() {} });
         if drained.await.is_err() {
             warn!("connections still busy after the shutdown grace period; abandoning them");
+        }
+        if let Some(http) = http {
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, http).await;
         }
         shared.cursors.clear();
     }

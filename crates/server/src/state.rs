@@ -12,6 +12,7 @@ use docstore::Store;
 use crate::auth::{self, Authentication, Security};
 use crate::config::ServerConfig;
 use crate::cursors::Cursors;
+use crate::metrics::Metrics;
 use crate::tls::Tls;
 
 pub struct Shared {
@@ -22,6 +23,8 @@ pub struct Shared {
     pub store: Arc<Store>,
     pub cursors: Cursors,
     pub security: Security,
+    /// Prometheus metrics (served on the HTTP port).
+    pub metrics: Metrics,
     /// TLS, when the server speaks it.
     pub tls: Option<Tls>,
     /// What `getLog: "startupWarnings"` returns (also logged at startup).
@@ -56,6 +59,7 @@ impl Shared {
             config,
             security,
             startup_warnings,
+            metrics: Metrics::new(),
             tls,
             local_addr,
             started: Instant::now(),

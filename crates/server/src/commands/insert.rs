@@ -23,6 +23,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let store = &context.shared.store;
     let outcome = store.insert(&command.database, &collection, documents, ordered, command.durability());
     Counters::add(&context.shared.counters.insert, outcome.inserted as u64);
+    context.shared.metrics.inserted(&command.database, &collection, outcome.inserted);
     if let Some(error) = outcome.durability_error {
         // Written but not synced as asked: the engine stopped; nothing here is acknowledged.
         return Err(to_command_error(error));

@@ -1,7 +1,8 @@
 // Start the real strata binary ($STRATA_BIN) on a free loopback port with a temp dbpath.
 // `startStrata({ secure: true })` starts it as production would run it: --auth and requireTLS
 // with the certificates in $STRATA_TLS_DIR (made by ../run), creates a root user through the
-// localhost exception, and returns a URI that logs in with it over TLS.
+// localhost exception, and returns a URI that logs in with it over TLS. `{ http: true }` also
+// opens the HTTP port (metrics, dashboard) and returns its address.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,12 +23,13 @@ function secureArgs() {
   };
 }
 
-export async function startStrata({ secure = false } = {}) {
+export async function startStrata({ secure = false, http = false } = {}) {
   const bin = process.env.STRATA_BIN;
   if (!bin) throw new Error('STRATA_BIN is not set');
   const dbpath = mkdtempSync(join(tmpdir(), 'strata-node-'));
   const tls = secure ? secureArgs() : null;
-  const child = spawn(bin, ['serve', '--dbpath', dbpath, '--port', '0', ...(tls ? tls.args : [])], {
+  const extra = [...(tls ? tls.args : []), ...(http ? ['--http-port', '0'] : [])];
+  const child = spawn(bin, ['serve', '--dbpath', dbpath, '--port', '0', ...extra], {
     env: { ...process.env, RUST_LOG: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -38,6 +40,8 @@ export async function startStrata({ secure = false } = {}) {
   });
   if (!first.startsWith('strata listening on ')) throw new Error(`first line ${first}`);
   const address = first.slice('strata listening on '.length).trim();
+  // With --http-port the server prints a second line: "strata http on ADDR:PORT".
+  const httpAddress = http ? (await new Promise((resolve) => lines.once('line', resolve))).split(' ').pop() : null;
   let uri = `mongodb://${address}/?directConnection=true`;
   if (tls) {
     const tlsOptions = `directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(tls.ca)}`;
@@ -49,6 +53,7 @@ export async function startStrata({ secure = false } = {}) {
   }
   return {
     address,
+    httpAddress,
     uri,
     caFile: tls?.ca,
     async stop() {
