@@ -8,6 +8,8 @@
 //! `strata bench <workload>` runs a named benchmark (crates/bench) through the MongoDB driver,
 //! against `--uri` or against a `strata serve` it starts from this same executable;
 //! `strata bench compare A.json B.json` prints two runs side by side.
+//!
+//! `strata dump` / `strata restore` copy databases in mongodump's layout (crates/tools).
 
 // Library code returns errors instead of panicking; tests may unwrap.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -31,6 +33,10 @@ enum Commands {
     Serve(options::ServeArgs),
     /// Run a benchmark workload (bio, fudge, pets, iibench, stores) or compare two runs.
     Bench(bench::BenchArgs),
+    /// Write every collection to a directory in mongodump's layout (any MongoDB URI).
+    Dump(tools::DumpArgs),
+    /// Load a directory in mongodump's layout into a server (any MongoDB URI).
+    Restore(tools::RestoreArgs),
 }
 
 // The engine's memory budget depends on it (storage::allocator).
@@ -41,5 +47,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Commands::Serve(args) => serve::run(args),
         Commands::Bench(args) => bench::run(args),
+        Commands::Dump(args) => tools::dump(args),
+        Commands::Restore(args) => tools::restore(args),
     }
 }

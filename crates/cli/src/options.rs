@@ -4,7 +4,8 @@
 //! YAML keys read (as in mongod.conf): `storage.dbPath`, `storage.wiredTiger.engineConfig.
 //! cacheSizeGB` (a number of GB, as mongod takes it), `storage.cacheSize` (Strata's own, e.g.
 //! "128MiB"), `net.port`, `net.bindIp` (the first address of a comma-separated list),
-//! `net.maxIncomingConnections`, `security.authorization` ("enabled"/"disabled"), `net.http.port`, `net.tls.mode`, `net.tls.certificateKeyFile`,
+//! `net.maxIncomingConnections`, `security.authorization` ("enabled"/"disabled"), `systemLog.destination`/`systemLog.path`,
+//! `operationProfiling.slowOpThresholdMs`, `net.http.port`, `net.tls.mode`, `net.tls.certificateKeyFile`,
 //! `net.tls.CAFile`, `net.tls.allowConnectionsWithoutCertificates`. Unknown keys are ignored, so a real mongod.conf loads.
 
 use std::path::PathBuf;
@@ -38,6 +39,15 @@ pub struct ServeArgs {
     /// port, on the same address as the main port (0 picks a free one).
     #[arg(long)]
     pub http_port: Option<u16>,
+    /// Log lines as mongod writes them: json (the default) or text.
+    #[arg(long = "logFormat")]
+    pub log_format: Option<String>,
+    /// Write the log to this file instead of stderr (rotated by logRotate and SIGUSR1).
+    #[arg(long)]
+    pub logpath: Option<PathBuf>,
+    /// Log commands slower than this many milliseconds (default 100).
+    #[arg(long)]
+    pub slowms: Option<u64>,
     /// Require authentication: clients must log in, and may do only what their roles grant
     /// (create the first user from localhost, or before turning this on).
     #[arg(long)]
@@ -70,6 +80,9 @@ pub struct Resolved {
     pub auth: bool,
     pub tls: Option<server::tls::TlsOptions>,
     pub http_port: Option<u16>,
+    pub log_format: server::logging::LogFormat,
+    pub log_path: Option<PathBuf>,
+    pub slow_ms: u64,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -81,6 +94,24 @@ struct ConfigFile {
     net: NetSection,
     #[serde(default)]
     security: SecuritySection,
+    #[serde(default)]
+    system_log: SystemLogSection,
+    #[serde(default)]
+    operation_profiling: OperationProfilingSection,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase")]
+struct SystemLogSection {
+    /// "file" (with `path`) or "syslog" (not supported: stderr is used).
+    destination: Option<String>,
+    path: Option<PathBuf>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase")]
+struct OperationProfilingSection {
+    slow_op_threshold_ms: Option<u64>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -166,6 +197,19 @@ impl ServeArgs {
             Some(other) => bail!("security.authorization must be \"enabled\" or \"disabled\", not {other:?}"),
         };
         let tls = self.tls(file.net.tls.unwrap_or_default())?;
+        let log_format = match self.log_format.as_deref() {
+            None => server::logging::LogFormat::Json,
+            Some(text) => match server::logging::LogFormat::parse(text) {
+                Some(format) => format,
+                None => bail!("--logFormat must be json or text, not {text:?}"),
+            },
+        };
+        let log_path = match (&self.logpath, file.system_log.destination.as_deref(), file.system_log.path) {
+            (Some(path), _, _) => Some(path.clone()),
+            (None, Some("file"), Some(path)) => Some(path),
+            // A file without a path (or syslog): stderr, so that such a mongod.conf still loads.
+            _ => None,
+        };
         let Some(dbpath) = self.dbpath.clone().or(file.storage.db_path) else {
             bail!("no data directory: pass --dbpath DIR or set storage.dbPath in --config");
         };
@@ -181,6 +225,12 @@ impl ServeArgs {
             auth: self.auth || auth_from_file,
             tls,
             http_port: self.http_port.or(file.net.http.and_then(|http| http.port)),
+            log_format,
+            log_path,
+            slow_ms: self
+                .slowms
+                .or(file.operation_profiling.slow_op_threshold_ms)
+                .unwrap_or(server::config::DEFAULT_SLOW_MS),
         })
     }
 
@@ -243,6 +293,16 @@ mod tests {
         assert_eq!(resolved.port, 27018);
         assert_eq!(resolved.bind, "127.0.0.1");
         assert_eq!(resolved.cache_size_bytes, 1 << 28);
+        assert_eq!((resolved.log_path.as_ref(), resolved.auth, resolved.http_port), (None, false, None));
+        let operating = dir.join("operating.conf");
+        std::fs::write(
+            &operating,
+            "storage:\n  dbPath: d\nsystemLog:\n  destination: file\n  path: /var/log/strata.log\nsecurity:\n  authorization: enabled\nnet:\n  http:\n    port: 9091\noperationProfiling:\n  slowOpThresholdMs: 250\n",
+        )
+        .unwrap();
+        let resolved = ServeArgs { config: Some(operating), ..ServeArgs::default() }.resolve().unwrap();
+        assert_eq!(resolved.log_path, Some(PathBuf::from("/var/log/strata.log")));
+        assert_eq!((resolved.auth, resolved.http_port, resolved.slow_ms), (true, Some(9091), 250));
         let flags = ServeArgs {
             config: Some(path),
             port: Some(1234),
@@ -252,6 +312,7 @@ mod tests {
         };
         let resolved = flags.resolve().unwrap();
         assert_eq!((resolved.port, resolved.cache_size_bytes), (1234, 64 << 20));
+        assert_eq!(resolved.slow_ms, server::config::DEFAULT_SLOW_MS);
         assert_eq!(resolved.dbpath, PathBuf::from("data"));
         assert!(ServeArgs::default().resolve().is_err(), "dbpath is required");
         std::fs::remove_dir_all(&dir).unwrap();

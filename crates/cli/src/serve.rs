@@ -12,13 +12,12 @@ use anyhow::Context as _;
 use bson::doc;
 use docstore::{Store, StoreOptions};
 use tracing::info;
-use tracing_subscriber::EnvFilter;
 
 use crate::options::{Resolved, ServeArgs};
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    init_logging();
     let options = args.resolve()?;
+    server::logging::init(options.log_format, options.log_path.clone()).map_err(anyhow::Error::msg)?;
     raise_file_limit(options.max_connections);
     std::fs::create_dir_all(&options.dbpath)
         .with_context(|| format!("creating data directory {}", options.dbpath.display()))?;
@@ -41,6 +40,7 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
         auth: options.auth,
         tls: options.tls.clone(),
         http_port: options.http_port,
+        slow_ms: options.slow_ms,
         argv: std::env::args().collect(),
         parsed_options: doc! {
             "storage": { "dbPath": options.dbpath.display().to_string() },
@@ -64,6 +64,7 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
         println!("strata http on {http}");
     }
     std::io::stdout().flush().context("writing to stdout")?;
+    tokio::spawn(rotate_logs_on_sigusr1());
     server.run(shutdown_signal()).await;
     close_store(store).await?;
     info!("shut down cleanly");
@@ -119,6 +120,19 @@ async fn close_store(mut store: Arc<Store>) -> anyhow::Result<()> {
 }
 
 /// Completes on the first SIGINT or SIGTERM.
+/// SIGUSR1 rotates the log file, as it does for mongod.
+async fn rotate_logs_on_sigusr1() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut signals) = signal(SignalKind::user_defined1()) else { return };
+    while signals.recv().await.is_some() {
+        match server::logging::rotate() {
+            Ok(Some(rotated)) => info!(rotated = %rotated.display(), "log rotated (SIGUSR1)"),
+            Ok(None) => info!("SIGUSR1: logging to stderr, nothing to rotate"),
+            Err(error) => tracing::warn!(%error, "cannot rotate the log"),
+        }
+    }
+}
+
 async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let terminate = async {
@@ -155,9 +169,4 @@ fn raise_file_limit(max_connections: usize) {
             "the open-file limit is below the connection limit: connections past it will be refused"
         );
     }
-}
-
-fn init_logging() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
 }

@@ -7,6 +7,9 @@ use bson::Document;
 /// may buffer up to one 48 MB message.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1_000;
 
+/// mongod's default `slowms`.
+pub const DEFAULT_SLOW_MS: u64 = 100;
+
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// Address to listen on, e.g. "127.0.0.1".
@@ -17,6 +20,8 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// `--auth`: clients must authenticate, and may run only what their roles grant.
     pub auth: bool,
+    /// Commands slower than this many milliseconds are logged ("Slow query"), as `--slowms`.
+    pub slow_ms: u64,
     /// The HTTP port for metrics, health and the dashboard (`--http-port`); `None`: off.
     pub http_port: Option<u16>,
     /// TLS (`--tlsMode` and its files); `None` is `disabled`.
@@ -36,6 +41,7 @@ impl Default for ServerConfig {
             auth: false,
             tls: None,
             http_port: None,
+            slow_ms: DEFAULT_SLOW_MS,
             argv: Vec::new(),
             parsed_options: Document::new(),
         }

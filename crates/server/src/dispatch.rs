@@ -45,7 +45,9 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
         Err(error) => (error_document(&error), false),
     };
     let name = spec.names.first().copied().unwrap_or_default();
-    context.shared.metrics.command(name, ok, started.elapsed());
+    let elapsed = started.elapsed();
+    context.shared.metrics.command(name, ok, elapsed);
+    crate::slow::note(context, command, elapsed, ok);
     reply
 }
 

@@ -1,6 +1,6 @@
-//! `getLog`: mongosh asks for "startupWarnings" when it connects and shows them: those are
-//! kept (as mongod's JSON log lines). Other logs go to stderr through `tracing` and are not
-//! kept, so "global" is empty; `getLog: "*"` lists the names.
+//! `getLog`: "global" is the last lines the server logged (mongod's JSON lines, see
+//! `logging`); "startupWarnings", which mongosh shows when it connects, the warnings the server
+//! gave at startup; `getLog: "*"` lists the names.
 
 use bson::{Bson, RawDocumentBuf, doc};
 
@@ -13,7 +13,9 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     match command.argument() {
         Some(Bson::String(name)) if name == "*" => reply(doc! { "names": ["global", "startupWarnings"] }),
         Some(Bson::String(name)) if name == "global" => {
-            reply(doc! { "totalLinesWritten": 0, "log": Bson::Array(Vec::new()) })
+            let (written, lines) = crate::logging::recent();
+            let lines: Vec<Bson> = lines.into_iter().map(Bson::String).collect();
+            reply(doc! { "totalLinesWritten": int(written), "log": lines })
         }
         Some(Bson::String(name)) if name == "startupWarnings" => {
             let lines: Vec<Bson> =

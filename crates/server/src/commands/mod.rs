@@ -26,7 +26,7 @@ mod drop_database;
 mod drop_indexes;
 mod end_sessions;
 mod explain;
-mod find;
+pub mod find;
 mod find_and_modify;
 mod get_cmd_line_opts;
 mod get_log;
@@ -41,6 +41,7 @@ mod list_collections;
 mod list_commands;
 mod list_databases;
 mod list_indexes;
+mod log_rotate;
 mod ping;
 mod rename_collection;
 mod roles;
@@ -102,6 +103,7 @@ pub static COMMANDS: &[Spec] = &[
     Spec { names: &["hostInfo"], help: "the host's system details", handler: host_info::run },
     Spec { names: &["killSessions"], help: "kill logical sessions", handler: kill_sessions::run },
     Spec { names: &["listCommands"], help: "this list", handler: list_commands::run },
+    Spec { names: &["logRotate"], help: "rotate the log file", handler: log_rotate::run },
     Spec { names: &["ping"], help: "check the server answers", handler: ping::run },
     Spec { names: &["serverStatus"], help: "server and engine statistics", handler: server_status::run },
     Spec {
