@@ -37,6 +37,8 @@ enum Commands {
     Dump(tools::DumpArgs),
     /// Load a directory in mongodump's layout into a server (any MongoDB URI).
     Restore(tools::RestoreArgs),
+    /// Watch a server: operations per second, cache, connections (like mongostat).
+    Stat(tools::StatArgs),
 }
 
 // The engine's memory budget depends on it (storage::allocator).
@@ -49,5 +51,6 @@ fn main() -> anyhow::Result<()> {
         Commands::Bench(args) => bench::run(args),
         Commands::Dump(args) => tools::dump(args),
         Commands::Restore(args) => tools::restore(args),
+        Commands::Stat(args) => tools::stat(args),
     }
 }

@@ -203,3 +203,32 @@ async fn dump_and_restore_round_trip() {
     drop((source, target, third));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Goal: `strata stat` prints a header and a line per interval with the server's rates.
+#[tokio::test(flavor = "multi_thread")]
+async fn stat_prints_rates() {
+    let dir = temp_dir("stat");
+    let server = Strata::start(&dir);
+    let client = Client::with_uri_str(server.uri()).await.unwrap();
+    let inserting = tokio::spawn(async move {
+        let collection = client.database("s").collection::<Document>("c");
+        for i in 0..200 {
+            collection.insert_one(doc! { "i": i }).await.unwrap();
+        }
+    });
+    let output = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["stat", "--uri", &server.uri(), "--interval", "0.3", "-n", "3"])
+        .output()
+        .unwrap();
+    inserting.await.unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(lines[0].split_whitespace().eq([
+        "insert", "query", "update", "delete", "getmore", "command", "flushes", "syncs", "cache", "MiB", "conn", "time"
+    ]));
+    assert!(lines[1..].iter().all(|line| line.split_whitespace().count() == 11), "{text}");
+    drop(server);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -9,9 +9,11 @@
 mod dump;
 mod layout;
 mod restore;
+mod stat;
 
 pub use dump::DumpArgs;
 pub use restore::RestoreArgs;
+pub use stat::StatArgs;
 
 /// Runs an async tool on a fresh runtime.
 fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(future: F) -> anyhow::Result<()> {
@@ -24,6 +26,10 @@ pub fn dump(args: DumpArgs) -> anyhow::Result<()> {
 
 pub fn restore(args: RestoreArgs) -> anyhow::Result<()> {
     block_on(restore::run(args))
+}
+
+pub fn stat(args: StatArgs) -> anyhow::Result<()> {
+    block_on(stat::run(args))
 }
 
 /// Databases the tools leave alone unless named: a server's own.
