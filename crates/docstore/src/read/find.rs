@@ -12,7 +12,6 @@
 use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocumentBuf};
-use document::keycodec::KeyEncoder;
 use query::filter::Filter;
 use query::projection::Projection;
 use query::sort::SortSpec;
@@ -264,11 +263,7 @@ impl Inner {
 /// The sort key's bytes (memcmp order is the sort order), then an arrival number so equal
 /// keys keep their scan order and never collide in a spill tree.
 fn sort_key(sort: &SortSpec, document: &RawDocumentBuf, sequence: u64) -> Result<Vec<u8>> {
-    let mut encoder = KeyEncoder::new();
-    for (value, (_, direction)) in sort.key_raw(document)?.iter().zip(sort.fields()) {
-        encoder.push(value, *direction);
-    }
-    let mut key = encoder.finish().order;
+    let mut key = sort.key_bytes_raw(document)?;
     key.extend_from_slice(&sequence.to_be_bytes());
     Ok(key)
 }

@@ -43,7 +43,6 @@ use rand::seq::SliceRandom;
 
 pub use group::GroupSpec;
 pub use project::{AddFields, Projection};
-pub use sort::{Direction, SortSpec};
 pub use source::{CollectionSource, InMemorySource, Namespace};
 pub use spill::{InMemorySpill, SpillRun, SpillStore, SpilledRecords};
 pub use stage::Stage;
@@ -332,8 +331,8 @@ fn apply_stage<'a>(stage: &Stage, input: DocumentStream<'a>, context: &Context<'
 fn blocking_stage<'a>(stage: &Stage, input: DocumentStream<'a>, context: &Context<'a>) -> DocumentStream<'a> {
     match stage {
         Stage::Group(g) => folded(input, Box::new(g.fold(context))),
-        Stage::SortByCount(g, s) => folded(folded(input, Box::new(g.fold(context))), Box::new(s.fold(context))),
-        Stage::Sort(s) => folded(input, Box::new(s.fold(context))),
+        Stage::SortByCount(g, s) => folded(folded(input, Box::new(g.fold(context))), Box::new(sort::fold(s, context))),
+        Stage::Sort(s) => folded(input, Box::new(sort::fold(s, context))),
         Stage::Count(name) => folded(input, Box::new(Count { name: name.clone(), n: 0 })),
         Stage::Bucket(b) => folded(input, Box::new(b.fold(context.vars.clone()))),
         Stage::BucketAuto(b) => folded(input, Box::new(b.fold(context))),

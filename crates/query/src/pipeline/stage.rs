@@ -12,12 +12,12 @@ use super::group::{GroupSpec, parse_count, parse_sort_by_count};
 use super::lookup::{LookupSpec, UnionWithSpec};
 use super::output::{MergeSpec, parse_out};
 use super::project::{AddFields, Projection, parse_unset};
-use super::sort::SortSpec;
 use super::source::Namespace;
 use super::unwind::UnwindSpec;
 use super::{MatchStage, Pipeline};
 use crate::error::QueryError;
 use crate::expr::{Expr, bson_type_name, fail};
+use crate::sort::SortSpec;
 
 /// A parsed stage.
 #[derive(Debug, Clone)]
@@ -85,7 +85,7 @@ pub fn parse_stage(stage: &Bson) -> Result<Stage, QueryError> {
         )?)?),
         "$unset" => Stage::Project(parse_unset(spec)?),
         "$group" => Stage::Group(GroupSpec::parse(spec)?),
-        "$sort" => Stage::Sort(SortSpec::parse(spec)?),
+        "$sort" => Stage::Sort(SortSpec::parse_stage(spec)?),
         "$limit" => Stage::Limit(parse_limit(spec)?),
         "$skip" => Stage::Skip(parse_skip(spec)?),
         "$unwind" => Stage::Unwind(UnwindSpec::parse(spec)?),
