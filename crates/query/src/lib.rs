@@ -1,8 +1,8 @@
 //! Strata's query language as pure functions over documents: no I/O.
 //!
 //! - [`filter`]: parsed, validated query filters and matching.
-//! - [`projection`]: find projections.
-//! - [`sort`]: sort specifications, skip and limit.
+//! - [`projection`]: find projections and the `$project`/`$unset` stages.
+//! - [`sort`]: sort specifications (find and the stages), skip and limit.
 //! - [`update`]: update operators, replacement, upsert seeds.
 //! - [`error`]: the crate's error enum, carrying MongoDB codes.
 

@@ -20,12 +20,12 @@
 //! `$sample` so tests are repeatable.
 //! Invariant: `$out`/`$merge` only as the last stage, checked at parse time.
 
+mod add_fields;
 mod bucket;
 mod group;
 mod groups;
 mod lookup;
 mod output;
-mod project;
 mod redact;
 mod sort;
 mod source;
@@ -41,8 +41,8 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 
+pub use add_fields::AddFields;
 pub use group::GroupSpec;
-pub use project::{AddFields, Projection};
 pub use source::{CollectionSource, InMemorySource, Namespace};
 pub use spill::{InMemorySpill, SpillRun, SpillStore, SpilledRecords};
 pub use stage::Stage;
@@ -285,7 +285,7 @@ fn apply_stage<'a>(stage: &Stage, input: DocumentStream<'a>, context: &Context<'
         }
         Stage::Project(p) => {
             let p = p.clone();
-            map_each(input, move |d| p.apply(&d, &vars))
+            map_each(input, move |d| p.apply_with(&d, None, &vars))
         }
         Stage::AddFields(a) => {
             let a = a.clone();

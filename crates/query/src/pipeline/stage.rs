@@ -7,16 +7,17 @@
 
 use bson::{Bson, Document};
 
+use super::add_fields::AddFields;
 use super::bucket::{BucketAutoSpec, BucketSpec};
 use super::group::{GroupSpec, parse_count, parse_sort_by_count};
 use super::lookup::{LookupSpec, UnionWithSpec};
 use super::output::{MergeSpec, parse_out};
-use super::project::{AddFields, Projection, parse_unset};
 use super::source::Namespace;
 use super::unwind::UnwindSpec;
 use super::{MatchStage, Pipeline};
 use crate::error::QueryError;
 use crate::expr::{Expr, bson_type_name, fail};
+use crate::projection::Projection;
 use crate::sort::SortSpec;
 
 /// A parsed stage.
@@ -76,14 +77,14 @@ pub fn parse_stage(stage: &Bson) -> Result<Stage, QueryError> {
             "the match filter must be an expression in an object",
         )?)?),
         "$project" => {
-            Stage::Project(Projection::parse(object(spec, 15969, "$project specification must be an object")?)?)
+            Stage::Project(Projection::parse_stage(object(spec, 15969, "$project specification must be an object")?)?)
         }
         "$addFields" | "$set" => Stage::AddFields(AddFields::parse(object(
             spec,
             40272,
             "$addFields specification stage must be an object",
         )?)?),
-        "$unset" => Stage::Project(parse_unset(spec)?),
+        "$unset" => Stage::Project(Projection::parse_unset(spec)?),
         "$group" => Stage::Group(GroupSpec::parse(spec)?),
         "$sort" => Stage::Sort(SortSpec::parse_stage(spec)?),
         "$limit" => Stage::Limit(parse_limit(spec)?),
