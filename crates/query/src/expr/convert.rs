@@ -13,11 +13,11 @@ use bson::{Bson, DateTime, Decimal128};
 
 use super::control::{Control, control};
 use super::eval::Scope;
-use super::number::{Dec, Num, f64_to_exact_i64};
 use super::parse::{NamedArgCodes, named_args};
 use super::value::{EvalResult, Value, bson_type_name, fail, is_nullish, is_truthy};
 use super::{Arity, Expr, Func, OpDef};
 use crate::error::QueryError;
+use crate::number::{Dec, Num, f64_to_exact_i64};
 
 /// A target type of a conversion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -400,7 +400,7 @@ fn count(name: &str, n: usize) -> Vec<Document> {
         return Vec::new();
     }
     let mut out = Document::new();
-    out.insert(name.to_string(), crate::expr::number::long_or_int(n as i64));
+    out.insert(name.to_string(), crate::number::long_or_int(n as i64));
     vec![out]
 }
 

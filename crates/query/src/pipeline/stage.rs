@@ -119,7 +119,7 @@ fn object<'a>(spec: &'a Bson, code: i32, message: &str) -> Result<&'a Document, 
 }
 
 fn whole_number(spec: &Bson) -> Option<i64> {
-    crate::expr::number::Num::from_bson(spec).and_then(|n| n.to_exact_i64())
+    crate::number::Num::from_bson(spec).and_then(|n| n.to_exact_i64())
 }
 
 fn parse_limit(spec: &Bson) -> Result<usize, QueryError> {
