@@ -41,8 +41,11 @@
 //!
 //! # Inside
 //!
-//! - [`catalog`]: the durable catalog (`__catalog` tree) and name rules; [`collection`]:
-//!   descriptors, catalog operations and the locking rules; [`store`]: shared state and open.
+//! - [`catalog`]: the [`catalog::Catalog`] — the durable catalog (`__catalog`, `__counts`)
+//!   and its cache of collection descriptors, catalog operations (create, drop, rename, list),
+//!   the collection locks and their rules; entries and name rules in `catalog/entry.rs`.
+//!   [`collection`]: the descriptors. [`store`]: the shared state (engine, options, catalog)
+//!   and open.
 //! - [`index`]: entry layout (`index/mod.rs` header), specs and conflicts (`spec`), builds and
 //!   drop/list (`build`), the TTL monitor (`ttl`).
 //! - [`write`]: one engine transaction per document (or per group of whole documents) with its
@@ -175,29 +178,29 @@ impl Store {
     // Catalog.
 
     pub fn create_collection(&self, db: &str, name: &str, options: Document) -> Result<()> {
-        self.inner.create_collection(db, name, options).map(|_| ())
+        self.inner.catalog.create_collection(&self.inner.engine, db, name, options).map(|_| ())
     }
 
     /// `Ok(false)` when the collection did not exist.
     pub fn drop_collection(&self, db: &str, name: &str) -> Result<bool> {
-        self.inner.drop_collection(db, name)
+        self.inner.catalog.drop_collection(&self.inner.engine, db, name)
     }
 
     pub fn list_collections(&self, db: &str) -> Vec<CollectionInfo> {
-        self.inner.list_collections(db)
+        self.inner.catalog.list_collections(db)
     }
 
     pub fn list_databases(&self) -> Result<Vec<DatabaseInfo>> {
-        self.inner.list_databases()
+        self.inner.catalog.list_databases(&self.inner.engine)
     }
 
     pub fn drop_database(&self, db: &str) -> Result<()> {
-        self.inner.drop_database(db)
+        self.inner.catalog.drop_database(&self.inner.engine, db)
     }
 
     /// Renames `from` (db, collection) to `to`; `drop_target` replaces an existing target.
     pub fn rename_collection(&self, from: (&str, &str), to: (&str, &str), drop_target: bool) -> Result<()> {
-        self.inner.rename_collection(from, to, drop_target)
+        self.inner.catalog.rename_collection(&self.inner.engine, from, to, drop_target)
     }
 
     // Writes.
@@ -284,16 +287,16 @@ impl Store {
     // Indexes.
 
     pub fn create_indexes(&self, db: &str, name: &str, specs: &[Document]) -> Result<CreateIndexesOutcome> {
-        self.inner.create_indexes(db, name, specs)
+        index::build::create_indexes(&self.inner.engine, &self.inner.catalog, db, name, specs)
     }
 
     /// Returns the number of indexes before the drop (`nIndexesWas`).
     pub fn drop_indexes(&self, db: &str, name: &str, selector: &IndexSelector) -> Result<usize> {
-        self.inner.drop_indexes(db, name, selector)
+        index::build::drop_indexes(&self.inner.engine, &self.inner.catalog, db, name, selector)
     }
 
     pub fn list_indexes(&self, db: &str, name: &str) -> Result<Vec<Document>> {
-        self.inner.list_indexes(db, name)
+        index::build::list_indexes(&self.inner.catalog, db, name)
     }
 
     // Figures.

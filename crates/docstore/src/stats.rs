@@ -14,7 +14,7 @@ use crate::store::Inner;
 
 impl Inner {
     fn counter(&self, key: &[u8]) -> Result<i64> {
-        match self.engine.snapshot().get(self.counts_tree, key)? {
+        match self.engine.snapshot().get(self.catalog.counts_tree(), key)? {
             Some(bytes) => Ok(i64::from_le_bytes(
                 bytes.as_slice().try_into().map_err(|_| Error::corrupt("counter is not 8 bytes"))?,
             )),
@@ -23,16 +23,16 @@ impl Inner {
     }
 
     pub fn estimated_document_count(&self, db: &str, name: &str) -> Result<u64> {
-        match self.collection(db, name) {
-            Some(collection) => Ok(self.counters(&collection)?.0.max(0) as u64),
+        match self.catalog.collection(db, name) {
+            Some(collection) => Ok(self.catalog.counters(&self.engine, &collection)?.0.max(0) as u64),
             None => Ok(0),
         }
     }
 
     pub fn coll_stats(&self, db: &str, name: &str, scale: u64) -> Result<Document> {
         let scale = scale.max(1) as i64;
-        let collection = self.existing(db, name)?;
-        let (count, size) = self.counters(&collection)?;
+        let collection = self.catalog.existing(db, name)?;
+        let (count, size) = self.catalog.counters(&self.engine, &collection)?;
         let mut index_sizes = Document::new();
         let mut total_index = 0i64;
         let id_bytes = count * 16;
@@ -61,7 +61,7 @@ impl Inner {
         crate::catalog::validate_db_name(db)?;
         let scale_i = scale.max(1) as i64;
         let (mut objects, mut data, mut indexes, mut index_bytes) = (0i64, 0i64, 0i64, 0i64);
-        let collections = self.list_collections(db);
+        let collections = self.catalog.list_collections(db);
         for info in &collections {
             let stats = self.coll_stats(db, &info.name, 1)?;
             objects += stats.get_i64("count").unwrap_or(0);

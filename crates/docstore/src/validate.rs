@@ -33,7 +33,7 @@ impl ValidateReport {
 
 impl Inner {
     pub fn validate(&self, db: &str, name: &str) -> Result<ValidateReport> {
-        let collection = self.existing(db, name)?;
+        let collection = self.catalog.existing(db, name)?;
         let snapshot = self.engine.snapshot();
         let mut report = ValidateReport::default();
         let mut bytes = 0i64;
@@ -61,7 +61,7 @@ impl Inner {
                 }
             }
         }
-        let (count, size) = self.counters(&collection)?;
+        let (count, size) = self.catalog.counters(&self.engine, &collection)?;
         if count != report.documents as i64 || size != bytes {
             report
                 .errors

@@ -133,7 +133,7 @@ impl Inner {
         request: &FindRequest,
         counters: Arc<ExecutionCounters>,
     ) -> Result<(Cursor, Option<Plan>)> {
-        let Some(collection) = self.collection(db, name) else {
+        let Some(collection) = self.catalog.collection(db, name) else {
             // A missing collection is empty, but its arguments must still be valid.
             Filter::parse(&request.filter)?;
             return Ok((Cursor::from_documents(Vec::new()), None));
@@ -141,7 +141,7 @@ impl Inner {
         let mut prepared = self.prepare_find(&collection, request)?;
         let snapshot = self.engine.snapshot();
         let covered = Covered::for_find(
-            self,
+            &self.catalog,
             &snapshot,
             &collection,
             &prepared.plan,
