@@ -259,7 +259,7 @@ impl Store {
 
     /// The maintained document counter: no scan.
     pub fn estimated_document_count(&self, db: &str, name: &str) -> Result<u64> {
-        self.inner.estimated_document_count(db, name)
+        stats::estimated_document_count(&self.inner.engine, &self.inner.catalog, db, name)
     }
 
     /// Distinct values at `key` among matching documents (arrays contribute their elements),
@@ -302,11 +302,11 @@ impl Store {
     // Figures.
 
     pub fn coll_stats(&self, db: &str, name: &str, scale: u64) -> Result<Document> {
-        self.inner.coll_stats(db, name, scale)
+        stats::coll_stats(&self.inner.engine, &self.inner.catalog, db, name, scale)
     }
 
     pub fn db_stats(&self, db: &str, scale: u64) -> Result<Document> {
-        self.inner.db_stats(db, scale)
+        stats::db_stats(&self.inner.engine, &self.inner.catalog, db, scale)
     }
 
     pub fn engine_stats(&self) -> storage::Stats {
@@ -315,7 +315,7 @@ impl Store {
 
     /// Cross-checks a collection's documents, index entries and counters.
     pub fn validate(&self, db: &str, name: &str) -> Result<ValidateReport> {
-        self.inner.validate(db, name)
+        validate::validate(&self.inner.engine, &self.inner.catalog, db, name)
     }
 
     /// Runs one TTL pass now (tests; the monitor runs it every `ttl_interval`).

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use bson::Document;
 use parking_lot::{Mutex, MutexGuard, RwLock};
-use storage::{Durability, Engine, TreeId};
+use storage::{Durability, Engine, Snapshot, TreeId};
 
 pub use entry::{
     COLLECTION_TREE_PREFIX, CollectionMeta, INDEX_TREE_PREFIX, IndexMeta, TEMP_TREE_PREFIX, count_key, namespace_key,
@@ -173,15 +173,21 @@ impl Catalog {
     /// The maintained counters of a collection: (documents, bytes of documents).
     pub fn counters(&self, engine: &Engine, collection: &Collection) -> Result<(i64, i64)> {
         let snapshot = engine.snapshot();
-        let read = |key: &[u8]| -> Result<i64> {
-            match snapshot.get(self.counts_tree, key)? {
-                Some(bytes) => Ok(i64::from_le_bytes(
-                    bytes.as_slice().try_into().map_err(|_| Error::corrupt("counter is not 8 bytes"))?,
-                )),
-                None => Ok(0),
-            }
-        };
-        Ok((read(&collection.count_key)?, read(&collection.size_key)?))
+        Ok((self.read_counter(&snapshot, &collection.count_key)?, self.read_counter(&snapshot, &collection.size_key)?))
+    }
+
+    /// One counter of `__counts` (an index's logical bytes: `size_key` of its tree).
+    pub fn counter(&self, engine: &Engine, key: &[u8]) -> Result<i64> {
+        self.read_counter(&engine.snapshot(), key)
+    }
+
+    fn read_counter(&self, snapshot: &Snapshot, key: &[u8]) -> Result<i64> {
+        match snapshot.get(self.counts_tree, key)? {
+            Some(bytes) => Ok(i64::from_le_bytes(
+                bytes.as_slice().try_into().map_err(|_| Error::corrupt("counter is not 8 bytes"))?,
+            )),
+            None => Ok(0),
+        }
     }
 
     pub fn collection_size(&self, engine: &Engine, collection: &Collection) -> Result<u64> {
