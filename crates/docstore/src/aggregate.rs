@@ -84,14 +84,14 @@ impl Inner {
     fn replace_contents(self: &Arc<Inner>, namespace: &Namespace, documents: Vec<Document>) -> Result<()> {
         let (db, target) = (namespace.db.as_str(), namespace.collection.as_str());
         crate::catalog::validate_user_collection(db, target)?;
-        let temp = format!("tmp.agg_out.{}", self.temp_counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-        self.create_collection(db, &temp, Document::new())?;
+        let temp = format!("tmp.agg_out.{}", self.temp_number());
+        self.catalog.create_collection(&self.engine, db, &temp, Document::new())?;
         let result = (|| -> Result<()> {
-            if let Ok(specs) = self.list_indexes(db, target) {
+            if let Ok(specs) = crate::index::build::list_indexes(&self.catalog, db, target) {
                 let specs: Vec<Document> =
                     specs.into_iter().filter(|s| s.get_str("name").ok() != Some("_id_")).collect();
                 if !specs.is_empty() {
-                    self.create_indexes(db, &temp, &specs)?;
+                    crate::index::build::create_indexes(&self.engine, &self.catalog, db, &temp, &specs)?;
                 }
             }
             let raws = documents.iter().map(encode).collect::<Result<Vec<_>>>()?;
@@ -99,10 +99,10 @@ impl Inner {
             if let Some((_, error)) = outcome.errors.into_iter().next() {
                 return Err(error);
             }
-            self.rename_collection((db, &temp), (db, target), true)
+            self.catalog.rename_collection(&self.engine, (db, &temp), (db, target), true)
         })();
         if result.is_err() {
-            let _ = self.drop_collection(db, &temp);
+            let _ = self.catalog.drop_collection(&self.engine, db, &temp);
         }
         result
     }

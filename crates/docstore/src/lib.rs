@@ -41,8 +41,11 @@
 //!
 //! # Inside
 //!
-//! - [`catalog`]: the durable catalog (`__catalog` tree) and name rules; [`collection`]:
-//!   descriptors, catalog operations and the locking rules; [`store`]: shared state and open.
+//! - [`catalog`]: the [`catalog::Catalog`] — the durable catalog (`__catalog`, `__counts`)
+//!   and its cache of collection descriptors, catalog operations (create, drop, rename, list),
+//!   the collection locks and their rules; entries and name rules in `catalog/entry.rs`.
+//!   [`collection`]: the descriptors. [`store`]: the shared state (engine, options, catalog)
+//!   and open.
 //! - [`index`]: entry layout (`index/mod.rs` header), specs and conflicts (`spec`), builds and
 //!   drop/list (`build`), the TTL monitor (`ttl`).
 //! - [`write`]: one engine transaction per document (or per group of whole documents) with its
@@ -175,36 +178,36 @@ impl Store {
     // Catalog.
 
     pub fn create_collection(&self, db: &str, name: &str, options: Document) -> Result<()> {
-        self.inner.create_collection(db, name, options).map(|_| ())
+        self.inner.catalog.create_collection(&self.inner.engine, db, name, options).map(|_| ())
     }
 
     /// Creates one of the server's own collections (`admin.system.users`, `admin.system.roles`)
     /// if it does not exist; user writes may not create `system.*` collections, but once one
     /// exists the ordinary reads and writes reach it.
     pub fn ensure_system_collection(&self, db: &str, name: &str) -> Result<()> {
-        self.inner.ensure_system_collection(db, name)
+        self.inner.catalog.ensure_system_collection(&self.inner.engine, db, name)
     }
 
     /// `Ok(false)` when the collection did not exist.
     pub fn drop_collection(&self, db: &str, name: &str) -> Result<bool> {
-        self.inner.drop_collection(db, name)
+        self.inner.catalog.drop_collection(&self.inner.engine, db, name)
     }
 
     pub fn list_collections(&self, db: &str) -> Vec<CollectionInfo> {
-        self.inner.list_collections(db)
+        self.inner.catalog.list_collections(db)
     }
 
     pub fn list_databases(&self) -> Result<Vec<DatabaseInfo>> {
-        self.inner.list_databases()
+        self.inner.catalog.list_databases(&self.inner.engine)
     }
 
     pub fn drop_database(&self, db: &str) -> Result<()> {
-        self.inner.drop_database(db)
+        self.inner.catalog.drop_database(&self.inner.engine, db)
     }
 
     /// Renames `from` (db, collection) to `to`; `drop_target` replaces an existing target.
     pub fn rename_collection(&self, from: (&str, &str), to: (&str, &str), drop_target: bool) -> Result<()> {
-        self.inner.rename_collection(from, to, drop_target)
+        self.inner.catalog.rename_collection(&self.inner.engine, from, to, drop_target)
     }
 
     // Writes.
@@ -263,7 +266,7 @@ impl Store {
 
     /// The maintained document counter: no scan.
     pub fn estimated_document_count(&self, db: &str, name: &str) -> Result<u64> {
-        self.inner.estimated_document_count(db, name)
+        stats::estimated_document_count(&self.inner.engine, &self.inner.catalog, db, name)
     }
 
     /// Distinct values at `key` among matching documents (arrays contribute their elements),
@@ -291,26 +294,26 @@ impl Store {
     // Indexes.
 
     pub fn create_indexes(&self, db: &str, name: &str, specs: &[Document]) -> Result<CreateIndexesOutcome> {
-        self.inner.create_indexes(db, name, specs)
+        index::build::create_indexes(&self.inner.engine, &self.inner.catalog, db, name, specs)
     }
 
     /// Returns the number of indexes before the drop (`nIndexesWas`).
     pub fn drop_indexes(&self, db: &str, name: &str, selector: &IndexSelector) -> Result<usize> {
-        self.inner.drop_indexes(db, name, selector)
+        index::build::drop_indexes(&self.inner.engine, &self.inner.catalog, db, name, selector)
     }
 
     pub fn list_indexes(&self, db: &str, name: &str) -> Result<Vec<Document>> {
-        self.inner.list_indexes(db, name)
+        index::build::list_indexes(&self.inner.catalog, db, name)
     }
 
     // Figures.
 
     pub fn coll_stats(&self, db: &str, name: &str, scale: u64) -> Result<Document> {
-        self.inner.coll_stats(db, name, scale)
+        stats::coll_stats(&self.inner.engine, &self.inner.catalog, db, name, scale)
     }
 
     pub fn db_stats(&self, db: &str, scale: u64) -> Result<Document> {
-        self.inner.db_stats(db, scale)
+        stats::db_stats(&self.inner.engine, &self.inner.catalog, db, scale)
     }
 
     pub fn engine_stats(&self) -> storage::Stats {
@@ -319,7 +322,7 @@ impl Store {
 
     /// Cross-checks a collection's documents, index entries and counters.
     pub fn validate(&self, db: &str, name: &str) -> Result<ValidateReport> {
-        self.inner.validate(db, name)
+        validate::validate(&self.inner.engine, &self.inner.catalog, db, name)
     }
 
     /// Runs one TTL pass now (tests; the monitor runs it every `ttl_interval`).

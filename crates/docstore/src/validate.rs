@@ -9,11 +9,12 @@
 use std::collections::BTreeMap;
 
 use bson::Bson;
+use storage::Engine;
 
+use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::index::id_key;
 use crate::read::scan::raw;
-use crate::store::Inner;
 use crate::write::document_id;
 
 /// What validate found.
@@ -31,61 +32,59 @@ impl ValidateReport {
     }
 }
 
-impl Inner {
-    pub fn validate(&self, db: &str, name: &str) -> Result<ValidateReport> {
-        let collection = self.existing(db, name)?;
-        let snapshot = self.engine.snapshot();
-        let mut report = ValidateReport::default();
-        let mut bytes = 0i64;
-        let mut expected: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = vec![BTreeMap::new(); collection.indexes.len()];
-        let mut multikey = vec![false; collection.indexes.len()];
-        for entry in snapshot.iter(collection.tree) {
-            let (key, value) = entry?;
-            let document = raw(value)?;
-            report.documents += 1;
-            bytes += document.as_bytes().len() as i64;
-            let id = document_id(&document)?.unwrap_or(Bson::Null);
-            if id_key(&id) != key {
-                report.errors.push(format!("document {id} is stored under another key"));
-            }
-            for (position, index) in collection.indexes.iter().enumerate() {
-                let (keys, is_multikey) = index.keys(&document)?;
-                multikey[position] |= is_multikey;
-                for key in &keys {
-                    let (entry_key, entry_value) = index.entry_pair(key, &id_key(&id), &document);
-                    if let Some(slot) = expected.get_mut(position)
-                        && slot.insert(entry_key, entry_value).is_some()
-                    {
-                        report.errors.push(format!("index {}: two documents share a unique key", index.name));
-                    }
+/// Cross-checks a collection's documents, index entries and counters (see the module header).
+pub fn validate(engine: &Engine, catalog: &Catalog, db: &str, name: &str) -> Result<ValidateReport> {
+    let collection = catalog.existing(db, name)?;
+    let snapshot = engine.snapshot();
+    let mut report = ValidateReport::default();
+    let mut bytes = 0i64;
+    let mut expected: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = vec![BTreeMap::new(); collection.indexes.len()];
+    let mut multikey = vec![false; collection.indexes.len()];
+    for entry in snapshot.iter(collection.tree) {
+        let (key, value) = entry?;
+        let document = raw(value)?;
+        report.documents += 1;
+        bytes += document.as_bytes().len() as i64;
+        let id = document_id(&document)?.unwrap_or(Bson::Null);
+        if id_key(&id) != key {
+            report.errors.push(format!("document {id} is stored under another key"));
+        }
+        for (position, index) in collection.indexes.iter().enumerate() {
+            let (keys, is_multikey) = index.keys(&document)?;
+            multikey[position] |= is_multikey;
+            for key in &keys {
+                let (entry_key, entry_value) = index.entry_pair(key, &id_key(&id), &document);
+                if let Some(slot) = expected.get_mut(position)
+                    && slot.insert(entry_key, entry_value).is_some()
+                {
+                    report.errors.push(format!("index {}: two documents share a unique key", index.name));
                 }
             }
         }
-        let (count, size) = self.counters(&collection)?;
-        if count != report.documents as i64 || size != bytes {
+    }
+    let (count, size) = catalog.counters(engine, &collection)?;
+    if count != report.documents as i64 || size != bytes {
+        report
+            .errors
+            .push(format!("counters say {count} documents of {size} bytes; found {} of {bytes}", report.documents));
+    }
+    for ((index, wanted), is_multikey) in collection.indexes.iter().zip(expected).zip(multikey) {
+        let mut found = BTreeMap::new();
+        for entry in snapshot.iter(index.tree) {
+            let (key, value) = entry?;
+            found.insert(key, value);
+        }
+        report.index_entries.insert(index.name.clone(), found.len() as u64);
+        if index.meta.ready && found != wanted {
+            let missing = wanted.keys().filter(|k| !found.contains_key(*k)).count();
+            let extra = found.keys().filter(|k| !wanted.contains_key(*k)).count();
             report
                 .errors
-                .push(format!("counters say {count} documents of {size} bytes; found {} of {bytes}", report.documents));
+                .push(format!("index {}: {missing} entries missing, {extra} extra, or payloads differ", index.name));
         }
-        for ((index, wanted), is_multikey) in collection.indexes.iter().zip(expected).zip(multikey) {
-            let mut found = BTreeMap::new();
-            for entry in snapshot.iter(index.tree) {
-                let (key, value) = entry?;
-                found.insert(key, value);
-            }
-            report.index_entries.insert(index.name.clone(), found.len() as u64);
-            if index.meta.ready && found != wanted {
-                let missing = wanted.keys().filter(|k| !found.contains_key(*k)).count();
-                let extra = found.keys().filter(|k| !wanted.contains_key(*k)).count();
-                report.errors.push(format!(
-                    "index {}: {missing} entries missing, {extra} extra, or payloads differ",
-                    index.name
-                ));
-            }
-            if is_multikey && !index.meta.multikey {
-                report.errors.push(format!("index {} has multikey documents but is not marked multikey", index.name));
-            }
+        if is_multikey && !index.meta.multikey {
+            report.errors.push(format!("index {} has multikey documents but is not marked multikey", index.name));
         }
-        Ok(report)
     }
+    Ok(report)
 }

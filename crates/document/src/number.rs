@@ -163,6 +163,7 @@ fn fraction_binary_digits(value: f64) -> usize {
 }
 
 /// The fields of a decimal128 (IEEE 754-2008 BID encoding).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DecimalParts {
     NaN,
     Infinity {

@@ -1,9 +1,10 @@
 //! Strata's query language as pure functions over documents: no I/O.
 //!
 //! - [`filter`]: parsed, validated query filters and matching.
-//! - [`projection`]: find projections.
-//! - [`sort`]: sort specifications, skip and limit.
+//! - [`projection`]: find projections and the `$project`/`$unset` stages.
+//! - [`sort`]: sort specifications (find and the stages), skip and limit.
 //! - [`update`]: update operators, replacement, upsert seeds.
+//! - [`number`]: numbers and MongoDB's type promotion, for expressions and update operators.
 //! - [`error`]: the crate's error enum, carrying MongoDB codes.
 
 // Library code returns errors instead of panicking; tests may unwrap.
@@ -12,6 +13,7 @@
 pub mod error;
 pub mod expr;
 pub mod filter;
+pub mod number;
 pub mod pipeline;
 pub mod projection;
 pub mod sort;

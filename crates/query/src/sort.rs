@@ -1,10 +1,19 @@
-//! Sort specifications, sort keys, skip and limit, with MongoDB's array semantics.
+//! Sort specifications, sort keys, skip and limit, with MongoDB's array semantics: the one
+//! [`SortSpec`] of find's `sort`, `$push`'s `$sort` and the `$sort`, `$sortByCount` and
+//! `$bucketAuto` stages.
 //!
 //! A document's sort key for a field is the smallest value the path holds when ascending and
-//! the largest when descending, over the values an index on that path would hold
-//! ([`document::path::index_values`]): arrays are expanded, `[]` counts as `undefined` (so it
-//! sorts before `null`), a missing field as `null`. Keys compare with `compare_values`; ties
-//! keep the input order (the sort is stable).
+//! the largest when descending: arrays are expanded, `[]` counts as `undefined` (so it sorts
+//! before `null`), a path that reaches nothing as `null`. Keys compare with `compare_values`;
+//! ties keep the input order (the sort is stable). [`SortSpec::key_bytes`] encodes a key so
+//! that `memcmp` is that order (`document::keycodec`), for sorts that hold or spill records.
+//!
+//! Two parsers, one type: [`SortSpec::parse`] reads find's and `$push`'s sort documents,
+//! [`SortSpec::parse_stage`] the `$sort` stage's, with MongoDB's codes and messages for each
+//! (the stage refuses an empty spec, `$meta` names the field, paths are checked for empty
+//! components only). They also differ in which values along a path a key chooses from
+//! ([`PathValues`]), a difference kept as it was found: an array of documents some of
+//! which lack the rest of the path gives `null` to the stage and nothing to find.
 //!
 //! Known difference: MongoDB rejects sorting on two fields that are both arrays ("parallel
 //! arrays"); Strata sorts each field by its own minimum/maximum instead.
@@ -13,35 +22,39 @@ use std::cmp::Ordering;
 
 use bson::{Bson, Document, RawDocument};
 use document::compare_values;
-use document::keycodec::Direction;
-use document::path::{FieldPath, decode_fields, index_values};
+use document::keycodec::{Direction, KeyEncoder};
+use document::path::{Candidate, FieldPath, decode_fields, index_values, match_candidates};
 
-use crate::error::{QueryError, Result};
+use crate::error::{QueryError, Result, fail};
 
-/// A parsed `sort` document such as `{age: -1, name: 1}`.
+/// A parsed sort specification such as `{age: -1, name: 1}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SortSpec {
     fields: Vec<(FieldPath, Direction)>,
+    values: PathValues,
+}
+
+/// Which values along a path a sort key chooses its minimum or maximum from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PathValues {
+    /// The values an index on the path would hold ([`document::path::index_values`]): an
+    /// array's documents lacking the rest of the path add nothing (find, `$push`).
+    IndexKeys,
+    /// The values a filter on the path compares against ([`document::path::match_candidates`]):
+    /// an array's documents lacking the rest of the path add `null` (the stages).
+    FilterCandidates,
 }
 
 impl SortSpec {
+    /// Parses find's `sort` or `$push`'s `$sort` document; an empty one sorts nothing.
     pub fn parse(spec: &Document) -> Result<SortSpec> {
         let mut fields = Vec::with_capacity(spec.len());
         for (name, value) in spec {
             let direction = match value {
-                Bson::Int32(1) | Bson::Int64(1) => Direction::Ascending,
-                Bson::Int32(-1) | Bson::Int64(-1) => Direction::Descending,
-                Bson::Double(d) if *d == 1.0 => Direction::Ascending,
-                Bson::Double(d) if *d == -1.0 => Direction::Descending,
                 Bson::Document(meta) if meta.contains_key("$meta") => {
                     return Err(QueryError::bad_value("$meta sort is not supported"));
                 }
-                _ => {
-                    return Err(crate::error::fail(
-                        15975,
-                        "$sort key ordering must be 1 (for ascending) or -1 (for descending)",
-                    ));
-                }
+                other => direction(other)?,
             };
             let path = FieldPath::parse(name).map_err(|e| QueryError::bad_value(e.to_string()))?;
             if fields.iter().any(|(existing, _)| existing == &path) {
@@ -49,7 +62,33 @@ impl SortSpec {
             }
             fields.push((path, direction));
         }
-        Ok(SortSpec { fields })
+        Ok(SortSpec { fields, values: PathValues::IndexKeys })
+    }
+
+    /// Parses the `$sort` stage's operand.
+    pub fn parse_stage(spec: &Bson) -> Result<SortSpec> {
+        let Bson::Document(spec) = spec else {
+            return Err(fail(15973, "the $sort key specification must be an object"));
+        };
+        if spec.is_empty() {
+            return Err(fail(15976, "$sort stage must have at least one sort key"));
+        }
+        let mut fields = Vec::with_capacity(spec.len());
+        for (name, value) in spec {
+            let direction = match value {
+                Bson::Document(_) => return Err(fail(17312, format!("$meta sort by '{name}' is not supported"))),
+                other => direction(other)?,
+            };
+            let path =
+                FieldPath::parse(name).map_err(|_| fail(40352, "FieldPath cannot be constructed with empty string"))?;
+            fields.push((path, direction));
+        }
+        Ok(SortSpec { fields, values: PathValues::FilterCandidates })
+    }
+
+    /// A stage's sort on one field (`$sortByCount`'s count).
+    pub fn single(path: &str, direction: Direction) -> Result<SortSpec> {
+        Ok(SortSpec { fields: vec![(FieldPath::parse(path)?, direction)], values: PathValues::FilterCandidates })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -62,13 +101,31 @@ impl SortSpec {
 
     /// The sort key of a document: one value per field.
     pub fn key(&self, document: &Document) -> Vec<Bson> {
-        self.fields.iter().map(|(path, direction)| field_key(document, path, *direction)).collect()
+        self.fields.iter().map(|(path, direction)| self.field_key(document, path, *direction)).collect()
     }
 
     /// The sort key of stored bytes, decoding only the sorted fields.
     pub fn key_raw(&self, raw: &RawDocument) -> Result<Vec<Bson>> {
         let document = decode_fields(raw, self.fields.iter().map(|(path, _)| path.head()))?;
         Ok(self.key(&document))
+    }
+
+    /// The key's order bytes: `memcmp` over them is [`SortSpec::compare_keys`]' order.
+    pub fn key_bytes(&self, document: &Document) -> Vec<u8> {
+        self.encode(&self.key(document))
+    }
+
+    /// [`SortSpec::key_bytes`] of stored bytes, decoding only the sorted fields.
+    pub fn key_bytes_raw(&self, raw: &RawDocument) -> Result<Vec<u8>> {
+        Ok(self.encode(&self.key_raw(raw)?))
+    }
+
+    fn encode(&self, key: &[Bson]) -> Vec<u8> {
+        let mut encoder = KeyEncoder::new();
+        for (value, (_, direction)) in key.iter().zip(&self.fields) {
+            encoder.push(value, *direction);
+        }
+        encoder.finish().order
     }
 
     /// Compares two keys made by [`SortSpec::key`].
@@ -92,15 +149,50 @@ impl SortSpec {
         keyed.sort_by(|(a, _), (b, _)| self.compare_keys(a, b));
         documents.extend(keyed.into_iter().map(|(_, document)| document));
     }
+
+    /// The smallest (ascending) or largest (descending) value along the path; the first of
+    /// equals.
+    fn field_key(&self, document: &Document, path: &FieldPath, direction: Direction) -> Bson {
+        let values = match self.values {
+            PathValues::IndexKeys => index_values(document, path.parts()),
+            PathValues::FilterCandidates => candidate_values(document, path),
+        };
+        let mut best: Option<Bson> = None;
+        for value in values {
+            let better = best.as_ref().is_none_or(|current| direction.apply(compare_values(&value, current)).is_lt());
+            if better {
+                best = Some(value);
+            }
+        }
+        best.unwrap_or(Bson::Null)
+    }
 }
 
-fn field_key(document: &Document, path: &FieldPath, direction: Direction) -> Bson {
-    let values = index_values(document, path.parts());
-    let chosen = match direction {
-        Direction::Ascending => values.iter().min_by(|a, b| compare_values(a, b)),
-        Direction::Descending => values.iter().max_by(|a, b| compare_values(a, b)),
-    };
-    chosen.cloned().unwrap_or(Bson::Null)
+/// `1` or `-1` (int32, int64 or double): anything else is 15975.
+fn direction(value: &Bson) -> Result<Direction> {
+    match value {
+        Bson::Int32(1) | Bson::Int64(1) => Ok(Direction::Ascending),
+        Bson::Int32(-1) | Bson::Int64(-1) => Ok(Direction::Descending),
+        Bson::Double(d) if *d == 1.0 => Ok(Direction::Ascending),
+        Bson::Double(d) if *d == -1.0 => Ok(Direction::Descending),
+        _ => Err(fail(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")),
+    }
+}
+
+/// [`PathValues::FilterCandidates`]: a missing path is `null`, an array at the end of the path
+/// gives its elements (`[]` gives `undefined`), never itself.
+fn candidate_values(document: &Document, path: &FieldPath) -> Vec<Bson> {
+    let mut values = Vec::new();
+    for candidate in match_candidates(document, path.parts()) {
+        match candidate {
+            Candidate::Missing => values.push(Bson::Null),
+            Candidate::ArrayElement(value) => values.push(value.clone()),
+            Candidate::Value(Bson::Array(items)) if items.is_empty() => values.push(Bson::Undefined),
+            Candidate::Value(Bson::Array(_)) => {}
+            Candidate::Value(value) => values.push(value.clone()),
+        }
+    }
+    values
 }
 
 /// `skip` and `limit` of a find: how many results to drop, then how many to keep at most.

@@ -122,6 +122,13 @@ fn checkpoint_now(shared: &Shared) -> Result<()> {
     }
 }
 
+/// Whether the block table names each node once and every tree's root (a checkpoint that did
+/// not could not be opened).
+fn names_every_root_once(catalog: &Catalog) -> bool {
+    let ids: std::collections::HashSet<u64> = catalog.blocks.iter().map(|(id, _)| *id).collect();
+    ids.len() == catalog.blocks.len() && catalog.trees.iter().all(|tree| ids.contains(&tree.root))
+}
+
 fn unix_millis() -> u64 {
     let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX)
@@ -171,6 +178,7 @@ fn write_and_commit(
     }
     let catalog =
         Catalog { trees: captured.trees, blocks: blocks.into_iter().map(|(id, addr)| (id.0, addr)).collect() };
+    debug_assert!(names_every_root_once(&catalog), "a checkpoint's block table misses a root or names a node twice");
     let catalog_addr = durable.data.write_block(0, &catalog.encode())?;
     bytes += u64::from(catalog_addr.len);
     durable.data.sync()?;

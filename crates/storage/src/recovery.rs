@@ -189,6 +189,11 @@ fn apply_record(shared: &Shared, record: Record) -> Result<bool> {
         Record::DropTree { tree, .. } => shared.remove_tree(TreeId(tree))?,
     }
     shared.publish(last);
+    debug_assert_eq!(
+        shared.visible.load(std::sync::atomic::Ordering::Acquire),
+        last,
+        "a replayed record's commits not visible after it"
+    );
     Ok(true)
 }
 

@@ -12,13 +12,12 @@
 //! may use it. A build a crash interrupted runs again at open.
 
 use bson::{Bson, Document};
-use storage::Durability;
+use storage::{Durability, Engine};
 
-use crate::catalog::{self, IndexMeta};
+use crate::catalog::{self, Catalog, IndexMeta};
 use crate::collection::{Collection, id_index_spec};
 use crate::error::{Error, Result};
 use crate::index::spec::ParsedSpec;
-use crate::store::Inner;
 
 /// Documents indexed per write-locked batch of a build.
 pub const BUILD_BATCH: usize = 1000;
@@ -60,115 +59,139 @@ impl IndexSelector {
     }
 }
 
-impl Inner {
-    pub fn create_indexes(&self, db: &str, name: &str, specs: &[Document]) -> Result<CreateIndexesOutcome> {
-        let parsed = specs.iter().map(ParsedSpec::parse).collect::<Result<Vec<_>>>()?;
-        let existed = self.collection(db, name).is_some();
-        let collection = self.collection_or_create(db, name)?;
-        let before = 1 + collection.indexes.len();
-        let mut new_specs: Vec<ParsedSpec> = Vec::new();
-        for spec in parsed {
-            if spec.is_id_index() {
-                if spec.name != "_id_" {
-                    return Err(Error::IndexOptionsConflict(format!(
-                        "Index already exists with a different name: _id_ (requested {})",
-                        spec.name
-                    )));
-                }
-                continue;
+/// createIndexes: registers the new indexes, then builds each.
+pub fn create_indexes(
+    engine: &Engine,
+    catalog: &Catalog,
+    db: &str,
+    name: &str,
+    specs: &[Document],
+) -> Result<CreateIndexesOutcome> {
+    let parsed = specs.iter().map(ParsedSpec::parse).collect::<Result<Vec<_>>>()?;
+    let existed = catalog.collection(db, name).is_some();
+    let collection = catalog.collection_or_create(engine, db, name)?;
+    let before = 1 + collection.indexes.len();
+    let mut new_specs: Vec<ParsedSpec> = Vec::new();
+    for spec in parsed {
+        if spec.is_id_index() {
+            if spec.name != "_id_" {
+                return Err(Error::IndexOptionsConflict(format!(
+                    "Index already exists with a different name: _id_ (requested {})",
+                    spec.name
+                )));
             }
-            if spec.name == "_id_" {
-                return Err(Error::IndexKeySpecsConflict("The index name '_id_' is reserved for the _id index".into()));
-            }
-            let existing: Vec<ParsedSpec> =
-                collection.indexes.iter().map(|i| ParsedSpec::from_normalized(&i.meta.spec)).collect::<Result<_>>()?;
-            let mut duplicate = false;
-            for other in existing.iter().chain(&new_specs) {
-                duplicate |= spec.compare_with(other)?;
-            }
-            if !duplicate {
-                new_specs.push(spec);
-            }
+            continue;
         }
-        if new_specs.is_empty() {
-            return Ok(CreateIndexesOutcome {
-                created_collection_automatically: !existed,
-                num_indexes_before: before,
-                num_indexes_after: before,
-                note: Some("all indexes already exist".into()),
-            });
+        if spec.name == "_id_" {
+            return Err(Error::IndexKeySpecsConflict("The index name '_id_' is reserved for the _id index".into()));
         }
-        let names = self.register_indexes(db, name, &new_specs)?;
-        for index in &names {
-            build(self, db, name, index)?;
+        let existing: Vec<ParsedSpec> =
+            collection.indexes.iter().map(|i| ParsedSpec::from_normalized(&i.meta.spec)).collect::<Result<_>>()?;
+        let mut duplicate = false;
+        for other in existing.iter().chain(&new_specs) {
+            duplicate |= spec.compare_with(other)?;
         }
-        Ok(CreateIndexesOutcome {
+        if !duplicate {
+            new_specs.push(spec);
+        }
+    }
+    if new_specs.is_empty() {
+        return Ok(CreateIndexesOutcome {
             created_collection_automatically: !existed,
             num_indexes_before: before,
-            num_indexes_after: before + names.len(),
-            note: None,
-        })
+            num_indexes_after: before,
+            note: Some("all indexes already exist".into()),
+        });
     }
+    let names = register_indexes(engine, catalog, db, name, &new_specs)?;
+    for index in &names {
+        build(engine, catalog, db, name, index)?;
+    }
+    Ok(CreateIndexesOutcome {
+        created_collection_automatically: !existed,
+        num_indexes_before: before,
+        num_indexes_after: before + names.len(),
+        note: None,
+    })
+}
 
-    /// Adds the indexes to the catalog, not ready; returns their names.
-    fn register_indexes(&self, db: &str, name: &str, specs: &[ParsedSpec]) -> Result<Vec<String>> {
-        let trees = {
-            let _ddl = self.ddl.lock();
-            specs.iter().map(|_| self.new_tree(catalog::INDEX_TREE_PREFIX)).collect::<Result<Vec<_>>>()?
-        };
-        let locked =
-            self.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns does not exist: {db}.{name}")))?;
-        let mut meta = locked.collection.meta.clone();
-        for (spec, tree) in specs.iter().zip(trees) {
-            if meta.indexes.iter().any(|i| i.name() == spec.name) {
-                return Err(Error::IndexOptionsConflict(format!("index {} was created concurrently", spec.name)));
-            }
-            meta.indexes.push(IndexMeta { spec: spec.normalized(), tree, multikey: false, ready: false });
+/// Adds the indexes to the catalog, not ready; returns their names.
+fn register_indexes(
+    engine: &Engine,
+    catalog: &Catalog,
+    db: &str,
+    name: &str,
+    specs: &[ParsedSpec],
+) -> Result<Vec<String>> {
+    let trees = {
+        let _ddl = catalog.ddl();
+        specs.iter().map(|_| catalog.new_tree(engine, catalog::INDEX_TREE_PREFIX)).collect::<Result<Vec<_>>>()?
+    };
+    let locked =
+        catalog.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns does not exist: {db}.{name}")))?;
+    let mut meta = locked.collection.meta.clone();
+    for (spec, tree) in specs.iter().zip(trees) {
+        if meta.indexes.iter().any(|i| i.name() == spec.name) {
+            return Err(Error::IndexOptionsConflict(format!("index {} was created concurrently", spec.name)));
         }
-        self.replace_meta(&locked.collection, meta)?;
-        Ok(specs.iter().map(|s| s.name.clone()).collect())
+        meta.indexes.push(IndexMeta { spec: spec.normalized(), tree, multikey: false, ready: false });
     }
+    catalog.replace_meta(engine, &locked.collection, meta)?;
+    Ok(specs.iter().map(|s| s.name.clone()).collect())
+}
 
-    pub fn drop_indexes(&self, db: &str, name: &str, selector: &IndexSelector) -> Result<usize> {
-        let _ddl = self.ddl.lock();
-        let locked =
-            self.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns not found {db}.{name}")))?;
-        let collection = &locked.collection;
-        let was = 1 + collection.indexes.len();
-        let doomed = select(collection, selector)?;
-        let mut meta = collection.meta.clone();
-        meta.indexes.retain(|i| !doomed.contains(&i.name().to_string()));
-        let trees: Vec<String> = collection
-            .meta
-            .indexes
-            .iter()
-            .filter(|i| doomed.contains(&i.name().to_string()))
-            .map(|i| i.tree.clone())
-            .collect();
-        self.remove_indexes(collection, meta, &trees)?;
-        Ok(was)
-    }
+/// dropIndexes: returns the number of indexes before the drop.
+pub fn drop_indexes(
+    engine: &Engine,
+    catalog: &Catalog,
+    db: &str,
+    name: &str,
+    selector: &IndexSelector,
+) -> Result<usize> {
+    let _ddl = catalog.ddl();
+    let locked = catalog.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns not found {db}.{name}")))?;
+    let collection = &locked.collection;
+    let was = 1 + collection.indexes.len();
+    let doomed = select(collection, selector)?;
+    let mut meta = collection.meta.clone();
+    meta.indexes.retain(|i| !doomed.contains(&i.name().to_string()));
+    let trees: Vec<String> = collection
+        .meta
+        .indexes
+        .iter()
+        .filter(|i| doomed.contains(&i.name().to_string()))
+        .map(|i| i.tree.clone())
+        .collect();
+    remove_indexes(engine, catalog, collection, meta, &trees)?;
+    Ok(was)
+}
 
-    fn remove_indexes(&self, collection: &Collection, meta: catalog::CollectionMeta, trees: &[String]) -> Result<()> {
-        let mut txn = self.engine.begin();
-        txn.put(self.catalog_tree, catalog::namespace_key(&meta.db, &meta.name), meta.encode()?);
-        for tree in trees {
-            txn.delete(self.counts_tree, catalog::size_key(tree));
-        }
-        txn.commit(Durability::Immediate)?;
-        self.install(collection, meta)?;
-        for tree in trees {
-            self.engine.drop_tree(tree)?;
-        }
-        Ok(())
+fn remove_indexes(
+    engine: &Engine,
+    catalog: &Catalog,
+    collection: &Collection,
+    meta: catalog::CollectionMeta,
+    trees: &[String],
+) -> Result<()> {
+    let mut txn = engine.begin();
+    txn.put(catalog.tree(), catalog::namespace_key(&meta.db, &meta.name), meta.encode()?);
+    for tree in trees {
+        txn.delete(catalog.counts_tree(), catalog::size_key(tree));
     }
+    txn.commit(Durability::Immediate)?;
+    catalog.install(engine, collection, meta)?;
+    for tree in trees {
+        engine.drop_tree(tree)?;
+    }
+    Ok(())
+}
 
-    pub fn list_indexes(&self, db: &str, name: &str) -> Result<Vec<Document>> {
-        let collection = self.existing(db, name)?;
-        let mut specs = vec![id_index_spec()];
-        specs.extend(collection.indexes.iter().map(|i| i.meta.spec.clone()));
-        Ok(specs)
-    }
+/// listIndexes' documents, the `_id` index first.
+pub fn list_indexes(catalog: &Catalog, db: &str, name: &str) -> Result<Vec<Document>> {
+    let collection = catalog.existing(db, name)?;
+    let mut specs = vec![id_index_spec()];
+    specs.extend(collection.indexes.iter().map(|i| i.meta.spec.clone()));
+    Ok(specs)
 }
 
 fn select(collection: &Collection, selector: &IndexSelector) -> Result<Vec<String>> {
@@ -205,42 +228,42 @@ fn select(collection: &Collection, selector: &IndexSelector) -> Result<Vec<Strin
 }
 
 /// Builds a registered index (see the module header); on failure removes it.
-pub fn build(inner: &Inner, db: &str, name: &str, index_name: &str) -> Result<()> {
-    match build_entries(inner, db, name, index_name) {
+pub fn build(engine: &Engine, catalog: &Catalog, db: &str, name: &str, index_name: &str) -> Result<()> {
+    match build_entries(engine, catalog, db, name, index_name) {
         Ok(()) => {
-            let locked = inner
+            let locked = catalog
                 .lock(db, name)
                 .ok_or_else(|| Error::NamespaceNotFound(format!("{db}.{name} dropped during an index build")))?;
-            let meta = Inner::with_index(&locked.collection.meta, index_name, |i| i.ready = true);
-            inner.replace_meta(&locked.collection, meta)?;
+            let meta = Catalog::with_index(&locked.collection.meta, index_name, |i| i.ready = true);
+            catalog.replace_meta(engine, &locked.collection, meta)?;
             Ok(())
         }
         Err(error) => {
-            if let Some(locked) = inner.lock(db, name) {
+            if let Some(locked) = catalog.lock(db, name) {
                 let mut meta = locked.collection.meta.clone();
                 let trees: Vec<String> =
                     meta.indexes.iter().filter(|i| i.name() == index_name).map(|i| i.tree.clone()).collect();
                 meta.indexes.retain(|i| i.name() != index_name);
-                inner.remove_indexes(&locked.collection, meta, &trees)?;
+                remove_indexes(engine, catalog, &locked.collection, meta, &trees)?;
             }
             Err(error)
         }
     }
 }
 
-fn build_entries(inner: &Inner, db: &str, name: &str, index_name: &str) -> Result<()> {
+fn build_entries(engine: &Engine, catalog: &Catalog, db: &str, name: &str, index_name: &str) -> Result<()> {
     let mut after: Option<Vec<u8>> = None;
     loop {
-        let mut locked = inner
+        let mut locked = catalog
             .lock(db, name)
             .ok_or_else(|| Error::NamespaceNotFound(format!("{db}.{name} dropped during an index build")))?;
         let collection = std::sync::Arc::clone(&locked.collection);
         let index = collection
             .index(index_name)
             .ok_or_else(|| Error::IndexNotFound(format!("index {index_name} dropped during its build")))?;
-        let snapshot = inner.engine.snapshot();
+        let snapshot = engine.snapshot();
         let lower = after.as_deref().map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
-        let mut write = crate::write::DocumentWrite::new(inner, &collection);
+        let mut write = crate::write::DocumentWrite::new(engine, catalog, &collection);
         let mut batch_keys: std::collections::HashMap<Vec<u8>, Vec<u8>> = std::collections::HashMap::new();
         let mut count = 0;
         let mut documents = Vec::new();

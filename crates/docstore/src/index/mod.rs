@@ -32,7 +32,7 @@ use document::path::{IndexSpec, Sparseness};
 use query::filter::Filter;
 use storage::{Transaction, TreeId};
 
-use crate::catalog::IndexMeta;
+use crate::catalog::entry::IndexMeta;
 use crate::error::{Error, Result};
 
 /// How an index lays out its entries (see the module header).

@@ -67,10 +67,10 @@ fn run(inner: Weak<Inner>, stop: Receiver<()>, interval: Duration) {
 /// One TTL pass over every collection; returns how many documents expired.
 pub fn expire_once(inner: &Arc<Inner>) -> Result<u64> {
     let now = bson::DateTime::now().timestamp_millis();
-    let targets: Vec<(String, String, String, i64)> = inner
-        .collections
-        .read()
-        .values()
+    let expiring: Vec<(String, String, String, i64)> = inner
+        .catalog
+        .collections()
+        .iter()
         .flat_map(|c| {
             c.indexes
                 .iter()
@@ -84,7 +84,7 @@ pub fn expire_once(inner: &Arc<Inner>) -> Result<u64> {
         })
         .collect();
     let mut expired = 0;
-    for (db, name, field, seconds) in targets {
+    for (db, name, field, seconds) in expiring {
         let cutoff = bson::DateTime::from_millis(now.saturating_sub(seconds.saturating_mul(1000)));
         let request = DeleteRequest { filter: doc! { field: { "$lt": cutoff } }, just_one: false, hint: None };
         expired += inner.delete(&db, &name, &request, Durability::Periodic)?;

@@ -25,12 +25,11 @@ use query::projection::Projection;
 use query::sort::SortSpec;
 use storage::Snapshot;
 
-use crate::catalog::{CollectionMeta, namespace_key};
+use crate::catalog::{Catalog, CollectionMeta, namespace_key};
 use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::index::{Entry, Index};
 use crate::read::planner::{Access, Plan};
-use crate::store::Inner;
 
 /// How to turn an index's entries into documents.
 #[derive(Debug, Clone)]
@@ -44,7 +43,7 @@ pub struct Covered {
 impl Covered {
     /// The covering index of a find, if it has one in `snapshot`.
     pub fn for_find(
-        inner: &Inner,
+        catalog: &Catalog,
         snapshot: &Snapshot,
         collection: &Collection,
         plan: &Plan,
@@ -54,7 +53,7 @@ impl Covered {
     ) -> Result<Option<Covered>> {
         let Some(index) = scanned_index(&plan.access).and_then(|name| collection.index(name)) else { return Ok(None) };
         let Some(read) = index_fields_read(index, plan, filter, sort, projection) else { return Ok(None) };
-        if index.clustering || multikey_in_snapshot(inner, snapshot, collection, &index.name)? {
+        if index.clustering || multikey_in_snapshot(catalog, snapshot, collection, &index.name)? {
             return Ok(None);
         }
         Ok(Some(Covered { index: index.clone(), read }))
@@ -113,9 +112,9 @@ fn index_fields_read(
 
 /// Whether the collection's catalog entry, as of `snapshot`, marks the index multikey (or no
 /// longer lists it: then nothing is assumed).
-fn multikey_in_snapshot(inner: &Inner, snapshot: &Snapshot, collection: &Collection, index: &str) -> Result<bool> {
+fn multikey_in_snapshot(catalog: &Catalog, snapshot: &Snapshot, collection: &Collection, index: &str) -> Result<bool> {
     let key = namespace_key(&collection.meta.db, &collection.meta.name);
-    let Some(bytes) = snapshot.get(inner.catalog_tree, &key)? else { return Ok(true) };
+    let Some(bytes) = snapshot.get(catalog.tree(), &key)? else { return Ok(true) };
     let meta = CollectionMeta::decode(&bytes)?;
     Ok(meta.indexes.iter().find(|i| i.name() == index).is_none_or(|i| i.multikey))
 }

@@ -12,7 +12,6 @@
 use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocumentBuf};
-use document::keycodec::KeyEncoder;
 use query::filter::Filter;
 use query::projection::Projection;
 use query::sort::SortSpec;
@@ -134,7 +133,7 @@ impl Inner {
         request: &FindRequest,
         counters: Arc<ExecutionCounters>,
     ) -> Result<(Cursor, Option<Plan>)> {
-        let Some(collection) = self.collection(db, name) else {
+        let Some(collection) = self.catalog.collection(db, name) else {
             // A missing collection is empty, but its arguments must still be valid.
             Filter::parse(&request.filter)?;
             return Ok((Cursor::from_documents(Vec::new()), None));
@@ -142,7 +141,7 @@ impl Inner {
         let mut prepared = self.prepare_find(&collection, request)?;
         let snapshot = self.engine.snapshot();
         let covered = Covered::for_find(
-            self,
+            &self.catalog,
             &snapshot,
             &collection,
             &prepared.plan,
@@ -264,11 +263,7 @@ impl Inner {
 /// The sort key's bytes (memcmp order is the sort order), then an arrival number so equal
 /// keys keep their scan order and never collide in a spill tree.
 fn sort_key(sort: &SortSpec, document: &RawDocumentBuf, sequence: u64) -> Result<Vec<u8>> {
-    let mut encoder = KeyEncoder::new();
-    for (value, (_, direction)) in sort.key_raw(document)?.iter().zip(sort.fields()) {
-        encoder.push(value, *direction);
-    }
-    let mut key = encoder.finish().order;
+    let mut key = sort.key_bytes_raw(document)?;
     key.extend_from_slice(&sequence.to_be_bytes());
     Ok(key)
 }

@@ -106,28 +106,33 @@ struct Candidate {
     null_excluded: bool,
 }
 
-/// A key-pattern view of the `_id` index or a secondary index.
-struct Target<'c> {
-    index: Option<&'c Index>,
+/// An index the planner may choose: the `_id` index (`secondary: None`) or a ready secondary
+/// index, with its fields and key pattern.
+struct IndexChoice<'c> {
+    secondary: Option<&'c Index>,
     fields: Vec<(FieldPath, Direction)>,
     key_pattern: Document,
 }
 
-impl<'c> Target<'c> {
-    fn id() -> Result<Target<'c>> {
-        Ok(Target {
-            index: None,
+impl<'c> IndexChoice<'c> {
+    fn id() -> Result<IndexChoice<'c>> {
+        Ok(IndexChoice {
+            secondary: None,
             fields: vec![(FieldPath::parse("_id")?, Direction::Ascending)],
             key_pattern: doc! {"_id": 1},
         })
     }
 
-    fn secondary(index: &'c Index) -> Target<'c> {
-        Target { index: Some(index), fields: index.spec.fields().to_vec(), key_pattern: index.key_pattern.clone() }
+    fn secondary(index: &'c Index) -> IndexChoice<'c> {
+        IndexChoice {
+            secondary: Some(index),
+            fields: index.spec.fields().to_vec(),
+            key_pattern: index.key_pattern.clone(),
+        }
     }
 
     fn multikey(&self) -> bool {
-        self.index.is_some_and(|i| i.meta.multikey)
+        self.secondary.is_some_and(|i| i.meta.multikey)
     }
 }
 
@@ -245,30 +250,30 @@ fn scored_candidates(
     sort: Option<&SortSpec>,
     sort_counts: bool,
 ) -> Result<Vec<(Candidate, Score)>> {
-    let mut targets = vec![Target::id()?];
-    targets.extend(collection.ready_indexes().map(Target::secondary));
+    let mut choices = vec![IndexChoice::id()?];
+    choices.extend(collection.ready_indexes().map(IndexChoice::secondary));
     let mut scored = Vec::new();
-    for target in &targets {
-        let candidate = scan_for(target, predicates, sort);
+    for choice in &choices {
+        let candidate = scan_for(choice, predicates, sort);
         let useful = candidate.equality_fields > 0 || candidate.ranged || (sort_counts && candidate.sorted);
-        if !useful || !eligible(target, &candidate, filter_document) {
+        if !useful || !eligible(choice, &candidate, filter_document) {
             continue;
         }
-        let unique = target.index.is_none_or(Index::is_unique);
+        let unique = choice.secondary.is_none_or(Index::is_unique);
         let score = Score(
             candidate.equality_fields,
             candidate.ranged,
             candidate.sorted && sort_counts,
             unique,
-            std::cmp::Reverse(target.fields.len()),
+            std::cmp::Reverse(choice.fields.len()),
         );
         scored.push((candidate, score));
     }
     Ok(scored)
 }
 
-fn eligible(target: &Target<'_>, candidate: &Candidate, filter_document: &Document) -> bool {
-    let Some(index) = target.index else {
+fn eligible(choice: &IndexChoice<'_>, candidate: &Candidate, filter_document: &Document) -> bool {
+    let Some(index) = choice.secondary else {
         return true;
     };
     if index.sparse && !candidate.null_excluded {
@@ -282,7 +287,7 @@ fn eligible(target: &Target<'_>, candidate: &Candidate, filter_document: &Docume
 
 fn plan_hinted(collection: &Collection, filter: &Filter, sort: Option<&SortSpec>, hint: &Hint) -> Result<Plan> {
     let sort = sort.filter(|s| !s.is_empty());
-    let target = match hint {
+    let choice = match hint {
         Hint::Natural { backward } => {
             return Ok(Plan {
                 access: Access::CollectionScan { backward: *backward },
@@ -290,19 +295,21 @@ fn plan_hinted(collection: &Collection, filter: &Filter, sort: Option<&SortSpec>
                 covered: false,
             });
         }
-        Hint::Name(name) if name == "_id_" => Target::id()?,
-        Hint::KeyPattern(pattern) if crate::index::spec::same_key_pattern(pattern, &doc! {"_id": 1}) => Target::id()?,
+        Hint::Name(name) if name == "_id_" => IndexChoice::id()?,
+        Hint::KeyPattern(pattern) if crate::index::spec::same_key_pattern(pattern, &doc! {"_id": 1}) => {
+            IndexChoice::id()?
+        }
         Hint::Name(name) => {
-            collection.ready_indexes().find(|i| &i.name == name).map(Target::secondary).ok_or_else(bad_hint)?
+            collection.ready_indexes().find(|i| &i.name == name).map(IndexChoice::secondary).ok_or_else(bad_hint)?
         }
         Hint::KeyPattern(pattern) => collection
             .ready_indexes()
             .find(|i| crate::index::spec::same_key_pattern(&i.key_pattern, pattern))
-            .map(Target::secondary)
+            .map(IndexChoice::secondary)
             .ok_or_else(bad_hint)?,
     };
     let predicates = top_level_predicates(filter.root());
-    let candidate = scan_for(&target, &predicates, sort);
+    let candidate = scan_for(&choice, &predicates, sort);
     Ok(Plan { sorted: candidate.sorted || sort.is_none(), access: Access::IndexScan(candidate.scan), covered: false })
 }
 
@@ -325,13 +332,17 @@ fn top_level_predicates(root: &MatchExpr) -> HashMap<String, Vec<&Predicate>> {
 }
 
 /// The scan of one index for the predicates (see the module header).
-fn scan_for(target: &Target<'_>, predicates: &HashMap<String, Vec<&Predicate>>, sort: Option<&SortSpec>) -> Candidate {
-    let multikey = target.multikey();
+fn scan_for(
+    choice: &IndexChoice<'_>,
+    predicates: &HashMap<String, Vec<&Predicate>>,
+    sort: Option<&SortSpec>,
+) -> Candidate {
+    let multikey = choice.multikey();
     let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
     let mut ranges: Option<Vec<KeyRange>> = None;
     let mut bounds = Document::new();
     let (mut equality_fields, mut single_points, mut ranged, mut null_excluded) = (0, 0, false, false);
-    for (position, (path, direction)) in target.fields.iter().enumerate() {
+    for (position, (path, direction)) in choice.fields.iter().enumerate() {
         let intervals = if ranges.is_some() {
             None
         } else {
@@ -372,20 +383,20 @@ fn scan_for(target: &Target<'_>, predicates: &HashMap<String, Vec<&Predicate>>, 
         }
     }
     let ranges = ranges.unwrap_or_else(|| prefixes.iter().map(|p| key_range(p, None, Direction::Ascending)).collect());
-    let sort_direction = sort.and_then(|s| sort_direction(target, s, single_points));
+    let sort_direction = sort.and_then(|s| sort_direction(choice, s, single_points));
     let sorted = sort_direction.is_some() && !multikey;
     let backward = sorted && sort_direction == Some(true);
     let mut scan = IndexScan {
-        index: target.index.map(|i| i.name.clone()),
-        name: target.index.map_or_else(|| "_id_".to_string(), |i| i.name.clone()),
-        key_pattern: target.key_pattern.clone(),
+        index: choice.secondary.map(|i| i.name.clone()),
+        name: choice.secondary.map_or_else(|| "_id_".to_string(), |i| i.name.clone()),
+        key_pattern: choice.key_pattern.clone(),
         ranges,
         bounds,
         backward,
         multikey,
-        sparse: target.index.is_some_and(|i| i.sparse),
-        partial: target.index.is_some_and(|i| i.partial.is_some()),
-        unique: target.index.is_none_or(Index::is_unique),
+        sparse: choice.secondary.is_some_and(|i| i.sparse),
+        partial: choice.secondary.is_some_and(|i| i.partial.is_some()),
+        unique: choice.secondary.is_none_or(Index::is_unique),
     };
     if backward {
         scan.ranges.reverse();
@@ -411,10 +422,10 @@ fn contains_null(interval: &Interval) -> bool {
 /// Whether scanning the index yields the sort order: `Some(false)` forward, `Some(true)`
 /// backward. The sort fields must follow the index fields from some position reached through
 /// single-value equality fields only, all in the index's directions or all reversed.
-fn sort_direction(target: &Target<'_>, sort: &SortSpec, single_points: usize) -> Option<bool> {
+fn sort_direction(choice: &IndexChoice<'_>, sort: &SortSpec, single_points: usize) -> Option<bool> {
     let wanted = sort.fields();
     (0..=single_points).find_map(|start| {
-        let fields = target.fields.get(start..start + wanted.len())?;
+        let fields = choice.fields.get(start..start + wanted.len())?;
         let same_paths = fields.iter().zip(wanted).all(|((a, _), (b, _))| a == b);
         if !same_paths {
             return None;

@@ -37,7 +37,7 @@ impl Inner {
         request: &DeleteRequest,
         durability: Durability,
     ) -> Result<u64> {
-        let Some(mut locked) = self.lock(db, name) else {
+        let Some(mut locked) = self.catalog.lock(db, name) else {
             query::filter::Filter::parse(&request.filter)?;
             return Ok(0);
         };
@@ -62,14 +62,14 @@ impl Inner {
 
     fn remove_group(
         &self,
-        locked: &mut crate::store::Locked,
+        locked: &mut crate::catalog::Locked,
         group: Vec<RawDocumentBuf>,
         durability: Durability,
     ) -> Result<u64> {
         if group.is_empty() {
             return Ok(0);
         }
-        let mut write = DocumentWrite::new(self, &locked.collection);
+        let mut write = DocumentWrite::new(&self.engine, &self.catalog, &locked.collection);
         for document in &group {
             let id = document_id(document)?.unwrap_or(bson::Bson::Null);
             write.remove(&id_key(&id), document)?;

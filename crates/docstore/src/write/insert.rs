@@ -10,9 +10,10 @@
 use bson::{Bson, RawDocument, RawDocumentBuf, oid::ObjectId};
 use storage::Durability;
 
+use crate::catalog::Locked;
 use crate::error::{Error, Result};
 use crate::index::id_key;
-use crate::store::{Inner, Locked};
+use crate::store::Inner;
 use crate::write::{DocumentWrite, check_id, document_id};
 
 /// Documents per engine transaction in a bulk insert.
@@ -48,7 +49,7 @@ impl Inner {
         durability: Durability,
     ) -> InsertOutcome {
         let mut outcome = InsertOutcome::default();
-        let mut locked = match self.lock_or_create(db, name) {
+        let mut locked = match self.catalog.lock_or_create(&self.engine, db, name) {
             Ok(locked) => locked,
             Err(error) => {
                 if !documents.is_empty() {
@@ -133,7 +134,7 @@ impl Inner {
     }
 
     fn commit_documents(&self, locked: &mut Locked, documents: &[Prepared], durability: Durability) -> Result<()> {
-        let mut write = DocumentWrite::new(self, &locked.collection);
+        let mut write = DocumentWrite::new(&self.engine, &self.catalog, &locked.collection);
         for prepared in documents {
             write.insert(&prepared.id, &prepared.raw)?;
         }

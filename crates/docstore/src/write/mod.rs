@@ -1,6 +1,6 @@
 //! The write path: a document and all its index entries change in one engine transaction.
 //!
-//! Every write holds the collection's write lock ([`crate::store::Inner::lock`]) and reads the
+//! Every write holds the collection's write lock ([`crate::catalog::Catalog::lock`]) and reads the
 //! newest descriptor under it, so it maintains every index, including one being built. A
 //! [`DocumentWrite`] gathers the messages of one or more documents (the document under its
 //! encoded `_id`, a put or delete per index entry, blind counter updates for the document count
@@ -18,17 +18,17 @@ use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocument};
 use document::keycodec::EncodedKey;
-use storage::{Durability, Transaction};
+use storage::{Durability, Engine, Transaction};
 
-use crate::catalog::{CollectionMeta, namespace_key};
+use crate::catalog::{Catalog, CollectionMeta, namespace_key};
 use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::index::{Index, id_key};
-use crate::store::Inner;
 
 /// Messages of a write not yet committed.
 pub struct DocumentWrite<'s> {
-    inner: &'s Inner,
+    engine: &'s Engine,
+    catalog: &'s Catalog,
     collection: Arc<Collection>,
     txn: Transaction<'s>,
     count_delta: i64,
@@ -42,11 +42,12 @@ pub struct DocumentWrite<'s> {
 }
 
 impl<'s> DocumentWrite<'s> {
-    pub fn new(inner: &'s Inner, collection: &Arc<Collection>) -> DocumentWrite<'s> {
+    pub fn new(engine: &'s Engine, catalog: &'s Catalog, collection: &Arc<Collection>) -> DocumentWrite<'s> {
         DocumentWrite {
-            inner,
+            engine,
+            catalog,
             collection: Arc::clone(collection),
-            txn: inner.engine.begin(),
+            txn: engine.begin(),
             count_delta: 0,
             size_delta: 0,
             new_multikey: HashSet::new(),
@@ -131,7 +132,7 @@ impl<'s> DocumentWrite<'s> {
     /// Commits atomically; a duplicate key comes back as [`Error::DuplicateKey`] (described
     /// from `documents`, the documents this write inserted or changed).
     pub fn commit(mut self, durability: Durability, documents: &[&RawDocument]) -> Result<Arc<Collection>> {
-        let counts = self.inner.counts_tree;
+        let counts = self.catalog.counts_tree();
         if self.count_delta != 0 {
             self.txn.update(counts, self.collection.count_key.clone(), self.count_delta.to_le_bytes().to_vec());
         }
@@ -145,7 +146,7 @@ impl<'s> DocumentWrite<'s> {
         }
         let new_meta = self.multikey_meta();
         if let Some(meta) = &new_meta {
-            self.txn.put(self.inner.catalog_tree, namespace_key(&meta.db, &meta.name), meta.encode()?);
+            self.txn.put(self.catalog.tree(), namespace_key(&meta.db, &meta.name), meta.encode()?);
         }
         match self.txn.commit(under_lock(durability)) {
             Ok(_) => {}
@@ -155,7 +156,7 @@ impl<'s> DocumentWrite<'s> {
             Err(other) => return Err(other.into()),
         }
         match new_meta {
-            Some(meta) => self.inner.install(&self.collection, meta),
+            Some(meta) => self.catalog.install(self.engine, &self.collection, meta),
             None => Ok(self.collection),
         }
     }

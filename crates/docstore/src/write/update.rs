@@ -15,11 +15,12 @@ use query::filter::Filter;
 use query::update::{ApplyOptions, Update};
 use storage::Durability;
 
+use crate::catalog::Locked;
 use crate::error::{Error, Result};
 use crate::index::id_key;
 use crate::read::find::FindRequest;
 use crate::read::planner::Hint;
-use crate::store::{Inner, Locked};
+use crate::store::Inner;
 use crate::write::insert::with_generated_id;
 use crate::write::{DocumentWrite, document_id};
 
@@ -146,10 +147,10 @@ impl Inner {
             )));
         }
         let filter = Filter::parse(&request.filter)?;
-        let mut locked = match (self.lock(db, name), request.upsert) {
+        let mut locked = match (self.catalog.lock(db, name), request.upsert) {
             (Some(locked), _) => locked,
             (None, false) => return Ok(UpdateOutcome::default()),
-            (None, true) => self.lock_or_create(db, name)?,
+            (None, true) => self.catalog.lock_or_create(&self.engine, db, name)?,
         };
         let find = FindRequest {
             filter: request.filter.clone(),
@@ -189,7 +190,7 @@ impl Inner {
         };
         let new_raw = encode(&new)?;
         let id = document_id(old)?.unwrap_or(Bson::Null);
-        let mut write = DocumentWrite::new(self, &locked.collection);
+        let mut write = DocumentWrite::new(&self.engine, &self.catalog, &locked.collection);
         write.replace(&id_key(&id), old, &new_raw)?;
         locked.collection = write.commit(durability, &[&new_raw])?;
         Ok(Some(new))
@@ -233,10 +234,10 @@ impl Inner {
         let projection =
             request.fields.as_ref().filter(|f| !f.is_empty()).map(query::projection::Projection::parse).transpose()?;
         let filter = Filter::parse(&request.query)?;
-        let mut locked = match (self.lock(db, name), request.upsert) {
+        let mut locked = match (self.catalog.lock(db, name), request.upsert) {
             (Some(locked), _) => locked,
             (None, false) => return Ok(FindAndModifyOutcome::default()),
-            (None, true) => self.lock_or_create(db, name)?,
+            (None, true) => self.catalog.lock_or_create(&self.engine, db, name)?,
         };
         let find = FindRequest {
             filter: request.query.clone(),
@@ -264,7 +265,7 @@ impl Inner {
         };
         let old_document = Document::try_from(old.as_ref()).map_err(|e| Error::corrupt(e.to_string()))?;
         let Some(modification) = modification else {
-            let mut write = DocumentWrite::new(self, &locked.collection);
+            let mut write = DocumentWrite::new(&self.engine, &self.catalog, &locked.collection);
             let id = document_id(&old)?.unwrap_or(Bson::Null);
             write.remove(&id_key(&id), &old)?;
             locked.collection = write.commit(durability, &[&old])?;

@@ -11,10 +11,10 @@ use std::cmp::Ordering;
 use bson::{Bson, Document};
 
 use super::compare::compare;
-use super::number::{ArithOp, Dec, Num, NumType, arith, dec_divide};
 use super::value::{EvalResult, Value, approximate_bytes, approximate_document_bytes, fail};
 use super::{Arity, Func, OpDef};
 use crate::error::QueryError;
+use crate::number::{ArithOp, Dec, Num, NumType, arith, dec_divide};
 
 /// Which accumulator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

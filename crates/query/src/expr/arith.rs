@@ -9,9 +9,9 @@
 use bigdecimal::{BigDecimal, RoundingMode};
 use bson::{Bson, DateTime};
 
-use super::number::{ArithOp, Dec, Num, NumType, arith, dec_divide};
 use super::value::{EvalResult, Value, bson_type_name, display, fail, type_name};
 use super::{Arity, Func, OpDef};
+use crate::number::{ArithOp, Dec, Num, NumType, arith, dec_divide};
 
 pub fn lookup(name: &str) -> Option<OpDef> {
     let (name, arity, func): (&'static str, Arity, Func) = match name {
@@ -84,7 +84,7 @@ fn date_plus(millis: i64, offset: &Num) -> EvalResult {
         Num::Long(i) => Some(*i),
         other => {
             let f = other.to_f64().round();
-            super::number::f64_to_exact_i64(f)
+            crate::number::f64_to_exact_i64(f)
         }
     };
     let result = delta.and_then(|d| millis.checked_add(d));

@@ -11,11 +11,11 @@ use std::cmp::Ordering;
 use bson::{Bson, Document};
 
 use super::compare::compare;
-use super::number::{Num, long_or_int};
 use super::parse::{parse, positional_args};
 use super::value::{EvalResult, Value, bson_type_name, display, fail, is_nullish, to_i32_arg, type_name};
 use super::{Arity, Call, Expr, Func, OpDef};
 use crate::error::QueryError;
+use crate::number::{Num, long_or_int};
 
 pub fn lookup(name: &str) -> Option<OpDef> {
     let (name, arity, func): (&'static str, Arity, Func) = match name {

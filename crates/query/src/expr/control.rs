@@ -321,7 +321,7 @@ fn filter_limit(value: crate::expr::Value) -> Result<Option<usize>, QueryError> 
     if is_nullish(&value) {
         return Ok(None);
     }
-    let n = value.as_ref().and_then(super::number::Num::from_bson).and_then(|n| n.to_exact_i64()).ok_or_else(|| {
+    let n = value.as_ref().and_then(crate::number::Num::from_bson).and_then(|n| n.to_exact_i64()).ok_or_else(|| {
         fail(
             327391,
             format!("$filter: limit must be represented as a 32-bit integral value: {}", super::value::display(&value)),

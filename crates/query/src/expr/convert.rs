@@ -13,15 +13,15 @@ use bson::{Bson, DateTime, Decimal128};
 
 use super::control::{Control, control};
 use super::eval::Scope;
-use super::number::{Dec, Num, f64_to_exact_i64};
 use super::parse::{NamedArgCodes, named_args};
 use super::value::{EvalResult, Value, bson_type_name, fail, is_nullish, is_truthy};
 use super::{Arity, Expr, Func, OpDef};
 use crate::error::QueryError;
+use crate::number::{Dec, Num, f64_to_exact_i64};
 
-/// A target type of a conversion.
+/// The type a conversion produces: `$convert`'s `to`, or the one a `$toInt`-style shorthand names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
+pub enum ConvertTo {
     Double,
     String,
     ObjectId,
@@ -46,26 +46,26 @@ pub fn lookup(name: &str) -> Option<OpDef> {
         "$isNumber" => ("$isNumber", Arity::Exact(1), |a| {
             Ok(Some(Bson::Boolean(a[0].as_ref().is_some_and(super::value::is_numeric))))
         }),
-        "$toString" => ("$toString", Arity::Exact(1), |a| shorthand(a, Target::String)),
-        "$toInt" => ("$toInt", Arity::Exact(1), |a| shorthand(a, Target::Int)),
-        "$toLong" => ("$toLong", Arity::Exact(1), |a| shorthand(a, Target::Long)),
-        "$toDouble" => ("$toDouble", Arity::Exact(1), |a| shorthand(a, Target::Double)),
-        "$toDecimal" => ("$toDecimal", Arity::Exact(1), |a| shorthand(a, Target::Decimal)),
-        "$toBool" => ("$toBool", Arity::Exact(1), |a| shorthand(a, Target::Bool)),
-        "$toDate" => ("$toDate", Arity::Exact(1), |a| shorthand(a, Target::Date)),
-        "$toObjectId" => ("$toObjectId", Arity::Exact(1), |a| shorthand(a, Target::ObjectId)),
+        "$toString" => ("$toString", Arity::Exact(1), |a| shorthand(a, ConvertTo::String)),
+        "$toInt" => ("$toInt", Arity::Exact(1), |a| shorthand(a, ConvertTo::Int)),
+        "$toLong" => ("$toLong", Arity::Exact(1), |a| shorthand(a, ConvertTo::Long)),
+        "$toDouble" => ("$toDouble", Arity::Exact(1), |a| shorthand(a, ConvertTo::Double)),
+        "$toDecimal" => ("$toDecimal", Arity::Exact(1), |a| shorthand(a, ConvertTo::Decimal)),
+        "$toBool" => ("$toBool", Arity::Exact(1), |a| shorthand(a, ConvertTo::Bool)),
+        "$toDate" => ("$toDate", Arity::Exact(1), |a| shorthand(a, ConvertTo::Date)),
+        "$toObjectId" => ("$toObjectId", Arity::Exact(1), |a| shorthand(a, ConvertTo::ObjectId)),
         "$convert" => return Some(OpDef::Custom("$convert", parse_convert)),
         _ => return None,
     };
     Some(OpDef::Strict { name, arity, func })
 }
 
-fn shorthand(args: &[Value], target: Target) -> EvalResult {
+fn shorthand(args: &[Value], to_type: ConvertTo) -> EvalResult {
     if is_nullish(&args[0]) {
         return Ok(Some(Bson::Null));
     }
     let input = args[0].as_ref().unwrap_or(&Bson::Null);
-    convert_value(input, target).map(Some)
+    convert_value(input, to_type).map(Some)
 }
 
 const CONVERT_CODES: NamedArgCodes = NamedArgCodes { not_object: 9, unknown: 9, missing: 9 };
@@ -89,14 +89,14 @@ pub fn eval_convert(spec: &ConvertSpec, scope: &mut Scope<'_>) -> EvalResult {
     if is_nullish(&to) {
         return Ok(Some(Bson::Null));
     }
-    let target = parse_target(to.as_ref().unwrap_or(&Bson::Null))?;
+    let to_type = parse_to_type(to.as_ref().unwrap_or(&Bson::Null))?;
     let Some(value) = input.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) else {
         return match &spec.on_null {
             Some(e) => scope.eval(e),
             None => Ok(Some(Bson::Null)),
         };
     };
-    match convert_value(&value, target) {
+    match convert_value(&value, to_type) {
         Ok(v) => Ok(Some(v)),
         Err(e) if e.code() == 241 => match &spec.on_error {
             Some(handler) => scope.eval(handler),
@@ -107,29 +107,29 @@ pub fn eval_convert(spec: &ConvertSpec, scope: &mut Scope<'_>) -> EvalResult {
 }
 
 /// `to`: a type name, a type number, or `{type: ...}`.
-fn parse_target(to: &Bson) -> Result<Target, QueryError> {
-    let target = match to {
+fn parse_to_type(to: &Bson) -> Result<ConvertTo, QueryError> {
+    let to_type = match to {
         Bson::String(s) => match s.as_str() {
-            "double" => Target::Double,
-            "string" => Target::String,
-            "objectId" => Target::ObjectId,
-            "bool" => Target::Bool,
-            "date" => Target::Date,
-            "int" => Target::Int,
-            "long" => Target::Long,
-            "decimal" => Target::Decimal,
+            "double" => ConvertTo::Double,
+            "string" => ConvertTo::String,
+            "objectId" => ConvertTo::ObjectId,
+            "bool" => ConvertTo::Bool,
+            "date" => ConvertTo::Date,
+            "int" => ConvertTo::Int,
+            "long" => ConvertTo::Long,
+            "decimal" => ConvertTo::Decimal,
             other => return Err(fail(crate::error::ErrorCode::BadValue, format!("Unknown type name: {other}"))),
         },
-        Bson::Document(d) if d.contains_key("type") => return parse_target(d.get("type").unwrap_or(&Bson::Null)),
+        Bson::Document(d) if d.contains_key("type") => return parse_to_type(d.get("type").unwrap_or(&Bson::Null)),
         other => match Num::from_bson(other).and_then(|n| n.to_exact_i64()) {
-            Some(1) => Target::Double,
-            Some(2) => Target::String,
-            Some(7) => Target::ObjectId,
-            Some(8) => Target::Bool,
-            Some(9) => Target::Date,
-            Some(16) => Target::Int,
-            Some(18) => Target::Long,
-            Some(19) => Target::Decimal,
+            Some(1) => ConvertTo::Double,
+            Some(2) => ConvertTo::String,
+            Some(7) => ConvertTo::ObjectId,
+            Some(8) => ConvertTo::Bool,
+            Some(9) => ConvertTo::Date,
+            Some(16) => ConvertTo::Int,
+            Some(18) => ConvertTo::Long,
+            Some(19) => ConvertTo::Decimal,
             Some(n) => return Err(fail(crate::error::ErrorCode::BadValue, format!("Invalid type number: {n}"))),
             None => {
                 return Err(fail(
@@ -139,19 +139,19 @@ fn parse_target(to: &Bson) -> Result<Target, QueryError> {
             }
         },
     };
-    Ok(target)
+    Ok(to_type)
 }
 
-fn target_name(target: Target) -> &'static str {
-    match target {
-        Target::Double => "double",
-        Target::String => "string",
-        Target::ObjectId => "objectId",
-        Target::Bool => "bool",
-        Target::Date => "date",
-        Target::Int => "int",
-        Target::Long => "long",
-        Target::Decimal => "decimal",
+fn to_type_name(to_type: ConvertTo) -> &'static str {
+    match to_type {
+        ConvertTo::Double => "double",
+        ConvertTo::String => "string",
+        ConvertTo::ObjectId => "objectId",
+        ConvertTo::Bool => "bool",
+        ConvertTo::Date => "date",
+        ConvertTo::Int => "int",
+        ConvertTo::Long => "long",
+        ConvertTo::Decimal => "decimal",
     }
 }
 
@@ -159,20 +159,20 @@ fn conversion_failure(message: String) -> QueryError {
     fail(crate::error::ErrorCode::ConversionFailure, format!("{message} in $convert with no onError value"))
 }
 
-fn unsupported(value: &Bson, target: Target) -> QueryError {
-    conversion_failure(format!("Unsupported conversion from {} to {}", bson_type_name(value), target_name(target)))
+fn unsupported(value: &Bson, to_type: ConvertTo) -> QueryError {
+    conversion_failure(format!("Unsupported conversion from {} to {}", bson_type_name(value), to_type_name(to_type)))
 }
 
 /// Converts a non-null value; errors are `ConversionFailure`.
-pub fn convert_value(value: &Bson, target: Target) -> Result<Bson, QueryError> {
-    match target {
-        Target::Bool => Ok(Bson::Boolean(!matches!(value, Bson::Undefined) && is_truthy_for_convert(value))),
-        Target::String => to_string(value, target),
-        Target::Double => to_double(value, target),
-        Target::Decimal => to_decimal(value, target),
-        Target::Int | Target::Long => to_integer(value, target),
-        Target::Date => to_date(value, target),
-        Target::ObjectId => match value {
+pub fn convert_value(value: &Bson, to_type: ConvertTo) -> Result<Bson, QueryError> {
+    match to_type {
+        ConvertTo::Bool => Ok(Bson::Boolean(!matches!(value, Bson::Undefined) && is_truthy_for_convert(value))),
+        ConvertTo::String => to_string(value, to_type),
+        ConvertTo::Double => to_double(value, to_type),
+        ConvertTo::Decimal => to_decimal(value, to_type),
+        ConvertTo::Int | ConvertTo::Long => to_integer(value, to_type),
+        ConvertTo::Date => to_date(value, to_type),
+        ConvertTo::ObjectId => match value {
             Bson::ObjectId(_) => Ok(value.clone()),
             Bson::String(s) if s.len() == 24 => ObjectId::parse_str(s)
                 .map(Bson::ObjectId)
@@ -181,7 +181,7 @@ pub fn convert_value(value: &Bson, target: Target) -> Result<Bson, QueryError> {
                 "Failed to parse objectId '{s}': Invalid string length for parsing to OID, expected 24 but found {}",
                 s.len()
             ))),
-            other => Err(unsupported(other, target)),
+            other => Err(unsupported(other, to_type)),
         },
     }
 }
@@ -193,7 +193,7 @@ fn is_truthy_for_convert(value: &Bson) -> bool {
     }
 }
 
-fn to_string(value: &Bson, target: Target) -> Result<Bson, QueryError> {
+fn to_string(value: &Bson, to_type: ConvertTo) -> Result<Bson, QueryError> {
     let text = match value {
         Bson::String(s) => s.clone(),
         Bson::Boolean(b) => b.to_string(),
@@ -203,12 +203,12 @@ fn to_string(value: &Bson, target: Target) -> Result<Bson, QueryError> {
         Bson::Decimal128(d) => d.to_string(),
         Bson::ObjectId(o) => o.to_hex(),
         Bson::DateTime(d) => super::date_format::iso_string(*d),
-        other => return Err(unsupported(other, target)),
+        other => return Err(unsupported(other, to_type)),
     };
     Ok(Bson::String(text))
 }
 
-fn to_double(value: &Bson, target: Target) -> Result<Bson, QueryError> {
+fn to_double(value: &Bson, to_type: ConvertTo) -> Result<Bson, QueryError> {
     let d = match value {
         Bson::Boolean(b) => f64::from(u8::from(*b)),
         Bson::DateTime(d) => d.timestamp_millis() as f64,
@@ -223,7 +223,7 @@ fn to_double(value: &Bson, target: Target) -> Result<Bson, QueryError> {
         }
         other => match Num::from_bson(other) {
             Some(n) => n.to_f64(),
-            None => return Err(unsupported(other, target)),
+            None => return Err(unsupported(other, to_type)),
         },
     };
     Ok(Bson::Double(d))
@@ -239,7 +239,7 @@ fn parse_number_string(s: &str) -> Result<f64, QueryError> {
     }
 }
 
-fn to_decimal(value: &Bson, target: Target) -> Result<Bson, QueryError> {
+fn to_decimal(value: &Bson, to_type: ConvertTo) -> Result<Bson, QueryError> {
     let dec = match value {
         Bson::Boolean(b) => Dec::from_i64(i64::from(*b)),
         Bson::DateTime(d) => Dec::from_i64(d.timestamp_millis()),
@@ -250,16 +250,16 @@ fn to_decimal(value: &Bson, target: Target) -> Result<Bson, QueryError> {
         }
         other => match Num::from_bson(other) {
             Some(n) => n.to_dec(),
-            None => return Err(unsupported(other, target)),
+            None => return Err(unsupported(other, to_type)),
         },
     };
     Ok(Bson::Decimal128(dec.to_decimal128()))
 }
 
-fn to_integer(value: &Bson, target: Target) -> Result<Bson, QueryError> {
+fn to_integer(value: &Bson, to_type: ConvertTo) -> Result<Bson, QueryError> {
     let wide: i64 = match value {
         Bson::Boolean(b) => i64::from(*b),
-        Bson::DateTime(d) if target == Target::Long => d.timestamp_millis(),
+        Bson::DateTime(d) if to_type == ConvertTo::Long => d.timestamp_millis(),
         Bson::String(s) => {
             let ok = !s.is_empty() && s.trim_start_matches(['-', '+']).chars().all(|c| c.is_ascii_digit());
             let parsed = if ok { s.parse::<i64>().ok() } else { None };
@@ -282,10 +282,10 @@ fn to_integer(value: &Bson, target: Target) -> Result<Bson, QueryError> {
                 }
             }
         }
-        other => return Err(unsupported(other, target)),
+        other => return Err(unsupported(other, to_type)),
     };
-    match target {
-        Target::Int => i32::try_from(wide).map(Bson::Int32).map_err(|_| overflow(value)),
+    match to_type {
+        ConvertTo::Int => i32::try_from(wide).map(Bson::Int32).map_err(|_| overflow(value)),
         _ => Ok(Bson::Int64(wide)),
     }
 }
@@ -301,14 +301,14 @@ fn truncate_to_i64(d: f64, value: &Bson) -> Result<i64, QueryError> {
     f64_to_exact_i64(d.trunc()).ok_or_else(|| overflow(value))
 }
 
-fn to_date(value: &Bson, target: Target) -> Result<Bson, QueryError> {
+fn to_date(value: &Bson, to_type: ConvertTo) -> Result<Bson, QueryError> {
     let millis = match value {
         Bson::DateTime(_) => return Ok(value.clone()),
         Bson::Int64(i) => *i,
         Bson::Double(d) => truncate_to_i64(*d, value)?,
-        Bson::Decimal128(_) => match to_integer(value, Target::Long)? {
+        Bson::Decimal128(_) => match to_integer(value, ConvertTo::Long)? {
             Bson::Int64(i) => i,
-            _ => return Err(unsupported(value, target)),
+            _ => return Err(unsupported(value, to_type)),
         },
         Bson::ObjectId(o) => o.timestamp().timestamp_millis(),
         Bson::Timestamp(t) => i64::from(t.time) * 1000,
@@ -316,7 +316,7 @@ fn to_date(value: &Bson, target: Target) -> Result<Bson, QueryError> {
             Some(ms) => ms,
             None => return Err(conversion_failure(format!("Error parsing date string '{s}'"))),
         },
-        other => return Err(unsupported(other, target)),
+        other => return Err(unsupported(other, to_type)),
     };
     Ok(Bson::DateTime(DateTime::from_millis(millis)))
 }

@@ -13,11 +13,11 @@ use chrono::{Datelike, Months, NaiveDate, NaiveDateTime, TimeDelta, Timelike};
 use super::control::{Control, control};
 use super::date_format::{DEFAULT_FORMAT, format_local, parse_with_format, sunday_week};
 use super::eval::Scope;
-use super::number::Num;
 use super::parse::{NamedArgCodes, named_args, parse};
 use super::value::{EvalResult, Value, bson_type_name, display, fail, is_nullish, type_name};
 use super::{Call, Expr, Func, OpDef};
 use crate::error::QueryError;
+use crate::number::Num;
 
 type Parser = fn(&'static str, &Bson) -> Result<Expr, QueryError>;
 

@@ -24,7 +24,6 @@ mod convert;
 mod date;
 mod date_format;
 mod eval;
-pub mod number;
 mod object;
 mod parse;
 mod regex_util;

@@ -130,7 +130,7 @@ fn all_matches(input: &str, re: &Regex, limit: usize) -> Vec<Document> {
         let idx = input.get(..whole.start()).map_or(0, |prefix| prefix.chars().count());
         let mut doc = Document::new();
         doc.insert("match", whole.as_str());
-        doc.insert("idx", super::number::long_or_int(idx as i64));
+        doc.insert("idx", crate::number::long_or_int(idx as i64));
         doc.insert("captures", captures);
         out.push(doc);
     }

@@ -81,7 +81,7 @@ fn concat(args: &[Value]) -> EvalResult {
 
 /// An integral numeric argument (`$substr*` positions); `codes` = (not numeric, not integral).
 fn integer_arg(value: &Value, op: &str, what: &str, codes: (i32, i32)) -> Result<i64, QueryError> {
-    let Some(n) = value.as_ref().and_then(super::number::Num::from_bson) else {
+    let Some(n) = value.as_ref().and_then(crate::number::Num::from_bson) else {
         return Err(fail(codes.0, format!("{op}: {what} must be a numeric type (is BSON type {})", type_name(value))));
     };
     n.to_exact_i64().filter(|i| i32::try_from(*i).is_ok()).ok_or_else(|| {
@@ -124,7 +124,7 @@ fn substr_bytes(args: &[Value]) -> EvalResult {
 }
 
 fn bytes_position(value: &Value, what: &str, code: i32) -> Result<i64, QueryError> {
-    match value.as_ref().and_then(super::number::Num::from_bson) {
+    match value.as_ref().and_then(crate::number::Num::from_bson) {
         Some(n) => Ok(n.to_f64().trunc().clamp(i64::MIN as f64, i64::MAX as f64) as i64),
         None => {
             Err(fail(code, format!("$substrBytes: {what} must be a numeric type (is BSON type {})", type_name(value))))
@@ -169,14 +169,14 @@ fn split(args: &[Value]) -> EvalResult {
 
 fn str_len_cp(args: &[Value]) -> EvalResult {
     match &args[0] {
-        Some(Bson::String(s)) => Ok(Some(super::number::long_or_int(s.chars().count() as i64))),
+        Some(Bson::String(s)) => Ok(Some(crate::number::long_or_int(s.chars().count() as i64))),
         other => Err(fail(34471, format!("$strLenCP requires a string argument, found: {}", type_name(other)))),
     }
 }
 
 fn str_len_bytes(args: &[Value]) -> EvalResult {
     match &args[0] {
-        Some(Bson::String(s)) => Ok(Some(super::number::long_or_int(s.len() as i64))),
+        Some(Bson::String(s)) => Ok(Some(crate::number::long_or_int(s.len() as i64))),
         other => Err(fail(34473, format!("$strLenBytes requires a string argument, found: {}", type_name(other)))),
     }
 }
@@ -209,11 +209,11 @@ fn index_of_code_point(text: &str, needle: &str, args: &[Value], op: &str) -> Ev
     let start = index_bound(args.get(2), op, 0)?;
     let end = index_bound(args.get(3), op, length)?.min(length);
     if needle.is_empty() && start <= end {
-        return Ok(Some(super::number::long_or_int(start as i64)));
+        return Ok(Some(crate::number::long_or_int(start as i64)));
     }
     for (position, (byte, _)) in text.char_indices().enumerate().take(end).skip(start) {
         if text.get(byte..).is_some_and(|rest| rest.starts_with(needle)) {
-            return Ok(Some(super::number::long_or_int(position as i64)));
+            return Ok(Some(crate::number::long_or_int(position as i64)));
         }
     }
     Ok(Some(Bson::Int32(-1)))
@@ -231,14 +231,14 @@ fn index_of_byte(text: &str, needle: &str, args: &[Value], op: &str) -> EvalResu
     let needle = needle.as_bytes();
     let found = if needle.is_empty() { Some(0) } else { window.windows(needle.len()).position(|w| w == needle) };
     Ok(Some(match found {
-        Some(offset) => super::number::long_or_int((start + offset) as i64),
+        Some(offset) => crate::number::long_or_int((start + offset) as i64),
         None => Bson::Int32(-1),
     }))
 }
 
 fn index_bound(value: Option<&Value>, op: &str, default: usize) -> Result<usize, QueryError> {
     let Some(value) = value else { return Ok(default) };
-    let n = value.as_ref().and_then(super::number::Num::from_bson).and_then(|n| n.to_exact_i64());
+    let n = value.as_ref().and_then(crate::number::Num::from_bson).and_then(|n| n.to_exact_i64());
     match n {
         None => Err(fail(
             40096,

@@ -42,7 +42,7 @@ pub fn is_truthy(value: &Bson) -> bool {
         Bson::Int32(i) => *i != 0,
         Bson::Int64(i) => *i != 0,
         Bson::Double(d) => *d != 0.0,
-        Bson::Decimal128(_) => super::number::Num::from_bson(value).is_some_and(|n| !n.is_zero()),
+        Bson::Decimal128(_) => crate::number::Num::from_bson(value).is_some_and(|n| !n.is_zero()),
         _ => true,
     }
 }
@@ -89,7 +89,7 @@ pub fn approximate_document_bytes(document: &bson::Document) -> usize {
 /// An argument that must be a whole number fitting int32 (array indexes, sizes).
 /// `what` names the operator and argument for the messages; codes are the operator's.
 pub fn to_i32_arg(value: &Bson, not_numeric: (i32, &str), not_integral: (i32, &str)) -> Result<i32, QueryError> {
-    let Some(num) = super::number::Num::from_bson(value) else {
+    let Some(num) = crate::number::Num::from_bson(value) else {
         return Err(fail(not_numeric.0, format!("{}, but is of type: {}", not_numeric.1, bson_type_name(value))));
     };
     num.to_exact_i64()

@@ -167,7 +167,7 @@ impl BucketAutoSpec {
         let group_by = parse_group_by(spec.get("groupBy"), 40239, "$bucketAuto")?;
         let buckets = spec
             .get("buckets")
-            .and_then(crate::expr::number::Num::from_bson)
+            .and_then(crate::number::Num::from_bson)
             .and_then(|n| n.to_exact_i64())
             .filter(|n| (1..=i64::from(i32::MAX)).contains(n))
             .ok_or_else(|| fail(40243, "The $bucketAuto 'buckets' field must be a positive 32-bit integer"))?;

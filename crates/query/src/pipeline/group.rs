@@ -3,13 +3,14 @@
 //! [`super::bucket`].
 
 use bson::{Bson, Document};
+use document::keycodec::Direction;
 
 use super::Context;
 use super::groups::GroupFold;
-use super::sort::{Direction, SortSpec};
 use crate::error::QueryError;
 use crate::expr::accumulator::{Accumulator, AccumulatorKind};
 use crate::expr::{Expr, fail};
+use crate::sort::SortSpec;
 
 /// One output field of `$group`: `name: {$acc: expr}`.
 #[derive(Debug, Clone)]
@@ -140,5 +141,5 @@ pub fn parse_sort_by_count(spec: &Bson) -> Result<(GroupSpec, SortSpec), QueryEr
     let count =
         AccumulatorSpec { name: "count".into(), kind: AccumulatorKind::Sum, expr: Expr::Literal(Bson::Int32(1)) };
     let group = GroupSpec { id: Expr::parse(spec)?, accumulators: vec![count] };
-    Ok((group, SortSpec::single("count", Direction::Descending)))
+    Ok((group, SortSpec::single("count", Direction::Descending)?))
 }

@@ -169,7 +169,7 @@ fn key_hash(key: &Bson) -> u64 {
 /// A hash equal for values MongoDB calls equal: numbers by double value, documents and arrays
 /// by their members, strings by bytes.
 fn coarse_hash(value: &Bson, hasher: &mut impl Hasher) {
-    if let Some(n) = crate::expr::number::Num::from_bson(value) {
+    if let Some(n) = crate::number::Num::from_bson(value) {
         let d = n.to_f64();
         let bits = if d == 0.0 {
             0

@@ -20,12 +20,12 @@
 //! `$sample` so tests are repeatable.
 //! Invariant: `$out`/`$merge` only as the last stage, checked at parse time.
 
+mod add_fields;
 mod bucket;
 mod group;
 mod groups;
 mod lookup;
 mod output;
-mod project;
 mod redact;
 mod sort;
 mod source;
@@ -41,9 +41,8 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 
+pub use add_fields::AddFields;
 pub use group::GroupSpec;
-pub use project::{AddFields, Projection};
-pub use sort::{Direction, SortSpec};
 pub use source::{CollectionSource, InMemorySource, Namespace};
 pub use spill::{InMemorySpill, SpillRun, SpillStore, SpilledRecords};
 pub use stage::Stage;
@@ -286,7 +285,7 @@ fn apply_stage<'a>(stage: &Stage, input: DocumentStream<'a>, context: &Context<'
         }
         Stage::Project(p) => {
             let p = p.clone();
-            map_each(input, move |d| p.apply(&d, &vars))
+            map_each(input, move |d| p.apply_with(&d, None, &vars))
         }
         Stage::AddFields(a) => {
             let a = a.clone();
@@ -332,8 +331,8 @@ fn apply_stage<'a>(stage: &Stage, input: DocumentStream<'a>, context: &Context<'
 fn blocking_stage<'a>(stage: &Stage, input: DocumentStream<'a>, context: &Context<'a>) -> DocumentStream<'a> {
     match stage {
         Stage::Group(g) => folded(input, Box::new(g.fold(context))),
-        Stage::SortByCount(g, s) => folded(folded(input, Box::new(g.fold(context))), Box::new(s.fold(context))),
-        Stage::Sort(s) => folded(input, Box::new(s.fold(context))),
+        Stage::SortByCount(g, s) => folded(folded(input, Box::new(g.fold(context))), Box::new(sort::fold(s, context))),
+        Stage::Sort(s) => folded(input, Box::new(sort::fold(s, context))),
         Stage::Count(name) => folded(input, Box::new(Count { name: name.clone(), n: 0 })),
         Stage::Bucket(b) => folded(input, Box::new(b.fold(context.vars.clone()))),
         Stage::BucketAuto(b) => folded(input, Box::new(b.fold(context))),
@@ -401,7 +400,7 @@ fn count(name: &str, n: usize) -> Vec<Document> {
         return Vec::new();
     }
     let mut out = Document::new();
-    out.insert(name.to_string(), crate::expr::number::long_or_int(n as i64));
+    out.insert(name.to_string(), crate::number::long_or_int(n as i64));
     vec![out]
 }
 

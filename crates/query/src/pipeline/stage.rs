@@ -7,17 +7,18 @@
 
 use bson::{Bson, Document};
 
+use super::add_fields::AddFields;
 use super::bucket::{BucketAutoSpec, BucketSpec};
 use super::group::{GroupSpec, parse_count, parse_sort_by_count};
 use super::lookup::{LookupSpec, UnionWithSpec};
 use super::output::{MergeSpec, parse_out};
-use super::project::{AddFields, Projection, parse_unset};
-use super::sort::SortSpec;
 use super::source::Namespace;
 use super::unwind::UnwindSpec;
 use super::{MatchStage, Pipeline};
 use crate::error::QueryError;
 use crate::expr::{Expr, bson_type_name, fail};
+use crate::projection::Projection;
+use crate::sort::SortSpec;
 
 /// A parsed stage.
 #[derive(Debug, Clone)]
@@ -76,16 +77,16 @@ pub fn parse_stage(stage: &Bson) -> Result<Stage, QueryError> {
             "the match filter must be an expression in an object",
         )?)?),
         "$project" => {
-            Stage::Project(Projection::parse(object(spec, 15969, "$project specification must be an object")?)?)
+            Stage::Project(Projection::parse_stage(object(spec, 15969, "$project specification must be an object")?)?)
         }
         "$addFields" | "$set" => Stage::AddFields(AddFields::parse(object(
             spec,
             40272,
             "$addFields specification stage must be an object",
         )?)?),
-        "$unset" => Stage::Project(parse_unset(spec)?),
+        "$unset" => Stage::Project(Projection::parse_unset(spec)?),
         "$group" => Stage::Group(GroupSpec::parse(spec)?),
-        "$sort" => Stage::Sort(SortSpec::parse(spec)?),
+        "$sort" => Stage::Sort(SortSpec::parse_stage(spec)?),
         "$limit" => Stage::Limit(parse_limit(spec)?),
         "$skip" => Stage::Skip(parse_skip(spec)?),
         "$unwind" => Stage::Unwind(UnwindSpec::parse(spec)?),
@@ -118,7 +119,7 @@ fn object<'a>(spec: &'a Bson, code: i32, message: &str) -> Result<&'a Document, 
 }
 
 fn whole_number(spec: &Bson) -> Option<i64> {
-    crate::expr::number::Num::from_bson(spec).and_then(|n| n.to_exact_i64())
+    crate::number::Num::from_bson(spec).and_then(|n| n.to_exact_i64())
 }
 
 fn parse_limit(spec: &Bson) -> Result<usize, QueryError> {

@@ -37,7 +37,7 @@ impl UpdatePipeline {
         for stage in &self.stages {
             current = match stage {
                 Stage::AddFields(spec) => spec.apply(&current, vars)?,
-                Stage::Project(spec) => spec.apply(&current, vars)?,
+                Stage::Project(spec) => spec.apply_with(&current, None, vars)?,
                 Stage::ReplaceRoot(expr) => super::replace_root(expr, &current, vars)?,
                 _ => return Err(fail(crate::error::ErrorCode::InvalidOptions, "Invalid update pipeline stage")),
             };

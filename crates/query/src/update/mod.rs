@@ -15,7 +15,6 @@
 //!
 //! Pipeline-style updates (an array of stages) belong to [`crate::pipeline`], not here.
 
-mod arith;
 mod array_filters;
 mod operator;
 mod path;

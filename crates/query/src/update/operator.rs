@@ -9,11 +9,12 @@ use std::cmp::Ordering;
 
 use bson::{Bson, Document};
 use document::compare_values;
+use document::number::encode_decimal128;
 
-use super::arith::{self, Arith};
 use super::path::UpdatePath;
 use crate::error::{QueryError, Result};
 use crate::filter::{Filter, FilterRegex, Predicate, parse_field_value, type_name};
+use crate::number::{ArithOp, Num, arith_decimal128};
 use crate::sort::SortSpec;
 
 /// One operator applied to one field.
@@ -115,7 +116,7 @@ pub fn parse(name: &str, field: &str, argument: &Bson) -> Result<Operation> {
         "$unset" => Operation::Unset,
         "$setOnInsert" => Operation::SetOnInsert(argument.clone()),
         "$inc" | "$mul" => {
-            if !arith::is_number(argument) {
+            if Num::from_bson(argument).is_none() {
                 let verb = if name == "$inc" { "increment" } else { "multiply" };
                 return Err(QueryError::TypeMismatch(format!("Cannot {verb} with non-numeric argument: {}", shown())));
             }
@@ -149,6 +150,16 @@ pub fn parse(name: &str, field: &str, argument: &Bson) -> Result<Operation> {
             )));
         }
     })
+}
+
+/// Zero of the same numeric type as `value` (`$mul` on a missing field).
+fn zero_like(value: &Bson) -> Bson {
+    match value {
+        Bson::Int32(_) => Bson::Int32(0),
+        Bson::Int64(_) => Bson::Int64(0),
+        Bson::Decimal128(_) => encode_decimal128(false, 0, 0).map_or(Bson::Int32(0), Bson::Decimal128),
+        _ => Bson::Double(0.0),
+    }
 }
 
 fn arith_sign(value: &Bson) -> Option<i64> {
@@ -350,12 +361,15 @@ pub fn compute(operation: &Operation, field: &str, current: Option<&Bson>, conte
         Operation::SetOnInsert(value) if context.inserting => Change::Set(value.clone()),
         Operation::SetOnInsert(_) => Change::Keep,
         Operation::Inc(value) | Operation::Mul(value) => {
-            let (op, name) =
-                if matches!(operation, Operation::Inc(_)) { (Arith::Add, "$inc") } else { (Arith::Multiply, "$mul") };
+            let (op, name) = if matches!(operation, Operation::Inc(_)) {
+                (ArithOp::Add, "$inc")
+            } else {
+                (ArithOp::Multiply, "$mul")
+            };
             match current {
-                None if op == Arith::Add => Change::Set(value.clone()),
-                None => Change::Set(arith::zero_like(value)),
-                Some(existing) => match arith::apply(op, existing, value) {
+                None if op == ArithOp::Add => Change::Set(value.clone()),
+                None => Change::Set(zero_like(value)),
+                Some(existing) => match arith_decimal128(op, existing, value) {
                     Some(result) => Change::Set(result),
                     None => {
                         return Err(QueryError::TypeMismatch(format!(

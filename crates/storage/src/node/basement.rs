@@ -54,12 +54,16 @@ impl Basement {
         Basement { data: Vec::with_capacity(bytes), offsets: Vec::with_capacity(entries) }
     }
 
-    /// Builds a basement from entries in ascending key order.
+    /// Builds a basement from entries, in ascending key order or not: tests build bad ones
+    /// on purpose, for `decode` to refuse.
     #[cfg(test)]
     pub fn from_entries<'a>(entries: impl IntoIterator<Item = (&'a [u8], Vec<Version<'a>>)>) -> Basement {
         let mut basement = Basement::default();
         for (key, versions) in entries {
-            basement.push_entry(key, &versions);
+            if versions.iter().any(|(_, v)| v.is_some()) {
+                basement.offsets.push(basement.data.len() as u32);
+                write_entry(&mut basement.data, key, &versions);
+            }
         }
         basement
     }
@@ -179,12 +183,17 @@ impl Basement {
         if versions.iter().all(|(_, v)| v.is_none()) {
             return;
         }
-        self.offsets.push(self.data.len() as u32);
+        debug_assert!(self.last_key().is_none_or(|last| last < key), "a basement entry appended out of key order");
+        debug_assert!(versions.windows(2).all(|w| w[0].0 < w[1].0), "an entry's versions out of sequence order");
+        let start = self.data.len();
+        self.offsets.push(start as u32);
         write_entry(&mut self.data, key, versions);
+        debug_assert_eq!(self.data.len() - start, entry_len(key, versions));
     }
 
     /// Appends an entry already encoded (copied from another basement).
     pub fn push_raw(&mut self, entry: EntryRef<'_>) {
+        debug_assert!(self.last_key().is_none_or(|last| last < entry.key), "a basement entry copied out of key order");
         self.offsets.push(self.data.len() as u32);
         self.data.extend_from_slice(entry.raw);
     }
@@ -208,6 +217,14 @@ impl Basement {
             }
             _ => {}
         }
+        debug_assert!(
+            !present || {
+                let key = self.key_at(index);
+                (index == 0 || self.key_at(index - 1) < key)
+                    && (index + 1 >= self.len() || key < self.key_at(index + 1))
+            },
+            "a spliced basement entry out of key order"
+        );
     }
 
     /// Cuts the entries into basements of about `target_bytes`, none over `max_bytes` unless
@@ -224,7 +241,13 @@ impl Basement {
             size += entry_size;
         }
         let ends = starts.iter().skip(1).copied().chain([self.len()]);
-        starts.iter().zip(ends).map(|(&first, end)| self.range(first, end)).collect()
+        let pieces: Vec<Basement> = starts.iter().zip(ends).map(|(&first, end)| self.range(first, end)).collect();
+        debug_assert_eq!(pieces.iter().map(Basement::len).sum::<usize>(), self.len(), "a chunking lost entries");
+        debug_assert!(
+            pieces.iter().all(|piece| piece.len() <= 1 || piece.size_bytes() <= max_bytes),
+            "a chunk of several entries over the basement size"
+        );
+        pieces
     }
 
     /// The encoded length of entry `index`.
@@ -249,6 +272,10 @@ impl Basement {
 
     /// Appends the entries of `right` (whose keys are all greater).
     pub fn append(&mut self, right: Basement) {
+        debug_assert!(
+            self.last_key().zip(right.first_key()).is_none_or(|(last, first)| last < first),
+            "a basement appended whose keys are not all greater"
+        );
         let base = self.data.len() as u32;
         self.offsets.extend(right.offsets.iter().map(|o| o + base));
         self.data.extend_from_slice(&right.data);

@@ -144,6 +144,7 @@ impl Buffer {
         if full {
             self.freeze(horizon);
         }
+        debug_assert_eq!(self.size_bytes, self.recompute_size(), "a buffer's size drifted from its messages");
     }
 
     /// Turns `head` into the newest run, then merges runs as a binary counter.
@@ -251,6 +252,7 @@ impl Buffer {
         let taken = (std::mem::take(&mut self.runs), std::mem::take(&mut self.ranges));
         self.size_bytes = 0;
         self.sealed = Sealed::default();
+        debug_assert!(self.is_empty() && self.recompute_size() == 0, "a taken buffer kept messages");
         taken
     }
 
@@ -261,6 +263,7 @@ impl Buffer {
         // A key's several messages in `head` became one entry: fewer bytes.
         self.size_bytes = self.recompute_size();
         self.sealed = Sealed { runs: self.runs.len(), ranges: self.ranges.len() };
+        debug_assert!(self.head.is_empty(), "a seal left messages in head, outside the sealed runs");
         (self.runs.clone(), self.ranges.clone(), self.sealed)
     }
 
@@ -271,6 +274,8 @@ impl Buffer {
 
     /// Drops the sealed runs and range deletes: their messages are in the child now.
     pub fn drop_sealed(&mut self) {
+        // A seal over runs that are not there would drop messages that never reached the child.
+        assert!(self.seal_fits(), "a seal covering runs or range deletes the buffer does not hold");
         let Sealed { runs, ranges } = self.sealed;
         self.runs.drain(..runs.min(self.runs.len()));
         self.ranges.drain(..ranges.min(self.ranges.len()));
@@ -318,6 +323,7 @@ impl Buffer {
     pub fn split_off(&mut self, pivot: &[u8]) -> Buffer {
         self.sealed = Sealed::default();
         self.freeze_head(0);
+        let entries_before: usize = self.runs.iter().map(Run::len).sum();
         let mut right = Buffer::default();
         for run in &mut self.runs {
             let upper = run.split_off(pivot);
@@ -341,6 +347,11 @@ impl Buffer {
             self.points().all(|(key, _)| key.as_slice() < pivot)
                 && right.points().all(|(key, _)| key.as_slice() >= pivot),
             "a split buffer's messages on the wrong side of the pivot"
+        );
+        debug_assert_eq!(
+            self.runs.iter().chain(&right.runs).map(Run::len).sum::<usize>(),
+            entries_before,
+            "a buffer split lost or duplicated messages"
         );
         right
     }
@@ -449,6 +460,14 @@ impl Head {
     /// Adds a message after every message already here for its key.
     fn push(&mut self, key: &[u8], message: &(Seq, Event)) {
         let at = flat::partition_point(self.len(), |i| self.key(i), |k| k <= key);
+        debug_assert!(
+            at == 0 || self.key(at - 1) != key || {
+                let mut previous = Vec::with_capacity(1);
+                self.events_into(at - 1, &mut previous);
+                previous.first().is_some_and(|(seq, _)| *seq < message.0)
+            },
+            "a buffered message not newer than its key's last one"
+        );
         let start = self.data.len() as u32;
         write_entry(&mut self.data, key, std::slice::from_ref(message));
         self.sorted.insert(at, start);
@@ -710,6 +729,10 @@ impl Run {
             }
         }
         out.shrink();
+        debug_assert!(
+            out.len() <= self.len() + newer.len() && out.data.len() <= self.data.len() + newer.data.len(),
+            "a merge of runs grew their messages"
+        );
         out
     }
 

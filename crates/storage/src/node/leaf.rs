@@ -49,6 +49,10 @@ fn apply_events_into<'a>(
         versions.extend(old.versions().map(|(seq, v)| (seq, v.map(Cow::Borrowed))));
     }
     for (seq, event) in events {
+        debug_assert!(
+            versions.last().is_none_or(|(last, _)| *last < seq),
+            "a message reached a leaf that is not newer than the versions it holds"
+        );
         let value = match event {
             Event::Put(v) => Some(Cow::Owned(v)),
             Event::Delete => None,
@@ -220,6 +224,18 @@ impl Leaf {
             out.push(Basement::default());
         }
         self.basements = out;
+        debug_assert!(self.well_formed(), "a normalized leaf with empty basements or keys out of order");
+    }
+
+    /// Whether the basements' keys ascend from one to the next and no basement is empty but a
+    /// lone one (each basement's own order is its writers' to keep). Checked after reshaping.
+    fn well_formed(&self) -> bool {
+        let lone_or_full = self.basements.len() == 1 || self.basements.iter().all(|b| !b.is_empty());
+        lone_or_full
+            && self.basements.windows(2).all(|pair| match (pair[0].last_key(), pair[1].first_key()) {
+                (Some(last), Some(first)) => last < first,
+                _ => true,
+            })
     }
 
     /// Splits the leaf into pieces of about `target_bytes` each, at basement boundaries. Returns
@@ -244,11 +260,21 @@ impl Leaf {
             basements.push(Basement::default());
         }
         self.basements = basements;
+        debug_assert!(
+            pieces.iter().all(|(pivot, piece)| piece.well_formed() && piece.basements[0].first_key() == Some(pivot))
+                && self.last_key().zip(pieces.first()).is_none_or(|(last, (pivot, _))| last < pivot.as_slice())
+                && pieces.windows(2).all(|pair| pair[0].0 < pair[1].0),
+            "a leaf split into pieces out of key order"
+        );
         pieces
     }
 
     /// Appends the entries of the leaf to the right (whose keys are all greater).
     pub fn merge(&mut self, right: Leaf, basement_size_bytes: usize) {
+        debug_assert!(
+            self.last_key().zip(right.basements.iter().find_map(Basement::first_key)).is_none_or(|(l, r)| l < r),
+            "a leaf merged with one whose keys are not all greater"
+        );
         self.basements.extend(right.basements);
         self.normalize(basement_size_bytes);
     }

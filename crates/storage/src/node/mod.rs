@@ -85,6 +85,14 @@ pub fn child_range<'a>(
 const PIVOT_OVERHEAD_BYTES: usize = 48;
 
 impl Internal {
+    /// Whether the node has a buffer per child and a pivot between each two (a node that has
+    /// not would route a message to no buffer, or to the wrong child).
+    pub fn is_well_formed(&self) -> bool {
+        !self.children.is_empty()
+            && self.buffers.len() == self.children.len()
+            && self.pivots.len() + 1 == self.children.len()
+    }
+
     /// The child that owns `key`.
     pub fn child_index(&self, key: &[u8]) -> usize {
         child_index(&self.pivots, key)
@@ -136,6 +144,7 @@ impl Internal {
         horizon: Seq,
         head_bytes: usize,
     ) {
+        assert!(self.is_well_formed(), "a message routed through a malformed internal node");
         let index = self.child_index(key);
         if let Some(buffer) = self.buffers.get_mut(index) {
             buffer.push_all(key, events, horizon, head_bytes);
@@ -144,6 +153,7 @@ impl Internal {
 
     /// Routes runs of messages (from a flush above) to the buffers of the children they cover.
     pub fn push_runs(&mut self, runs: &[buffer::Run], horizon: Seq) {
+        assert!(self.is_well_formed(), "messages routed through a malformed internal node");
         for (index, buffer) in self.buffers.iter_mut().enumerate() {
             let (lo, hi) = child_range(&self.pivots, index, None, None);
             buffer.push_runs(runs, lo, hi, horizon);
@@ -152,6 +162,7 @@ impl Internal {
 
     /// Routes a range delete to the buffers of every child it overlaps, clipped to each.
     pub fn push_range(&mut self, range: &RangeDelete) {
+        assert!(self.is_well_formed(), "a range delete routed through a malformed internal node");
         let first = self.child_index(&range.start);
         let last = match &range.end {
             Some(end) => self.child_index_below(end),

@@ -24,6 +24,7 @@ impl NodeStore {
         let mut capture = Capture { dirty: Vec::new(), clean: Vec::new() };
         for shard in &self.shards {
             for (id, slot) in shard.lock().iter() {
+                debug_assert!(!slot.taken, "node {} out with a writer at a checkpoint's capture", id.0);
                 match (&slot.node, slot.dirty, slot.addr) {
                     (Some(View::Whole(node)), true, _) => capture.dirty.push((*id, Arc::clone(node), slot.version)),
                     (_, false, Some(addr)) => capture.clean.push((*id, addr)),

@@ -209,6 +209,8 @@ impl NodeStore {
         // A dirty node dropped from memory would lose its changes; one out with a writer would
         // come back over whatever replaced it.
         assert!(!slot.dirty && !slot.taken, "evicting a dirty or taken node");
+        // A clean node is on disk; one that is not would be gone once its memory is dropped.
+        assert!(slot.addr.is_some(), "evicting a node that has no block");
         let thinner = thinner.filter(|_| self.partial);
         let counter = if thinner.is_some() { &self.counters.partial_evictions } else { &self.counters.evictions };
         counter.fetch_add(1, Ordering::Relaxed);

@@ -37,9 +37,9 @@ use crate::tree::{Ctx, Tree};
 /// falls back to one flush under the lock, so that it always makes progress.
 const MOST_ABANDONED: usize = 3;
 
-/// Where a flush goes: the parent's buffer for `child`, found from the root by `probe`, a key
-/// the child owns, through the nodes `path` (root first, the parent last).
-struct Target {
+/// Where the buffer to flush is: the parent's buffer for `child`, found from the root by
+/// `probe`, a key the child owns, through the nodes `path` (root first, the parent last).
+struct BufferLocation {
     path: Vec<NodeId>,
     child: NodeId,
     probe: Vec<u8>,
@@ -54,14 +54,14 @@ type Rebuilt = (Node, Vec<(Vec<u8>, Node)>);
 /// What the planning step decided.
 enum Step {
     /// Into an internal child, under the lock, without cascading.
-    Push(Target),
+    Push(BufferLocation),
     /// Into a leaf, outside the lock.
-    Leaf(Target),
+    Leaf(BufferLocation),
 }
 
 /// A leaf flush after step 1: what was sealed, and the leaf as it was.
 struct Sealing {
-    target: Target,
+    location: BufferLocation,
     seal: Sealed,
     runs: Vec<Run>,
     ranges: Vec<RangeDelete>,
@@ -88,9 +88,9 @@ impl Tree {
         loop {
             let Some(step) = self.plan(ctx, &mut overfull)? else { return Ok(()) };
             let done = match step {
-                Step::Push(target) => self.push_locked(ctx, &target, &mut overfull)?,
-                Step::Leaf(target) if abandoned < MOST_ABANDONED => self.flush_leaf(ctx, target)?,
-                Step::Leaf(target) => self.push_locked(ctx, &target, &mut overfull)?,
+                Step::Push(location) => self.push_locked(ctx, &location, &mut overfull)?,
+                Step::Leaf(location) if abandoned < MOST_ABANDONED => self.flush_leaf(ctx, location)?,
+                Step::Leaf(location) => self.push_locked(ctx, &location, &mut overfull)?,
             };
             if done {
                 abandoned = 0;
@@ -122,22 +122,22 @@ impl Tree {
         Ok(resident_overfull(ctx, vec![root]))
     }
 
-    /// Under the write lock: the path from the root to the target's parent (with the child's
-    /// index in each node), if the tree still leads from the root through `target.path` to
-    /// `target.child`.
-    fn find(&self, ctx: &Ctx<'_>, root: NodeId, target: &Target) -> Result<Option<Route>> {
+    /// Under the write lock: the path from the root to the buffer's parent (with the child's
+    /// index in each node), if the tree still leads from the root through `location.path` to
+    /// `location.child`.
+    fn find(&self, ctx: &Ctx<'_>, root: NodeId, location: &BufferLocation) -> Result<Option<Route>> {
         let mut id = root;
-        let mut path = Vec::with_capacity(target.path.len());
-        for (depth, &expected) in target.path.iter().enumerate() {
+        let mut path = Vec::with_capacity(location.path.len());
+        for (depth, &expected) in location.path.iter().enumerate() {
             if id != expected {
                 return Ok(None);
             }
             let node = ctx.store.get(id)?;
             let Node::Internal(internal) = &**node else { return Ok(None) };
-            let index = internal.child_index(&target.probe);
+            let index = internal.child_index(&location.probe);
             let Some(&child) = internal.children.get(index) else { return Ok(None) };
             path.push((id, index));
-            if depth + 1 == target.path.len() && child != target.child {
+            if depth + 1 == location.path.len() && child != location.child {
                 return Ok(None);
             }
             id = child;
@@ -145,39 +145,44 @@ impl Tree {
         Ok(Some(path))
     }
 
-    /// Moves the target's buffer into its child under the write lock (an internal child: no
+    /// Moves the located buffer into its child under the write lock (an internal child: no
     /// cascade). Returns false if the tree changed since the plan.
-    fn push_locked(&self, ctx: &Ctx<'_>, target: &Target, overfull: &mut Vec<(NodeId, Vec<u8>)>) -> Result<bool> {
+    fn push_locked(
+        &self,
+        ctx: &Ctx<'_>,
+        location: &BufferLocation,
+        overfull: &mut Vec<(NodeId, Vec<u8>)>,
+    ) -> Result<bool> {
         let mut guard = self.root.write();
         let Some(mut root) = *guard else { return Ok(true) };
-        let result = self.push_at(ctx, &mut root, target);
+        let result = self.push_at(ctx, &mut root, location);
         *guard = Some(root);
         let pushed = result?;
         // The child may be gone: a leaf that came out small merges into its sibling.
-        if pushed && ctx.store.resident(target.child).is_some_and(|child| needs_flush(ctx, &child)) {
-            overfull.push((target.child, target.probe.clone()));
+        if pushed && ctx.store.resident(location.child).is_some_and(|child| needs_flush(ctx, &child)) {
+            overfull.push((location.child, location.probe.clone()));
         }
         Ok(pushed)
     }
 
-    fn push_at(&self, ctx: &Ctx<'_>, root: &mut NodeId, target: &Target) -> Result<bool> {
+    fn push_at(&self, ctx: &Ctx<'_>, root: &mut NodeId, location: &BufferLocation) -> Result<bool> {
         let change = |parent: &mut Internal, index| flush_child_then(ctx, parent, index, Cascade::Later);
-        let Some(((), path)) = self.change_parent(ctx, *root, target, change)? else { return Ok(false) };
+        let Some(((), path)) = self.change_parent(ctx, *root, location, change)? else { return Ok(false) };
         fix_path(ctx, root, path)?;
         Ok(true)
     }
 
-    /// Under the write lock: applies `change` to the target's parent (taken out of the store and
+    /// Under the write lock: applies `change` to the buffer's parent (taken out of the store and
     /// put back, even if `change` fails) with the child's index. Returns its result and the path
-    /// above the parent, or `None` if the tree no longer leads to the target.
+    /// above the parent, or `None` if the tree no longer leads to the buffer.
     fn change_parent<T>(
         &self,
         ctx: &Ctx<'_>,
         root: NodeId,
-        target: &Target,
+        location: &BufferLocation,
         change: impl FnOnce(&mut Internal, usize) -> Result<T>,
     ) -> Result<Option<(T, Route)>> {
-        let Some(mut path) = self.find(ctx, root, target)? else { return Ok(None) };
+        let Some(mut path) = self.find(ctx, root, location)? else { return Ok(None) };
         let Some((parent_id, index)) = path.pop() else { return Ok(None) };
         let mut node = ctx.store.take(parent_id)?;
         // `find` saw an internal node there, and the lock has been held since.
@@ -191,11 +196,11 @@ impl Tree {
 
     /// The three steps of a leaf flush (see the module header). Returns false if the tree
     /// changed under it and the work was dropped.
-    fn flush_leaf(&self, ctx: &Ctx<'_>, target: Target) -> Result<bool> {
+    fn flush_leaf(&self, ctx: &Ctx<'_>, location: BufferLocation) -> Result<bool> {
         // Read into the cache before the lock, so that sealing does not read the disk under it.
         // Only a hint: a writer may have the leaf out at this moment.
-        let _ = ctx.store.get(target.child);
-        let Some(sealing) = self.seal(ctx, target)? else { return Ok(false) };
+        let _ = ctx.store.get(location.child);
+        let Some(sealing) = self.seal(ctx, location)? else { return Ok(false) };
         // `seal` saw a leaf: there is always a result. (A seal left behind would only keep its
         // runs from merging until the next flush of that buffer.)
         let Some(pieces) = apply_to_copy(ctx, &sealing) else { return Ok(false) };
@@ -205,12 +210,12 @@ impl Tree {
     /// Step 3 for a sealing and the leaf built from it.
     fn finish(&self, ctx: &Ctx<'_>, sealing: Sealing, pieces: Rebuilt) -> Result<bool> {
         let bytes = sealing.runs_bytes();
-        let Sealing { target, seal, leaf, version, .. } = sealing;
+        let Sealing { location, seal, leaf, version, .. } = sealing;
         // Our hold on the old version would only make `replace` keep it charged a moment longer.
         drop(leaf);
         let mut guard = self.root.write();
         let Some(mut root) = *guard else { return Ok(true) };
-        let result = self.install(ctx, &mut root, &target, seal, version, pieces);
+        let result = self.install(ctx, &mut root, &location, seal, version, pieces);
         *guard = Some(root);
         if matches!(result, Ok(true)) {
             ctx.counters.flushed(1, bytes);
@@ -218,13 +223,13 @@ impl Tree {
         result
     }
 
-    /// Step 1, under the write lock: seals the target's buffer.
-    fn seal(&self, ctx: &Ctx<'_>, target: Target) -> Result<Option<Sealing>> {
+    /// Step 1, under the write lock: seals the located buffer.
+    fn seal(&self, ctx: &Ctx<'_>, location: BufferLocation) -> Result<Option<Sealing>> {
         let guard = self.root.write();
         let Some(root) = *guard else { return Ok(None) };
-        let Some(mut path) = self.find(ctx, root, &target)? else { return Ok(None) };
+        let Some(mut path) = self.find(ctx, root, &location)? else { return Ok(None) };
         let Some((parent_id, index)) = path.pop() else { return Ok(None) };
-        let Some((leaf, version)) = ctx.store.get_versioned(target.child)? else { return Ok(None) };
+        let Some((leaf, version)) = ctx.store.get_versioned(location.child)? else { return Ok(None) };
         if !matches!(&**leaf, Node::Leaf(_)) {
             return Ok(None);
         }
@@ -237,7 +242,7 @@ impl Tree {
         };
         ctx.store.put(parent_id, node)?;
         Ok(sealed.map(|(runs, ranges, seal)| Sealing {
-            target,
+            location,
             seal,
             runs,
             ranges,
@@ -253,14 +258,15 @@ impl Tree {
         &self,
         ctx: &Ctx<'_>,
         root: &mut NodeId,
-        target: &Target,
+        location: &BufferLocation,
         seal: Sealed,
         version: u64,
         (leaf, pieces): Rebuilt,
     ) -> Result<bool> {
-        let change =
-            |parent: &mut Internal, index| install_in(ctx, parent, index, target.child, seal, version, (leaf, pieces));
-        match self.change_parent(ctx, *root, target, change)? {
+        let change = |parent: &mut Internal, index| {
+            install_in(ctx, parent, index, location.child, seal, version, (leaf, pieces))
+        };
+        match self.change_parent(ctx, *root, location, change)? {
             None => Ok(false),
             Some((true, path)) => {
                 fix_path(ctx, root, path)?;
@@ -288,8 +294,8 @@ fn step_at(ctx: &Ctx<'_>, path: Vec<NodeId>) -> Result<Option<Step>> {
         return Ok(None);
     };
     let Some(probe) = buffer.any_key() else { return Ok(None) };
-    let target = Target { path, child, probe };
-    Ok(Some(if internal.height == 1 { Step::Leaf(target) } else { Step::Push(target) }))
+    let location = BufferLocation { path, child, probe };
+    Ok(Some(if internal.height == 1 { Step::Leaf(location) } else { Step::Push(location) }))
 }
 
 /// Under the read lock: a flush of some internal node in memory below the last node of `path`
@@ -487,16 +493,16 @@ mod tests {
 
         /// Writes until the next planned flush goes into a leaf (making the pushes into internal
         /// nodes planned before it).
-        fn leaf_flush_planned(&mut self) -> Target {
+        fn leaf_flush_planned(&mut self) -> BufferLocation {
             let mut overfull = Vec::new();
             for _ in 0..1000 {
                 self.write(40);
                 let ctx = self.ctx();
                 while let Some(step) = self.tree.plan(&ctx, &mut overfull).expect("plan") {
                     match step {
-                        Step::Leaf(target) => return target,
-                        Step::Push(target) => {
-                            self.tree.push_locked(&ctx, &target, &mut overfull).expect("push");
+                        Step::Leaf(location) => return location,
+                        Step::Push(location) => {
+                            self.tree.push_locked(&ctx, &location, &mut overfull).expect("push");
                         }
                     }
                 }
@@ -524,9 +530,9 @@ mod tests {
     fn writes_and_reads_between_sealing_and_installing_are_kept() {
         let mut fixture = Fixture::new(11);
         for _ in 0..20 {
-            let target = fixture.leaf_flush_planned();
+            let location = fixture.leaf_flush_planned();
             let ctx = fixture.ctx();
-            let sealing = fixture.tree.seal(&ctx, target).expect("seal").expect("sealed");
+            let sealing = fixture.tree.seal(&ctx, location).expect("seal").expect("sealed");
             let pieces = apply_to_copy(&ctx, &sealing).expect("applied");
             // Meanwhile: more writes (some to the sealed buffer), and readers see everything.
             fixture.write(30);
@@ -541,10 +547,11 @@ mod tests {
     fn a_flush_under_the_lock_meanwhile_makes_the_detached_one_give_up() {
         let mut fixture = Fixture::new(13);
         for _ in 0..10 {
-            let target = fixture.leaf_flush_planned();
+            let location = fixture.leaf_flush_planned();
             let ctx = fixture.ctx();
-            let again = Target { path: target.path.clone(), child: target.child, probe: target.probe.clone() };
-            let sealing = fixture.tree.seal(&ctx, target).expect("seal").expect("sealed");
+            let again =
+                BufferLocation { path: location.path.clone(), child: location.child, probe: location.probe.clone() };
+            let sealing = fixture.tree.seal(&ctx, location).expect("seal").expect("sealed");
             let pieces = apply_to_copy(&ctx, &sealing).expect("applied");
             // The same buffer moved into the leaf under the lock: the seal is gone.
             fixture.tree.push_locked(&ctx, &again, &mut Vec::new()).expect("push");
@@ -568,8 +575,8 @@ mod tests {
             let mut overfull = Vec::new();
             while let Some(step) = fixture.tree.plan(&ctx, &mut overfull).expect("plan") {
                 // What `flush_if_needed` does for every step once `MOST_ABANDONED` is reached.
-                let (Step::Leaf(target) | Step::Push(target)) = step;
-                if let Err(error) = fixture.tree.push_locked(&ctx, &target, &mut overfull) {
+                let (Step::Leaf(location) | Step::Push(location)) = step;
+                if let Err(error) = fixture.tree.push_locked(&ctx, &location, &mut overfull) {
                     panic!("round {round}: the locked flush failed: {error}");
                 }
             }

@@ -91,6 +91,7 @@ pub(super) fn flush_child_then(
         }
     };
     ctx.store.put(child_id, child)?;
+    debug_assert!(parent.buffers.get(index).is_some_and(Buffer::is_empty), "a flushed buffer kept messages");
     if cascade && cascade_mode == Cascade::Now {
         Counters::add(&ctx.counters.cascades, 1);
         flush_node(ctx, child_id)?;
@@ -170,6 +171,8 @@ pub(super) fn insert_pieces(
         parent.children.insert(index + 1 + offset, id);
         parent.buffers.insert(index + 1 + offset, part);
     }
+    assert!(parent.is_well_formed(), "a split left its parent with children, buffers and pivots out of step");
+    debug_assert!(parent.pivots.windows(2).all(|pair| pair[0] < pair[1]), "a split left pivots out of order");
     Ok(changed)
 }
 
@@ -190,6 +193,12 @@ fn split_internal(internal: &mut Internal, fanout: usize) -> Vec<(Vec<u8>, Inter
         out.push((separator, Internal { height: internal.height, pivots, children, buffers }));
     }
     out.reverse();
+    debug_assert!(
+        std::iter::once(&*internal)
+            .chain(out.iter().map(|(_, piece)| piece))
+            .all(|piece| { piece.is_well_formed() && piece.children.len() <= fanout }),
+        "an internal split into malformed or overfull pieces"
+    );
     out
 }
 
@@ -217,6 +226,9 @@ fn merge_child(ctx: &Ctx<'_>, parent: &mut Internal, index: usize) -> Result<boo
         }
         _ => Err(Error::Invariant("siblings of different heights".into())),
     };
+    if let Node::Internal(l) = &left {
+        assert!(l.is_well_formed(), "a merge of internal nodes out of step");
+    }
     ctx.store.put(left_id, left)?;
     merged?;
     ctx.store.free(right_id);

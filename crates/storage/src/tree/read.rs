@@ -66,11 +66,11 @@ impl Tree {
     ) -> Result<Batch> {
         let guard = self.root.read();
         let root = guard.ok_or_else(|| self.not_found())?;
-        let target = match direction {
-            Direction::Forward => Target::AtOrAfter(lower),
-            Direction::Backward => Target::AtOrBefore(upper),
+        let seek = match direction {
+            Direction::Forward => Seek::AtOrAfter(lower),
+            Direction::Backward => Seek::AtOrBefore(upper),
         };
-        let path = descend(ctx, root, target)?;
+        let path = descend(ctx, root, seek)?;
         let (window_lo, window_hi) = (path.window_lo.clone(), path.window_hi.clone());
         let lo = tighter_lower(lower, window_lo.as_deref());
         let hi = tighter_upper(upper, window_hi.as_deref());
@@ -128,7 +128,9 @@ impl Tree {
     }
 }
 
-enum Target<'a> {
+/// Which window a scan reads: the first at or after a lower bound, or the last at or before an
+/// upper bound.
+enum Seek<'a> {
     /// The window holding the least keys within this lower bound.
     AtOrAfter(Bound<&'a [u8]>),
     /// The window holding the greatest keys within this upper bound.
@@ -144,21 +146,21 @@ struct Path {
     window_hi: Option<Vec<u8>>,
 }
 
-fn descend(ctx: &Ctx<'_>, root: NodeId, target: Target<'_>) -> Result<Path> {
+fn descend(ctx: &Ctx<'_>, root: NodeId, seek: Seek<'_>) -> Result<Path> {
     let mut internals = Vec::new();
     let (mut lo, mut hi): (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
     let mut id = root;
     loop {
         let node = ctx.store.view(id)?;
         if node.is_leaf() {
-            let index = basement_for(&node, &target);
+            let index = basement_for(&node, &seek);
             let window_lo = node.basement_lower(index).map(<[u8]>::to_vec).or(lo);
             let window_hi = node.basement_upper(index).map(<[u8]>::to_vec).or(hi);
             return Ok(Path { internals, leaf: Some((node, index)), window_lo, window_hi });
         }
-        let index = match target {
-            Target::AtOrAfter(bound) => bound_key(bound).map_or(0, |k| node.child_index(k)),
-            Target::AtOrBefore(bound) => match bound {
+        let index = match seek {
+            Seek::AtOrAfter(bound) => bound_key(bound).map_or(0, |k| node.child_index(k)),
+            Seek::AtOrBefore(bound) => match bound {
                 Bound::Included(k) => node.child_index(k),
                 Bound::Excluded(k) => node.child_index_below(k),
                 Bound::Unbounded => node.children().len().saturating_sub(1),
@@ -176,10 +178,10 @@ fn descend(ctx: &Ctx<'_>, root: NodeId, target: Target<'_>) -> Result<Path> {
     }
 }
 
-fn basement_for(leaf: &View, target: &Target<'_>) -> usize {
-    match *target {
-        Target::AtOrAfter(bound) => bound_key(bound).map_or(0, |k| leaf.basement_index(k)),
-        Target::AtOrBefore(bound) => match bound {
+fn basement_for(leaf: &View, seek: &Seek<'_>) -> usize {
+    match *seek {
+        Seek::AtOrAfter(bound) => bound_key(bound).map_or(0, |k| leaf.basement_index(k)),
+        Seek::AtOrBefore(bound) => match bound {
             Bound::Included(k) => leaf.basement_index(k),
             Bound::Excluded(k) => leaf.basement_index_below(k),
             Bound::Unbounded => leaf.basement_count().saturating_sub(1),

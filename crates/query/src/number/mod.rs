@@ -1,14 +1,26 @@
-//! Numbers as aggregation arithmetic sees them, with MongoDB's type promotion.
+//! Numbers and MongoDB's numeric type promotion, for aggregation expressions and the update
+//! operators alike.
 //!
-//! A numeric BSON value becomes a [`Num`]; binary operations widen both operands to the wider
-//! type (int32 < int64 < double < decimal128), compute, and integer results that overflow move
-//! up one type (int32 → int64 → double), as `mongod` does. Decimal arithmetic is exact on
-//! `BigDecimal` and rounded half-even to decimal128's 34 significant digits on the way out.
-//! Doubles become decimals through 15 significant digits, as `Decimal128(double)` does in
-//! MongoDB (so `0.1` becomes `0.100000000000000`).
+//! A numeric BSON value becomes a [`Num`]; binary operations ([`arith`]) widen both operands
+//! to the wider type (int32 < int64 < double < decimal128), compute, and integer results that
+//! overflow move up one type (int32 → int64 → double), as `mongod` does. Doubles become
+//! decimals through 15 significant digits, as `Decimal128(double)` does in MongoDB (so `0.1`
+//! becomes `0.100000000000000`).
+//!
+//! Decimals are computed two ways, kept as they were found. Aggregation ([`arith`], [`Dec`]):
+//! on `BigDecimal`, unrounded between operations (a `$sum` rounds once, at the end), rounded
+//! half-even to decimal128's 34 significant digits on the way out. The update operators
+//! ([`arith_decimal128`], `decimal128.rs`): decimal128 arithmetic on 128-bit coefficients, each
+//! result rounded, its exponent and the sign of a zero kept. Their results differ: in the
+//! exponent (`1 × 1.00` is `1` for aggregation, `1.00` for updates, as MongoDB), the sign of a
+//! zero (`-1 × 0`: `0`, and `-0` as MongoDB), and at the edges in value (a sum of operands
+//! whose exponents are far apart, results past decimal128's exponent range, infinity times a
+//! number beyond a double's range); neither matches MongoDB in all of them.
 //!
 //! Invariant: a `Dec::Finite` is always representable after [`Dec::to_decimal128`] rounding;
 //! values beyond decimal128's exponent range become infinities or zero, never a panic.
+
+mod decimal128;
 
 use std::num::NonZeroU64;
 use std::str::FromStr;
@@ -274,6 +286,16 @@ pub fn arith(op: ArithOp, a: &Num, b: &Num) -> Num {
         NumType::Double => Num::Double(float_op(op, a.to_f64(), b.to_f64())),
         NumType::Decimal => Num::Decimal(dec_arith(op, &a.to_dec(), &b.to_dec())),
     }
+}
+
+/// `a op b` on two BSON numbers as the update operators compute them (`$inc`, `$mul`): the
+/// promotion of [`arith`], but a decimal result is decimal128 arithmetic ([`decimal128`]).
+/// `None` if either is not a number, or a decimal result is beyond decimal128's range.
+pub fn arith_decimal128(op: ArithOp, a: &Bson, b: &Bson) -> Option<Bson> {
+    if matches!(a, Bson::Decimal128(_)) || matches!(b, Bson::Decimal128(_)) {
+        return decimal128::arith(op, a, b).map(Bson::Decimal128);
+    }
+    Some(arith(op, &Num::from_bson(a)?, &Num::from_bson(b)?).to_bson())
 }
 
 fn float_op(op: ArithOp, x: f64, y: f64) -> f64 {

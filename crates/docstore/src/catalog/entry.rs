@@ -1,5 +1,5 @@
-//! The catalog: which databases and collections exist, their options, their indexes, and the
-//! engine trees that hold them. Durable in the engine's `__catalog` tree, cached in memory.
+//! The catalog's entries: one per collection in the engine's `__catalog` tree, and the names
+//! they may have.
 //!
 //! Layout of `__catalog` (one entry per collection, plus one counter):
 //!
@@ -11,11 +11,9 @@
 //! key "\0next_tree"    value u64 little-endian: the next <n> for a tree name
 //! ```
 //!
-//! Invariants: every tree named in the catalog exists; a tree named `c.<n>` or `i.<n>` that no
-//! entry names is garbage from an interrupted create or drop and is dropped at open. Trees are
-//! created before the entry naming them is committed and dropped after the entry is removed, so
-//! a crash between the two leaves only such garbage. The `_id` index is implicit: the
-//! collection's own tree, keyed by the encoded `_id`.
+//! The `_id` index is implicit: the collection's own tree, keyed by the encoded `_id`.
+//! `__counts` holds each collection's document count and size and each index's size, as blind
+//! i64 counters under `<tree>/count` and `<tree>/size`.
 //!
 //! Names follow MongoDB: database names are non-empty, under 64 bytes, without `/\. "$` or NUL;
 //! collection names are non-empty, without `$` or NUL, not starting with `.` or `system.`

@@ -1,0 +1,403 @@
+//! The catalog: which databases and collections exist, their options, their indexes, and the
+//! engine trees that hold them. Durable in the engine's `__catalog` tree (entries: [`entry`]),
+//! cached in memory as one [`Collection`] descriptor per collection; [`Catalog`] owns both,
+//! and the `__counts` tree of their counters.
+//!
+//! Invariants: every tree named in the catalog exists; a tree named `c.<n>` or `i.<n>` that no
+//! entry names is garbage from an interrupted create or drop and is dropped at open. Trees are
+//! created before the entry naming them is committed and dropped after the entry is removed, so
+//! a crash between the two leaves only such garbage. A change to a collection (an index added,
+//! an index turned multikey) commits its entry, then swaps a new descriptor into the map
+//! ([`Catalog::install`]); readers keep whichever `Arc` they took.
+//!
+//! Locking: each collection has one write lock (`Collection::write_lock`, shared by all its
+//! descriptors) held by every write to it (insert, update, delete, index build batch, drop,
+//! rename), so a write reads the newest descriptor after taking the lock ([`Catalog::lock`])
+//! and sees every index. Readers take no lock. Catalog changes of any collection also hold the
+//! catalog's `ddl` lock, taken before any collection's write lock (one order, no deadlock).
+//!
+//! The engine is the store's; the methods that read or change trees take it as an argument.
+
+pub mod entry;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use bson::Document;
+use parking_lot::{Mutex, MutexGuard, RwLock};
+use storage::{Durability, Engine, Snapshot, TreeId};
+
+pub use entry::{
+    COLLECTION_TREE_PREFIX, CollectionMeta, INDEX_TREE_PREFIX, IndexMeta, SERVER_COLLECTIONS, TEMP_TREE_PREFIX,
+    count_key, namespace_key, size_key, validate_db_name, validate_server_collection, validate_user_collection,
+};
+
+use crate::collection::{Collection, CollectionInfo, DatabaseInfo};
+use crate::error::{Error, Result};
+
+type CollectionMap = BTreeMap<(String, String), Arc<Collection>>;
+
+/// The durable catalog and its cache of collection descriptors.
+pub struct Catalog {
+    /// `__catalog`: the entries.
+    tree: TreeId,
+    /// `__counts`: documents and bytes per collection, logical bytes per index.
+    counts_tree: TreeId,
+    collections: RwLock<CollectionMap>,
+    /// Held by every catalog change (create, drop, rename, tree allocation).
+    ddl: Mutex<()>,
+}
+
+/// A write lock held on one collection, with the descriptor current under it.
+pub struct Locked {
+    pub _guard: parking_lot::ArcMutexGuard<parking_lot::RawMutex, ()>,
+    pub collection: Arc<Collection>,
+}
+
+impl Catalog {
+    /// Creates or finds `__catalog` and `__counts`, loads every entry, drops garbage trees
+    /// (named like ours but in no entry: an interrupted create or drop).
+    pub fn open(engine: &Engine) -> Result<Catalog> {
+        let catalog = Catalog {
+            tree: ensure_tree(engine, entry::CATALOG_TREE)?,
+            counts_tree: ensure_tree(engine, entry::COUNTS_TREE)?,
+            collections: RwLock::new(BTreeMap::new()),
+            ddl: Mutex::new(()),
+        };
+        let metas = catalog.load(engine)?;
+        drop_garbage_trees(engine, &metas)?;
+        for meta in metas {
+            let key = (meta.db.clone(), meta.name.clone());
+            let collection = Collection::open(engine, meta, Arc::new(Mutex::new(())))?;
+            catalog.collections.write().insert(key, Arc::new(collection));
+        }
+        Ok(catalog)
+    }
+
+    fn load(&self, engine: &Engine) -> Result<Vec<CollectionMeta>> {
+        let snapshot = engine.snapshot();
+        let mut metas = Vec::new();
+        for item in snapshot.iter(self.tree) {
+            let (key, value) = item?;
+            if key.first() == Some(&0) {
+                continue;
+            }
+            metas.push(CollectionMeta::decode(&value)?);
+        }
+        Ok(metas)
+    }
+
+    /// The `__catalog` tree, for a write that commits a catalog entry with its own messages.
+    pub fn tree(&self) -> TreeId {
+        self.tree
+    }
+
+    /// The `__counts` tree.
+    pub fn counts_tree(&self) -> TreeId {
+        self.counts_tree
+    }
+
+    /// The lock every catalog change holds.
+    pub fn ddl(&self) -> MutexGuard<'_, ()> {
+        self.ddl.lock()
+    }
+
+    /// Every collection's descriptor, as they are now.
+    pub fn collections(&self) -> Vec<Arc<Collection>> {
+        self.collections.read().values().cloned().collect()
+    }
+
+    /// Indexes whose build a crash interrupted: (db, collection, index).
+    pub fn unfinished_index_builds(&self) -> Vec<(String, String, String)> {
+        self.collections()
+            .iter()
+            .flat_map(|c| {
+                c.indexes
+                    .iter()
+                    .filter(|i| !i.meta.ready)
+                    .map(|i| (c.meta.db.clone(), c.meta.name.clone(), i.name.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Creates a tree with a fresh name `<prefix><n>`; the counter is durable before the tree
+    /// exists, so a name is never reused.
+    pub fn new_tree(&self, engine: &Engine, prefix: &str) -> Result<String> {
+        let snapshot = engine.snapshot();
+        let next = match snapshot.get(self.tree, entry::NEXT_TREE_KEY)? {
+            Some(bytes) => u64::from_le_bytes(
+                bytes.as_slice().try_into().map_err(|_| Error::corrupt("tree counter is not 8 bytes"))?,
+            ),
+            None => 1,
+        };
+        let mut txn = engine.begin();
+        txn.put(self.tree, entry::NEXT_TREE_KEY.to_vec(), (next + 1).to_le_bytes().to_vec());
+        txn.commit(Durability::Immediate)?;
+        let name = format!("{prefix}{next}");
+        engine.create_tree(&name)?;
+        Ok(name)
+    }
+
+    pub fn collection(&self, db: &str, name: &str) -> Option<Arc<Collection>> {
+        self.collections.read().get(&(db.to_string(), name.to_string())).cloned()
+    }
+
+    pub fn existing(&self, db: &str, name: &str) -> Result<Arc<Collection>> {
+        self.collection(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns does not exist: {db}.{name}")))
+    }
+
+    /// Takes the collection's write lock; `None` if it does not exist (or was dropped while
+    /// we waited).
+    pub fn lock(&self, db: &str, name: &str) -> Option<Locked> {
+        loop {
+            let collection = self.collection(db, name)?;
+            let guard = collection.write_lock.lock_arc();
+            let current = self.collection(db, name)?;
+            if Arc::ptr_eq(&current.write_lock, &collection.write_lock) {
+                return Some(Locked { _guard: guard, collection: current });
+            }
+        }
+    }
+
+    /// Takes the write lock of the collection, creating it if needed.
+    pub fn lock_or_create(&self, engine: &Engine, db: &str, name: &str) -> Result<Locked> {
+        loop {
+            self.collection_or_create(engine, db, name)?;
+            if let Some(locked) = self.lock(db, name) {
+                return Ok(locked);
+            }
+        }
+    }
+
+    /// The maintained counters of a collection: (documents, bytes of documents).
+    pub fn counters(&self, engine: &Engine, collection: &Collection) -> Result<(i64, i64)> {
+        let snapshot = engine.snapshot();
+        Ok((self.read_counter(&snapshot, &collection.count_key)?, self.read_counter(&snapshot, &collection.size_key)?))
+    }
+
+    /// One counter of `__counts` (an index's logical bytes: `size_key` of its tree).
+    pub fn counter(&self, engine: &Engine, key: &[u8]) -> Result<i64> {
+        self.read_counter(&engine.snapshot(), key)
+    }
+
+    fn read_counter(&self, snapshot: &Snapshot, key: &[u8]) -> Result<i64> {
+        match snapshot.get(self.counts_tree, key)? {
+            Some(bytes) => Ok(i64::from_le_bytes(
+                bytes.as_slice().try_into().map_err(|_| Error::corrupt("counter is not 8 bytes"))?,
+            )),
+            None => Ok(0),
+        }
+    }
+
+    pub fn collection_size(&self, engine: &Engine, collection: &Collection) -> Result<u64> {
+        Ok(self.counters(engine, collection)?.1.max(0) as u64)
+    }
+
+    /// Creates a collection; `NamespaceExists` if it exists.
+    pub fn create_collection(
+        &self,
+        engine: &Engine,
+        db: &str,
+        name: &str,
+        options: Document,
+    ) -> Result<Arc<Collection>> {
+        validate_user_collection(db, name)?;
+        let _ddl = self.ddl.lock();
+        if self.collection(db, name).is_some() {
+            return Err(Error::NamespaceExists(format!("Collection {db}.{name} already exists.")));
+        }
+        self.create_collection_locked(engine, db, name, options)
+    }
+
+    /// The collection, created with default options if absent (implicit creation by a write).
+    pub fn collection_or_create(&self, engine: &Engine, db: &str, name: &str) -> Result<Arc<Collection>> {
+        if let Some(collection) = self.collection(db, name) {
+            return Ok(collection);
+        }
+        validate_user_collection(db, name)?;
+        let _ddl = self.ddl.lock();
+        match self.collection(db, name) {
+            Some(collection) => Ok(collection),
+            None => self.create_collection_locked(engine, db, name, Document::new()),
+        }
+    }
+
+    /// Creates `db.name` if absent, where it is one of [`SERVER_COLLECTIONS`] (the server's
+    /// own `system.*` collections, which user writes may not create).
+    pub fn ensure_system_collection(&self, engine: &Engine, db: &str, name: &str) -> Result<()> {
+        validate_server_collection(db, name)?;
+        let _ddl = self.ddl.lock();
+        if self.collection(db, name).is_none() {
+            self.create_collection_locked(engine, db, name, Document::new())?;
+        }
+        Ok(())
+    }
+
+    fn create_collection_locked(
+        &self,
+        engine: &Engine,
+        db: &str,
+        name: &str,
+        options: Document,
+    ) -> Result<Arc<Collection>> {
+        let tree = self.new_tree(engine, COLLECTION_TREE_PREFIX)?;
+        let meta = CollectionMeta { db: db.into(), name: name.into(), tree, options, indexes: Vec::new() };
+        let mut txn = engine.begin();
+        txn.put(self.tree, namespace_key(db, name), meta.encode()?);
+        txn.commit(Durability::Immediate)?;
+        let collection = Arc::new(Collection::open(engine, meta, Arc::new(Mutex::new(())))?);
+        self.collections.write().insert((db.into(), name.into()), Arc::clone(&collection));
+        Ok(collection)
+    }
+
+    /// Drops a collection and its trees; `Ok(false)` when it did not exist.
+    pub fn drop_collection(&self, engine: &Engine, db: &str, name: &str) -> Result<bool> {
+        let _ddl = self.ddl.lock();
+        let Some(collection) = self.collection(db, name) else {
+            return Ok(false);
+        };
+        let lock = Arc::clone(&collection.write_lock);
+        let _write = lock.lock();
+        let mut txn = engine.begin();
+        txn.delete(self.tree, namespace_key(db, name));
+        txn.delete(self.counts_tree, collection.count_key.clone());
+        txn.delete(self.counts_tree, collection.size_key.clone());
+        txn.commit(Durability::Immediate)?;
+        self.collections.write().remove(&(db.to_string(), name.to_string()));
+        for tree in collection.meta.trees() {
+            engine.drop_tree(tree)?;
+        }
+        Ok(true)
+    }
+
+    /// Drops every collection of a database.
+    pub fn drop_database(&self, engine: &Engine, db: &str) -> Result<()> {
+        validate_db_name(db)?;
+        for info in self.list_collections(db) {
+            self.drop_collection(engine, db, &info.name)?;
+        }
+        Ok(())
+    }
+
+    /// Renames a collection, within or across databases; its trees stay as they are.
+    pub fn rename_collection(
+        &self,
+        engine: &Engine,
+        from: (&str, &str),
+        to: (&str, &str),
+        drop_target: bool,
+    ) -> Result<()> {
+        validate_user_collection(to.0, to.1)?;
+        if from == to {
+            return Err(Error::IllegalOperation("Can't rename a collection to itself".into()));
+        }
+        if self.collection(to.0, to.1).is_some() {
+            if !drop_target {
+                return Err(Error::NamespaceExists("target namespace exists".into()));
+            }
+            self.drop_collection(engine, to.0, to.1)?;
+        }
+        let _ddl = self.ddl.lock();
+        let collection = self
+            .collection(from.0, from.1)
+            .ok_or_else(|| Error::NamespaceNotFound("source namespace does not exist".into()))?;
+        if self.collection(to.0, to.1).is_some() {
+            return Err(Error::NamespaceExists("target namespace exists".into()));
+        }
+        let lock = Arc::clone(&collection.write_lock);
+        let _write = lock.lock();
+        let mut meta = collection.meta.clone();
+        meta.db = to.0.into();
+        meta.name = to.1.into();
+        let mut txn = engine.begin();
+        txn.delete(self.tree, namespace_key(from.0, from.1));
+        txn.put(self.tree, namespace_key(to.0, to.1), meta.encode()?);
+        txn.commit(Durability::Immediate)?;
+        let renamed = Arc::new(Collection::open(engine, meta, Arc::clone(&collection.write_lock))?);
+        let mut map = self.collections.write();
+        map.remove(&(from.0.to_string(), from.1.to_string()));
+        map.insert((to.0.to_string(), to.1.to_string()), renamed);
+        Ok(())
+    }
+
+    pub fn list_collections(&self, db: &str) -> Vec<CollectionInfo> {
+        self.collections
+            .read()
+            .iter()
+            .filter(|((collection_db, _), _)| collection_db == db)
+            .map(|((_, name), collection)| CollectionInfo {
+                name: name.clone(),
+                options: collection.meta.options.clone(),
+            })
+            .collect()
+    }
+
+    pub fn list_databases(&self, engine: &Engine) -> Result<Vec<DatabaseInfo>> {
+        let mut names: Vec<String> = self.collections.read().keys().map(|(db, _)| db.clone()).collect();
+        names.dedup();
+        let mut databases = Vec::with_capacity(names.len());
+        for name in names {
+            let mut size = 0u64;
+            for info in self.list_collections(&name) {
+                if let Some(collection) = self.collection(&name, &info.name) {
+                    size += self.collection_size(engine, &collection)?;
+                }
+            }
+            databases.push(DatabaseInfo { name, size_on_disk: size, empty: size == 0 });
+        }
+        Ok(databases)
+    }
+
+    /// Replaces a collection's catalog entry (under its write lock) and installs the new
+    /// descriptor; the caller may add the catalog write to a transaction of its own instead.
+    pub fn replace_meta(&self, engine: &Engine, old: &Collection, meta: CollectionMeta) -> Result<Arc<Collection>> {
+        let mut txn = engine.begin();
+        txn.put(self.tree, namespace_key(&meta.db, &meta.name), meta.encode()?);
+        txn.commit(Durability::Immediate)?;
+        self.install(engine, old, meta)
+    }
+
+    /// Installs a descriptor for `meta` whose catalog entry is already committed.
+    pub fn install(&self, engine: &Engine, old: &Collection, meta: CollectionMeta) -> Result<Arc<Collection>> {
+        let key = (meta.db.clone(), meta.name.clone());
+        let collection = Arc::new(Collection::open(engine, meta, Arc::clone(&old.write_lock))?);
+        self.collections.write().insert(key, Arc::clone(&collection));
+        Ok(collection)
+    }
+
+    /// The index metadata list with one index changed.
+    pub fn with_index(meta: &CollectionMeta, name: &str, change: impl Fn(&mut IndexMeta)) -> CollectionMeta {
+        let mut meta = meta.clone();
+        for index in &mut meta.indexes {
+            if index.name() == name {
+                change(index);
+            }
+        }
+        meta
+    }
+
+    /// listCollections' `info`-less options document, for tests and the server.
+    pub fn collection_options(&self, db: &str, name: &str) -> Option<Document> {
+        self.collection(db, name).map(|collection| collection.meta.options.clone())
+    }
+}
+
+fn ensure_tree(engine: &Engine, name: &str) -> Result<TreeId> {
+    match engine.tree(name) {
+        Some(id) => Ok(id),
+        None => Ok(engine.create_tree(name)?),
+    }
+}
+
+fn drop_garbage_trees(engine: &Engine, metas: &[CollectionMeta]) -> Result<()> {
+    let named: HashSet<&str> = metas.iter().flat_map(CollectionMeta::trees).collect();
+    for tree in engine.list_trees() {
+        let ours =
+            [COLLECTION_TREE_PREFIX, INDEX_TREE_PREFIX, TEMP_TREE_PREFIX].iter().any(|prefix| tree.starts_with(prefix));
+        if ours && !named.contains(tree.as_str()) {
+            engine.drop_tree(&tree)?;
+        }
+    }
+    Ok(())
+}
