@@ -37,6 +37,10 @@ enum Commands {
     Dump(tools::DumpArgs),
     /// Load a directory in mongodump's layout into a server (any MongoDB URI).
     Restore(tools::RestoreArgs),
+    /// Write a collection as JSON lines (Extended JSON v2) or CSV (like mongoexport).
+    Export(tools::ExportArgs),
+    /// Load JSON lines or CSV into a collection (like mongoimport).
+    Import(tools::ImportArgs),
     /// Watch a server: operations per second, cache, connections (like mongostat).
     Stat(tools::StatArgs),
 }
@@ -52,5 +56,7 @@ fn main() -> anyhow::Result<()> {
         Commands::Dump(args) => tools::dump(args),
         Commands::Restore(args) => tools::restore(args),
         Commands::Stat(args) => tools::stat(args),
+        Commands::Export(args) => tools::export(args),
+        Commands::Import(args) => tools::import(args),
     }
 }

@@ -70,7 +70,10 @@ pub struct ImportArgs {
 }
 
 fn field_list(fields: &Option<String>) -> Vec<String> {
-    fields.as_deref().map(|list| list.split(',').map(|f| f.trim().to_owned()).filter(|f| !f.is_empty()).collect()).unwrap_or_default()
+    fields
+        .as_deref()
+        .map(|list| list.split(',').map(|f| f.trim().to_owned()).filter(|f| !f.is_empty()).collect())
+        .unwrap_or_default()
 }
 
 pub async fn export(args: ExportArgs) -> anyhow::Result<()> {
@@ -93,20 +96,21 @@ pub async fn export(args: ExportArgs) -> anyhow::Result<()> {
         Some(path) => Box::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?),
         None => Box::new(std::io::stdout().lock()),
     };
-    let mut out = std::io::BufWriter::new(out);
-    let mut csv = (args.file_type == FileType::Csv).then(|| csv::Writer::from_writer(Vec::new()));
-    if let Some(writer) = csv.as_mut() {
-        writer.write_record(&fields)?;
-    }
+    let out = std::io::BufWriter::new(out);
+    let mut sink = match args.file_type {
+        FileType::Csv => {
+            let mut writer = csv::Writer::from_writer(out);
+            writer.write_record(&fields)?;
+            Sink::Csv(writer)
+        }
+        FileType::Json => Sink::Json(out),
+    };
     let mut count = 0u64;
     while cursor.advance().await? {
         let document = cursor.deserialize_current()?;
-        match csv.as_mut() {
-            Some(writer) => {
-                writer.write_record(fields.iter().map(|path| csv_cell(lookup(&document, path))))?;
-                out.write_all(&std::mem::take(writer.get_mut()))?;
-            }
-            None => {
+        match &mut sink {
+            Sink::Csv(writer) => writer.write_record(fields.iter().map(|path| csv_cell(lookup(&document, path))))?,
+            Sink::Json(out) => {
                 let value = match args.json_format {
                     JsonFormat::Relaxed => Bson::Document(document).into_relaxed_extjson(),
                     JsonFormat::Canonical => Bson::Document(document).into_canonical_extjson(),
@@ -116,13 +120,17 @@ pub async fn export(args: ExportArgs) -> anyhow::Result<()> {
         }
         count += 1;
     }
-    if let Some(mut writer) = csv {
-        writer.flush()?;
-        out.write_all(writer.get_ref())?;
+    match &mut sink {
+        Sink::Csv(writer) => writer.flush()?,
+        Sink::Json(out) => out.flush()?,
     }
-    out.flush()?;
     eprintln!("exported {count} records");
     Ok(())
+}
+
+enum Sink {
+    Json(std::io::BufWriter<Box<dyn Write>>),
+    Csv(csv::Writer<std::io::BufWriter<Box<dyn Write>>>),
 }
 
 /// The value at a dotted path (through documents, and array elements by index).
@@ -158,7 +166,9 @@ const BATCH: usize = 1000;
 
 pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
     let input: Box<dyn BufRead> = match &args.file {
-        Some(path) => Box::new(std::io::BufReader::new(std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?)),
+        Some(path) => Box::new(std::io::BufReader::new(
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?,
+        )),
         None => Box::new(std::io::BufReader::new(std::io::stdin())),
     };
     let documents = match args.file_type {
@@ -196,7 +206,8 @@ fn json_documents(input: Box<dyn BufRead>) -> anyhow::Result<Vec<Document>> {
         if line.trim().is_empty() {
             continue;
         }
-        let value: serde_json::Value = serde_json::from_str(&line).with_context(|| format!("line {}: not JSON", number + 1))?;
+        let value: serde_json::Value =
+            serde_json::from_str(&line).with_context(|| format!("line {}: not JSON", number + 1))?;
         match Bson::try_from(value).with_context(|| format!("line {}: not Extended JSON", number + 1))? {
             Bson::Document(document) => documents.push(document),
             _ => bail!("line {}: not a JSON object", number + 1),
@@ -207,11 +218,8 @@ fn json_documents(input: Box<dyn BufRead>) -> anyhow::Result<Vec<Document>> {
 
 fn csv_documents(input: Box<dyn BufRead>, args: &ImportArgs) -> anyhow::Result<Vec<Document>> {
     let mut reader = csv::ReaderBuilder::new().has_headers(args.headerline).from_reader(input);
-    let fields: Vec<String> = if args.headerline {
-        reader.headers()?.iter().map(str::to_owned).collect()
-    } else {
-        field_list(&args.fields)
-    };
+    let fields: Vec<String> =
+        if args.headerline { reader.headers()?.iter().map(str::to_owned).collect() } else { field_list(&args.fields) };
     if fields.is_empty() {
         bail!("CSV import needs --headerline or --fields");
     }

@@ -7,11 +7,13 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod dump;
+mod export;
 mod layout;
 mod restore;
 mod stat;
 
 pub use dump::DumpArgs;
+pub use export::{ExportArgs, ImportArgs};
 pub use restore::RestoreArgs;
 pub use stat::StatArgs;
 
@@ -26,6 +28,14 @@ pub fn dump(args: DumpArgs) -> anyhow::Result<()> {
 
 pub fn restore(args: RestoreArgs) -> anyhow::Result<()> {
     block_on(restore::run(args))
+}
+
+pub fn export(args: ExportArgs) -> anyhow::Result<()> {
+    block_on(export::export(args))
+}
+
+pub fn import(args: ImportArgs) -> anyhow::Result<()> {
+    block_on(export::import(args))
 }
 
 pub fn stat(args: StatArgs) -> anyhow::Result<()> {
