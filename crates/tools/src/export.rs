@@ -101,7 +101,7 @@ pub async fn export(args: ExportArgs) -> anyhow::Result<()> {
         FileType::Csv => {
             let mut writer = csv::Writer::from_writer(out);
             writer.write_record(&fields)?;
-            Sink::Csv(writer)
+            Sink::Csv(Box::new(writer))
         }
         FileType::Json => Sink::Json(out),
     };
@@ -130,7 +130,8 @@ pub async fn export(args: ExportArgs) -> anyhow::Result<()> {
 
 enum Sink {
     Json(std::io::BufWriter<Box<dyn Write>>),
-    Csv(csv::Writer<std::io::BufWriter<Box<dyn Write>>>),
+    /// Boxed: the CSV writer carries its own buffer state.
+    Csv(Box<csv::Writer<std::io::BufWriter<Box<dyn Write>>>>),
 }
 
 /// The value at a dotted path (through documents, and array elements by index).
