@@ -96,7 +96,7 @@ pub use read::find::{Cursor, FindRequest};
 pub use read::planner::Hint;
 /// What a server needs of the engine, through the docstore (its one door): the durability a
 /// write asks for, and the engine's statistics.
-pub use storage::{Durability, Stats as EngineStats};
+pub use storage::{BackupReport, Durability, Stats as EngineStats};
 pub use validate::ValidateReport;
 pub use write::delete::DeleteRequest;
 pub use write::insert::InsertOutcome;
@@ -173,6 +173,12 @@ impl Store {
     /// Makes everything committed so far durable in the data files.
     pub fn checkpoint(&self) -> Result<()> {
         Ok(self.inner.engine.checkpoint()?)
+    }
+
+    /// Hot backup: a consistent copy of the whole store, as of now, in `destination` (a new
+    /// data directory), while writes go on (see `storage::Engine::backup`).
+    pub fn backup(&self, destination: &Path) -> Result<BackupReport> {
+        Ok(self.inner.engine.backup(destination)?)
     }
 
     // Catalog.

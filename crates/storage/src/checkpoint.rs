@@ -92,12 +92,18 @@ pub(crate) fn checkpoint(shared: &Shared) -> Result<()> {
 fn checkpoint_now(shared: &Shared) -> Result<()> {
     let Some(durable) = shared.durable.get() else { return Ok(()) };
     let mut state = durable.checkpoint.lock();
+    checkpoint_holding(shared, durable, &mut state)
+}
+
+/// Runs one checkpoint with the checkpoint lock already held (a backup keeps holding it while
+/// it copies what this checkpoint made durable).
+pub(crate) fn checkpoint_holding(shared: &Shared, durable: &Durable, state: &mut CheckpointState) -> Result<()> {
     // One attempt answers a request: if it fails, the interval and log-size triggers retry.
     state.requested = false;
     let started = Instant::now();
     let captured = capture(shared, durable)?;
     let release = captured.release.clone();
-    match write_and_commit(shared, durable, &mut state, captured) {
+    match write_and_commit(shared, durable, state, captured) {
         Ok((bytes, catalog_block)) => {
             shared.store.free_blocks(release);
             if let Some(previous) = state.catalog_block.replace(catalog_block) {

@@ -57,6 +57,8 @@ pub(crate) struct Durable {
     pub recovery: crate::recovery::RecoveryReport,
     /// The directory's lock, released when the engine's last thread and snapshot are gone.
     pub _lock: crate::io::LockGuard,
+    /// The file system the engine's files live on (a backup writes its copy through it).
+    pub fs: Arc<dyn FileSystem>,
 }
 
 pub(crate) struct Shared {
@@ -386,6 +388,14 @@ impl Engine {
     /// nothing before this point. Does nothing for an in-memory engine.
     pub fn checkpoint(&self) -> Result<()> {
         crate::checkpoint::checkpoint(&self.shared)
+    }
+
+    /// Hot backup: a consistent copy of the engine as of a checkpoint taken now, written to
+    /// `destination` (created; refused if it already holds a data file) while commits go on.
+    /// The copy opens as an ordinary data directory and holds every commit acknowledged before
+    /// the call. Later checkpoints wait for the copy; nothing else does.
+    pub fn backup(&self, destination: &Path) -> Result<crate::BackupReport> {
+        crate::backup::backup(&self.shared, destination)
     }
 
     /// Syncs the log: every commit so far is durable when this returns.

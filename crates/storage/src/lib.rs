@@ -13,6 +13,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod allocator;
+mod backup;
 mod checkpoint;
 mod compression;
 mod engine;
@@ -31,6 +32,7 @@ mod transaction;
 mod tree;
 mod wal;
 
+pub use backup::BackupReport;
 pub use compression::Compression;
 pub use engine::Engine;
 pub use error::{Error, Result};

@@ -106,7 +106,7 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> 
     checkpoint.requested = replayed_records > 0;
     let report =
         RecoveryReport { replayed_records, replayed_bytes: end.bytes, micros: crate::engine::elapsed_micros(started) };
-    let durable = Durable { data, log, checkpoint: Mutex::new(checkpoint), recovery: report, _lock: lock };
+    let durable = Durable { data, log, checkpoint: Mutex::new(checkpoint), recovery: report, _lock: lock, fs };
     if shared.durable.set(durable).is_err() {
         return Err(Error::Invariant("engine recovered twice".into()));
     }

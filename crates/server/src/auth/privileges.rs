@@ -36,6 +36,8 @@ macro_rules! actions {
     };
 }
 
+// MongoDB's action names, and `createBackup` (Strata's and Percona Server's hot backup, granted
+// by `backup`).
 actions! {
     BypassDocumentValidation = "bypassDocumentValidation",
     ChangeCustomData = "changeCustomData",
@@ -47,6 +49,7 @@ actions! {
     CollStats = "collStats",
     Compact = "compact",
     ConvertToCapped = "convertToCapped",
+    CreateBackup = "createBackup",
     CreateCollection = "createCollection",
     CreateIndex = "createIndex",
     CreateRole = "createRole",
@@ -299,7 +302,7 @@ pub fn builtin_privileges(role: &str, db: &str) -> Option<Vec<Privilege>> {
             Privilege::new(any_db, &[CLUSTER_MONITOR_ANY_DB, &[DropDatabase, KillCursors]].concat()),
         ],
         "backup" => vec![
-            Privilege::new(Resource::Cluster, &[GetParameter, ListDatabases, ServerStatus]),
+            Privilege::new(Resource::Cluster, &[CreateBackup, GetParameter, ListDatabases, ServerStatus]),
             Privilege::new(any_db, &[CollStats, DbHash, DbStats, Find, ListCollections, ListIndexes]),
             Privilege::new(users, &[Find]),
             Privilege::new(roles, &[Find]),

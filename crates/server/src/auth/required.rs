@@ -62,6 +62,7 @@ pub fn need(command: &Command, current: Option<&UserName>) -> Result<Need, Comma
         "getParameter" => on_cluster(GetParameter),
         "rotateCertificates" => on_cluster(RotateCertificates),
         "logRotate" => on_cluster(LogRotate),
+        "createBackup" => on_cluster(CreateBackup),
         "createUser" => Need::All(with_roles(command, "roles", (database(db), CreateUser), GrantRole)?),
         "updateUser" => Need::All(update_user_needs(command, current)?),
         "dropUser" | "dropAllUsersFromDatabase" => on_db(&[DropUser]),

@@ -17,6 +17,7 @@ mod coll_stats;
 mod connection_status;
 mod count;
 mod create;
+mod create_backup;
 mod create_indexes;
 mod db_stats;
 mod delete;
@@ -66,6 +67,7 @@ pub static COMMANDS: &[Spec] = &[
     Spec { names: &["collStats"], help: "collection statistics", handler: coll_stats::run },
     Spec { names: &["count"], help: "count matching documents", handler: count::run },
     Spec { names: &["create"], help: "create a collection", handler: create::run },
+    Spec { names: &["createBackup"], help: "copy the whole database to a directory, hot", handler: create_backup::run },
     Spec { names: &["createIndexes"], help: "build indexes", handler: create_indexes::run },
     Spec { names: &["dbStats"], help: "database statistics", handler: db_stats::run },
     Spec { names: &["delete"], help: "delete documents", handler: delete::run },

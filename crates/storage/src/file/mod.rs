@@ -159,6 +159,26 @@ impl DataFile {
     }
 
     /// Returns a block's space for reuse. The caller guarantees no durable checkpoint names it.
+    /// Copies the file, as long as it is now, to `target` and syncs it; returns the bytes
+    /// copied. Blocks written meanwhile may be copied torn or not at all: only what a
+    /// checkpoint made durable before the call (and that no one may overwrite until the next
+    /// checkpoint) is a promise.
+    pub fn copy_to(&self, target: &dyn File) -> Result<u64> {
+        const CHUNK_BYTES: usize = 4 << 20;
+        let end = self.file.len()?;
+        let mut buffer = vec![0u8; CHUNK_BYTES];
+        let mut offset = 0u64;
+        while offset < end {
+            let len = usize::try_from(end - offset).unwrap_or(CHUNK_BYTES).min(CHUNK_BYTES);
+            let chunk = buffer.get_mut(..len).unwrap_or_default();
+            self.file.read_exact_at(chunk, offset)?;
+            target.write_all_at(chunk, offset)?;
+            offset += len as u64;
+        }
+        target.sync()?;
+        Ok(end)
+    }
+
     pub fn free(&self, addr: BlockAddr) {
         self.allocator.lock().free(addr.offset, u64::from(addr.len));
     }
