@@ -22,7 +22,7 @@ async function chart(page, id) {
   }));
 }
 
-test('dashboard in headless Chromium', async () => {
+test('dashboard in headless Chromium', { timeout: 180_000 }, async () => {
   const server = await startStrata({ http: true });
   const client = new MongoClient(server.uri);
   const browser = await puppeteer.launch({

@@ -33,15 +33,21 @@ export async function startStrata({ secure = false, http = false } = {}) {
     env: { ...process.env, RUST_LOG: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  // Lines may come in one chunk, several 'line' events at once: queue them for nextLine().
   const lines = createInterface({ input: child.stdout });
-  const first = await new Promise((resolve, reject) => {
-    lines.once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`strata exited with ${code}`)));
+  const queued = [];
+  const waiting = [];
+  lines.on('line', (line) => (waiting.length ? waiting.shift().resolve(line) : queued.push(line)));
+  child.once('exit', (code) => waiting.splice(0).forEach((w) => w.reject(new Error(`strata exited with ${code}`))));
+  const nextLine = () => new Promise((resolve, reject) => {
+    if (queued.length) resolve(queued.shift());
+    else waiting.push({ resolve, reject });
   });
+  const first = await nextLine();
   if (!first.startsWith('strata listening on ')) throw new Error(`first line ${first}`);
   const address = first.slice('strata listening on '.length).trim();
   // With --http-port the server prints a second line: "strata http on ADDR:PORT".
-  const httpAddress = http ? (await new Promise((resolve) => lines.once('line', resolve))).split(' ').pop() : null;
+  const httpAddress = http ? (await nextLine()).split(' ').pop() : null;
   let uri = `mongodb://${address}/?directConnection=true`;
   if (tls) {
     const tlsOptions = `directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(tls.ca)}`;
