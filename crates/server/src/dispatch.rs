@@ -97,7 +97,13 @@ mod tests {
     #[test]
     fn panic_becomes_error_reply() {
         let store = std::sync::Arc::new(docstore::Store::open_in_memory(docstore::StoreOptions::default()).unwrap());
-        let shared = Shared::new(crate::ServerConfig::default(), "127.0.0.1:1".parse().unwrap(), store, None);
+        let shared = Shared::new(
+            crate::ServerConfig::default(),
+            "127.0.0.1:1".parse().unwrap(),
+            store,
+            None,
+            crate::metrics::Metrics::new().unwrap(),
+        );
         let connection = ConnectionInfo { id: 1, peer: "127.0.0.1:2".parse().unwrap() };
         let command = Command {
             name: "boom".into(),

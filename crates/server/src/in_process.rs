@@ -18,7 +18,11 @@ use crate::command::Command;
 use crate::config::ServerConfig;
 use crate::dispatch;
 use crate::error::CommandError;
+use crate::metrics::Metrics;
 use crate::state::{ConnectionInfo, Context, Shared};
+
+/// Why an in-process server could not start.
+pub type OpenError = Box<dyn std::error::Error + Send + Sync>;
 
 pub struct InProcess {
     context: Context,
@@ -26,16 +30,16 @@ pub struct InProcess {
 
 impl InProcess {
     /// A server over a fresh in-memory store with the default configuration.
-    pub fn open_in_memory() -> docstore::Result<InProcess> {
+    pub fn open_in_memory() -> Result<InProcess, OpenError> {
         InProcess::open_in_memory_with(ServerConfig::default())
     }
 
     /// A server over a fresh in-memory store with `config` (e.g. `auth: true`); its one
     /// connection comes from the loopback interface.
-    pub fn open_in_memory_with(config: ServerConfig) -> docstore::Result<InProcess> {
+    pub fn open_in_memory_with(config: ServerConfig) -> Result<InProcess, OpenError> {
         let store = Arc::new(Store::open_in_memory(StoreOptions::default())?);
         let local_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-        let shared = Shared::new(config, local_addr, store, None);
+        let shared = Shared::new(config, local_addr, store, None, Metrics::new()?);
         let connection = ConnectionInfo { id: 1, peer: local_addr };
         Ok(InProcess { context: Context::new(shared, connection) })
     }

@@ -18,6 +18,7 @@ use docstore::Store;
 
 use crate::config::ServerConfig;
 use crate::connection;
+use crate::metrics::Metrics;
 use crate::state::{ConnectionInfo, Counters, Shared};
 use crate::tls::{Tls, TlsMode};
 
@@ -46,7 +47,8 @@ impl Server {
             None => None,
         };
         let local_addr = listener.local_addr()?;
-        Ok(Server { listener, http, shared: Shared::new(config, local_addr, store, tls) })
+        let metrics = Metrics::new().map_err(std::io::Error::other)?;
+        Ok(Server { listener, http, shared: Shared::new(config, local_addr, store, tls, metrics) })
     }
 
     pub fn local_addr(&self) -> SocketAddr {

@@ -102,6 +102,21 @@ pub fn recent() -> (u64, Vec<String>) {
     }
 }
 
+/// One line in mongod's JSON shape, stamped now (for lines kept outside the log, such as
+/// `getLog: "startupWarnings"`).
+pub fn json_line(severity: &'static str, component: &'static str, context: &str, message: &str) -> String {
+    let entry = Entry {
+        time: bson::DateTime::now().try_to_rfc3339_string().unwrap_or_default(),
+        severity,
+        component,
+        id: statement_id(component, 0),
+        context: context.to_owned(),
+        message: message.to_owned(),
+        attributes: Map::new(),
+    };
+    entry.json()
+}
+
 struct MongodLayer;
 
 impl<S: Subscriber> tracing_subscriber::Layer<S> for MongodLayer {

@@ -51,13 +51,9 @@ fn register(registry: &Registry, collector: impl Collector + 'static) {
 
 impl Metrics {
     /// The server's metrics. Their names, help texts and label sets are constants of this file
-    /// (a test builds them), so an error here is a bug in this file.
-    #[allow(clippy::expect_used)]
-    pub fn new() -> Metrics {
-        Metrics::build().expect("the metric definitions in metrics.rs are valid")
-    }
-
-    fn build() -> prometheus::Result<Metrics> {
+    /// (a test builds them), so an error here is a bug in this file, reported when the server
+    /// starts.
+    pub fn new() -> prometheus::Result<Metrics> {
         let registry = Registry::new();
         let outcomes = IntCounterVec::new(
             Opts::new("strata_commands_total", "Commands run, by command and outcome (ok or error)."),
@@ -131,12 +127,6 @@ impl Metrics {
         let mut families = self.registry.gather();
         families.extend(moment(shared).gather());
         TextEncoder::new().encode_to_string(&families).unwrap_or_else(|error| format!("# encoding failed: {error}\n"))
-    }
-}
-
-impl Default for Metrics {
-    fn default() -> Self {
-        Metrics::new()
     }
 }
 
@@ -265,7 +255,7 @@ mod tests {
 
     #[test]
     fn definitions_are_valid_and_commands_are_counted() {
-        let metrics = Metrics::build().unwrap();
+        let metrics = Metrics::new().unwrap();
         metrics.command("find", true, Duration::from_micros(80));
         metrics.command("find", false, Duration::from_micros(80));
         metrics.command("noSuchCommand", true, Duration::ZERO);

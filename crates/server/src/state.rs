@@ -27,7 +27,7 @@ pub struct Shared {
     pub metrics: Metrics,
     /// TLS, when the server speaks it.
     pub tls: Option<Tls>,
-    /// What `getLog: "startupWarnings"` returns (also logged at startup).
+    /// What `getLog: "startupWarnings"` returns, as mongod's log lines (also logged at startup).
     pub startup_warnings: Vec<String>,
     next_request_id: AtomicI32,
 }
@@ -52,14 +52,23 @@ impl Counters {
 }
 
 impl Shared {
-    pub fn new(config: ServerConfig, local_addr: SocketAddr, store: Arc<Store>, tls: Option<Tls>) -> Arc<Shared> {
+    pub fn new(
+        config: ServerConfig,
+        local_addr: SocketAddr,
+        store: Arc<Store>,
+        tls: Option<Tls>,
+        metrics: Metrics,
+    ) -> Arc<Shared> {
         let security = Security::new(config.auth);
-        let startup_warnings = auth::startup_warnings(config.auth, local_addr);
+        let startup_warnings = auth::startup_warnings(config.auth, local_addr)
+            .iter()
+            .map(|warning| crate::logging::json_line("W", "CONTROL", "initandlisten", warning))
+            .collect();
         Arc::new(Shared {
             config,
             security,
             startup_warnings,
-            metrics: Metrics::new(),
+            metrics,
             tls,
             local_addr,
             started: Instant::now(),

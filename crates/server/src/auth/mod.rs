@@ -164,10 +164,6 @@ pub fn state(context: &Context) -> MutexGuard<'_, Authentication> {
     context.auth.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
-fn state_mut(context: &Context) -> MutexGuard<'_, Authentication> {
-    state(context)
-}
-
 /// A new random UUID (version 4) as 16 bytes.
 pub fn random_uuid() -> Vec<u8> {
     let mut bytes = scram::random_bytes(16);
@@ -224,7 +220,7 @@ pub fn sasl_start(context: &Context, db: &str, body: &Document) -> Result<Docume
     let (conversation, server_first) = Conversation::start(mechanism, first, credential, &scram::server_nonce());
     let skip_empty_exchange =
         body.get_document("options").is_ok_and(|o| matches!(o.get_bool("skipEmptyExchange"), Ok(true)));
-    let mut state = state_mut(context);
+    let mut state = state(context);
     state.next_conversation_id = state.next_conversation_id.wrapping_add(1).max(1);
     let id = state.next_conversation_id;
     state.pending = Some(Pending { id, conversation, db: db.to_owned(), skip_empty_exchange, proven: false });
@@ -241,7 +237,7 @@ pub fn sasl_continue(context: &Context, body: &Document) -> Result<Document, Com
         _ => return Err(CommandError::bad_value("saslContinue needs a 'conversationId'")),
     };
     let client_payload = payload_bytes(body)?;
-    let Some(mut pending) = state_mut(context).pending.take().filter(|pending| pending.id == id) else {
+    let Some(mut pending) = state(context).pending.take().filter(|pending| pending.id == id) else {
         return Err(CommandError::new(ErrorCode::ProtocolError, "No SASL session state found"));
     };
     let mechanism = pending.conversation.mechanism;
@@ -266,7 +262,7 @@ pub fn sasl_continue(context: &Context, body: &Document) -> Result<Document, Com
         return Ok(doc! { "conversationId": id, "done": true, "payload": payload(&server_final) });
     }
     pending.proven = true;
-    state_mut(context).pending = Some(pending);
+    state(context).pending = Some(pending);
     Ok(doc! { "conversationId": id, "done": false, "payload": payload(&server_final) })
 }
 
@@ -303,7 +299,7 @@ fn login(context: &Context, name: &UserName, method: Method) -> Result<(), Comma
     }
     let generation = context.shared.security.generation();
     let (privileges, roles) = directory.resolve(&user.roles)?;
-    let mut state = state_mut(context);
+    let mut state = state(context);
     state.user = Some(Authenticated { name: name.clone(), roles, privileges });
     state.generation = generation;
     drop(state);
@@ -314,7 +310,7 @@ fn login(context: &Context, name: &UserName, method: Method) -> Result<(), Comma
 
 /// The connection's client presented a verified certificate with this subject.
 pub fn set_certificate_subject(context: &Context, subject: String) {
-    state_mut(context).certificate_subject = Some(subject);
+    state(context).certificate_subject = Some(subject);
 }
 
 /// `authenticate` with MONGODB-X509 (or `hello`'s speculative form): the user of `$external`
@@ -351,7 +347,7 @@ pub fn authenticate_x509(context: &Context, db: &str, body: &Document) -> Result
 
 /// `logout`: the connection is nobody again.
 pub fn logout(context: &Context) {
-    let mut state = state_mut(context);
+    let mut state = state(context);
     state.user = None;
     state.pending = None;
 }
@@ -379,7 +375,7 @@ fn refresh(context: &Context) -> Result<(), CommandError> {
         }
         None => None,
     };
-    let mut state = state_mut(context);
+    let mut state = state(context);
     state.user = resolved;
     state.generation = generation;
     Ok(())

@@ -18,8 +18,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             reply(doc! { "totalLinesWritten": int(written), "log": lines })
         }
         Some(Bson::String(name)) if name == "startupWarnings" => {
-            let lines: Vec<Bson> =
-                context.shared.startup_warnings.iter().map(|w| Bson::String(log_line(context, w))).collect();
+            let lines: Vec<Bson> = context.shared.startup_warnings.iter().cloned().map(Bson::String).collect();
             reply(doc! { "totalLinesWritten": int(lines.len()), "log": lines })
         }
         Some(Bson::String(name)) => {
@@ -28,22 +27,4 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         Some(other) => Err(mismatch("getLog", "string", other)),
         None => Err(CommandError::bad_value("getLog needs a log name")),
     }
-}
-
-/// A warning as mongod 4.4+ logs it: one JSON line with `t`, `s`, `c`, `id`, `ctx`, `msg`.
-fn log_line(context: &Context, message: &str) -> String {
-    let started = bson::DateTime::now().saturating_duration_since(bson::DateTime::from_millis(0));
-    let since_start = context.shared.started.elapsed();
-    let millis = started.saturating_sub(since_start).as_millis();
-    let time = bson::DateTime::from_millis(i64::try_from(millis).unwrap_or(i64::MAX));
-    let line = doc! {
-        "t": { "$date": time.try_to_rfc3339_string().unwrap_or_default() },
-        "s": "W",
-        "c": "CONTROL",
-        "id": 22120,
-        "ctx": "initandlisten",
-        "msg": message,
-        "tags": ["startupWarnings"],
-    };
-    Bson::Document(line).into_relaxed_extjson().to_string()
 }
