@@ -71,6 +71,7 @@ pub mod collection;
 pub mod entry_filter;
 pub mod error;
 pub mod index;
+pub mod oplog;
 pub mod read;
 pub mod spill;
 pub mod stats;
@@ -168,6 +169,30 @@ impl Store {
             Ok(inner) => Ok(inner.engine.close()?),
             Err(_) => Err(Error::Busy("the store is still in use".into())),
         }
+    }
+
+    // Replication.
+
+    /// Keeps an oplog (`local.oplog.rs`) of at most `cap_bytes` from now on: every change
+    /// commits its entries with it (see [`oplog`]). Calling it again changes the cap.
+    pub fn enable_oplog(&self, cap_bytes: u64) -> Result<Arc<oplog::Oplog>> {
+        self.inner.catalog.enable_oplog(&self.inner.engine, cap_bytes)
+    }
+
+    /// The oplog, if this store keeps one.
+    pub fn oplog(&self) -> Option<Arc<oplog::Oplog>> {
+        self.inner.catalog.oplog()
+    }
+
+    /// Oplog entries after `after`, oldest first, at most `limit`, read at one snapshot.
+    pub fn oplog_after(&self, after: bson::Timestamp, limit: usize) -> Result<Vec<(bson::Timestamp, RawDocumentBuf)>> {
+        let Some(oplog) = self.oplog() else { return Ok(Vec::new()) };
+        let snapshot = self.inner.engine.snapshot();
+        oplog
+            .read_after(&snapshot, after, limit)?
+            .into_iter()
+            .map(|(ts, bytes)| Ok((ts, read::scan::raw(bytes)?)))
+            .collect()
     }
 
     /// Makes everything committed so far durable in the data files.

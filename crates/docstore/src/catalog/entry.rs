@@ -108,8 +108,10 @@ pub fn validate_user_collection(db: &str, collection: &str) -> Result<()> {
     Ok(())
 }
 
-/// The `system.*` collections the server itself creates (users and roles live in `admin`).
-pub const SERVER_COLLECTIONS: &[(&str, &str)] = &[("admin", "system.users"), ("admin", "system.roles")];
+/// The collections the server itself creates, which user writes may not (users and roles live
+/// in `admin`; the oplog and the replica set's configuration in `local`).
+pub const SERVER_COLLECTIONS: &[(&str, &str)] =
+    &[("admin", "system.users"), ("admin", "system.roles"), ("local", "oplog.rs"), ("local", "system.replset")];
 
 pub fn validate_server_collection(db: &str, collection: &str) -> Result<()> {
     validate_collection_name(db, collection)?;

@@ -34,6 +34,7 @@ pub use entry::{
 
 use crate::collection::{Collection, CollectionInfo, DatabaseInfo};
 use crate::error::{Error, Result};
+use crate::oplog::{self, Entry, Oplog};
 
 type CollectionMap = BTreeMap<(String, String), Arc<Collection>>;
 
@@ -46,6 +47,9 @@ pub struct Catalog {
     collections: RwLock<CollectionMap>,
     /// Held by every catalog change (create, drop, rename, tree allocation).
     ddl: Mutex<()>,
+    /// The oplog, once the store keeps one: every change commits its entries with it, and the
+    /// document writes and catalog changes that make them all commit through the catalog.
+    oplog: RwLock<Option<Arc<Oplog>>>,
 }
 
 /// A write lock held on one collection, with the descriptor current under it.
@@ -63,6 +67,7 @@ impl Catalog {
             counts_tree: ensure_tree(engine, entry::COUNTS_TREE)?,
             collections: RwLock::new(BTreeMap::new()),
             ddl: Mutex::new(()),
+            oplog: RwLock::new(None),
         };
         let metas = catalog.load(engine)?;
         drop_garbage_trees(engine, &metas)?;
@@ -95,6 +100,61 @@ impl Catalog {
     /// The `__counts` tree.
     pub fn counts_tree(&self) -> TreeId {
         self.counts_tree
+    }
+
+    /// The oplog, if the store keeps one.
+    pub fn oplog(&self) -> Option<Arc<Oplog>> {
+        self.oplog.read().clone()
+    }
+
+    /// Starts keeping an oplog of at most `cap_bytes` (creating `local.oplog.rs` if needed);
+    /// from now on every change appends its entries. Calling it again changes the cap.
+    pub fn enable_oplog(&self, engine: &Engine, cap_bytes: u64) -> Result<Arc<Oplog>> {
+        if let Some(oplog) = self.oplog() {
+            oplog.set_cap_bytes(cap_bytes);
+            return Ok(oplog);
+        }
+        self.ensure_system_collection(engine, oplog::DB, oplog::COLLECTION)?;
+        let collection = self.existing(oplog::DB, oplog::COLLECTION)?;
+        let counters = self.counters(engine, &collection)?;
+        let opened = Arc::new(Oplog::open(engine, collection, self.counts_tree, counters, cap_bytes)?);
+        *self.oplog.write() = Some(Arc::clone(&opened));
+        Ok(opened)
+    }
+
+    /// Whether changes to `db` are logged (never those of `local`, as in MongoDB).
+    pub fn logs(&self, db: &str) -> bool {
+        db != oplog::DB && self.oplog.read().is_some()
+    }
+
+    /// Commits `txn` with `entries` in the oplog (when the store keeps one and `db` is logged),
+    /// then trims the oplog if it is full; returns the commit's sequence number. A storage error
+    /// (a `KeyExists` the caller describes) comes back as it is.
+    pub fn commit_logged(
+        &self,
+        engine: &Engine,
+        txn: storage::Transaction<'_>,
+        db: &str,
+        entries: Vec<Entry>,
+        durability: Durability,
+    ) -> std::result::Result<storage::Seq, storage::Error> {
+        let Some(oplog) = self.oplog().filter(|_| db != oplog::DB && !entries.is_empty()) else {
+            return txn.commit(durability);
+        };
+        let (seq, _) = oplog.commit(txn, entries, durability)?;
+        if let Err(error) = oplog.trim_if_full(engine) {
+            // Nothing changed (the next commit tries again); the engine counts I/O failures.
+            tracing::warn!(%error, "trimming the oplog failed");
+        }
+        Ok(seq)
+    }
+
+    /// A command entry for `db`, when changes to it are logged.
+    pub fn command_entries(&self, db: &str, command: Document) -> Result<Vec<Entry>> {
+        if !self.logs(db) {
+            return Ok(Vec::new());
+        }
+        Ok(vec![Entry::command(db, &command)?])
     }
 
     /// The lock every catalog change holds.
@@ -242,10 +302,13 @@ impl Catalog {
         options: Document,
     ) -> Result<Arc<Collection>> {
         let tree = self.new_tree(engine, COLLECTION_TREE_PREFIX)?;
+        let mut create = bson::doc! {"create": name};
+        create.extend(options.clone());
+        let entries = self.command_entries(db, create)?;
         let meta = CollectionMeta { db: db.into(), name: name.into(), tree, options, indexes: Vec::new() };
         let mut txn = engine.begin();
         txn.put(self.tree, namespace_key(db, name), meta.encode()?);
-        txn.commit(Durability::Immediate)?;
+        self.commit_logged(engine, txn, db, entries, Durability::Immediate)?;
         let collection = Arc::new(Collection::open(engine, meta, Arc::new(Mutex::new(())))?);
         self.collections.write().insert((db.into(), name.into()), Arc::clone(&collection));
         Ok(collection)
@@ -263,7 +326,8 @@ impl Catalog {
         txn.delete(self.tree, namespace_key(db, name));
         txn.delete(self.counts_tree, collection.count_key.clone());
         txn.delete(self.counts_tree, collection.size_key.clone());
-        txn.commit(Durability::Immediate)?;
+        let entries = self.command_entries(db, bson::doc! {"drop": name})?;
+        self.commit_logged(engine, txn, db, entries, Durability::Immediate)?;
         self.collections.write().remove(&(db.to_string(), name.to_string()));
         for tree in collection.meta.trees() {
             engine.drop_tree(tree)?;
@@ -274,8 +338,13 @@ impl Catalog {
     /// Drops every collection of a database.
     pub fn drop_database(&self, engine: &Engine, db: &str) -> Result<()> {
         validate_db_name(db)?;
-        for info in self.list_collections(db) {
+        let collections = self.list_collections(db);
+        for info in &collections {
             self.drop_collection(engine, db, &info.name)?;
+        }
+        let entries = self.command_entries(db, bson::doc! {"dropDatabase": 1})?;
+        if !collections.is_empty() && !entries.is_empty() {
+            self.commit_logged(engine, engine.begin(), db, entries, Durability::Immediate)?;
         }
         Ok(())
     }
@@ -313,7 +382,14 @@ impl Catalog {
         let mut txn = engine.begin();
         txn.delete(self.tree, namespace_key(from.0, from.1));
         txn.put(self.tree, namespace_key(to.0, to.1), meta.encode()?);
-        txn.commit(Durability::Immediate)?;
+        let rename = bson::doc! {
+            "renameCollection": format!("{}.{}", from.0, from.1),
+            "to": format!("{}.{}", to.0, to.1),
+            "stayTemp": false,
+            "dropTarget": drop_target,
+        };
+        let entries = self.command_entries(from.0, rename)?;
+        self.commit_logged(engine, txn, from.0, entries, Durability::Immediate)?;
         let renamed = Arc::new(Collection::open(engine, meta, Arc::clone(&collection.write_lock))?);
         let mut map = self.collections.write();
         map.remove(&(from.0.to_string(), from.1.to_string()));
@@ -352,9 +428,20 @@ impl Catalog {
     /// Replaces a collection's catalog entry (under its write lock) and installs the new
     /// descriptor; the caller may add the catalog write to a transaction of its own instead.
     pub fn replace_meta(&self, engine: &Engine, old: &Collection, meta: CollectionMeta) -> Result<Arc<Collection>> {
+        self.replace_meta_logged(engine, old, meta, Vec::new())
+    }
+
+    /// [`Catalog::replace_meta`] with oplog entries committed with the change.
+    pub fn replace_meta_logged(
+        &self,
+        engine: &Engine,
+        old: &Collection,
+        meta: CollectionMeta,
+        entries: Vec<Entry>,
+    ) -> Result<Arc<Collection>> {
         let mut txn = engine.begin();
         txn.put(self.tree, namespace_key(&meta.db, &meta.name), meta.encode()?);
-        txn.commit(Durability::Immediate)?;
+        self.commit_logged(engine, txn, &meta.db, entries, Durability::Immediate)?;
         self.install(engine, old, meta)
     }
 

@@ -162,7 +162,11 @@ pub fn drop_indexes(
         .filter(|i| doomed.contains(&i.name().to_string()))
         .map(|i| i.tree.clone())
         .collect();
-    remove_indexes(engine, catalog, collection, meta, &trees)?;
+    let mut entries = Vec::new();
+    for index in &doomed {
+        entries.extend(catalog.command_entries(db, bson::doc! {"dropIndexes": name, "index": index})?);
+    }
+    remove_indexes(engine, catalog, collection, meta, &trees, entries)?;
     Ok(was)
 }
 
@@ -172,13 +176,14 @@ fn remove_indexes(
     collection: &Collection,
     meta: catalog::CollectionMeta,
     trees: &[String],
+    entries: Vec<crate::oplog::Entry>,
 ) -> Result<()> {
     let mut txn = engine.begin();
     txn.put(catalog.tree(), catalog::namespace_key(&meta.db, &meta.name), meta.encode()?);
     for tree in trees {
         txn.delete(catalog.counts_tree(), catalog::size_key(tree));
     }
-    txn.commit(Durability::Immediate)?;
+    catalog.commit_logged(engine, txn, &meta.db, entries, Durability::Immediate)?;
     catalog.install(engine, collection, meta)?;
     for tree in trees {
         engine.drop_tree(tree)?;
@@ -235,7 +240,12 @@ pub fn build(engine: &Engine, catalog: &Catalog, db: &str, name: &str, index_nam
                 .lock(db, name)
                 .ok_or_else(|| Error::NamespaceNotFound(format!("{db}.{name} dropped during an index build")))?;
             let meta = Catalog::with_index(&locked.collection.meta, index_name, |i| i.ready = true);
-            catalog.replace_meta(engine, &locked.collection, meta)?;
+            let mut command = bson::doc! {"createIndexes": name};
+            if let Some(index) = meta.indexes.iter().find(|i| i.name() == index_name) {
+                command.extend(index.spec.clone());
+            }
+            let entries = catalog.command_entries(db, command)?;
+            catalog.replace_meta_logged(engine, &locked.collection, meta, entries)?;
             Ok(())
         }
         Err(error) => {
@@ -244,7 +254,7 @@ pub fn build(engine: &Engine, catalog: &Catalog, db: &str, name: &str, index_nam
                 let trees: Vec<String> =
                     meta.indexes.iter().filter(|i| i.name() == index_name).map(|i| i.tree.clone()).collect();
                 meta.indexes.retain(|i| i.name() != index_name);
-                remove_indexes(engine, catalog, &locked.collection, meta, &trees)?;
+                remove_indexes(engine, catalog, &locked.collection, meta, &trees, Vec::new())?;
             }
             Err(error)
         }

@@ -24,6 +24,7 @@ use crate::catalog::{Catalog, CollectionMeta, namespace_key};
 use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::index::{Index, id_key};
+use crate::oplog::{Entry, diff};
 
 /// Messages of a write not yet committed.
 pub struct DocumentWrite<'s> {
@@ -39,6 +40,10 @@ pub struct DocumentWrite<'s> {
     /// Logical bytes added to each index tree: a few entries, searched in order (a hash per
     /// document and index cost more than the search).
     index_bytes: Vec<(String, i64)>,
+    /// The oplog entries of this write, when the store keeps an oplog for this database.
+    entries: Option<Vec<Entry>>,
+    /// Log updates as whole replacements (a replacement update) rather than diffs.
+    replacement: bool,
 }
 
 impl<'s> DocumentWrite<'s> {
@@ -52,7 +57,21 @@ impl<'s> DocumentWrite<'s> {
             size_delta: 0,
             new_multikey: HashSet::new(),
             index_bytes: Vec::new(),
+            entries: catalog.logs(&collection.meta.db).then(Vec::new),
+            replacement: false,
         }
+    }
+
+    /// Logs this write's updates as replacements (the update was a replacement document).
+    pub fn log_as_replacement(&mut self) {
+        self.replacement = true;
+    }
+
+    fn log(&mut self, entry: impl FnOnce(&str) -> Result<Entry>) -> Result<()> {
+        if let Some(entries) = &mut self.entries {
+            entries.push(entry(&self.collection.namespace())?);
+        }
+        Ok(())
     }
 
     /// Inserts a new document (the `_id` must be absent: checked at commit).
@@ -73,6 +92,10 @@ impl<'s> DocumentWrite<'s> {
         }
         self.count_delta += 1;
         self.size_delta += raw.as_bytes().len() as i64;
+        if self.entries.is_some() {
+            let id_value = document_id(raw)?.unwrap_or(Bson::Null);
+            self.log(|ns| Entry::insert(ns, raw, &id_value))?;
+        }
         Ok(())
     }
 
@@ -88,6 +111,10 @@ impl<'s> DocumentWrite<'s> {
         }
         self.count_delta -= 1;
         self.size_delta -= raw.as_bytes().len() as i64;
+        if self.entries.is_some() {
+            let id_value = document_id(raw)?.unwrap_or(Bson::Null);
+            self.log(|ns| Entry::delete(ns, &id_value))?;
+        }
         Ok(())
     }
 
@@ -110,7 +137,21 @@ impl<'s> DocumentWrite<'s> {
             add_index_bytes(&mut self.index_bytes, &index.meta.tree, new_bytes - old_bytes);
         }
         self.size_delta += new.as_bytes().len() as i64 - old.as_bytes().len() as i64;
+        if self.entries.is_some() {
+            self.log_update(old, new)?;
+        }
         Ok(())
+    }
+
+    fn log_update(&mut self, old: &RawDocument, new: &RawDocument) -> Result<()> {
+        let decode = |raw: &RawDocument| Document::try_from(raw).map_err(|e| Error::corrupt(format!("document: {e}")));
+        let (old, new) = (decode(old)?, decode(new)?);
+        let change = match self.replacement {
+            true => None,
+            false => diff::diff(&old, &new).map(|diff| bson::doc! {"$v": 2, "diff": diff}),
+        };
+        let id_value = new.get("_id").cloned().unwrap_or(Bson::Null);
+        self.log(|ns| Entry::update(ns, &id_value, change.as_ref().unwrap_or(&new)))
     }
 
     /// An index build's entries for one document (uniqueness already checked by the build,
@@ -148,7 +189,17 @@ impl<'s> DocumentWrite<'s> {
         if let Some(meta) = &new_meta {
             self.txn.put(self.catalog.tree(), namespace_key(&meta.db, &meta.name), meta.encode()?);
         }
-        match self.txn.commit(under_lock(durability)) {
+        if self.collection.meta.db == crate::oplog::DB && self.collection.meta.name == crate::oplog::COLLECTION {
+            return Err(Error::IllegalOperation("cannot write to 'local.oplog.rs' directly".into()));
+        }
+        let entries = self.entries.take().unwrap_or_default();
+        match self.catalog.commit_logged(
+            self.engine,
+            self.txn,
+            &self.collection.meta.db,
+            entries,
+            under_lock(durability),
+        ) {
             Ok(_) => {}
             Err(storage::Error::KeyExists { tree, key }) => {
                 return Err(duplicate_key(&self.collection, &tree, &key, documents));

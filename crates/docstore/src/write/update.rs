@@ -191,6 +191,9 @@ impl Inner {
         let new_raw = encode(&new)?;
         let id = document_id(old)?.unwrap_or(Bson::Null);
         let mut write = DocumentWrite::new(&self.engine, &self.catalog, &locked.collection);
+        if modification.is_replacement() {
+            write.log_as_replacement();
+        }
         write.replace(&id_key(&id), old, &new_raw)?;
         locked.collection = write.commit(durability, &[&new_raw])?;
         Ok(Some(new))

@@ -1,0 +1,225 @@
+//! The oplog: `local.oplog.rs`, the ordered record of every change, as a replica set keeps it.
+//!
+//! A store keeps an oplog once the server runs as a replica set ([`crate::Store::enable_oplog`]).
+//! From then on every change (a document inserted, updated or deleted, a collection or an
+//! index created or dropped, a rename) appends its entries ([`entry::Entry`]) **in the same
+//! engine transaction** as the change itself, so after any crash a change and its entry are
+//! both there or neither is. `ts` values increase in commit order: the oplog's ordering lock is
+//! held from stamping an entry to its commit (microseconds: the engine's commit lock is taken
+//! inside it anyway, and a durable commit's sync waits after both are released).
+//!
+//! The entries live in an ordinary collection tree, keyed by `ts` ([`entry::key`]), so `find`
+//! reads `local.oplog.rs` in timestamp order; writes from users are refused. The oplog is capped
+//! by size: once its entries pass the cap, the oldest are deleted (in their own transaction;
+//! the entries trimmed are never part of a change).
+//!
+//! Readers that wait for new entries (change streams, tailable cursors) register a callback
+//! ([`Oplog::on_append`]) that every commit with entries calls once; the store knows no runtime.
+
+pub mod diff;
+pub mod entry;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bson::Timestamp;
+use parking_lot::{Mutex, RwLock};
+use storage::{Durability, Engine, Seq, Snapshot, Transaction};
+
+use crate::collection::Collection;
+use crate::error::Result;
+
+pub use entry::Entry;
+
+/// Where the oplog lives.
+pub const DB: &str = "local";
+pub const COLLECTION: &str = "oplog.rs";
+
+/// Entries deleted per trimming transaction.
+const TRIM_BATCH: usize = 1000;
+
+type Listener = Box<dyn Fn() + Send + Sync>;
+
+/// The store's oplog.
+pub struct Oplog {
+    collection: Arc<Collection>,
+    /// Held from stamping entries to committing them, so `ts` order is commit order.
+    order: Mutex<Timestamp>,
+    /// The newest committed entry's `ts` (as its u64 form).
+    last: AtomicU64,
+    /// Bytes and entries held now (the collection's counters, kept here too for trimming).
+    bytes: AtomicI64,
+    count: AtomicI64,
+    cap_bytes: AtomicU64,
+    /// Only one trim at a time.
+    trimming: Mutex<()>,
+    listeners: RwLock<Vec<Listener>>,
+    counts_tree: storage::TreeId,
+}
+
+impl Oplog {
+    /// Opens the oplog over its collection (which exists), reading its newest entry and counters.
+    pub fn open(
+        engine: &Engine,
+        collection: Arc<Collection>,
+        counts_tree: storage::TreeId,
+        counters: (i64, i64),
+        cap_bytes: u64,
+    ) -> Result<Oplog> {
+        let snapshot = engine.snapshot();
+        let last = match snapshot.iter(collection.tree).next_back().transpose()? {
+            Some((key, _)) => entry::key_timestamp(&key).unwrap_or(Timestamp { time: 0, increment: 0 }),
+            None => Timestamp { time: 0, increment: 0 },
+        };
+        Ok(Oplog {
+            collection,
+            order: Mutex::new(last),
+            last: AtomicU64::new(as_u64(last)),
+            count: AtomicI64::new(counters.0),
+            bytes: AtomicI64::new(counters.1),
+            cap_bytes: AtomicU64::new(cap_bytes),
+            trimming: Mutex::new(()),
+            listeners: RwLock::new(Vec::new()),
+            counts_tree,
+        })
+    }
+
+    pub fn collection(&self) -> &Arc<Collection> {
+        &self.collection
+    }
+
+    /// The newest entry's timestamp (zero when the oplog is empty).
+    pub fn last(&self) -> Timestamp {
+        from_u64(self.last.load(Ordering::Acquire))
+    }
+
+    pub fn cap_bytes(&self) -> u64 {
+        self.cap_bytes.load(Ordering::Relaxed)
+    }
+
+    pub fn set_cap_bytes(&self, cap: u64) {
+        self.cap_bytes.store(cap, Ordering::Relaxed);
+    }
+
+    /// Bytes and entries the oplog holds.
+    pub fn size(&self) -> (i64, i64) {
+        (self.count.load(Ordering::Relaxed), self.bytes.load(Ordering::Relaxed))
+    }
+
+    /// Calls `listener` after each commit that appended entries.
+    pub fn on_append(&self, listener: Listener) {
+        self.listeners.write().push(listener);
+    }
+
+    /// Commits `txn` with `entries` appended to the oplog, stamped in commit order. Returns the
+    /// commit's sequence number and the last entry's timestamp. The caller trims
+    /// ([`Oplog::trim_if_full`]).
+    pub fn commit(
+        &self,
+        mut txn: Transaction<'_>,
+        entries: Vec<Entry>,
+        durability: Durability,
+    ) -> storage::Result<(Seq, Timestamp)> {
+        let count = entries.len() as i64;
+        let mut clock = self.order.lock();
+        let mut ts = *clock;
+        let mut bytes = 0i64;
+        for entry in entries {
+            ts = next(ts);
+            let stamped = entry.stamp(ts);
+            bytes += stamped.len() as i64;
+            txn.put(self.collection.tree, entry::key(ts).to_vec(), stamped);
+        }
+        txn.update(self.counts_tree, self.collection.count_key.clone(), count.to_le_bytes().to_vec());
+        txn.update(self.counts_tree, self.collection.size_key.clone(), bytes.to_le_bytes().to_vec());
+        let seq = txn.commit(durability)?;
+        *clock = ts;
+        self.last.store(as_u64(ts), Ordering::Release);
+        drop(clock);
+        self.count.fetch_add(count, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        for listener in self.listeners.read().iter() {
+            listener();
+        }
+        Ok((seq, ts))
+    }
+
+    /// Deletes the oldest entries until the oplog is within its cap (always keeping the newest);
+    /// one trim at a time (a writer that finds one under way goes on).
+    pub fn trim_if_full(&self, engine: &Engine) -> Result<()> {
+        if self.bytes.load(Ordering::Relaxed) as u64 <= self.cap_bytes() {
+            return Ok(());
+        }
+        let Some(_trimming) = self.trimming.try_lock() else { return Ok(()) };
+        while self.bytes.load(Ordering::Relaxed) as u64 > self.cap_bytes() && self.count.load(Ordering::Relaxed) > 1 {
+            let snapshot = engine.snapshot();
+            let mut txn = engine.begin();
+            let (mut count, mut bytes) = (0i64, 0i64);
+            let excess = self.bytes.load(Ordering::Relaxed) - self.cap_bytes() as i64;
+            let remaining = self.count.load(Ordering::Relaxed);
+            for item in snapshot.iter(self.collection.tree).take(TRIM_BATCH) {
+                let (key, value) = item?;
+                if bytes >= excess || count + 1 >= remaining {
+                    break;
+                }
+                bytes += value.len() as i64;
+                count += 1;
+                txn.delete(self.collection.tree, key);
+            }
+            if count == 0 {
+                break;
+            }
+            txn.update(self.counts_tree, self.collection.count_key.clone(), (-count).to_le_bytes().to_vec());
+            txn.update(self.counts_tree, self.collection.size_key.clone(), (-bytes).to_le_bytes().to_vec());
+            txn.commit(Durability::Periodic)?;
+            self.count.fetch_sub(count, Ordering::Relaxed);
+            self.bytes.fetch_sub(bytes, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Entries after `after` (exclusive), oldest first, at `snapshot`, at most `limit`.
+    pub fn read_after(&self, snapshot: &Snapshot, after: Timestamp, limit: usize) -> Result<Vec<(Timestamp, Vec<u8>)>> {
+        let start = entry::key(after);
+        let mut entries = Vec::new();
+        for item in snapshot.range::<(std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>)>(
+            self.collection.tree,
+            (std::ops::Bound::Excluded(start.as_slice()), std::ops::Bound::Unbounded),
+        ) {
+            let (key, value) = item?;
+            if let Some(ts) = entry::key_timestamp(&key) {
+                entries.push((ts, value));
+            }
+            if entries.len() >= limit {
+                break;
+            }
+        }
+        Ok(entries)
+    }
+
+    /// The oldest entry's timestamp still held.
+    pub fn first(&self, snapshot: &Snapshot) -> Result<Option<Timestamp>> {
+        Ok(snapshot.iter(self.collection.tree).next().transpose()?.and_then(|(key, _)| entry::key_timestamp(&key)))
+    }
+}
+
+/// The timestamp after `previous`: this second's next increment, or the first of a later second.
+fn next(previous: Timestamp) -> Timestamp {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as u32;
+    if now > previous.time {
+        Timestamp { time: now, increment: 1 }
+    } else if previous.increment == u32::MAX {
+        Timestamp { time: previous.time + 1, increment: 1 }
+    } else {
+        Timestamp { time: previous.time, increment: previous.increment + 1 }
+    }
+}
+
+pub fn as_u64(ts: Timestamp) -> u64 {
+    (u64::from(ts.time) << 32) | u64::from(ts.increment)
+}
+
+pub fn from_u64(value: u64) -> Timestamp {
+    Timestamp { time: (value >> 32) as u32, increment: value as u32 }
+}
