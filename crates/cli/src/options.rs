@@ -6,7 +6,8 @@
 //! "128MiB"), `net.port`, `net.bindIp` (the first address of a comma-separated list),
 //! `net.maxIncomingConnections`, `security.authorization` ("enabled"/"disabled"), `systemLog.destination`/`systemLog.path`,
 //! `operationProfiling.slowOpThresholdMs`, `net.http.port`, `net.tls.mode`, `net.tls.certificateKeyFile`,
-//! `net.tls.CAFile`, `net.tls.allowConnectionsWithoutCertificates`. Unknown keys are ignored, so a real mongod.conf loads.
+//! `net.tls.CAFile`, `net.tls.allowConnectionsWithoutCertificates`, `replication.replSetName`,
+//! `replication.oplogSizeMB`. Unknown keys are ignored, so a real mongod.conf loads.
 
 use std::path::PathBuf;
 
@@ -64,6 +65,13 @@ pub struct ServeArgs {
     /// With --tlsCAFile: accept TLS clients that present no certificate.
     #[arg(long = "tlsAllowConnectionsWithoutCertificates")]
     pub tls_allow_connections_without_certificates: bool,
+    /// Run as a replica set of this name (one member; initiate it with rs.initiate()):
+    /// an oplog, cluster times, and what drivers offer only to replica sets.
+    #[arg(long = "replSet")]
+    pub repl_set: Option<String>,
+    /// The oplog's size cap in megabytes (default 990).
+    #[arg(long = "oplogSizeMB")]
+    pub oplog_size_mb: Option<u64>,
     /// YAML configuration file with mongod.conf's key names.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -83,6 +91,8 @@ pub struct Resolved {
     pub log_format: server::logging::LogFormat,
     pub log_path: Option<PathBuf>,
     pub slow_ms: u64,
+    pub repl_set: Option<String>,
+    pub oplog_size_mb: u64,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -98,6 +108,16 @@ struct ConfigFile {
     system_log: SystemLogSection,
     #[serde(default)]
     operation_profiling: OperationProfilingSection,
+    #[serde(default)]
+    replication: ReplicationSection,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase")]
+struct ReplicationSection {
+    repl_set_name: Option<String>,
+    #[serde(rename = "oplogSizeMB")]
+    oplog_size_mb: Option<u64>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -210,7 +230,7 @@ impl ServeArgs {
             // A file without a path (or syslog): stderr, so that such a mongod.conf still loads.
             _ => None,
         };
-        let Some(dbpath) = self.dbpath.clone().or(file.storage.db_path) else {
+        let Some(dbpath) = self.dbpath.clone().or(file.storage.db_path.clone()) else {
             bail!("no data directory: pass --dbpath DIR or set storage.dbPath in --config");
         };
         Ok(Resolved {
@@ -231,6 +251,11 @@ impl ServeArgs {
                 .slowms
                 .or(file.operation_profiling.slow_op_threshold_ms)
                 .unwrap_or(server::config::DEFAULT_SLOW_MS),
+            repl_set: self.repl_set.clone().or(file.replication.repl_set_name),
+            oplog_size_mb: self
+                .oplog_size_mb
+                .or(file.replication.oplog_size_mb)
+                .unwrap_or(server::config::DEFAULT_OPLOG_MB),
         })
     }
 

@@ -41,6 +41,8 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
         tls: options.tls.clone(),
         http_port: options.http_port,
         slow_ms: options.slow_ms,
+        repl_set: options.repl_set.clone(),
+        oplog_size_mb: options.oplog_size_mb,
         argv: std::env::args().collect(),
         parsed_options: doc! {
             "storage": { "dbPath": options.dbpath.display().to_string() },
@@ -52,6 +54,12 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
             "security": { "authorization": if options.auth { "enabled" } else { "disabled" } },
         },
     };
+    let mut config = config;
+    if let Some(name) = &options.repl_set {
+        config
+            .parsed_options
+            .insert("replication", doc! {"replSetName": name.clone(), "oplogSizeMB": options.oplog_size_mb as i64});
+    }
     let store = open_store(&options).await?;
     let server = server::Server::bind(config, Arc::clone(&store))
         .await

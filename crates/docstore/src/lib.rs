@@ -184,6 +184,13 @@ impl Store {
         self.inner.catalog.oplog()
     }
 
+    /// Appends a no-op entry to the oplog (if kept), e.g. "initiating set".
+    pub fn append_noop(&self, msg: &str, durability: Durability) -> Result<()> {
+        let Some(oplog) = self.oplog() else { return Ok(()) };
+        oplog.commit(self.inner.engine.begin(), vec![oplog::Entry::noop(msg)?], durability)?;
+        Ok(())
+    }
+
     /// Oplog entries after `after`, oldest first, at most `limit`, read at one snapshot.
     pub fn oplog_after(&self, after: bson::Timestamp, limit: usize) -> Result<Vec<(bson::Timestamp, RawDocumentBuf)>> {
         let Some(oplog) = self.oplog() else { return Ok(Vec::new()) };

@@ -7,6 +7,9 @@ use bson::Document;
 /// may buffer up to one 48 MB message.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1_000;
 
+/// The oplog's default cap (`--oplogSizeMB`), mongod's on a small machine.
+pub const DEFAULT_OPLOG_MB: u64 = 990;
+
 /// mongod's default `slowms`.
 pub const DEFAULT_SLOW_MS: u64 = 100;
 
@@ -26,6 +29,10 @@ pub struct ServerConfig {
     pub http_port: Option<u16>,
     /// TLS (`--tlsMode` and its files); `None` is `disabled`.
     pub tls: Option<crate::tls::TlsOptions>,
+    /// `--replSet`: run as a replica set of this name (one member).
+    pub repl_set: Option<String>,
+    /// `--oplogSizeMB`: the oplog's cap in replica-set mode.
+    pub oplog_size_mb: u64,
     /// The process's arguments, for `getCmdLineOpts`.
     pub argv: Vec<String>,
     /// The parsed options in mongod.conf shape (`{storage: {dbPath}, net: {port, bindIp}}`).
@@ -42,6 +49,8 @@ impl Default for ServerConfig {
             tls: None,
             http_port: None,
             slow_ms: DEFAULT_SLOW_MS,
+            repl_set: None,
+            oplog_size_mb: DEFAULT_OPLOG_MB,
             argv: Vec::new(),
             parsed_options: Document::new(),
         }

@@ -34,7 +34,7 @@ use wire::{ErrorCode, Frame, Limits, Message, OpCode, ReplyStream, Request, Wire
 use crate::command::Command;
 use crate::dispatch;
 use crate::error::CommandError;
-use crate::state::{ConnectionInfo, Context, Shared};
+use crate::state::{ConnectionInfo, Context, Park, Shared};
 
 const INITIAL_BUFFER_BYTES: usize = 16 * 1024;
 
@@ -47,6 +47,8 @@ enum Outcome {
     Reply(Vec<u8>),
     NoReply,
     Close,
+    /// The command waits (`Context::park`): run it again after a wakeup or its deadline.
+    Park(Park),
 }
 
 /// How a burst ended.
@@ -55,6 +57,9 @@ enum Burst {
     Idle,
     /// The client left or sent something unusable, or the server is shutting down.
     Close,
+    /// A command waits (an awaitable `hello`, a change stream's `getMore`): the task waits
+    /// for a wakeup or the deadline, then a burst runs the command again.
+    Park(Park),
 }
 
 /// One connection's state, carried between its idle task and its bursts.
@@ -67,6 +72,8 @@ struct Session {
     tls: Option<Box<rustls::ServerConnection>>,
     /// The TLS handshake finished and the client's certificate (if any) was noted.
     handshake_noted: bool,
+    /// The message of a parked command, run again first in the next burst.
+    parked: Option<Frame>,
 }
 
 /// The byte stream of a burst: the socket, or TLS over it.
@@ -111,17 +118,28 @@ pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionI
         }
     };
     let context = Context::new(shared, info);
-    let mut session = Session { context, buffer: BytesMut::new(), shutdown, tls, handshake_noted: false };
+    let mut session = Session { context, buffer: BytesMut::new(), shutdown, tls, handshake_noted: false, parked: None };
+    let mut park: Option<Park> = None;
     loop {
         if *session.shutdown.borrow() {
             return;
         }
-        tokio::select! {
-            ready = stream.readable() => if let Err(error) = ready {
-                debug!(connection = session.context.connection.id, %error, "socket failed; closing");
-                return;
+        match park.take() {
+            Some(park) => {
+                let mut wakeups = session.context.shared.wakeups(park.on).subscribe();
+                tokio::select! {
+                    _ = wakeups.wait_for(|generation| *generation != park.seen) => {},
+                    _ = tokio::time::sleep_until(park.deadline.into()) => {},
+                    _ = session.shutdown.changed() => return,
+                }
+            }
+            None => tokio::select! {
+                ready = stream.readable() => if let Err(error) = ready {
+                    debug!(connection = session.context.connection.id, %error, "socket failed; closing");
+                    return;
+                },
+                _ = session.shutdown.changed() => return,
             },
-            _ = session.shutdown.changed() => return,
         }
         let blocking = match to_blocking(stream) {
             Ok(blocking) => blocking,
@@ -143,9 +161,12 @@ pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionI
             }
         };
         session = returned;
+        if let Burst::Park(wait) = end {
+            park = Some(wait);
+        }
         match end {
             Burst::Close => return,
-            Burst::Idle => match to_async(blocking) {
+            Burst::Idle | Burst::Park(_) => match to_async(blocking) {
                 Ok(back) => stream = back,
                 Err(error) => {
                     debug!(connection = session.context.connection.id, %error, "cannot wait on the socket; closing");
@@ -195,6 +216,11 @@ impl Session {
     }
 
     fn serve_link(&mut self, stream: &mut Link<'_>) -> Burst {
+        if let Some(frame) = self.parked.take()
+            && let Some(end) = self.answer(stream, frame)
+        {
+            return end;
+        }
         loop {
             if let Some(end) = self.serve_buffered(stream) {
                 return end;
@@ -242,16 +268,8 @@ impl Session {
             match wire::decode_frame(&self.buffer, &limits) {
                 Ok(Some((frame, consumed))) => {
                     self.buffer.advance(consumed);
-                    match handle_frame(&self.context, frame, &limits) {
-                        Outcome::Reply(bytes) => {
-                            self.context.shared.metrics.bytes_out(bytes.len());
-                            if let Err(error) = stream.write_all(&bytes).and_then(|()| stream.flush()) {
-                                debug!(connection = self.context.connection.id, %error, "write failed; closing");
-                                return Some(Burst::Close);
-                            }
-                        }
-                        Outcome::NoReply => {}
-                        Outcome::Close => return Some(Burst::Close),
+                    if let Some(end) = self.answer(stream, frame) {
+                        return Some(end);
                     }
                 }
                 Ok(None) => return None,
@@ -259,6 +277,29 @@ impl Session {
                     warn!(connection = self.context.connection.id, peer = %self.context.connection.peer, %error, "malformed message; closing connection");
                     return Some(Burst::Close);
                 }
+            }
+        }
+    }
+}
+
+impl Session {
+    /// Runs one message and writes its reply; `Some` if the burst must end (the connection
+    /// closes, or the command parked).
+    fn answer(&mut self, stream: &mut Link<'_>, frame: Frame) -> Option<Burst> {
+        match handle_frame(&self.context, &frame, &self.limits()) {
+            Outcome::Reply(bytes) => {
+                self.context.shared.metrics.bytes_out(bytes.len());
+                if let Err(error) = stream.write_all(&bytes).and_then(|()| stream.flush()) {
+                    debug!(connection = self.context.connection.id, %error, "write failed; closing");
+                    return Some(Burst::Close);
+                }
+                None
+            }
+            Outcome::NoReply => None,
+            Outcome::Close => Some(Burst::Close),
+            Outcome::Park(park) => {
+                self.parked = Some(frame);
+                Some(Burst::Park(park))
             }
         }
     }
@@ -324,10 +365,10 @@ fn reserve_for_next(buffer: &mut BytesMut, limits: &Limits) {
 }
 
 /// Parse, run and answer one message.
-fn handle_frame(context: &Context, frame: Frame, limits: &Limits) -> Outcome {
-    let request = match Request::parse(&frame, limits) {
+fn handle_frame(context: &Context, frame: &Frame, limits: &Limits) -> Outcome {
+    let request = match Request::parse(frame, limits) {
         Ok(request) => request,
-        Err(error) => return parse_failure(context, &frame, error),
+        Err(error) => return parse_failure(context, frame, error),
     };
     let (name, body) = match command_of(&request) {
         Ok(command) => {
@@ -336,6 +377,9 @@ fn handle_frame(context: &Context, frame: Frame, limits: &Limits) -> Outcome {
         }
         Err(error) => ("unknown".to_owned(), dispatch::error_document(&error)),
     };
+    if let Some(park) = context.take_park() {
+        return Outcome::Park(park);
+    }
     if !request.expects_reply() {
         return Outcome::NoReply;
     }

@@ -36,7 +36,7 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
     };
     Counters::add(&context.shared.counters.command, 1);
     let started = Instant::now();
-    let (reply, ok) = match auth::authorize(context, command) {
+    let (mut reply, ok) = match auth::authorize(context, command).and_then(|()| check_primary(context, command)) {
         Ok(()) => {
             let outcome = run_handler(context, command, spec.handler);
             auth::after_command(context, command);
@@ -44,11 +44,22 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
         }
         Err(error) => (error_document(&error), false),
     };
+    if let Some(set) = &context.shared.replication {
+        crate::replication::gossip(set, &context.shared.store, &mut reply);
+    }
     let name = spec.names.first().copied().unwrap_or_default();
     let elapsed = started.elapsed();
     context.shared.metrics.command(name, ok, elapsed);
     crate::slow::note(context, command, elapsed, ok);
     reply
+}
+
+/// In replica-set mode, writes wait for the set to be initiated (this member primary).
+fn check_primary(context: &Context, command: &Command) -> Result<(), CommandError> {
+    match &context.shared.replication {
+        Some(set) if crate::replication::is_write(&command.name) => set.check_writable(),
+        _ => Ok(()),
+    }
 }
 
 /// Run `handler`; a panic becomes an `InternalError` reply. Also says whether it succeeded.
@@ -103,7 +114,8 @@ mod tests {
             store,
             None,
             crate::metrics::Metrics::new().unwrap(),
-        );
+        )
+        .unwrap();
         let connection = ConnectionInfo { id: 1, peer: "127.0.0.1:2".parse().unwrap() };
         let command = Command {
             name: "boom".into(),

@@ -39,7 +39,7 @@ impl InProcess {
     pub fn open_in_memory_with(config: ServerConfig) -> Result<InProcess, OpenError> {
         let store = Arc::new(Store::open_in_memory(StoreOptions::default())?);
         let local_addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-        let shared = Shared::new(config, local_addr, store, None, Metrics::new()?);
+        let shared = Shared::new(config, local_addr, store, None, Metrics::new()?)?;
         let connection = ConnectionInfo { id: 1, peer: local_addr };
         Ok(InProcess { context: Context::new(shared, connection) })
     }

@@ -33,6 +33,7 @@ mod in_process;
 mod listener;
 pub mod logging;
 pub mod metrics;
+mod replication;
 mod slow;
 mod state;
 mod store_error;

@@ -48,7 +48,8 @@ impl Server {
         };
         let local_addr = listener.local_addr()?;
         let metrics = Metrics::new().map_err(std::io::Error::other)?;
-        Ok(Server { listener, http, shared: Shared::new(config, local_addr, store, tls, metrics) })
+        let shared = Shared::new(config, local_addr, store, tls, metrics).map_err(std::io::Error::other)?;
+        Ok(Server { listener, http, shared })
     }
 
     pub fn local_addr(&self) -> SocketAddr {

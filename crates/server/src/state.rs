@@ -5,14 +5,16 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::Relaxed};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use docstore::Store;
 
 use crate::auth::{self, Authentication, Security};
 use crate::config::ServerConfig;
 use crate::cursors::Cursors;
+use crate::error::CommandError;
 use crate::metrics::Metrics;
+use crate::replication::Replication;
 use crate::tls::Tls;
 
 pub struct Shared {
@@ -29,6 +31,12 @@ pub struct Shared {
     pub tls: Option<Tls>,
     /// What `getLog: "startupWarnings"` returns, as mongod's log lines (also logged at startup).
     pub startup_warnings: Vec<String>,
+    /// Replica-set mode (`--replSet`), or `None` for a standalone server.
+    pub replication: Option<Replication>,
+    /// Generation counters bumped by the changes a parked command may wait for: an oplog
+    /// entry, a topology change (see `Context::park`).
+    oplog_wakeups: Arc<tokio::sync::watch::Sender<u64>>,
+    topology_wakeups: tokio::sync::watch::Sender<u64>,
     next_request_id: AtomicI32,
 }
 
@@ -58,13 +66,24 @@ impl Shared {
         store: Arc<Store>,
         tls: Option<Tls>,
         metrics: Metrics,
-    ) -> Arc<Shared> {
+    ) -> Result<Arc<Shared>, CommandError> {
         let security = Security::new(config.auth);
+        let replication = match &config.repl_set {
+            Some(name) => {
+                let me = member_address(&config.bind, local_addr);
+                let replication = Replication::open(name, config.oplog_size_mb, me, &store)?;
+                Some(replication)
+            }
+            None => None,
+        };
         let startup_warnings = auth::startup_warnings(config.auth, local_addr)
             .iter()
             .map(|warning| crate::logging::json_line("W", "CONTROL", "initandlisten", warning))
             .collect();
-        Arc::new(Shared {
+        let shared = Arc::new(Shared {
+            replication,
+            oplog_wakeups: Arc::new(tokio::sync::watch::Sender::new(0)),
+            topology_wakeups: tokio::sync::watch::Sender::new(0),
             config,
             security,
             startup_warnings,
@@ -76,13 +95,51 @@ impl Shared {
             store,
             cursors: Cursors::default(),
             next_request_id: AtomicI32::new(1),
-        })
+        });
+        shared.wake_on_oplog();
+        Ok(shared)
+    }
+
+    /// Parked commands wake when the oplog grows (a store without one yet gets it at
+    /// `replSetInitiate`, which calls this again).
+    pub fn wake_on_oplog(&self) {
+        if let Some(oplog) = self.store.oplog() {
+            let wakeups = Arc::clone(&self.oplog_wakeups);
+            oplog.on_append(Box::new(move || wakeups.send_modify(|generation| *generation += 1)));
+        }
+    }
+
+    /// Wakes the commands parked on `on` (they re-check what they wait for).
+    pub fn wake(&self, on: WakeOn) {
+        self.wakeups(on).send_modify(|generation| *generation += 1);
+    }
+
+    /// The current generation of `on`: read it before checking what to wait for.
+    pub fn wakeup_generation(&self, on: WakeOn) -> u64 {
+        *self.wakeups(on).borrow()
+    }
+
+    pub fn wakeups(&self, on: WakeOn) -> &tokio::sync::watch::Sender<u64> {
+        match on {
+            WakeOn::Oplog => &self.oplog_wakeups,
+            WakeOn::Topology => &self.topology_wakeups,
+        }
     }
 
     /// The `requestID` of the next reply this server sends (wraps, as int32 ids do).
     pub fn next_request_id(&self) -> i32 {
         self.next_request_id.fetch_add(1, Relaxed)
     }
+}
+
+/// This member's `host:port` as the replica set names it: the bound address, or the machine's
+/// name when bound to every interface.
+fn member_address(bind: &str, local: SocketAddr) -> String {
+    let host = match bind {
+        "0.0.0.0" | "::" => std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into()),
+        _ => local.ip().to_string(),
+    };
+    format!("{host}:{}", local.port())
 }
 
 /// One client connection, as its handlers see it.
@@ -98,10 +155,61 @@ pub struct Context {
     pub connection: ConnectionInfo,
     /// The connection's authentication; only this connection's thread touches it.
     pub auth: std::sync::Mutex<Authentication>,
+    /// A command that waits (see [`Context::park`]).
+    wait: std::sync::Mutex<Wait>,
+}
+
+/// The wait of a parked command: its deadline while it is run again, and a park it asks for.
+#[derive(Default)]
+struct Wait {
+    deadline: Option<Instant>,
+    park: Option<Park>,
+}
+
+/// What a parked command waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WakeOn {
+    /// New oplog entries (change streams, tailable cursors).
+    Oplog,
+    /// A change of `hello`'s topology (awaitable `hello`).
+    Topology,
+}
+
+/// A command parked until the generation of `on` passes `seen` or `deadline` comes.
+#[derive(Debug, Clone, Copy)]
+pub struct Park {
+    pub on: WakeOn,
+    pub seen: u64,
+    pub deadline: Instant,
 }
 
 impl Context {
     pub fn new(shared: Arc<Shared>, connection: ConnectionInfo) -> Context {
-        Context { shared, connection, auth: auth::new_state() }
+        Context { shared, connection, auth: auth::new_state(), wait: std::sync::Mutex::new(Wait::default()) }
+    }
+
+    /// The deadline of a command that may wait up to `max`: set when it first runs, kept while
+    /// it is run again after wakeups.
+    pub fn wait_deadline(&self, max: Duration) -> Instant {
+        let mut wait = self.wait.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *wait.deadline.get_or_insert_with(|| Instant::now() + max)
+    }
+
+    /// Parks the command that is running: its reply is dropped, and the connection runs it
+    /// again once the generation of `on` passes `seen` or at `deadline`, without holding a
+    /// thread meanwhile. The handler must return right after.
+    pub fn park(&self, on: WakeOn, seen: u64, deadline: Instant) {
+        let mut wait = self.wait.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        wait.park = Some(Park { on, seen, deadline });
+    }
+
+    /// The park the last command asked for (the connection's business).
+    pub fn take_park(&self) -> Option<Park> {
+        let mut wait = self.wait.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let park = wait.park.take();
+        if park.is_none() {
+            wait.deadline = None;
+        }
+        park
     }
 }

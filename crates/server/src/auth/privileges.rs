@@ -80,6 +80,9 @@ actions! {
     ListSessions = "listSessions",
     LogRotate = "logRotate",
     ReIndex = "reIndex",
+    ReplSetConfigure = "replSetConfigure",
+    ReplSetGetConfig = "replSetGetConfig",
+    ReplSetGetStatus = "replSetGetStatus",
     Remove = "remove",
     RenameCollectionSameDB = "renameCollectionSameDB",
     RevokeRole = "revokeRole",
@@ -242,11 +245,22 @@ const USER_ADMIN: &[Action] = &[
     ViewRole,
     ViewUser,
 ];
-const CLUSTER_MONITOR: &[Action] =
-    &[GetCmdLineOpts, GetLog, GetParameter, HostInfo, Inprog, ListDatabases, ListSessions, ServerStatus, Top];
+const CLUSTER_MONITOR: &[Action] = &[
+    GetCmdLineOpts,
+    GetLog,
+    GetParameter,
+    HostInfo,
+    Inprog,
+    ListDatabases,
+    ListSessions,
+    ReplSetGetConfig,
+    ReplSetGetStatus,
+    ServerStatus,
+    Top,
+];
 const CLUSTER_MONITOR_ANY_DB: &[Action] = &[CollStats, DbHash, DbStats];
 const CLUSTER_MANAGER_AND_HOST: &[Action] =
-    &[KillAnyCursor, KillAnySession, Killop, LogRotate, RotateCertificates, SetParameter, Shutdown];
+    &[KillAnyCursor, KillAnySession, Killop, LogRotate, ReplSetConfigure, RotateCertificates, SetParameter, Shutdown];
 /// The collections where users and roles live (in `admin`).
 pub const USERS_COLLECTION: &str = "system.users";
 pub const ROLES_COLLECTION: &str = "system.roles";

@@ -6,8 +6,10 @@
 //! `speculativeAuthenticate` (the first SCRAM step, or the whole MONGODB-X509 authentication, in
 //! the handshake, saving a round trip).
 //!
-//! No `topologyVersion` is sent, so drivers poll with plain `hello` instead of the streaming
-//! (awaitable) protocol.
+//! A standalone server sends no `topologyVersion`, so drivers poll with plain `hello`. In
+//! replica-set mode it reports the set (`replication::Replication::hello_fields`) with a
+//! `topologyVersion`, and a `hello` that repeats the current one with `maxAwaitTimeMS` is
+//! awaitable: it parks until the topology changes or the time is up (`Context::park`).
 
 use bson::{Bson, DateTime, RawDocumentBuf, doc};
 use tracing::info;
@@ -16,7 +18,7 @@ use crate::auth;
 use crate::command::Command;
 use crate::commands::reply;
 use crate::error::CommandError;
-use crate::state::Context;
+use crate::state::{Context, WakeOn};
 
 /// MongoDB 7.0's wire version; `buildInfo` reports the matching version.
 pub const MAX_WIRE_VERSION: i32 = 21;
@@ -24,6 +26,9 @@ pub const MAX_WRITE_BATCH_SIZE: i32 = 100_000;
 pub const LOGICAL_SESSION_TIMEOUT_MINUTES: i32 = 30;
 
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    if parked(context, command)? {
+        return reply(doc! {});
+    }
     if let Some(Bson::Document(client)) = command.get("client") {
         info!(
             connection = context.connection.id,
@@ -33,9 +38,11 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         );
     }
     let primary_field = if command.name == "hello" { "isWritablePrimary" } else { "ismaster" };
+    let replication = context.shared.replication.as_ref();
+    let writable = replication.is_none_or(|set| set.is_initiated());
     let mut fields = doc! {
         "helloOk": true,
-        primary_field: true,
+        primary_field: writable,
         "maxBsonObjectSize": wire::limits::MAX_DOCUMENT_SIZE_BYTES as i32,
         "maxMessageSizeBytes": wire::limits::MAX_MESSAGE_SIZE_BYTES as i32,
         "maxWriteBatchSize": MAX_WRITE_BATCH_SIZE,
@@ -46,6 +53,9 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         "maxWireVersion": MAX_WIRE_VERSION,
         "readOnly": false,
     };
+    if let Some(set) = replication {
+        fields.extend(set.hello_fields(&context.shared.store));
+    }
     let compression = negotiated(command)?;
     if !compression.is_empty() {
         fields.insert("compression", compression);
@@ -67,6 +77,28 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         }
     }
     reply(fields)
+}
+
+/// An awaitable `hello` whose `topologyVersion` is current waits (up to `maxAwaitTimeMS`) for
+/// the topology to change: true if it parked.
+fn parked(context: &Context, command: &Command) -> Result<bool, CommandError> {
+    let (Some(set), Some(Bson::Document(asked))) = (&context.shared.replication, command.get("topologyVersion")) else {
+        return Ok(false);
+    };
+    let Some(max_await) = command.optional_i64("maxAwaitTimeMS")? else { return Ok(false) };
+    if max_await < 0 {
+        return Err(CommandError::bad_value("maxAwaitTimeMS must be a non-negative integer"));
+    }
+    let seen = context.shared.wakeup_generation(WakeOn::Topology);
+    if !set.is_current(asked) {
+        return Ok(false);
+    }
+    let deadline = context.wait_deadline(std::time::Duration::from_millis(max_await as u64));
+    if std::time::Instant::now() >= deadline {
+        return Ok(false);
+    }
+    context.park(WakeOn::Topology, seen, deadline);
+    Ok(true)
 }
 
 /// `saslSupportedMechs: "db.user"`: the mechanisms that user has credentials for.

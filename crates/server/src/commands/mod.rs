@@ -45,6 +45,7 @@ mod list_indexes;
 mod log_rotate;
 mod ping;
 mod rename_collection;
+mod repl_set;
 mod roles;
 mod rotate_certificates;
 mod server_status;
@@ -107,6 +108,9 @@ pub static COMMANDS: &[Spec] = &[
     Spec { names: &["listCommands"], help: "this list", handler: list_commands::run },
     Spec { names: &["logRotate"], help: "rotate the log file", handler: log_rotate::run },
     Spec { names: &["ping"], help: "check the server answers", handler: ping::run },
+    Spec { names: &["replSetInitiate"], help: "start this replica set", handler: repl_set::initiate },
+    Spec { names: &["replSetGetStatus"], help: "the replica set's members and times", handler: repl_set::get_status },
+    Spec { names: &["replSetGetConfig"], help: "the replica set's configuration", handler: repl_set::get_config },
     Spec { names: &["serverStatus"], help: "server and engine statistics", handler: server_status::run },
     Spec {
         names: &["rotateCertificates"],
