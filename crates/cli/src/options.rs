@@ -72,6 +72,10 @@ pub struct ServeArgs {
     /// The oplog's size cap in megabytes (default 990).
     #[arg(long = "oplogSizeMB")]
     pub oplog_size_mb: Option<u64>,
+    /// A server parameter, NAME=VALUE (repeatable); Strata knows enableTestCommands=1 (test
+    /// commands such as configureFailPoint, as in mongod).
+    #[arg(long = "setParameter")]
+    pub set_parameter: Vec<String>,
     /// YAML configuration file with mongod.conf's key names.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -93,6 +97,7 @@ pub struct Resolved {
     pub slow_ms: u64,
     pub repl_set: Option<String>,
     pub oplog_size_mb: u64,
+    pub test_commands: bool,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -230,6 +235,13 @@ impl ServeArgs {
             // A file without a path (or syslog): stderr, so that such a mongod.conf still loads.
             _ => None,
         };
+        let mut test_commands = false;
+        for parameter in &self.set_parameter {
+            match parameter.split_once('=') {
+                Some(("enableTestCommands", value)) => test_commands = matches!(value, "1" | "true"),
+                _ => bail!("--setParameter {parameter:?}: Strata knows enableTestCommands=1"),
+            }
+        }
         let Some(dbpath) = self.dbpath.clone().or(file.storage.db_path.clone()) else {
             bail!("no data directory: pass --dbpath DIR or set storage.dbPath in --config");
         };
@@ -256,6 +268,7 @@ impl ServeArgs {
                 .oplog_size_mb
                 .or(file.replication.oplog_size_mb)
                 .unwrap_or(server::config::DEFAULT_OPLOG_MB),
+            test_commands,
         })
     }
 

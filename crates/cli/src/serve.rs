@@ -43,6 +43,7 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
         slow_ms: options.slow_ms,
         repl_set: options.repl_set.clone(),
         oplog_size_mb: options.oplog_size_mb,
+        test_commands: options.test_commands,
         argv: std::env::args().collect(),
         parsed_options: doc! {
             "storage": { "dbPath": options.dbpath.display().to_string() },

@@ -95,7 +95,7 @@ impl Inner {
                 }
             }
             let raws = documents.iter().map(encode).collect::<Result<Vec<_>>>()?;
-            let outcome = self.insert(db, &temp, raws, true, Durability::Periodic);
+            let outcome = self.insert(db, &temp, raws, true, Durability::Periodic, None);
             if let Some((_, error)) = outcome.errors.into_iter().next() {
                 return Err(error);
             }
@@ -160,7 +160,8 @@ impl CollectionSource for StoreSource {
 
     fn insert(&self, namespace: &Namespace, document: Document) -> Result<(), QueryError> {
         let raw = RawDocumentBuf::try_from(&document).map_err(|e| QueryError::bad_value(e.to_string()))?;
-        let outcome = self.inner()?.insert(&namespace.db, &namespace.collection, vec![raw], true, Durability::Periodic);
+        let outcome =
+            self.inner()?.insert(&namespace.db, &namespace.collection, vec![raw], true, Durability::Periodic, None);
         match outcome.errors.into_iter().next() {
             Some((_, error)) => Err(to_query(error)),
             None => Ok(()),
@@ -177,7 +178,7 @@ impl CollectionSource for StoreSource {
             hint: None,
         };
         self.inner()?
-            .update(&namespace.db, &namespace.collection, &request, Durability::Periodic)
+            .update(&namespace.db, &namespace.collection, &request, Durability::Periodic, None)
             .map(|_| ())
             .map_err(to_query)
     }

@@ -73,6 +73,7 @@ pub mod error;
 pub mod index;
 pub mod oplog;
 pub mod read;
+pub mod retry;
 pub mod spill;
 pub mod stats;
 pub mod store;
@@ -95,6 +96,7 @@ pub use index::build::{CreateIndexesOutcome, IndexSelector};
 pub use read::explain::Verbosity;
 pub use read::find::{Cursor, FindRequest};
 pub use read::planner::Hint;
+pub use retry::{Retry, WriteOptions};
 /// What a server needs of the engine, through the docstore (its one door): the durability a
 /// write asks for, and the engine's statistics.
 pub use storage::{BackupReport, Durability, Stats as EngineStats};
@@ -252,17 +254,19 @@ impl Store {
 
     /// Inserts documents (creating the collection if needed); errors by position. With
     /// `Durability::Immediate`, every document inserted (even when others failed) is durable
-    /// before this returns, or `durability_error` says why not.
+    /// before this returns, or `durability_error` says why not. `options` is a durability, or
+    /// [`WriteOptions`] with a retryable write's statements to record.
     pub fn insert(
         &self,
         db: &str,
         name: &str,
         documents: Vec<RawDocumentBuf>,
         ordered: bool,
-        durability: Durability,
+        options: impl Into<WriteOptions>,
     ) -> InsertOutcome {
-        let mut outcome = self.inner.insert(db, name, documents, ordered, durability);
-        outcome.durability_error = self.inner.make_durable(durability).err();
+        let options = options.into();
+        let mut outcome = self.inner.insert(db, name, documents, ordered, options.durability, options.retry.as_ref());
+        outcome.durability_error = self.inner.make_durable(options.durability).err();
         outcome
     }
 
@@ -271,14 +275,24 @@ impl Store {
         db: &str,
         name: &str,
         request: &UpdateRequest,
-        durability: Durability,
+        options: impl Into<WriteOptions>,
     ) -> Result<UpdateOutcome> {
-        self.inner.made_durable(durability, self.inner.update(db, name, request, durability))
+        let options = options.into();
+        let outcome = self.inner.update(db, name, request, options.durability, options.retry.as_ref());
+        self.inner.made_durable(options.durability, outcome)
     }
 
     /// Returns how many documents were deleted.
-    pub fn delete(&self, db: &str, name: &str, request: &DeleteRequest, durability: Durability) -> Result<u64> {
-        self.inner.made_durable(durability, self.inner.delete(db, name, request, durability))
+    pub fn delete(
+        &self,
+        db: &str,
+        name: &str,
+        request: &DeleteRequest,
+        options: impl Into<WriteOptions>,
+    ) -> Result<u64> {
+        let options = options.into();
+        let outcome = self.inner.delete(db, name, request, options.durability, options.retry.as_ref());
+        self.inner.made_durable(options.durability, outcome)
     }
 
     pub fn find_and_modify(
@@ -286,9 +300,33 @@ impl Store {
         db: &str,
         name: &str,
         request: &FindAndModifyRequest,
-        durability: Durability,
+        options: impl Into<WriteOptions>,
     ) -> Result<FindAndModifyOutcome> {
-        self.inner.made_durable(durability, self.inner.find_and_modify(db, name, request, durability))
+        let options = options.into();
+        let outcome = self.inner.find_and_modify(db, name, request, options.durability, options.retry.as_ref());
+        self.inner.made_durable(options.durability, outcome)
+    }
+
+    // Retryable writes (see [`retry`]).
+
+    /// The result a session's statement recorded, if it was executed.
+    pub fn executed(&self, lsid: &[u8; 16], txn_number: i64, stmt_id: i32) -> Result<Option<Document>> {
+        let snapshot = self.inner.engine.snapshot();
+        retry::executed(&snapshot, self.inner.catalog.sessions_tree(), lsid, txn_number, stmt_id)
+    }
+
+    /// The highest `txnNumber` a session has records of.
+    pub fn last_txn_number(&self, lsid: &[u8; 16]) -> Result<Option<i64>> {
+        let snapshot = self.inner.engine.snapshot();
+        retry::last_txn_number(&snapshot, self.inner.catalog.sessions_tree(), lsid)
+    }
+
+    /// Forgets a session's records (it ended or expired).
+    pub fn forget_session(&self, lsid: &[u8; 16]) -> Result<()> {
+        let mut txn = self.inner.engine.begin();
+        retry::forget(&mut txn, self.inner.catalog.sessions_tree(), lsid);
+        txn.commit(Durability::Periodic)?;
+        Ok(())
     }
 
     // Reads.

@@ -33,6 +33,8 @@ pub struct ServerConfig {
     pub repl_set: Option<String>,
     /// `--oplogSizeMB`: the oplog's cap in replica-set mode.
     pub oplog_size_mb: u64,
+    /// `--setParameter enableTestCommands=1`: test-only commands (`configureFailPoint`).
+    pub test_commands: bool,
     /// The process's arguments, for `getCmdLineOpts`.
     pub argv: Vec<String>,
     /// The parsed options in mongod.conf shape (`{storage: {dbPath}, net: {port, bindIp}}`).
@@ -50,6 +52,7 @@ impl Default for ServerConfig {
             http_port: None,
             slow_ms: DEFAULT_SLOW_MS,
             repl_set: None,
+            test_commands: false,
             oplog_size_mb: DEFAULT_OPLOG_MB,
             argv: Vec::new(),
             parsed_options: Document::new(),

@@ -380,6 +380,10 @@ fn handle_frame(context: &Context, frame: &Frame, limits: &Limits) -> Outcome {
     if let Some(park) = context.take_park() {
         return Outcome::Park(park);
     }
+    if context.take_close() {
+        info!(connection = context.connection.id, "closing the connection as a fail point asks");
+        return Outcome::Close;
+    }
     if !request.expects_reply() {
         return Outcome::NoReply;
     }

@@ -36,15 +36,24 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
     };
     Counters::add(&context.shared.counters.command, 1);
     let started = Instant::now();
-    let (mut reply, ok) = match auth::authorize(context, command).and_then(|()| check_primary(context, command)) {
-        Ok(()) => {
-            let outcome = run_handler(context, command, spec.handler);
-            auth::after_command(context, command);
-            outcome
-        }
+    let admitted = auth::authorize(context, command)
+        .and_then(|()| check_primary(context, command))
+        .and_then(|()| crate::sessions::note(context, command).map(drop));
+    let (mut reply, ok) = match admitted {
+        Ok(()) => match fail_point(context, command) {
+            Some(outcome) => outcome,
+            None => {
+                let outcome = run_handler(context, command, spec.handler);
+                auth::after_command(context, command);
+                outcome
+            }
+        },
         Err(error) => (error_document(&error), false),
     };
     if let Some(set) = &context.shared.replication {
+        if command.body.contains_key("txnNumber") {
+            label_retryable(&mut reply);
+        }
         crate::replication::gossip(set, &context.shared.store, &mut reply);
     }
     let name = spec.names.first().copied().unwrap_or_default();
@@ -52,6 +61,43 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
     context.shared.metrics.command(name, ok, elapsed);
     crate::slow::note(context, command, elapsed, ok);
     reply
+}
+
+/// A test fail point (`configureFailPoint: "failCommand"`) that fires for this command: its
+/// reply, if it replaces the command's (a failure, a closed connection), or `None` to run the
+/// command (after a block, with a write concern error added).
+fn fail_point(context: &Context, command: &Command) -> Option<(RawDocumentBuf, bool)> {
+    let shared = &context.shared;
+    if !shared.config.test_commands || command.name == "configureFailPoint" {
+        return None;
+    }
+    let triggered = shared.fail_points.check(&command.name, context.app_name().as_deref())?;
+    if let Some(block) = triggered.block {
+        std::thread::sleep(block);
+    }
+    if triggered.close_connection {
+        context.close_after();
+        return Some((RawDocumentBuf::new(), false));
+    }
+    if let Some(error) = &triggered.error {
+        let reply = crate::fail_points::error_reply(error, &triggered);
+        return Some((RawDocumentBuf::try_from(&reply).unwrap_or_else(|_| error_document(error)), false));
+    }
+    let (mut reply, ok) = run_handler(context, command, commands::find(&command.name)?.handler);
+    crate::fail_points::decorate(&triggered, &mut reply);
+    Some((reply, ok))
+}
+
+/// A failed retryable write whose error a retry may cure gets the `RetryableWriteError` label.
+fn label_retryable(reply: &mut RawDocumentBuf) {
+    let code = reply.get_i32("code").ok();
+    let concern_code = reply.get_document("writeConcernError").ok().and_then(|error| error.get_i32("code").ok());
+    let retryable = code.into_iter().chain(concern_code).any(crate::sessions::is_retryable_code);
+    if retryable && reply.get("errorLabels").ok().flatten().is_none() {
+        let mut labels = bson::RawArrayBuf::new();
+        labels.push("RetryableWriteError");
+        reply.append(bson::raw::cstr!("errorLabels"), labels);
+    }
 }
 
 /// In replica-set mode, writes wait for the set to be initiated (this member primary).

@@ -31,6 +31,10 @@ pub struct Shared {
     pub tls: Option<Tls>,
     /// What `getLog: "startupWarnings"` returns, as mongod's log lines (also logged at startup).
     pub startup_warnings: Vec<String>,
+    /// Test fail points (`configureFailPoint`, with `enableTestCommands`).
+    pub fail_points: crate::fail_points::FailPoints,
+    /// Logical sessions (`lsid`s seen, their retryable-write checkouts).
+    pub sessions: crate::sessions::Sessions,
     /// Replica-set mode (`--replSet`), or `None` for a standalone server.
     pub replication: Option<Replication>,
     /// Generation counters bumped by the changes a parked command may wait for: an oplog
@@ -82,6 +86,10 @@ impl Shared {
             .collect();
         let shared = Arc::new(Shared {
             replication,
+            fail_points: crate::fail_points::FailPoints::default(),
+            sessions: crate::sessions::Sessions::new(Duration::from_secs(
+                60 * crate::commands::hello::LOGICAL_SESSION_TIMEOUT_MINUTES as u64,
+            )),
             oplog_wakeups: Arc::new(tokio::sync::watch::Sender::new(0)),
             topology_wakeups: tokio::sync::watch::Sender::new(0),
             config,
@@ -157,6 +165,10 @@ pub struct Context {
     pub auth: std::sync::Mutex<Authentication>,
     /// A command that waits (see [`Context::park`]).
     wait: std::sync::Mutex<Wait>,
+    /// The application name the client gave in its handshake (`client.application.name`).
+    pub app_name: std::sync::Mutex<Option<String>>,
+    /// Set by a command after which the connection must close without a reply (a fail point).
+    close: std::sync::atomic::AtomicBool,
 }
 
 /// The wait of a parked command: its deadline while it is run again, and a park it asks for.
@@ -185,7 +197,28 @@ pub struct Park {
 
 impl Context {
     pub fn new(shared: Arc<Shared>, connection: ConnectionInfo) -> Context {
-        Context { shared, connection, auth: auth::new_state(), wait: std::sync::Mutex::new(Wait::default()) }
+        Context {
+            shared,
+            connection,
+            auth: auth::new_state(),
+            wait: std::sync::Mutex::new(Wait::default()),
+            app_name: std::sync::Mutex::new(None),
+            close: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Closes the connection after this command, without a reply.
+    pub fn close_after(&self) {
+        self.close.store(true, Relaxed);
+    }
+
+    /// Whether the last command asked to close the connection (the connection's business).
+    pub fn take_close(&self) -> bool {
+        self.close.swap(false, Relaxed)
+    }
+
+    pub fn app_name(&self) -> Option<String> {
+        self.app_name.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// The deadline of a command that may wait up to `max`: set when it first runs, kept while

@@ -44,6 +44,8 @@ pub struct Catalog {
     tree: TreeId,
     /// `__counts`: documents and bytes per collection, logical bytes per index.
     counts_tree: TreeId,
+    /// `__sessions`: retryable writes' statement records ([`crate::retry`]).
+    sessions_tree: TreeId,
     collections: RwLock<CollectionMap>,
     /// Held by every catalog change (create, drop, rename, tree allocation).
     ddl: Mutex<()>,
@@ -65,6 +67,7 @@ impl Catalog {
         let catalog = Catalog {
             tree: ensure_tree(engine, entry::CATALOG_TREE)?,
             counts_tree: ensure_tree(engine, entry::COUNTS_TREE)?,
+            sessions_tree: ensure_tree(engine, crate::retry::SESSIONS_TREE)?,
             collections: RwLock::new(BTreeMap::new()),
             ddl: Mutex::new(()),
             oplog: RwLock::new(None),
@@ -100,6 +103,11 @@ impl Catalog {
     /// The `__counts` tree.
     pub fn counts_tree(&self) -> TreeId {
         self.counts_tree
+    }
+
+    /// The `__sessions` tree.
+    pub fn sessions_tree(&self) -> TreeId {
+        self.sessions_tree
     }
 
     /// The oplog, if the store keeps one.

@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::index::id_key;
 use crate::read::find::FindRequest;
 use crate::read::planner::Hint;
+use crate::retry::Retry;
 use crate::store::Inner;
 use crate::write::{DocumentWrite, document_id};
 
@@ -36,9 +37,15 @@ impl Inner {
         name: &str,
         request: &DeleteRequest,
         durability: Durability,
+        retry: Option<&Retry>,
     ) -> Result<u64> {
+        // Only a single-document delete is retryable.
+        let retry = retry.filter(|_| request.just_one);
         let Some(mut locked) = self.catalog.lock(db, name) else {
             query::filter::Filter::parse(&request.filter)?;
+            if let Some(retry) = retry {
+                self.record_alone(retry, retry.stmt_id(0), &bson::doc! {"n": 0}, durability)?;
+            }
             return Ok(0);
         };
         let find = FindRequest {
@@ -53,10 +60,10 @@ impl Inner {
         for item in cursor {
             group.push(item?);
             if group.len() >= DELETE_GROUP {
-                deleted += self.remove_group(&mut locked, std::mem::take(&mut group), durability)?;
+                deleted += self.remove_group(&mut locked, std::mem::take(&mut group), durability, None)?;
             }
         }
-        deleted += self.remove_group(&mut locked, group, durability)?;
+        deleted += self.remove_group(&mut locked, group, durability, retry)?;
         Ok(deleted)
     }
 
@@ -65,14 +72,21 @@ impl Inner {
         locked: &mut crate::catalog::Locked,
         group: Vec<RawDocumentBuf>,
         durability: Durability,
+        retry: Option<&Retry>,
     ) -> Result<u64> {
         if group.is_empty() {
+            if let Some(retry) = retry {
+                self.record_alone(retry, retry.stmt_id(0), &bson::doc! {"n": 0}, durability)?;
+            }
             return Ok(0);
         }
         let mut write = DocumentWrite::new(&self.engine, &self.catalog, &locked.collection);
         for document in &group {
             let id = document_id(document)?.unwrap_or(bson::Bson::Null);
             write.remove(&id_key(&id), document)?;
+        }
+        if let Some(retry) = retry {
+            write.record(retry, retry.stmt_id(0), bson::doc! {"n": group.len() as i64})?;
         }
         let raws: Vec<&bson::RawDocument> = group.iter().map(|d| d.as_ref()).collect();
         locked.collection = write.commit(durability, &raws)?;

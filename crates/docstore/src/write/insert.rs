@@ -13,8 +13,9 @@ use storage::Durability;
 use crate::catalog::Locked;
 use crate::error::{Error, Result};
 use crate::index::id_key;
+use crate::retry::Retry;
 use crate::store::Inner;
-use crate::write::{DocumentWrite, check_id, document_id};
+use crate::write::{DocumentWrite, Recording, check_id, document_id};
 
 /// Documents per engine transaction in a bulk insert.
 pub const GROUP_DOCUMENTS: usize = 1000;
@@ -47,6 +48,7 @@ impl Inner {
         documents: Vec<RawDocumentBuf>,
         ordered: bool,
         durability: Durability,
+        retry: Option<&Retry>,
     ) -> InsertOutcome {
         let mut outcome = InsertOutcome::default();
         let mut locked = match self.catalog.lock_or_create(&self.engine, db, name) {
@@ -67,20 +69,16 @@ impl Inner {
                     group.push(prepared);
                     if group.len() >= GROUP_DOCUMENTS || group_bytes >= GROUP_BYTES {
                         group_bytes = 0;
-                        if !self.insert_group(
-                            &mut locked,
-                            std::mem::take(&mut group),
-                            ordered,
-                            durability,
-                            &mut outcome,
-                        ) {
+                        let taken = std::mem::take(&mut group);
+                        if !self.insert_group(&mut locked, taken, ordered, (durability, retry), &mut outcome) {
                             return outcome;
                         }
                     }
                 }
                 Err(error) => {
                     group_bytes = 0;
-                    if !self.insert_group(&mut locked, std::mem::take(&mut group), ordered, durability, &mut outcome) {
+                    let taken = std::mem::take(&mut group);
+                    if !self.insert_group(&mut locked, taken, ordered, (durability, retry), &mut outcome) {
                         return outcome;
                     }
                     outcome.errors.push((position, error));
@@ -90,7 +88,7 @@ impl Inner {
                 }
             }
         }
-        self.insert_group(&mut locked, group, ordered, durability, &mut outcome);
+        self.insert_group(&mut locked, group, ordered, (durability, retry), &mut outcome);
         outcome
     }
 
@@ -100,13 +98,13 @@ impl Inner {
         locked: &mut Locked,
         group: Vec<Prepared>,
         ordered: bool,
-        durability: Durability,
+        (durability, retry): (Durability, Option<&Retry>),
         outcome: &mut InsertOutcome,
     ) -> bool {
         if group.is_empty() {
             return true;
         }
-        let error = match self.commit_documents(locked, &group, durability) {
+        let error = match self.commit_documents(locked, &group, durability, retry) {
             Ok(()) => {
                 outcome.inserted += group.len();
                 return true;
@@ -120,7 +118,7 @@ impl Inner {
         // Pin the failure (a duplicate, parallel arrays, ...) on exactly the documents that
         // cause it: one transaction per document.
         for prepared in group {
-            match self.commit_documents(locked, std::slice::from_ref(&prepared), durability) {
+            match self.commit_documents(locked, std::slice::from_ref(&prepared), durability, retry) {
                 Ok(()) => outcome.inserted += 1,
                 Err(error) => {
                     outcome.errors.push((prepared.position, error));
@@ -133,10 +131,19 @@ impl Inner {
         true
     }
 
-    fn commit_documents(&self, locked: &mut Locked, documents: &[Prepared], durability: Durability) -> Result<()> {
+    fn commit_documents(
+        &self,
+        locked: &mut Locked,
+        documents: &[Prepared],
+        durability: Durability,
+        retry: Option<&Retry>,
+    ) -> Result<()> {
         let mut write = DocumentWrite::new(&self.engine, &self.catalog, &locked.collection);
         for prepared in documents {
             write.insert(&prepared.id, &prepared.raw)?;
+            if let Some(retry) = retry {
+                write.record(retry, retry.stmt_id(prepared.position), bson::doc! {"n": 1})?;
+            }
         }
         let raws: Vec<&RawDocument> = documents.iter().map(|p| p.raw.as_ref()).collect();
         locked.collection = write.commit(durability, &raws)?;
@@ -151,9 +158,27 @@ impl Inner {
         document: RawDocumentBuf,
         durability: Durability,
     ) -> Result<Bson> {
+        self.insert_one_recorded(locked, document, durability, None)
+    }
+
+    /// [`Inner::insert_one_locked`], recording a retryable statement with it (an upsert).
+    pub fn insert_one_recorded(
+        &self,
+        locked: &mut Locked,
+        document: RawDocumentBuf,
+        durability: Durability,
+        recording: Option<Recording<'_>>,
+    ) -> Result<Bson> {
         let prepared = prepare(0, document)?;
         let id = document_id(&prepared.raw)?.unwrap_or(Bson::Null);
-        self.commit_documents(locked, std::slice::from_ref(&prepared), durability)?;
+        let mut write = DocumentWrite::new(&self.engine, &self.catalog, &locked.collection);
+        write.insert(&prepared.id, &prepared.raw)?;
+        if let Some((retry, stmt_id, result)) = recording {
+            let inserted =
+                bson::Document::try_from(prepared.raw.as_ref()).map_err(|e| Error::bad_value(e.to_string()))?;
+            write.record(retry, stmt_id, result(&inserted)?)?;
+        }
+        locked.collection = write.commit(durability, &[prepared.raw.as_ref()])?;
         Ok(id)
     }
 }

@@ -25,6 +25,11 @@ use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::index::{Index, id_key};
 use crate::oplog::{Entry, diff};
+use crate::retry::Retry;
+
+/// A retryable statement to record with a write: its session, its id, and how its result
+/// follows from the document written (the new version, or the inserted one).
+pub type Recording<'a> = (&'a Retry, i32, &'a dyn Fn(&Document) -> Result<Document>);
 
 /// Messages of a write not yet committed.
 pub struct DocumentWrite<'s> {
@@ -60,6 +65,11 @@ impl<'s> DocumentWrite<'s> {
             entries: catalog.logs(&collection.meta.db).then(Vec::new),
             replacement: false,
         }
+    }
+
+    /// Records a retryable write's statement with this write (see [`crate::retry`]).
+    pub fn record(&mut self, retry: &Retry, stmt_id: i32, result: Document) -> Result<()> {
+        retry.record(&mut self.txn, self.catalog.sessions_tree(), stmt_id, &result)
     }
 
     /// Logs this write's updates as replacements (the update was a replacement document).

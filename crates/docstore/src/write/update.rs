@@ -20,9 +20,10 @@ use crate::error::{Error, Result};
 use crate::index::id_key;
 use crate::read::find::FindRequest;
 use crate::read::planner::Hint;
+use crate::retry::Retry;
 use crate::store::Inner;
 use crate::write::insert::with_generated_id;
-use crate::write::{DocumentWrite, document_id};
+use crate::write::{DocumentWrite, Recording, document_id};
 
 /// An update document (operators or a replacement) or an update pipeline.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +73,30 @@ pub struct FindAndModifyOutcome {
     pub n: u64,
     pub updated_existing: bool,
     pub upserted_id: Option<Bson>,
+}
+
+impl FindAndModifyOutcome {
+    /// The outcome as a retryable write records it.
+    pub fn to_document(&self) -> Document {
+        let mut document = bson::doc! {"n": self.n as i64, "updatedExisting": self.updated_existing};
+        if let Some(value) = &self.value {
+            document.insert("value", value.clone());
+        }
+        if let Some(id) = &self.upserted_id {
+            document.insert("upserted", id.clone());
+        }
+        document
+    }
+
+    /// The outcome a retryable write recorded.
+    pub fn from_document(document: &Document) -> FindAndModifyOutcome {
+        FindAndModifyOutcome {
+            value: document.get_document("value").ok().cloned(),
+            n: document.get("n").and_then(Bson::as_i64).unwrap_or(0) as u64,
+            updated_existing: document.get_bool("updatedExisting").unwrap_or(false),
+            upserted_id: document.get("upserted").cloned(),
+        }
+    }
 }
 
 /// A parsed modification.
@@ -139,7 +164,10 @@ impl Inner {
         name: &str,
         request: &UpdateRequest,
         durability: Durability,
+        retry: Option<&Retry>,
     ) -> Result<UpdateOutcome> {
+        // Only a single-document update is retryable (drivers never retry a multi-update).
+        let retry = retry.filter(|_| !request.multi);
         let modification = Modification::parse(&request.update, &request.array_filters)?;
         if request.multi && modification.is_replacement() {
             return Err(Error::Query(query::error::QueryError::failed_to_parse(
@@ -160,16 +188,27 @@ impl Inner {
         };
         let (cursor, _) = self.find_with_counters(db, name, &find, Arc::default())?;
         let mut outcome = UpdateOutcome::default();
+        let modified = |_: &Document| Ok(bson::doc! {"n": 1, "nModified": 1});
+        let recording = retry.map(|r| (r, r.stmt_id(0), &modified as &dyn Fn(&Document) -> Result<Document>));
         for item in cursor {
             let old = item?;
             outcome.matched += 1;
-            if self.update_one(&mut locked, &filter, &modification, &old, durability)?.is_some() {
+            if self.update_one(&mut locked, &filter, &modification, &old, durability, recording)?.is_some() {
                 outcome.modified += 1;
             }
         }
         if outcome.matched == 0 && request.upsert {
-            let (id, _) = self.upsert(&mut locked, &request.filter, &modification, durability)?;
+            let upserted = |inserted: &Document| {
+                Ok(bson::doc! {"n": 1, "nModified": 0, "upserted": inserted.get("_id").cloned().unwrap_or(Bson::Null)})
+            };
+            let recording = retry.map(|r| (r, r.stmt_id(0), &upserted as &dyn Fn(&Document) -> Result<Document>));
+            let (id, _) = self.upsert(&mut locked, &request.filter, &modification, durability, recording)?;
             outcome.upserted_id = Some(id);
+        } else if outcome.modified == 0
+            && let Some(retry) = retry
+        {
+            let result = bson::doc! {"n": outcome.matched as i64, "nModified": 0};
+            self.record_alone(retry, retry.stmt_id(0), &result, durability)?;
         }
         Ok(outcome)
     }
@@ -182,6 +221,7 @@ impl Inner {
         modification: &Modification,
         old: &RawDocumentBuf,
         durability: Durability,
+        recording: Option<Recording<'_>>,
     ) -> Result<Option<Document>> {
         let decoded = Document::try_from(old.as_ref()).map_err(|e| Error::corrupt(format!("stored document: {e}")))?;
         let position = filter.matches_with_position(&decoded)?.flatten();
@@ -195,6 +235,9 @@ impl Inner {
             write.log_as_replacement();
         }
         write.replace(&id_key(&id), old, &new_raw)?;
+        if let Some((retry, stmt_id, result)) = recording {
+            write.record(retry, stmt_id, result(&new)?)?;
+        }
         locked.collection = write.commit(durability, &[&new_raw])?;
         Ok(Some(new))
     }
@@ -205,6 +248,7 @@ impl Inner {
         filter: &Document,
         modification: &Modification,
         durability: Durability,
+        recording: Option<Recording<'_>>,
     ) -> Result<(Bson, Document)> {
         let document = modification.upsert_document(filter)?;
         let mut raw = encode(&document)?;
@@ -212,8 +256,16 @@ impl Inner {
             raw = with_generated_id(&raw)?;
         }
         let inserted = Document::try_from(raw.as_ref()).map_err(|e| Error::bad_value(e.to_string()))?;
-        let id = self.insert_one_locked(locked, raw, durability)?;
+        let id = self.insert_one_recorded(locked, raw, durability, recording)?;
         Ok((id, inserted))
+    }
+
+    /// Commits a retryable statement's record alone (the statement changed nothing).
+    pub fn record_alone(&self, retry: &Retry, stmt_id: i32, result: &Document, durability: Durability) -> Result<()> {
+        let mut txn = self.engine.begin();
+        retry.record(&mut txn, self.catalog.sessions_tree(), stmt_id, result)?;
+        txn.commit(durability)?;
+        Ok(())
     }
 
     pub fn find_and_modify(
@@ -222,6 +274,7 @@ impl Inner {
         name: &str,
         request: &FindAndModifyRequest,
         durability: Durability,
+        retry: Option<&Retry>,
     ) -> Result<FindAndModifyOutcome> {
         let modification = match (&request.update, request.remove) {
             (Some(_), true) => return Err(Error::bad_value("Cannot specify both an update and remove=true")),
@@ -258,33 +311,59 @@ impl Inner {
                 None => Ok(document),
             }
         };
+        let stmt_id = retry.map_or(0, |r| r.stmt_id(0));
         let Some(old) = found else {
             let Some(modification) = modification.filter(|_| request.upsert) else {
-                return Ok(FindAndModifyOutcome::default());
+                let outcome = FindAndModifyOutcome::default();
+                if let Some(retry) = retry {
+                    self.record_alone(retry, stmt_id, &outcome.to_document(), durability)?;
+                }
+                return Ok(outcome);
             };
-            let (id, inserted) = self.upsert(&mut locked, &request.query, &modification, durability)?;
-            let value = if request.return_new { Some(project(inserted)?) } else { None };
-            return Ok(FindAndModifyOutcome { value, n: 1, updated_existing: false, upserted_id: Some(id) });
+            let outcome = |inserted: &Document| -> Result<FindAndModifyOutcome> {
+                let value = if request.return_new { Some(project(inserted.clone())?) } else { None };
+                let id = inserted.get("_id").cloned().unwrap_or(Bson::Null);
+                Ok(FindAndModifyOutcome { value, n: 1, updated_existing: false, upserted_id: Some(id) })
+            };
+            let result = |inserted: &Document| Ok(outcome(inserted)?.to_document());
+            let recording = retry.map(|r| (r, stmt_id, &result as &dyn Fn(&Document) -> Result<Document>));
+            let (_, inserted) = self.upsert(&mut locked, &request.query, &modification, durability, recording)?;
+            return outcome(&inserted);
         };
         let old_document = Document::try_from(old.as_ref()).map_err(|e| Error::corrupt(e.to_string()))?;
         let Some(modification) = modification else {
-            let mut write = DocumentWrite::new(&self.engine, &self.catalog, &locked.collection);
-            let id = document_id(&old)?.unwrap_or(Bson::Null);
-            write.remove(&id_key(&id), &old)?;
-            locked.collection = write.commit(durability, &[&old])?;
-            return Ok(FindAndModifyOutcome {
+            let outcome = FindAndModifyOutcome {
                 value: Some(project(old_document)?),
                 n: 1,
                 updated_existing: false,
                 upserted_id: None,
-            });
+            };
+            let mut write = DocumentWrite::new(&self.engine, &self.catalog, &locked.collection);
+            let id = document_id(&old)?.unwrap_or(Bson::Null);
+            write.remove(&id_key(&id), &old)?;
+            if let Some(retry) = retry {
+                write.record(retry, stmt_id, outcome.to_document())?;
+            }
+            locked.collection = write.commit(durability, &[&old])?;
+            return Ok(outcome);
         };
-        let new = self.update_one(&mut locked, &filter, &modification, &old, durability)?;
-        let value = match (request.return_new, new) {
-            (true, Some(new)) => new,
-            _ => old_document,
+        let outcome = |new: Option<&Document>| -> Result<FindAndModifyOutcome> {
+            let value = match (request.return_new, new) {
+                (true, Some(new)) => new.clone(),
+                _ => old_document.clone(),
+            };
+            Ok(FindAndModifyOutcome { value: Some(project(value)?), n: 1, updated_existing: true, upserted_id: None })
         };
-        Ok(FindAndModifyOutcome { value: Some(project(value)?), n: 1, updated_existing: true, upserted_id: None })
+        let result = |new: &Document| Ok(outcome(Some(new))?.to_document());
+        let recording = retry.map(|r| (r, stmt_id, &result as &dyn Fn(&Document) -> Result<Document>));
+        let new = self.update_one(&mut locked, &filter, &modification, &old, durability, recording)?;
+        let outcome = outcome(new.as_ref())?;
+        if new.is_none()
+            && let Some(retry) = retry
+        {
+            self.record_alone(retry, stmt_id, &outcome.to_document(), durability)?;
+        }
+        Ok(outcome)
     }
 }
 

@@ -34,9 +34,8 @@ pub fn need(command: &Command, current: Option<&UserName>) -> Result<Need, Comma
     Ok(match command.name.as_str() {
         "hello" | "isMaster" | "ismaster" | "buildInfo" | "buildinfo" | "ping" | "saslStart" | "saslContinue"
         | "authenticate" | "logout" | "connectionStatus" | "whatsmyuri" => Need::Nothing,
-        "listCommands" | "endSessions" | "killSessions" | "getMore" | "killCursors" | "listDatabases" => {
-            Need::Authenticated
-        }
+        "listCommands" | "endSessions" | "killSessions" | "refreshSessions" | "getMore" | "killCursors"
+        | "listDatabases" => Need::Authenticated,
         "find" | "count" | "distinct" => on_collection(&[Find]),
         "insert" => on_collection(&[Insert]),
         "delete" => on_collection(&[Remove]),
@@ -56,6 +55,8 @@ pub fn need(command: &Command, current: Option<&UserName>) -> Result<Need, Comma
         "listCollections" => list_collections_need(command),
         "renameCollection" => Need::All(rename_needs(command)),
         "serverStatus" => on_cluster(ServerStatus),
+        "killAllSessions" => on_cluster(KillAnySession),
+        "configureFailPoint" => on_cluster(SetParameter),
         "replSetInitiate" => on_cluster(ReplSetConfigure),
         "replSetGetStatus" => on_cluster(ReplSetGetStatus),
         "replSetGetConfig" => on_cluster(ReplSetGetConfig),

@@ -19,7 +19,8 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         Some(other) => return Err(mismatch("aggregate", "string", other)),
         None => None,
     };
-    let pipeline = pipeline(command)?;
+    let mut pipeline = pipeline(command)?;
+    list_local_sessions(context, collection.as_deref(), &mut pipeline)?;
     let options = AggregateOptions {
         allow_disk_use: command.optional_bool("allowDiskUse")?.unwrap_or(false),
         hint: hint(command.get("hint"))?,
@@ -45,6 +46,27 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let cursor = store.aggregate(&command.database, collection.as_deref(), &pipeline, &options)?;
     let namespace = command.namespace(collection.as_deref().unwrap_or("$cmd.aggregate"));
     first_batch(&context.shared.cursors, ServerCursor::new(cursor, namespace, auth::owner(context)), size, false)
+}
+
+/// `$listLocalSessions` (first stage of a database-level pipeline): the sessions this server
+/// holds, fed to the rest of the pipeline as `$documents`.
+fn list_local_sessions(
+    context: &Context,
+    collection: Option<&str>,
+    pipeline: &mut [Document],
+) -> Result<(), CommandError> {
+    let Some(first) = pipeline.first_mut().filter(|stage| stage.contains_key("$listLocalSessions")) else {
+        return Ok(());
+    };
+    if collection.is_some() {
+        return Err(CommandError::new(
+            wire::ErrorCode::InvalidNamespace,
+            "$listLocalSessions must be run against the database with {aggregate: 1}",
+        ));
+    }
+    let sessions: Vec<Bson> = context.shared.sessions.list().into_iter().map(Bson::Document).collect();
+    *first = doc! {"$documents": sessions};
+    Ok(())
 }
 
 pub fn pipeline(command: &Command) -> Result<Vec<Document>, CommandError> {

@@ -15,11 +15,19 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let ordered = command.optional_bool("ordered")?.unwrap_or(true);
     let statements = command.documents("deletes")?;
     let durability = command.durability();
+    let checkout = crate::sessions::checkout(context, command)?;
     let mut n = 0u64;
     let mut errors = Vec::new();
+    let mut first = true;
     for (index, raw) in statements.iter().enumerate() {
+        if let Some(recorded) = checkout.as_ref().map(|c| c.executed(context, index as i32)).transpose()?.flatten() {
+            n += recorded.get("n").and_then(as_i64).unwrap_or(0) as u64;
+            continue;
+        }
+        let retry = checkout.as_ref().map(|c| c.retry(vec![index as i32], std::mem::take(&mut first)));
         let result = parse_statement(raw).and_then(|request| {
-            Ok(context.shared.store.delete(&command.database, &collection, &request, durability)?)
+            let options = docstore::WriteOptions { durability, retry };
+            Ok(context.shared.store.delete(&command.database, &collection, &request, options)?)
         });
         match result {
             Ok(deleted) => n += deleted,

@@ -14,7 +14,16 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let collection = command.collection()?;
     let request = request(command)?;
     let store = &context.shared.store;
-    let outcome = store.find_and_modify(&command.database, &collection, &request, command.durability())?;
+    let checkout = crate::sessions::checkout(context, command)?;
+    let recorded = checkout.as_ref().map(|c| c.executed(context, 0)).transpose()?.flatten();
+    let outcome = match recorded {
+        Some(recorded) => docstore::FindAndModifyOutcome::from_document(&recorded),
+        None => {
+            let retry = checkout.as_ref().map(|c| c.retry(vec![0], true));
+            let options = docstore::WriteOptions { durability: command.durability(), retry };
+            store.find_and_modify(&command.database, &collection, &request, options)?
+        }
+    };
     let counter = if request.remove { &context.shared.counters.delete } else { &context.shared.counters.update };
     Counters::add(counter, 1);
     reply(outcome_document(&outcome, request.remove))

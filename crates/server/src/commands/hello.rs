@@ -30,6 +30,9 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         return reply(doc! {});
     }
     if let Some(Bson::Document(client)) = command.get("client") {
+        if let Ok(name) = client.get_document("application").and_then(|a| a.get_str("name")) {
+            *context.app_name.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(name.to_owned());
+        }
         info!(
             connection = context.connection.id,
             peer = %context.connection.peer,

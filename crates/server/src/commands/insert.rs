@@ -3,6 +3,7 @@
 //! stops at the first failure, unordered goes on. Reply `{n, writeErrors?}`.
 
 use bson::{Document, RawDocumentBuf};
+use docstore::WriteOptions;
 
 use crate::command::Command;
 use crate::commands::write_reply;
@@ -21,7 +22,33 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         ));
     }
     let store = &context.shared.store;
-    let outcome = store.insert(&command.database, &collection, documents, ordered, command.durability());
+    let checkout = crate::sessions::checkout(context, command)?;
+    // A retried insert skips the documents its first attempt inserted (by statement id, their
+    // position in the batch) and counts them.
+    let (mut documents, mut positions, mut already) = (documents, Vec::new(), 0);
+    if let Some(checkout) = &checkout {
+        let mut pending = Vec::new();
+        for (position, document) in documents.into_iter().enumerate() {
+            match checkout.executed(context, position as i32)? {
+                Some(_) => already += 1,
+                None => {
+                    pending.push(document);
+                    positions.push(position);
+                }
+            }
+        }
+        documents = pending;
+    }
+    let options = WriteOptions {
+        durability: command.durability(),
+        retry: checkout.as_ref().map(|c| c.retry(positions.iter().map(|p| *p as i32).collect(), true)),
+    };
+    let mut outcome = store.insert(&command.database, &collection, documents, ordered, options);
+    if checkout.is_some() {
+        for (index, _) in &mut outcome.errors {
+            *index = positions.get(*index).copied().unwrap_or(*index);
+        }
+    }
     Counters::add(&context.shared.counters.insert, outcome.inserted as u64);
     context.shared.metrics.inserted(&command.database, &collection, outcome.inserted);
     if let Some(error) = outcome.durability_error {
@@ -31,5 +58,5 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     // The store reports failures in batch order, and stops at the first when ordered.
     let errors: Vec<Document> =
         outcome.errors.into_iter().map(|(index, error)| write_error(index, &to_command_error(error))).collect();
-    write_reply(outcome.inserted as i64, Document::new(), errors)
+    write_reply((outcome.inserted + already) as i64, Document::new(), errors)
 }

@@ -14,6 +14,7 @@ mod aggregate;
 mod authentication;
 mod build_info;
 mod coll_stats;
+mod configure_fail_point;
 mod connection_status;
 mod count;
 mod create;
@@ -25,7 +26,6 @@ mod distinct;
 mod drop;
 mod drop_database;
 mod drop_indexes;
-mod end_sessions;
 mod explain;
 pub mod find;
 mod find_and_modify;
@@ -33,11 +33,10 @@ mod get_cmd_line_opts;
 mod get_log;
 mod get_more;
 mod get_parameter;
-mod hello;
+pub mod hello;
 mod host_info;
 mod insert;
 mod kill_cursors;
-mod kill_sessions;
 mod list_collections;
 mod list_commands;
 mod list_databases;
@@ -49,6 +48,7 @@ mod repl_set;
 mod roles;
 mod rotate_certificates;
 mod server_status;
+mod sessions;
 mod update;
 mod users;
 mod validate;
@@ -98,16 +98,23 @@ pub static COMMANDS: &[Spec] = &[
         help: "authentication state of this connection",
         handler: connection_status::run,
     },
-    Spec { names: &["endSessions"], help: "end logical sessions", handler: end_sessions::run },
+    Spec { names: &["endSessions"], help: "end logical sessions", handler: sessions::end_sessions },
+    Spec { names: &["refreshSessions"], help: "keep logical sessions alive", handler: sessions::refresh_sessions },
+    Spec { names: &["killAllSessions"], help: "kill every logical session", handler: sessions::kill_all_sessions },
     Spec { names: &["getCmdLineOpts"], help: "the server's startup options", handler: get_cmd_line_opts::run },
     Spec { names: &["getLog"], help: "recent log lines (none are kept)", handler: get_log::run },
     Spec { names: &["getParameter"], help: "server parameters", handler: get_parameter::run },
     Spec { names: &["hello", "isMaster", "ismaster"], help: "handshake and topology", handler: hello::run },
     Spec { names: &["hostInfo"], help: "the host's system details", handler: host_info::run },
-    Spec { names: &["killSessions"], help: "kill logical sessions", handler: kill_sessions::run },
+    Spec { names: &["killSessions"], help: "kill logical sessions", handler: sessions::kill_sessions },
     Spec { names: &["listCommands"], help: "this list", handler: list_commands::run },
     Spec { names: &["logRotate"], help: "rotate the log file", handler: log_rotate::run },
     Spec { names: &["ping"], help: "check the server answers", handler: ping::run },
+    Spec {
+        names: &["configureFailPoint"],
+        help: "test command: make commands fail (enableTestCommands)",
+        handler: configure_fail_point::run,
+    },
     Spec { names: &["replSetInitiate"], help: "start this replica set", handler: repl_set::initiate },
     Spec { names: &["replSetGetStatus"], help: "the replica set's members and times", handler: repl_set::get_status },
     Spec { names: &["replSetGetConfig"], help: "the replica set's configuration", handler: repl_set::get_config },

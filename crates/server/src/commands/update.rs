@@ -16,12 +16,25 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let ordered = command.optional_bool("ordered")?.unwrap_or(true);
     let statements = command.documents("updates")?;
     let durability = command.durability();
+    let checkout = crate::sessions::checkout(context, command)?;
     let (mut n, mut modified) = (0u64, 0u64);
     let mut upserted = Vec::new();
     let mut errors = Vec::new();
+    let mut first = true;
     for (index, raw) in statements.iter().enumerate() {
+        if let Some(recorded) = checkout.as_ref().map(|c| c.executed(context, index as i32)).transpose()?.flatten() {
+            let outcome = recorded_outcome(&recorded);
+            n += outcome.matched + u64::from(outcome.upserted_id.is_some());
+            modified += outcome.modified;
+            if let Some(id) = outcome.upserted_id {
+                upserted.push(doc! { "index": index as i32, "_id": id });
+            }
+            continue;
+        }
+        let retry = checkout.as_ref().map(|c| c.retry(vec![index as i32], std::mem::take(&mut first)));
         let result = parse_statement(raw).and_then(|request| {
-            Ok(context.shared.store.update(&command.database, &collection, &request, durability)?)
+            let options = docstore::WriteOptions { durability, retry };
+            Ok(context.shared.store.update(&command.database, &collection, &request, options)?)
         });
         match result {
             Ok(outcome) => {
@@ -46,6 +59,15 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         extra.insert("upserted", upserted);
     }
     write_reply(n as i64, extra, errors)
+}
+
+/// The outcome a retryable update statement recorded (`{n, nModified, upserted?}`; `n` counts
+/// the matched documents, or the upserted one).
+fn recorded_outcome(recorded: &Document) -> docstore::UpdateOutcome {
+    let number = |key: &str| recorded.get(key).and_then(crate::command::as_i64).unwrap_or(0) as u64;
+    let upserted_id = recorded.get("upserted").cloned();
+    let matched = if upserted_id.is_some() { 0 } else { number("n") };
+    docstore::UpdateOutcome { matched, modified: number("nModified"), upserted_id }
 }
 
 fn parse_statement(raw: &RawDocumentBuf) -> Result<UpdateRequest, CommandError> {

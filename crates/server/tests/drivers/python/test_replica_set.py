@@ -7,10 +7,11 @@ rs.initiate() does; the driver then connects with replicaSet=rs0, as application
 import os
 import threading
 import time
+import uuid
 
 import pymongo
 import pytest
-from bson import Timestamp
+from bson import Binary, Int64, Timestamp
 from conftest import StrataProcess
 
 
@@ -38,7 +39,7 @@ def rs_client(rs_server):
         direct.admin.command("replSetInitiate")
     assert again.value.code == 23  # AlreadyInitialized
     direct.close()
-    client = pymongo.MongoClient(rs_server.uri(replicaSet="rs0"), serverSelectionTimeoutMS=10000)
+    client = pymongo.MongoClient(rs_server.uri(replicaSet="rs0", heartbeatFrequencyMS=500), serverSelectionTimeoutMS=10000)
     yield client
     client.close()
 
@@ -162,3 +163,130 @@ def test_a_standalone_data_directory_restarts_as_a_replica_set(workdir):
         client.close()
     finally:
         second.stop()
+
+
+# Retryable writes: the fail point makes the first attempt's reply fail after the write, so the
+# driver retries with the same txnNumber; the server must answer from its record.
+
+
+@pytest.fixture(scope="module")
+def rs_test_server(workdir):
+    process = StrataProcess(
+        os.path.join(workdir, "rs-test"), extra_args=["--replSet", "rs9", "--setParameter", "enableTestCommands=1"]
+    )
+    direct = process.client(directConnection=True)
+    direct.admin.command("replSetInitiate")
+    direct.close()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def retrying(rs_test_server):
+    uri = rs_test_server.uri(replicaSet="rs9", retryWrites="true", heartbeatFrequencyMS=500)
+    client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=10000)
+    yield client
+    client.close()
+
+
+def fail_next(client, command, **data):
+    client.admin.command(
+        "configureFailPoint", "failCommand", mode={"times": 1}, data={"failCommands": [command], **data}
+    )
+
+
+# Not a state-change code (91 would make the driver rediscover the server first); the label
+# comes with it, as mongod sends it.
+WRITE_CONCERN_ERROR = {
+    "writeConcernError": {"code": 64, "codeName": "WriteConcernFailed", "errmsg": "waiting for replication timed out"},
+    "errorLabels": ["RetryableWriteError"],
+}
+
+
+def test_a_retried_write_is_applied_once(retrying):
+    c = retrying.retry_test.c
+    c.drop()
+    c.insert_one({"_id": "counter", "n": 0})
+    fail_next(retrying, "insert", **WRITE_CONCERN_ERROR)
+    c.insert_one({"_id": 1})
+    fail_next(retrying, "update", **WRITE_CONCERN_ERROR)
+    c.update_one({"_id": "counter"}, {"$inc": {"n": 1}})
+    assert c.find_one({"_id": "counter"})["n"] == 1, "the retried $inc was applied once"
+    fail_next(retrying, "findAndModify", **WRITE_CONCERN_ERROR)
+    returned = c.find_one_and_update({"_id": "counter"}, {"$inc": {"n": 1}}, return_document=True)
+    assert returned["n"] == 2 and c.find_one({"_id": "counter"})["n"] == 2
+    fail_next(retrying, "delete", **WRITE_CONCERN_ERROR)
+    assert c.delete_one({"_id": 1}).deleted_count == 1
+    fail_next(retrying, "insert", closeConnection=True)
+    c.insert_one({"_id": 2})
+    assert {d["_id"] for d in c.find()} == {2, "counter"}
+    inserts = retrying.local["oplog.rs"].count_documents({"op": "i", "ns": "retry_test.c"})
+    assert inserts == 3, "one oplog entry per write, none for the retries"
+
+
+def test_retry_labels_and_stale_transaction_numbers(retrying):
+    db = retrying.retry_test
+    db.d.drop()
+    with retrying.start_session() as session:
+        first = db.command({"insert": "d", "documents": [{"_id": 1}, {"_id": 2}], "txnNumber": Int64(5)}, session=session)
+        again = db.command({"insert": "d", "documents": [{"_id": 1}, {"_id": 2}], "txnNumber": Int64(5)}, session=session)
+        assert first["n"] == again["n"] == 2 and "writeErrors" not in again, "the retry answers from the records"
+        with pytest.raises(pymongo.errors.OperationFailure) as too_old:
+            db.command({"insert": "d", "documents": [{"_id": 3}], "txnNumber": Int64(4)}, session=session)
+        assert too_old.value.code == 225  # TransactionTooOld
+        fail_next(retrying, "insert", errorCode=262)
+        with pytest.raises(pymongo.errors.OperationFailure) as failed:
+            db.command({"insert": "d", "documents": [{"_id": 3}], "txnNumber": Int64(6)}, session=session)
+        assert "RetryableWriteError" in failed.value.details.get("errorLabels", [])
+        # The driver would reuse this session with its own numbers: end it on the server.
+        retrying.admin.command("endSessions", [session.session_id])
+    assert db.d.count_documents({}) == 2
+
+
+def test_retries_are_recognised_after_a_restart(workdir):
+    """One client and one session across a kill -9 and a restart on the same port."""
+    path = os.path.join(workdir, "rs-retry-restart")
+    first = StrataProcess(path, extra_args=["--replSet", "rs3"])
+    initiating = first.client(directConnection=True)
+    initiating.admin.command("replSetInitiate")
+    initiating.close()
+    client = first.client(directConnection=True, heartbeatFrequencyMS=500)
+    command = {"insert": "c", "documents": [{"_id": 1}], "txnNumber": Int64(9), "writeConcern": {"j": True}}
+    session = client.start_session()
+    assert client.t.command(command, session=session)["n"] == 1
+    first.kill()
+    second = StrataProcess(path, port=first.port, extra_args=["--replSet", "rs3"])
+    try:
+        reply = None
+        for _ in range(50):
+            try:
+                reply = client.t.command(command, session=session)
+                break
+            except pymongo.errors.AutoReconnect:
+                time.sleep(0.1)
+        assert reply["n"] == 1 and "writeErrors" not in reply, reply
+        with pytest.raises(pymongo.errors.OperationFailure) as too_old:
+            client.t.command(dict(command, txnNumber=Int64(8)), session=session)
+        assert too_old.value.code == 225
+        assert client.t.c.count_documents({}) == 1
+        session.end_session()
+        client.close()
+    finally:
+        second.stop()
+
+
+def test_sessions_are_tracked_and_ended(retrying):
+    with retrying.start_session() as session:
+        retrying.retry_test.e.insert_one({"x": 1}, session=session)
+        listed = list(retrying.admin.aggregate([{"$listLocalSessions": {}}]))
+        assert any(s["_id"]["id"] == session.session_id["id"] for s in listed)
+    # A session id no driver session will reuse: refreshed (so known), then ended.
+    other = {"id": Binary(uuid.uuid4().bytes, 4)}
+    retrying.admin.command("refreshSessions", [other])
+    mine = [{"$listLocalSessions": {}}, {"$match": {"_id.id": other["id"]}}]
+    assert len(list(retrying.admin.aggregate(mine))) == 1
+    retrying.admin.command("endSessions", [other])
+    assert list(retrying.admin.aggregate(mine)) == []
+    retrying.admin.command("killAllSessions", [])
+    with pytest.raises(pymongo.errors.OperationFailure):
+        retrying.admin.command("refreshSessions", [{"id": "not a uuid"}])

@@ -1,0 +1,119 @@
+//! Retryable writes: the record of each statement a session executed, kept with the write.
+//!
+//! A driver retries a write it is unsure of with the same session id (`lsid`), transaction
+//! number (`txnNumber`) and statement id (`stmtId`). The first execution commits, **in the same
+//! engine transaction as its documents**, a row in the `__sessions` tree:
+//!
+//! ```text
+//! key   lsid id (16 bytes, the session's UUID) | txnNumber (8 bytes big-endian) | stmtId (4 bytes big-endian)
+//! value BSON: the statement's result, e.g. {n: 1}, {n, nModified, upserted?}, findAndModify's
+//!       {value, lastErrorObject}
+//! ```
+//!
+//! so a retry finds the row if and only if the write happened (before a crash or not), and gets
+//! the first result instead of writing twice. A statement that changed nothing (an update that
+//! matched nothing) commits its row alone. The first statement of a newer `txnNumber` deletes
+//! the session's older rows in its transaction; the highest `txnNumber` recorded is how a retry
+//! of an older one is recognised after a restart (TransactionTooOld).
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bson::{Document, RawDocumentBuf};
+use storage::{Durability, Snapshot, Transaction, TreeId};
+
+use crate::error::{Error, Result};
+
+pub const SESSIONS_TREE: &str = "__sessions";
+
+/// How a write runs: its durability and, for a retryable write, what to record.
+#[derive(Debug)]
+pub struct WriteOptions {
+    pub durability: Durability,
+    pub retry: Option<Retry>,
+}
+
+impl From<Durability> for WriteOptions {
+    fn from(durability: Durability) -> WriteOptions {
+        WriteOptions { durability, retry: None }
+    }
+}
+
+/// A retryable write's session statement(s).
+#[derive(Debug)]
+pub struct Retry {
+    /// The session's `lsid.id` (a UUID).
+    pub lsid: [u8; 16],
+    /// The whole `lsid` document, for the oplog entries.
+    pub lsid_document: Document,
+    pub txn_number: i64,
+    /// The statement ids: one per document of an insert (by position in the request), one for
+    /// an update, a delete or a findAndModify.
+    pub stmt_ids: Vec<i32>,
+    /// Whether this `txnNumber` is new for the session: the first commit then forgets the
+    /// older rows.
+    pub forget_older: AtomicBool,
+}
+
+impl Retry {
+    pub fn new(lsid: [u8; 16], lsid_document: Document, txn_number: i64, stmt_ids: Vec<i32>, newer: bool) -> Retry {
+        Retry { lsid, lsid_document, txn_number, stmt_ids, forget_older: AtomicBool::new(newer) }
+    }
+
+    /// The statement id of position `index`.
+    pub fn stmt_id(&self, index: usize) -> i32 {
+        self.stmt_ids.get(index).copied().unwrap_or(index as i32)
+    }
+
+    /// Puts the record of statement `stmt_id` into `txn` (and, the first time, the deletion of
+    /// the session's older records).
+    pub fn record(&self, txn: &mut Transaction<'_>, tree: TreeId, stmt_id: i32, result: &Document) -> Result<()> {
+        if self.forget_older.swap(false, Ordering::AcqRel) {
+            txn.delete_range(tree, key(&self.lsid, 0, 0).to_vec(), Some(key(&self.lsid, self.txn_number, 0).to_vec()));
+        }
+        let value = RawDocumentBuf::try_from(result).map_err(|e| Error::bad_value(e.to_string()))?;
+        txn.put(tree, key(&self.lsid, self.txn_number, stmt_id).to_vec(), value.into_bytes());
+        Ok(())
+    }
+}
+
+/// A statement's row key.
+pub fn key(lsid: &[u8; 16], txn_number: i64, stmt_id: i32) -> [u8; 28] {
+    let mut key = [0u8; 28];
+    key[..16].copy_from_slice(lsid);
+    key[16..24].copy_from_slice(&(txn_number as u64).to_be_bytes());
+    key[24..].copy_from_slice(&(stmt_id as u32).to_be_bytes());
+    key
+}
+
+/// The result recorded for a statement, if it was executed.
+pub fn executed(
+    snapshot: &Snapshot,
+    tree: TreeId,
+    lsid: &[u8; 16],
+    txn_number: i64,
+    stmt_id: i32,
+) -> Result<Option<Document>> {
+    match snapshot.get(tree, &key(lsid, txn_number, stmt_id))? {
+        Some(bytes) => Ok(Some(
+            Document::from_reader(bytes.as_slice()).map_err(|e| Error::corrupt(format!("session record: {e}")))?,
+        )),
+        None => Ok(None),
+    }
+}
+
+/// The highest `txnNumber` the session has records of.
+pub fn last_txn_number(snapshot: &Snapshot, tree: TreeId, lsid: &[u8; 16]) -> Result<Option<i64>> {
+    let start = key(lsid, 0, 0);
+    let end = key(lsid, -1, -1);
+    let last = snapshot
+        .range::<(Bound<&[u8]>, Bound<&[u8]>)>(tree, (Bound::Included(&start[..]), Bound::Included(&end[..])))
+        .next_back()
+        .transpose()?;
+    Ok(last.and_then(|(key, _)| key.get(16..24).and_then(|b| b.try_into().ok())).map(|b| u64::from_be_bytes(b) as i64))
+}
+
+/// Deletes every record of a session (it ended or expired).
+pub fn forget(txn: &mut Transaction<'_>, tree: TreeId, lsid: &[u8; 16]) {
+    txn.delete_range(tree, key(lsid, 0, 0).to_vec(), Some(key(lsid, -1, -1).to_vec()));
+}

@@ -1,0 +1,172 @@
+//! Test fail points: mongod's `configureFailPoint` with its `failCommand` fail point, which the
+//! drivers' specification tests use to make a command fail, close its connection, block, or
+//! report a write concern error. Enabled only with `--setParameter enableTestCommands=1`, as in
+//! mongod.
+//!
+//! `{configureFailPoint: "failCommand", mode: "alwaysOn" | "off" | {times: n} | {skip: n},
+//!   data: {failCommands: [names], closeConnection?, errorCode?, errorLabels?, errmsg?,
+//!          writeConcernError?, blockConnection?, blockTimeMS?, appName?}}`
+
+use std::time::Duration;
+
+use bson::{Bson, Document};
+use parking_lot::Mutex;
+use wire::ErrorCode;
+
+use crate::command::{Command, as_i64, mismatch};
+use crate::error::CommandError;
+
+/// What a triggered `failCommand` does to the command.
+#[derive(Debug, Clone, Default)]
+pub struct Triggered {
+    pub close_connection: bool,
+    pub block: Option<Duration>,
+    /// Fail with this error instead of running.
+    pub error: Option<CommandError>,
+    /// Run, then report this write concern error.
+    pub write_concern_error: Option<Document>,
+    pub error_labels: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mode {
+    AlwaysOn,
+    /// Trigger this many more times.
+    Times(i64),
+    /// Let this many pass, then trigger always.
+    Skip(i64),
+}
+
+#[derive(Debug, Clone)]
+struct FailCommand {
+    mode: Mode,
+    commands: Vec<String>,
+    app_name: Option<String>,
+    action: Triggered,
+}
+
+#[derive(Default)]
+pub struct FailPoints {
+    fail_command: Mutex<Option<FailCommand>>,
+}
+
+impl FailPoints {
+    /// `configureFailPoint`.
+    pub fn configure(&self, command: &Command) -> Result<(), CommandError> {
+        match command.argument() {
+            Some(Bson::String(name)) if name == "failCommand" => {}
+            Some(Bson::String(name)) => {
+                return Err(CommandError::bad_value(format!("Unknown fail point: {name} (Strata has failCommand)")));
+            }
+            Some(other) => return Err(mismatch("configureFailPoint", "string", other)),
+            None => return Err(CommandError::bad_value("missing fail point name")),
+        }
+        let mode = match command.get("mode") {
+            Some(Bson::String(mode)) if mode == "off" => {
+                *self.fail_command.lock() = None;
+                return Ok(());
+            }
+            Some(Bson::String(mode)) if mode == "alwaysOn" => Mode::AlwaysOn,
+            Some(Bson::Document(mode)) => match (mode.get("times"), mode.get("skip")) {
+                (Some(times), _) => Mode::Times(as_i64(times).ok_or_else(|| mismatch("times", "number", times))?),
+                (None, Some(skip)) => Mode::Skip(as_i64(skip).ok_or_else(|| mismatch("skip", "number", skip))?),
+                _ => return Err(CommandError::bad_value("mode must have times or skip")),
+            },
+            _ => return Err(CommandError::bad_value("mode must be alwaysOn, off, {times: n} or {skip: n}")),
+        };
+        let data = command.optional_document("data")?.cloned().unwrap_or_default();
+        *self.fail_command.lock() = Some(parse(mode, &data)?);
+        Ok(())
+    }
+
+    /// Whether the fail point fires for this command (counting it when it does).
+    pub fn check(&self, command: &str, app_name: Option<&str>) -> Option<Triggered> {
+        let mut slot = self.fail_command.lock();
+        let point = slot.as_mut()?;
+        if !point.commands.iter().any(|name| name == command)
+            || point.app_name.as_deref().is_some_and(|wanted| app_name != Some(wanted))
+        {
+            return None;
+        }
+        match &mut point.mode {
+            Mode::AlwaysOn => {}
+            Mode::Skip(left) if *left > 0 => {
+                *left -= 1;
+                return None;
+            }
+            Mode::Skip(_) => {}
+            Mode::Times(left) => {
+                *left -= 1;
+                if *left <= 0 {
+                    let action = point.action.clone();
+                    *slot = None;
+                    return Some(action);
+                }
+            }
+        }
+        Some(point.action.clone())
+    }
+}
+
+fn parse(mode: Mode, data: &Document) -> Result<FailCommand, CommandError> {
+    let commands = match data.get("failCommands") {
+        Some(Bson::Array(names)) => names.iter().filter_map(Bson::as_str).map(str::to_owned).collect(),
+        _ => return Err(CommandError::bad_value("failCommand needs data.failCommands, an array of names")),
+    };
+    let block = match (data.get_bool("blockConnection").unwrap_or(false), data.get("blockTimeMS")) {
+        (true, Some(ms)) => Some(Duration::from_millis(as_i64(ms).unwrap_or(0).max(0) as u64)),
+        _ => None,
+    };
+    let error = match data.get("errorCode").and_then(as_i64) {
+        Some(code) => {
+            let code = code as i32;
+            let name =
+                ErrorCode::from_code(code).map_or_else(|| wire::code_name(code).to_string(), |c| c.name().into());
+            let message = data.get_str("errmsg").unwrap_or("Failing command via 'failCommand' failpoint");
+            Some(CommandError::coded(code, &name, message))
+        }
+        None => None,
+    };
+    let error_labels = match data.get("errorLabels") {
+        Some(Bson::Array(labels)) => Some(labels.iter().filter_map(Bson::as_str).map(str::to_owned).collect()),
+        _ => None,
+    };
+    Ok(FailCommand {
+        mode,
+        commands,
+        app_name: data.get_str("appName").ok().map(str::to_owned),
+        action: Triggered {
+            close_connection: data.get_bool("closeConnection").unwrap_or(false),
+            block,
+            error,
+            write_concern_error: data.get_document("writeConcernError").ok().cloned(),
+            error_labels,
+        },
+    })
+}
+
+/// The reply fields a triggered fail point adds after the command ran: a write concern error
+/// and the labels asked for.
+pub fn decorate(triggered: &Triggered, reply: &mut bson::RawDocumentBuf) {
+    if let Some(error) = &triggered.write_concern_error
+        && let Ok(raw) = bson::RawDocumentBuf::try_from(error)
+    {
+        reply.append(bson::raw::cstr!("writeConcernError"), raw);
+    }
+    if let Some(labels) = &triggered.error_labels {
+        let mut array = bson::RawArrayBuf::new();
+        for label in labels {
+            array.push(label.as_str());
+        }
+        reply.append(bson::raw::cstr!("errorLabels"), array);
+    }
+}
+
+/// The error document of a fail point that fails the command.
+pub fn error_reply(error: &CommandError, triggered: &Triggered) -> Document {
+    let mut reply = error.to_document();
+    if let Some(labels) = &triggered.error_labels {
+        reply.insert("errorLabels", labels.clone());
+    }
+    reply
+}
