@@ -76,6 +76,24 @@ pub enum Error {
     /// `close` while other handles still use the store.
     #[error("{0}")]
     Busy(String),
+    /// An argument of the wrong BSON type.
+    #[error("{0}")]
+    TypeMismatch(String),
+    /// An option the operation does not know (MongoDB's IDL error, 40415).
+    #[error("{0}")]
+    UnknownField(String),
+    /// A change stream's resume token that cannot be used.
+    #[error("{0}")]
+    InvalidResumeToken(String),
+    /// A change stream resumed from a point the oplog no longer holds.
+    #[error("{0}")]
+    ChangeStreamHistoryLost(String),
+    /// A change stream that cannot go on (its pipeline changed the resume token).
+    #[error("{0}")]
+    ChangeStreamFatal(String),
+    /// A document the operation requires is missing (a required change stream image).
+    #[error("{0}")]
+    NoMatchingDocument(String),
 }
 
 impl From<storage::Error> for Error {
@@ -127,6 +145,12 @@ impl Error {
             Error::IllegalOperation(_) => ErrorCode::IllegalOperation,
             Error::SortMemoryExceeded { .. } => ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed,
             Error::DirectoryLocked(_) => ErrorCode::DBPathInUse,
+            Error::TypeMismatch(_) => ErrorCode::TypeMismatch,
+            Error::UnknownField(_) => ErrorCode::IDLUnknownField,
+            Error::InvalidResumeToken(_) => ErrorCode::InvalidResumeToken,
+            Error::ChangeStreamHistoryLost(_) => ErrorCode::ChangeStreamHistoryLost,
+            Error::ChangeStreamFatal(_) => ErrorCode::ChangeStreamFatalError,
+            Error::NoMatchingDocument(_) => ErrorCode::NoMatchingDocument,
             Error::Query(_) | Error::Document(_) | Error::Corruption(_) | Error::Storage(_) | Error::Busy(_) => {
                 ErrorCode::InternalError
             }

@@ -67,6 +67,7 @@
 
 pub mod aggregate;
 pub mod catalog;
+pub mod change_stream;
 pub mod collection;
 pub mod entry_filter;
 pub mod error;
@@ -184,6 +185,12 @@ impl Store {
     /// The oplog, if this store keeps one.
     pub fn oplog(&self) -> Option<Arc<oplog::Oplog>> {
         self.inner.catalog.oplog()
+    }
+
+    /// Opens a change stream over `scope`; `stages` is the whole pipeline, `$changeStream`
+    /// first (see [`change_stream`]).
+    pub fn watch(&self, scope: change_stream::Scope, stages: &[Document]) -> Result<change_stream::ChangeStream> {
+        self.inner.watch(scope, stages)
     }
 
     /// Appends a no-op entry to the oplog (if kept), e.g. "initiating set".

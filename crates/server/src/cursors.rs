@@ -23,9 +23,16 @@ pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_FIRST_BATCH: usize = 101;
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
+/// What a cursor reads: a store cursor (find, aggregate), or a change stream, which reads the
+/// oplog afresh at each batch and never ends unless invalidated.
+pub enum Source {
+    Store(docstore::Cursor),
+    Changes(docstore::change_stream::ChangeStream),
+}
+
 /// A store cursor plus the one document that did not fit in the last batch.
 pub struct ServerCursor {
-    cursor: docstore::Cursor,
+    cursor: Source,
     pending: Option<Result<RawDocumentBuf, docstore::Error>>,
     /// "db.collection", as the replies name it.
     pub namespace: String,
@@ -35,16 +42,46 @@ pub struct ServerCursor {
 
 impl ServerCursor {
     pub fn new(cursor: docstore::Cursor, namespace: String, owner: Vec<UserName>) -> ServerCursor {
-        ServerCursor { cursor, pending: None, namespace, owner }
+        ServerCursor { cursor: Source::Store(cursor), pending: None, namespace, owner }
+    }
+
+    pub fn change_stream(
+        stream: docstore::change_stream::ChangeStream,
+        namespace: String,
+        owner: Vec<UserName>,
+    ) -> ServerCursor {
+        ServerCursor { cursor: Source::Changes(stream), pending: None, namespace, owner }
+    }
+
+    /// The change stream's resume token after the last batch (`None`: not a change stream).
+    pub fn post_batch_resume_token(&self) -> Option<&bson::Document> {
+        match &self.cursor {
+            Source::Changes(stream) => Some(stream.resume_token()),
+            Source::Store(_) => None,
+        }
+    }
+
+    pub fn is_change_stream(&self) -> bool {
+        matches!(self.cursor, Source::Changes(_))
     }
 
     fn pull(&mut self) -> Option<Result<RawDocumentBuf, docstore::Error>> {
-        self.pending.take().or_else(|| self.cursor.next())
+        match &mut self.cursor {
+            Source::Store(cursor) => self.pending.take().or_else(|| cursor.next()),
+            Source::Changes(_) => self.pending.take(),
+        }
     }
 
     /// Up to `max_documents` documents within the byte budget; an error after some documents is
     /// kept for the next batch.
     pub fn next_batch(&mut self, max_documents: usize) -> Result<RawArrayBuf, CommandError> {
+        if let Source::Changes(stream) = &mut self.cursor {
+            let mut batch = RawArrayBuf::new();
+            for event in stream.next_batch(max_documents.min(10_000)).map_err(store_error::to_command_error)? {
+                batch.push(event);
+            }
+            return Ok(batch);
+        }
         let mut batch = RawArrayBuf::new();
         let (mut count, mut bytes) = (0usize, 0usize);
         while count < max_documents {
@@ -71,7 +108,10 @@ impl ServerCursor {
     }
 
     pub fn is_exhausted(&mut self) -> bool {
-        self.pending.is_none() && self.cursor.is_exhausted()
+        match &mut self.cursor {
+            Source::Store(cursor) => self.pending.is_none() && cursor.is_exhausted(),
+            Source::Changes(stream) => stream.is_exhausted(),
+        }
     }
 }
 
@@ -144,11 +184,25 @@ pub fn cursor_reply(
     id: i64,
     namespace: &str,
 ) -> Result<RawDocumentBuf, CommandError> {
+    cursor_reply_with(batch_field, batch, id, namespace, None)
+}
+
+/// [`cursor_reply`] with a change stream's `postBatchResumeToken`.
+pub fn cursor_reply_with(
+    batch_field: &str,
+    batch: RawArrayBuf,
+    id: i64,
+    namespace: &str,
+    resume_token: Option<&bson::Document>,
+) -> Result<RawDocumentBuf, CommandError> {
     let field = <&bson::raw::CStr>::try_from(batch_field).map_err(|e| CommandError::internal(e.to_string()))?;
     let mut cursor = RawDocumentBuf::new();
     cursor.append(field, batch);
     cursor.append(bson::raw::cstr!("id"), id);
     cursor.append(bson::raw::cstr!("ns"), namespace);
+    if let Some(token) = resume_token {
+        cursor.append(bson::raw::cstr!("postBatchResumeToken"), RawDocumentBuf::try_from(token)?);
+    }
     let mut reply = RawDocumentBuf::new();
     reply.append(bson::raw::cstr!("cursor"), cursor);
     reply.append(bson::raw::cstr!("ok"), 1.0);
@@ -164,8 +218,9 @@ pub fn first_batch(
 ) -> Result<RawDocumentBuf, CommandError> {
     let batch = cursor.next_batch(batch_size)?;
     let namespace = cursor.namespace.clone();
+    let token = cursor.post_batch_resume_token().cloned();
     let id = if single_batch || cursor.is_exhausted() { 0 } else { cursors.park(cursor) };
-    cursor_reply("firstBatch", batch, id, &namespace)
+    cursor_reply_with("firstBatch", batch, id, &namespace, token.as_ref())
 }
 
 /// `batchSize` as a count: absent → `default`; negative → BadValue.

@@ -126,6 +126,7 @@ error_codes! {
     CannotCreateCollection = 242,
     NoSuchTransaction = 251,
     TransactionCommitted = 256,
+    InvalidResumeToken = 260,
     ExceededTimeLimit = 262,
     OperationNotSupportedInTransaction = 263,
     ClientDisconnect = 279,

@@ -198,6 +198,25 @@ impl Oplog {
         Ok(entries)
     }
 
+    /// Entries from `from` (inclusive), oldest first, at `snapshot`, at most `limit`.
+    pub fn read_from(&self, snapshot: &Snapshot, from: Timestamp, limit: usize) -> Result<Vec<(Timestamp, Vec<u8>)>> {
+        let start = entry::key(from);
+        let mut entries = Vec::new();
+        for item in snapshot.range::<(std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>)>(
+            self.collection.tree,
+            (std::ops::Bound::Included(start.as_slice()), std::ops::Bound::Unbounded),
+        ) {
+            let (key, value) = item?;
+            if let Some(ts) = entry::key_timestamp(&key) {
+                entries.push((ts, value));
+            }
+            if entries.len() >= limit {
+                break;
+            }
+        }
+        Ok(entries)
+    }
+
     /// The oldest entry's timestamp still held.
     pub fn first(&self, snapshot: &Snapshot) -> Result<Option<Timestamp>> {
         Ok(snapshot.iter(self.collection.tree).next().transpose()?.and_then(|(key, _)| entry::key_timestamp(&key)))

@@ -129,6 +129,15 @@ fn aggregate_needs(command: &Command) -> Vec<(Target, Action)> {
     if matches!(command.argument(), Some(Bson::String(_))) {
         needs.push((collection_target(command), Find));
     }
+    // A change stream reads the collection's (or, with `aggregate: 1`, the database's) changes.
+    let first = match command.get("pipeline") {
+        Some(Bson::Array(stages)) => stages.first().and_then(Bson::as_document),
+        _ => None,
+    };
+    if first.is_some_and(|stage| stage.contains_key("$changeStream")) {
+        needs.push((collection_target(command), Find));
+        needs.push((collection_target(command), ChangeStream));
+    }
     if let Some(Bson::Array(stages)) = command.get("pipeline") {
         stage_needs(&command.database, stages, &mut needs);
     }

@@ -21,6 +21,9 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     };
     let mut pipeline = pipeline(command)?;
     list_local_sessions(context, collection.as_deref(), &mut pipeline)?;
+    if pipeline.first().is_some_and(|stage| stage.contains_key("$changeStream")) {
+        return change_stream(context, command, collection.as_deref(), &pipeline);
+    }
     let options = AggregateOptions {
         allow_disk_use: command.optional_bool("allowDiskUse")?.unwrap_or(false),
         hint: hint(command.get("hint"))?,
@@ -46,6 +49,38 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let cursor = store.aggregate(&command.database, collection.as_deref(), &pipeline, &options)?;
     let namespace = command.namespace(collection.as_deref().unwrap_or("$cmd.aggregate"));
     first_batch(&context.shared.cursors, ServerCursor::new(cursor, namespace, auth::owner(context)), size, false)
+}
+
+/// A change stream: a tailable cursor over the oplog's events (see `docstore::change_stream`).
+fn change_stream(
+    context: &Context,
+    command: &Command,
+    collection: Option<&str>,
+    pipeline: &[Document],
+) -> Result<RawDocumentBuf, CommandError> {
+    use docstore::change_stream::Scope;
+    let spec = pipeline.first().and_then(|stage| stage.get_document("$changeStream").ok());
+    let all = spec.and_then(|spec| spec.get_bool("allChangesForCluster").ok()).unwrap_or(false);
+    let db = command.database.clone();
+    let scope = match (collection, all) {
+        (Some(name), false) => Scope::Collection(db, name.to_owned()),
+        (None, true) if db == "admin" => Scope::Cluster,
+        (None, false) if db != "admin" => Scope::Database(db),
+        _ => {
+            return Err(CommandError::new(
+                wire::ErrorCode::InvalidOptions,
+                "A change stream on the whole deployment runs on admin with {aggregate: 1} and allChangesForCluster: true",
+            ));
+        }
+    };
+    let size = match command.optional_document("cursor")?.and_then(|options| options.get("batchSize")) {
+        Some(value) => batch_size(crate::command::as_i64(value), DEFAULT_FIRST_BATCH)?,
+        None => DEFAULT_FIRST_BATCH,
+    };
+    let stream = context.shared.store.watch(scope, pipeline)?;
+    let namespace = command.namespace(collection.unwrap_or("$cmd.aggregate"));
+    let cursor = ServerCursor::change_stream(stream, namespace, auth::owner(context));
+    first_batch(&context.shared.cursors, cursor, size, false)
 }
 
 /// `$listLocalSessions` (first stage of a database-level pipeline): the sessions this server

@@ -6,9 +6,13 @@ use wire::ErrorCode;
 
 use crate::auth;
 use crate::command::Command;
-use crate::cursors::{batch_size, cursor_id, cursor_reply};
+use crate::cursors::{batch_size, cursor_id, cursor_reply_with};
 use crate::error::CommandError;
-use crate::state::{Context, Counters};
+use crate::state::{Context, Counters, WakeOn};
+
+/// How long a change stream's `getMore` waits for events when the client does not say
+/// (`maxAwaitTimeMS`), as mongod.
+const DEFAULT_AWAIT_MS: u64 = 1000;
 
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let id = cursor_id(command.argument())?;
@@ -39,13 +43,25 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         cursors.put_back(id, cursor);
         return Err(CommandError::new(ErrorCode::Unauthorized, message));
     }
-    Counters::add(&context.shared.counters.getmore, 1);
+    // Read the wakeup generation before the oplog: an entry committed after it wakes a park.
+    let seen = context.shared.wakeup_generation(WakeOn::Oplog);
     let batch = cursor.next_batch(size)?;
+    if cursor.is_change_stream() && batch.is_empty() && !cursor.is_exhausted() {
+        let max_await = command.optional_i64("maxAwaitTimeMS")?.unwrap_or(DEFAULT_AWAIT_MS as i64).max(0);
+        let deadline = context.wait_deadline(std::time::Duration::from_millis(max_await as u64));
+        if std::time::Instant::now() < deadline {
+            cursors.put_back(id, cursor);
+            context.park(WakeOn::Oplog, seen, deadline);
+            return Ok(RawDocumentBuf::new());
+        }
+    }
+    Counters::add(&context.shared.counters.getmore, 1);
+    let token = cursor.post_batch_resume_token().cloned();
     let next_id = if cursor.is_exhausted() {
         0
     } else {
         cursors.put_back(id, cursor);
         id
     };
-    cursor_reply("nextBatch", batch, next_id, &namespace)
+    cursor_reply_with("nextBatch", batch, next_id, &namespace, token.as_ref())
 }

@@ -1,0 +1,150 @@
+"""Change streams on a replica-set server: events of every kind, the three scopes, resume
+tokens, a pipeline after $changeStream, and getMore waiting for events."""
+
+import os
+import threading
+import time
+
+import pymongo
+import pytest
+from conftest import StrataProcess
+
+
+@pytest.fixture(scope="module")
+def rs(workdir):
+    process = StrataProcess(os.path.join(workdir, "cs"), extra_args=["--replSet", "cs0"])
+    direct = process.client(directConnection=True)
+    direct.admin.command("replSetInitiate")
+    direct.close()
+    client = pymongo.MongoClient(process.uri(replicaSet="cs0", heartbeatFrequencyMS=500), serverSelectionTimeoutMS=10000)
+    yield client
+    client.close()
+    process.stop()
+
+
+def drain(stream, count, timeout=10):
+    events = []
+    deadline = time.monotonic() + timeout
+    while len(events) < count and time.monotonic() < deadline:
+        event = stream.try_next()
+        if event is not None:
+            events.append(event)
+    return events
+
+
+def test_collection_stream_sees_every_kind_of_change(rs):
+    c = rs.cs_test.c
+    c.drop()
+    c.insert_one({"_id": 0})
+    with c.watch(max_await_time_ms=200) as stream:
+        c.insert_one({"_id": 1, "a": 1, "arr": [1, 2, 3]})
+        c.update_one({"_id": 1}, {"$set": {"a": 2, "b.c": 1}, "$unset": {"zzz": 1}, "$pop": {"arr": 1}})
+        c.replace_one({"_id": 1}, {"x": 1})
+        c.delete_one({"_id": 1})
+        rs.cs_test.other.insert_one({"_id": "not in this stream"})
+        c.rename("c2")
+        events = drain(stream, 6)
+    kinds = [e["operationType"] for e in events]
+    assert kinds == ["insert", "update", "replace", "delete", "rename", "invalidate"], kinds
+    insert, update, replace, delete, rename, _ = events
+    assert insert["fullDocument"] == {"_id": 1, "a": 1, "arr": [1, 2, 3]}
+    assert insert["ns"] == {"db": "cs_test", "coll": "c"} and insert["documentKey"] == {"_id": 1}
+    assert update["updateDescription"]["updatedFields"] == {"a": 2, "b": {"c": 1}}
+    assert update["updateDescription"]["truncatedArrays"] == [{"field": "arr", "newSize": 2}]
+    assert replace["fullDocument"] == {"_id": 1, "x": 1}
+    assert delete["documentKey"] == {"_id": 1} and "fullDocument" not in delete
+    assert rename["to"] == {"db": "cs_test", "coll": "c2"}
+    assert all("clusterTime" in e and "_data" in e["_id"] for e in events)
+
+
+def test_update_description_is_mongodb_s(rs):
+    c = rs.cs_test.u
+    c.drop()
+    c.insert_one({"_id": 1, "a": 1, "gone": True, "arr": [1, 2, 3], "sub": {"x": 1}})
+    with c.watch(max_await_time_ms=200) as stream:
+        c.update_one({"_id": 1}, {"$set": {"a": 2, "sub.x": 5}, "$unset": {"gone": 1}, "$pop": {"arr": 1}})
+        (event,) = drain(stream, 1)
+    description = event["updateDescription"]
+    assert description["updatedFields"] == {"a": 2, "sub.x": 5}
+    assert description["removedFields"] == ["gone"]
+    assert description["truncatedArrays"] == [{"field": "arr", "newSize": 2}]
+
+
+def test_update_lookup_and_pipeline(rs):
+    c = rs.cs_test.p
+    c.drop()
+    c.insert_one({"_id": 1, "n": 0})
+    pipeline = [{"$match": {"operationType": "update"}}, {"$project": {"fullDocument": 1, "operationType": 1}}]
+    with c.watch(pipeline, full_document="updateLookup", max_await_time_ms=200) as stream:
+        c.insert_one({"_id": 2})
+        c.update_one({"_id": 1}, {"$inc": {"n": 1}})
+        (event,) = drain(stream, 1)
+    assert event["operationType"] == "update" and event["fullDocument"] == {"_id": 1, "n": 1}
+    assert "ns" not in event
+    with pytest.raises(pymongo.errors.OperationFailure):
+        with c.watch([{"$project": {"_id": 0}}], max_await_time_ms=100) as stream:
+            c.insert_one({"_id": 3})
+            drain(stream, 1, timeout=2)
+
+
+def test_resume_after_and_start_at_operation_time(rs):
+    c = rs.cs_test.r
+    c.drop()
+    start = rs.admin.command("ping")["operationTime"]
+    with c.watch(max_await_time_ms=200) as stream:
+        for i in range(5):
+            c.insert_one({"_id": i})
+        events = drain(stream, 2)
+        token = events[1]["_id"]
+    with c.watch(resume_after=token, max_await_time_ms=200) as resumed:
+        rest = drain(resumed, 3)
+    assert [e["documentKey"]["_id"] for e in rest] == [2, 3, 4]
+    with c.watch(start_at_operation_time=start, max_await_time_ms=200) as replay:
+        assert [e["documentKey"]["_id"] for e in drain(replay, 5) if e["operationType"] == "insert"][:5] == [0, 1, 2, 3, 4]
+    with c.watch(max_await_time_ms=200) as quiet:
+        assert quiet.try_next() is None
+        assert quiet.resume_token is not None, "postBatchResumeToken with no event"
+
+
+def test_database_and_cluster_streams(rs):
+    db = rs.cs_db
+    db.drop_collection("a")
+    with db.watch(max_await_time_ms=200) as db_stream, rs.watch(max_await_time_ms=200) as cluster:
+        db.a.insert_one({"_id": 1})
+        db.b.insert_one({"_id": 2})
+        rs.cs_elsewhere.z.insert_one({"_id": 3})
+        db_events = drain(db_stream, 2)
+        cluster_events = drain(cluster, 3)
+    assert [(e["ns"]["coll"], e["documentKey"]["_id"]) for e in db_events] == [("a", 1), ("b", 2)]
+    assert {e["ns"]["db"] for e in cluster_events} == {"cs_db", "cs_elsewhere"}
+    with db.watch(max_await_time_ms=200) as db_stream:
+        rs.drop_database("cs_db")
+        kinds = [e["operationType"] for e in drain(db_stream, 4)]
+    assert kinds[-2:] == ["dropDatabase", "invalidate"], kinds
+
+
+def test_get_more_waits_for_events_without_blocking_others(rs):
+    c = rs.cs_test.w
+    c.drop()
+    got = {}
+    with c.watch(max_await_time_ms=5000) as stream:
+
+        def wait_for_one():
+            started = time.monotonic()
+            got["event"] = stream.next()
+            got["waited"] = time.monotonic() - started
+
+        thread = threading.Thread(target=wait_for_one)
+        thread.start()
+        time.sleep(0.5)
+        for _ in range(10):
+            rs.admin.command("ping")
+        c.insert_one({"_id": "wake"})
+        thread.join(timeout=10)
+    assert got["event"]["documentKey"] == {"_id": "wake"}
+    assert 0.4 < got["waited"] < 4, got["waited"]
+
+
+def test_a_standalone_server_refuses_change_streams(client):
+    with pytest.raises(pymongo.errors.OperationFailure):
+        client.t.c.watch()
