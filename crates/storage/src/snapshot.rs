@@ -49,16 +49,18 @@ impl Snapshot {
 
     /// Iterates the keys within `range` in order (and in reverse, from the back).
     pub fn range<R: RangeBounds<[u8]>>(&self, tree: TreeId, range: R) -> RangeIter {
-        RangeIter {
+        let (lower, upper) = (owned(range.start_bound()), owned(range.end_bound()));
+        let committed = Committed {
             snapshot: self.clone(),
             tree,
-            lower: owned(range.start_bound()),
-            upper: owned(range.end_bound()),
+            lower,
+            upper,
             front: VecDeque::new(),
             back: VecDeque::new(),
             middle_done: false,
             failed: false,
-        }
+        };
+        RangeIter { committed }
     }
 
     pub fn iter(&self, tree: TreeId) -> RangeIter {
@@ -83,7 +85,7 @@ fn borrowed(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 }
 
 /// Whether no key lies within `[lower, upper]`.
-fn is_empty_range(lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> bool {
+fn is_empty_range(lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> bool {
     match (lower, upper) {
         (Bound::Included(l), Bound::Included(u)) => l > u,
         (Bound::Included(l), Bound::Excluded(u))
@@ -93,20 +95,28 @@ fn is_empty_range(lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> bool {
     }
 }
 
-/// An iterator over one tree's key/value pairs within bounds, at a snapshot. The part of the
-/// range not yet fetched is `[lower, upper]`; fetched entries wait in `front` and `back`.
+/// A key and its value.
+type Entry = (Vec<u8>, Vec<u8>);
+
+/// An iterator over one tree's key/value pairs within bounds, at a snapshot.
 pub struct RangeIter {
+    committed: Committed,
+}
+
+/// The committed entries of a range. The part of the range not yet fetched is
+/// `[lower, upper]`; fetched entries wait in `front` and `back`.
+struct Committed {
     snapshot: Snapshot,
     tree: TreeId,
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
-    front: VecDeque<(Vec<u8>, Vec<u8>)>,
-    back: VecDeque<(Vec<u8>, Vec<u8>)>,
+    front: VecDeque<Entry>,
+    back: VecDeque<Entry>,
     middle_done: bool,
     failed: bool,
 }
 
-impl RangeIter {
+impl Committed {
     fn fetch(&mut self, direction: Direction) -> Result<()> {
         let shared = &self.snapshot.registration.shared;
         let tree = shared.tree(self.tree)?;
@@ -135,35 +145,58 @@ impl RangeIter {
                 }
             }
         }
-        if is_empty_range(&self.lower, &self.upper) {
+        if self.unfetched_is_empty() {
             self.middle_done = true;
         }
         Ok(())
     }
 
-    fn step(&mut self, direction: Direction) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+    fn unfetched_is_empty(&self) -> bool {
+        self.middle_done || is_empty_range(borrowed(&self.lower), borrowed(&self.upper))
+    }
+
+    /// Fetches windows until an entry waits at `direction`'s end or nothing is left to fetch;
+    /// after it, `pop` takes the next entry in that direction, if any. An error ends
+    /// the iteration (`failed`) once it is returned.
+    fn fill(&mut self, direction: Direction) -> Option<Result<()>> {
         if self.failed {
             return None;
         }
         loop {
-            let ready = match direction {
-                Direction::Forward => self.front.pop_front(),
-                Direction::Backward => self.back.pop_back(),
+            let waiting = match direction {
+                Direction::Forward => &self.front,
+                Direction::Backward => &self.back,
             };
-            if let Some(entry) = ready {
-                return Some(Ok(entry));
-            }
-            if self.middle_done || is_empty_range(&self.lower, &self.upper) {
-                return match direction {
-                    Direction::Forward => self.back.pop_front().map(Ok),
-                    Direction::Backward => self.front.pop_back().map(Ok),
-                };
+            if !waiting.is_empty() || self.unfetched_is_empty() {
+                return Some(Ok(()));
             }
             if let Err(error) = self.fetch(direction) {
                 self.failed = true;
                 return Some(Err(error));
             }
         }
+    }
+
+    /// The next entry in `direction`, once `fill`ed: from its own end, or, with nothing left to
+    /// fetch, from the other end's queue (the two ends have met).
+    fn pop(&mut self, direction: Direction) -> Option<Entry> {
+        match direction {
+            Direction::Forward => self.front.pop_front().or_else(|| self.back.pop_front()),
+            Direction::Backward => self.back.pop_back().or_else(|| self.front.pop_back()),
+        }
+    }
+
+    fn step(&mut self, direction: Direction) -> Option<Result<Entry>> {
+        match self.fill(direction)? {
+            Ok(()) => self.pop(direction).map(Ok),
+            Err(error) => Some(Err(error)),
+        }
+    }
+}
+
+impl RangeIter {
+    fn step(&mut self, direction: Direction) -> Option<Result<Entry>> {
+        self.committed.step(direction)
     }
 }
 
