@@ -32,7 +32,8 @@ use crate::error::{Error, Result};
 use crate::file::DataFile;
 use crate::io::{FileSystem, RealFs};
 use crate::message::Seq;
-use crate::options::{FlushMode, Options};
+use crate::options::{Durability, FlushMode, Options};
+use crate::pending::PendingWrites;
 use crate::snapshot::Snapshot;
 use crate::stats::{Counters, Stats};
 use crate::store::NodeStore;
@@ -373,6 +374,20 @@ impl Engine {
     /// A consistent view of every tree as of the newest visible commit.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::new(Arc::clone(&self.shared))
+    }
+
+    /// An empty record of a long transaction's writes, readable before they commit
+    /// (`Snapshot::with_pending`) and committed by `commit_pending`.
+    pub fn pending(&self) -> PendingWrites {
+        PendingWrites::new(Arc::clone(&self.shared.options.update))
+    }
+
+    /// Commits the pending writes in the order made, atomically, as `Transaction::commit`
+    /// does: the same size checks, and an insert-if-absent that meets a key (in the latest
+    /// committed state, or put by an earlier write) fails the whole commit with `KeyExists`.
+    /// The writes are consumed either way; snapshots overlaid with them keep reading them.
+    pub fn commit_pending(&self, pending: PendingWrites, durability: Durability) -> Result<Seq> {
+        Transaction::with_writes(&self.shared, pending.into_writes()).commit(durability)
     }
 
     /// Runs every pending flush now, on this thread (tests and benchmarks).

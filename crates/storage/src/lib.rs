@@ -2,12 +2,14 @@
 //! the internal nodes of a Bε-tree and flushed down in bulk.
 //!
 //! Entry points: [`Engine`] (named trees, transactions, snapshots, `verify`, `stats`),
-//! [`Transaction`] (atomic multi-tree writes), [`Snapshot`] (consistent reads and scans).
+//! [`Transaction`] (atomic multi-tree writes), [`Snapshot`] (consistent reads and scans),
+//! [`PendingWrites`] (a long transaction's writes, read through a snapshot before they commit).
 //! The engine knows bytes only: keys compare with `memcmp`, values are opaque.
 //!
 //! Layers inside: `message` (what a write is and how a key's history resolves), `node` (nodes,
 //! buffers, leaves and their encoding), `store` (nodes by id), `tree` (one Bε-tree: writes,
-//! flushes, reads, verify), `engine` / `transaction` / `snapshot` (the public surface).
+//! flushes, reads, verify), `engine` / `transaction` / `snapshot` / `pending` (the public
+//! surface), `overlay` (reads through pending writes).
 
 // Library code returns errors instead of panicking; tests may unwrap.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -23,6 +25,8 @@ pub mod io;
 pub mod message;
 mod node;
 mod options;
+mod overlay;
+mod pending;
 mod recovery;
 mod snapshot;
 mod stats;
@@ -38,6 +42,7 @@ pub use engine::Engine;
 pub use error::{Error, Result};
 pub use message::{Seq, UpdateFn, counter_update};
 pub use options::{Durability, FlushMode, Options};
+pub use pending::PendingWrites;
 pub use recovery::{LOCK_FILE, RecoveryReport};
 pub use snapshot::{RangeIter, Snapshot};
 pub use stats::Stats;

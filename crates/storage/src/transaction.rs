@@ -25,7 +25,7 @@ pub const MAX_KEY_BYTES: usize = 64 << 10;
 pub const MAX_VALUE_BYTES: usize = 64 << 20;
 
 #[derive(Clone, Debug)]
-enum Write {
+pub(crate) enum Write {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
     InsertIfAbsent(Vec<u8>, Vec<u8>),
@@ -41,6 +41,11 @@ pub struct Transaction<'e> {
 impl<'e> Transaction<'e> {
     pub(crate) fn new(shared: &'e Arc<Shared>) -> Transaction<'e> {
         Transaction { shared, writes: Vec::new() }
+    }
+
+    /// A transaction of writes recorded elsewhere (`PendingWrites`), in their order.
+    pub(crate) fn with_writes(shared: &'e Arc<Shared>, writes: Vec<(TreeId, Write)>) -> Transaction<'e> {
+        Transaction { shared, writes }
     }
 
     pub fn put(&mut self, tree: TreeId, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) -> &mut Self {
