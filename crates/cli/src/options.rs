@@ -72,8 +72,8 @@ pub struct ServeArgs {
     /// The oplog's size cap in megabytes (default 990).
     #[arg(long = "oplogSizeMB")]
     pub oplog_size_mb: Option<u64>,
-    /// A server parameter, NAME=VALUE (repeatable); Strata knows enableTestCommands=1 (test
-    /// commands such as configureFailPoint, as in mongod).
+    /// A server parameter, NAME=VALUE (repeatable): enableTestCommands=1 (test commands such as
+    /// configureFailPoint, as in mongod), transactionLifetimeLimitSeconds=N (default 60).
     #[arg(long = "setParameter")]
     pub set_parameter: Vec<String>,
     /// YAML configuration file with mongod.conf's key names.
@@ -98,6 +98,7 @@ pub struct Resolved {
     pub repl_set: Option<String>,
     pub oplog_size_mb: u64,
     pub test_commands: bool,
+    pub transaction_lifetime_seconds: u64,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -236,10 +237,17 @@ impl ServeArgs {
             _ => None,
         };
         let mut test_commands = false;
+        let mut transaction_lifetime_seconds = 60;
         for parameter in &self.set_parameter {
             match parameter.split_once('=') {
                 Some(("enableTestCommands", value)) => test_commands = matches!(value, "1" | "true"),
-                _ => bail!("--setParameter {parameter:?}: Strata knows enableTestCommands=1"),
+                Some(("transactionLifetimeLimitSeconds", value)) => match value.parse::<u64>() {
+                    Ok(seconds) if seconds > 0 => transaction_lifetime_seconds = seconds,
+                    _ => bail!("--setParameter transactionLifetimeLimitSeconds needs a positive number of seconds"),
+                },
+                _ => bail!(
+                    "--setParameter {parameter:?}: Strata knows enableTestCommands=1 and transactionLifetimeLimitSeconds=N"
+                ),
             }
         }
         let Some(dbpath) = self.dbpath.clone().or(file.storage.db_path.clone()) else {
@@ -269,6 +277,7 @@ impl ServeArgs {
                 .or(file.replication.oplog_size_mb)
                 .unwrap_or(server::config::DEFAULT_OPLOG_MB),
             test_commands,
+            transaction_lifetime_seconds,
         })
     }
 

@@ -44,6 +44,7 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
         repl_set: options.repl_set.clone(),
         oplog_size_mb: options.oplog_size_mb,
         test_commands: options.test_commands,
+        transaction_lifetime: std::time::Duration::from_secs(options.transaction_lifetime_seconds),
         argv: std::env::args().collect(),
         parsed_options: doc! {
             "storage": { "dbPath": options.dbpath.display().to_string() },

@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::read::find::{Cursor, FindRequest};
 use crate::spill::{SpillTree, to_query};
 use crate::store::Inner;
+use crate::write::Writer;
 use crate::write::update::{UpdateModification, UpdateRequest};
 
 /// aggregate's options.
@@ -34,6 +35,9 @@ use crate::write::update::{UpdateModification, UpdateRequest};
 pub struct AggregateOptions {
     pub allow_disk_use: bool,
     pub hint: Option<crate::read::planner::Hint>,
+    /// Read a transaction's view (the input collection only: `$lookup` and `$unionWith` read
+    /// the latest committed state).
+    pub read_at: Option<crate::transaction::ReadAt>,
 }
 
 /// The store as pipelines see it: other collections, and spill trees.
@@ -95,7 +99,7 @@ impl Inner {
                 }
             }
             let raws = documents.iter().map(encode).collect::<Result<Vec<_>>>()?;
-            let outcome = self.insert(db, &temp, raws, true, Durability::Periodic, None);
+            let outcome = self.insert(db, &temp, raws, true, &mut Writer::plain(Durability::Periodic));
             if let Some((_, error)) = outcome.errors.into_iter().next() {
                 return Err(error);
             }
@@ -112,8 +116,12 @@ impl Inner {
 /// variables), and the stages left to the pipeline.
 fn push_down_match(pipeline: &[Document], options: &AggregateOptions) -> (FindRequest, Vec<Bson>) {
     let mut stages: Vec<Bson> = pipeline.iter().cloned().map(Bson::Document).collect();
-    let mut find =
-        FindRequest { hint: options.hint.clone(), allow_disk_use: options.allow_disk_use, ..FindRequest::default() };
+    let mut find = FindRequest {
+        hint: options.hint.clone(),
+        allow_disk_use: options.allow_disk_use,
+        read_at: options.read_at.clone(),
+        ..FindRequest::default()
+    };
     if let Some(Bson::Document(first)) = stages.first()
         && let Some(Bson::Document(filter)) = first.get("$match")
         && !filter.contains_key("$expr")
@@ -160,8 +168,13 @@ impl CollectionSource for StoreSource {
 
     fn insert(&self, namespace: &Namespace, document: Document) -> Result<(), QueryError> {
         let raw = RawDocumentBuf::try_from(&document).map_err(|e| QueryError::bad_value(e.to_string()))?;
-        let outcome =
-            self.inner()?.insert(&namespace.db, &namespace.collection, vec![raw], true, Durability::Periodic, None);
+        let outcome = self.inner()?.insert(
+            &namespace.db,
+            &namespace.collection,
+            vec![raw],
+            true,
+            &mut Writer::plain(Durability::Periodic),
+        );
         match outcome.errors.into_iter().next() {
             Some((_, error)) => Err(to_query(error)),
             None => Ok(()),
@@ -178,7 +191,7 @@ impl CollectionSource for StoreSource {
             hint: None,
         };
         self.inner()?
-            .update(&namespace.db, &namespace.collection, &request, Durability::Periodic, None)
+            .update(&namespace.db, &namespace.collection, &request, &mut Writer::plain(Durability::Periodic))
             .map(|_| ())
             .map_err(to_query)
     }

@@ -94,6 +94,13 @@ pub enum Error {
     /// A document the operation requires is missing (a required change stream image).
     #[error("{0}")]
     NoMatchingDocument(String),
+    /// A transaction's write met a document another transaction holds, or one a commit changed
+    /// after the transaction began.
+    #[error("{0}")]
+    WriteConflict(String),
+    /// A catalog change that an open transaction's writes prevent.
+    #[error("{0}")]
+    ConflictingOperation(String),
 }
 
 impl From<storage::Error> for Error {
@@ -151,6 +158,8 @@ impl Error {
             Error::ChangeStreamHistoryLost(_) => ErrorCode::ChangeStreamHistoryLost,
             Error::ChangeStreamFatal(_) => ErrorCode::ChangeStreamFatalError,
             Error::NoMatchingDocument(_) => ErrorCode::NoMatchingDocument,
+            Error::WriteConflict(_) => ErrorCode::WriteConflict,
+            Error::ConflictingOperation(_) => ErrorCode::ConflictingOperationInProgress,
             Error::Query(_) | Error::Document(_) | Error::Corruption(_) | Error::Storage(_) | Error::Busy(_) => {
                 ErrorCode::InternalError
             }

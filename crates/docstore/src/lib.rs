@@ -78,6 +78,7 @@ pub mod retry;
 pub mod spill;
 pub mod stats;
 pub mod store;
+pub mod transaction;
 pub mod validate;
 pub mod write;
 
@@ -101,6 +102,7 @@ pub use retry::{Retry, WriteOptions};
 /// What a server needs of the engine, through the docstore (its one door): the durability a
 /// write asks for, and the engine's statistics.
 pub use storage::{BackupReport, Durability, Stats as EngineStats};
+pub use transaction::{DocumentTransaction, ReadAt};
 pub use validate::ValidateReport;
 pub use write::delete::DeleteRequest;
 pub use write::insert::InsertOutcome;
@@ -263,55 +265,96 @@ impl Store {
     /// `Durability::Immediate`, every document inserted (even when others failed) is durable
     /// before this returns, or `durability_error` says why not. `options` is a durability, or
     /// [`WriteOptions`] with a retryable write's statements to record.
-    pub fn insert(
+    pub fn insert<'a>(
         &self,
         db: &str,
         name: &str,
         documents: Vec<RawDocumentBuf>,
         ordered: bool,
-        options: impl Into<WriteOptions>,
+        options: impl Into<WriteOptions<'a>>,
     ) -> InsertOutcome {
-        let options = options.into();
-        let mut outcome = self.inner.insert(db, name, documents, ordered, options.durability, options.retry.as_ref());
-        outcome.durability_error = self.inner.make_durable(options.durability).err();
+        let mut options = options.into();
+        let durability = options.durability;
+        let (mut writer, durable_now) = options.writer();
+        let mut outcome = self.inner.insert(db, name, documents, ordered, &mut writer);
+        if durable_now {
+            outcome.durability_error = self.inner.make_durable(durability).err();
+        }
         outcome
     }
 
-    pub fn update(
+    pub fn update<'a>(
         &self,
         db: &str,
         name: &str,
         request: &UpdateRequest,
-        options: impl Into<WriteOptions>,
+        options: impl Into<WriteOptions<'a>>,
     ) -> Result<UpdateOutcome> {
-        let options = options.into();
-        let outcome = self.inner.update(db, name, request, options.durability, options.retry.as_ref());
-        self.inner.made_durable(options.durability, outcome)
+        let mut options = options.into();
+        let durability = options.durability;
+        let (mut writer, durable_now) = options.writer();
+        let outcome = self.inner.update(db, name, request, &mut writer);
+        self.durable_if(durable_now, durability, outcome)
     }
 
     /// Returns how many documents were deleted.
-    pub fn delete(
+    pub fn delete<'a>(
         &self,
         db: &str,
         name: &str,
         request: &DeleteRequest,
-        options: impl Into<WriteOptions>,
+        options: impl Into<WriteOptions<'a>>,
     ) -> Result<u64> {
-        let options = options.into();
-        let outcome = self.inner.delete(db, name, request, options.durability, options.retry.as_ref());
-        self.inner.made_durable(options.durability, outcome)
+        let mut options = options.into();
+        let durability = options.durability;
+        let (mut writer, durable_now) = options.writer();
+        let outcome = self.inner.delete(db, name, request, &mut writer);
+        self.durable_if(durable_now, durability, outcome)
     }
 
-    pub fn find_and_modify(
+    pub fn find_and_modify<'a>(
         &self,
         db: &str,
         name: &str,
         request: &FindAndModifyRequest,
-        options: impl Into<WriteOptions>,
+        options: impl Into<WriteOptions<'a>>,
     ) -> Result<FindAndModifyOutcome> {
-        let options = options.into();
-        let outcome = self.inner.find_and_modify(db, name, request, options.durability, options.retry.as_ref());
-        self.inner.made_durable(options.durability, outcome)
+        let mut options = options.into();
+        let durability = options.durability;
+        let (mut writer, durable_now) = options.writer();
+        let outcome = self.inner.find_and_modify(db, name, request, &mut writer);
+        self.durable_if(durable_now, durability, outcome)
+    }
+
+    fn durable_if<T>(&self, durable_now: bool, durability: Durability, outcome: Result<T>) -> Result<T> {
+        match durable_now {
+            true => self.inner.made_durable(durability, outcome),
+            false => outcome,
+        }
+    }
+
+    // Multi-document transactions (see [`transaction`]).
+
+    /// Whether any multi-document transaction is open.
+    pub fn transactions_open(&self) -> bool {
+        self.inner.catalog.holds().any_open()
+    }
+
+    /// Begins a transaction at the latest committed state.
+    pub fn begin_transaction(&self) -> DocumentTransaction {
+        self.inner.begin_transaction()
+    }
+
+    /// Commits a transaction atomically (one engine transaction, one `applyOps` oplog entry
+    /// naming `session`: lsid and txnNumber); durable as `durability` asks. A unique key taken
+    /// by a commit since the transaction began is a WriteConflict.
+    pub fn commit_transaction(
+        &self,
+        txn: DocumentTransaction,
+        durability: Durability,
+        session: Option<(&Document, i64)>,
+    ) -> Result<()> {
+        self.inner.commit_transaction(txn, durability, session)
     }
 
     // Retryable writes (see [`retry`]).
@@ -355,7 +398,12 @@ impl Store {
     /// Distinct values at `key` among matching documents (arrays contribute their elements),
     /// in MongoDB's value order.
     pub fn distinct(&self, db: &str, name: &str, key: &str, filter: Document) -> Result<Vec<Bson>> {
-        self.inner.distinct(db, name, key, filter)
+        self.inner.distinct(db, name, key, filter, None)
+    }
+
+    /// [`Store::distinct`] in a transaction's view.
+    pub fn distinct_at(&self, db: &str, name: &str, key: &str, filter: Document, read_at: ReadAt) -> Result<Vec<Bson>> {
+        self.inner.distinct(db, name, key, filter, Some(read_at))
     }
 
     /// Runs a pipeline over `collection` (`None`: a database-level aggregate, no input).

@@ -26,16 +26,26 @@ use crate::error::{Error, Result};
 
 pub const SESSIONS_TREE: &str = "__sessions";
 
-/// How a write runs: its durability and, for a retryable write, what to record.
-#[derive(Debug)]
-pub struct WriteOptions {
+/// How a write runs: its durability; for a retryable write, what to record; inside a
+/// multi-document transaction, the transaction (durability then applies at its commit).
+pub struct WriteOptions<'a> {
     pub durability: Durability,
     pub retry: Option<Retry>,
+    pub transaction: Option<&'a mut crate::transaction::DocumentTransaction>,
 }
 
-impl From<Durability> for WriteOptions {
-    fn from(durability: Durability) -> WriteOptions {
-        WriteOptions { durability, retry: None }
+impl From<Durability> for WriteOptions<'static> {
+    fn from(durability: Durability) -> WriteOptions<'static> {
+        WriteOptions { durability, retry: None, transaction: None }
+    }
+}
+
+impl WriteOptions<'_> {
+    /// The writer for one store call, and whether the call's writes are synced after it (not
+    /// a transaction's: its commit is).
+    pub(crate) fn writer(&mut self) -> (crate::write::Writer<'_>, bool) {
+        let durable_now = self.transaction.is_none();
+        (crate::write::Writer::new(self.durability, self.retry.as_ref(), self.transaction.as_deref_mut()), durable_now)
     }
 }
 

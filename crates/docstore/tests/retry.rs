@@ -7,10 +7,11 @@ use storage::Durability;
 
 const LSID: [u8; 16] = [7; 16];
 
-fn retry(txn_number: i64, stmt_ids: Vec<i32>, newer: bool) -> WriteOptions {
+fn retry(txn_number: i64, stmt_ids: Vec<i32>, newer: bool) -> WriteOptions<'static> {
     WriteOptions {
         durability: Durability::Immediate,
         retry: Some(Retry::new(LSID, doc! {"id": "session"}, txn_number, stmt_ids, newer)),
+        transaction: None,
     }
 }
 

@@ -35,6 +35,8 @@ pub struct ServerConfig {
     pub oplog_size_mb: u64,
     /// `--setParameter enableTestCommands=1`: test-only commands (`configureFailPoint`).
     pub test_commands: bool,
+    /// `transactionLifetimeLimitSeconds`: older transactions are aborted.
+    pub transaction_lifetime: std::time::Duration,
     /// The process's arguments, for `getCmdLineOpts`.
     pub argv: Vec<String>,
     /// The parsed options in mongod.conf shape (`{storage: {dbPath}, net: {port, bindIp}}`).
@@ -53,6 +55,7 @@ impl Default for ServerConfig {
             slow_ms: DEFAULT_SLOW_MS,
             repl_set: None,
             test_commands: false,
+            transaction_lifetime: std::time::Duration::from_secs(60),
             oplog_size_mb: DEFAULT_OPLOG_MB,
             argv: Vec::new(),
             parsed_options: Document::new(),

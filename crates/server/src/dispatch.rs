@@ -38,7 +38,8 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
     let started = Instant::now();
     let admitted = auth::authorize(context, command)
         .and_then(|()| check_primary(context, command))
-        .and_then(|()| crate::sessions::note(context, command).map(drop));
+        .and_then(|()| crate::sessions::note(context, command).map(drop))
+        .and_then(|()| crate::transactions::enter(context, command));
     let (mut reply, ok) = match admitted {
         Ok(()) => match fail_point(context, command) {
             Some(outcome) => outcome,
@@ -50,8 +51,9 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
         },
         Err(error) => (error_document(&error), false),
     };
+    crate::transactions::leave(context, command, &mut reply);
     if let Some(set) = &context.shared.replication {
-        if command.body.contains_key("txnNumber") {
+        if command.body.contains_key("txnNumber") && !crate::transactions::is_transactional(command) {
             label_retryable(&mut reply);
         }
         crate::replication::gossip(set, &context.shared.store, &mut reply);

@@ -40,6 +40,7 @@ mod slow;
 mod state;
 mod store_error;
 pub mod tls;
+mod transactions;
 
 pub use config::ServerConfig;
 pub use error::CommandError;

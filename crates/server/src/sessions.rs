@@ -46,18 +46,38 @@ pub struct Session {
 pub struct State {
     /// The highest `txnNumber` seen (`None`: not yet known since this process started).
     pub txn_number: Option<i64>,
+    /// Its multi-document transaction, if any (see `crate::transactions`).
+    pub transaction: crate::transactions::Transaction,
+}
+
+impl Session {
+    /// Checks the session out (waits while another command of it runs).
+    pub fn lock_state(&self) -> ArcMutexGuard<RawMutex, State> {
+        self.state.lock_arc()
+    }
+
+    pub fn try_lock_state(&self) -> Option<ArcMutexGuard<RawMutex, State>> {
+        self.state.try_lock_arc()
+    }
 }
 
 /// The server's sessions.
 pub struct Sessions {
     table: Mutex<HashMap<SessionId, Arc<Session>>>,
     last_sweep: Mutex<Instant>,
+    /// When transactions past their lifetime were last looked for.
+    pub last_reap: Mutex<Instant>,
     timeout: Duration,
 }
 
 impl Sessions {
     pub fn new(timeout: Duration) -> Sessions {
-        Sessions { table: Mutex::new(HashMap::new()), last_sweep: Mutex::new(Instant::now()), timeout }
+        Sessions {
+            table: Mutex::new(HashMap::new()),
+            last_sweep: Mutex::new(Instant::now()),
+            last_reap: Mutex::new(Instant::now()),
+            timeout,
+        }
     }
 
     /// The session of `lsid`, created on first sight; its last use is now.
@@ -105,6 +125,12 @@ impl Sessions {
         self.table.lock().len()
     }
 
+    /// Sessions that may hold a transaction (those whose state is not checked out and has one,
+    /// or is checked out now).
+    pub fn with_transactions(&self) -> Vec<Arc<Session>> {
+        self.table.lock().values().cloned().collect()
+    }
+
     /// Removes sessions idle past the timeout (at most once a minute); returns their ids.
     pub fn sweep(&self) -> Vec<SessionId> {
         {
@@ -142,6 +168,9 @@ pub fn note(context: &Context, command: &Command) -> Result<Option<Arc<Session>>
     for id in sessions.sweep() {
         forget(context, &id);
     }
+    if context.shared.store.transactions_open() && crate::transactions::due(&sessions.last_reap) {
+        crate::transactions::reap(context, context.shared.config.transaction_lifetime);
+    }
     match command.get("lsid") {
         Some(Bson::Document(lsid)) => Ok(Some(sessions.touch(lsid)?)),
         Some(other) => Err(crate::command::mismatch("lsid", "object", other)),
@@ -169,6 +198,9 @@ pub struct Checkout {
 /// For a write carrying `txnNumber`: checks the session out, or says why the write may not be
 /// retryable. `None`: not a retryable write.
 pub fn checkout(context: &Context, command: &Command) -> Result<Option<Checkout>, CommandError> {
+    if crate::transactions::is_transactional(command) {
+        return Ok(None);
+    }
     let Some(txn_number) = command.optional_i64("txnNumber")? else { return Ok(None) };
     if context.shared.replication.is_none() {
         return Err(CommandError::new(

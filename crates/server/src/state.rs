@@ -167,6 +167,8 @@ pub struct Context {
     wait: std::sync::Mutex<Wait>,
     /// The application name the client gave in its handshake (`client.application.name`).
     pub app_name: std::sync::Mutex<Option<String>>,
+    /// The session and transaction a transactional command runs in (`transactions::enter`).
+    pub transaction: std::sync::Mutex<Option<crate::transactions::Active>>,
     /// Set by a command after which the connection must close without a reply (a fail point).
     close: std::sync::atomic::AtomicBool,
 }
@@ -203,6 +205,7 @@ impl Context {
             auth: auth::new_state(),
             wait: std::sync::Mutex::new(Wait::default()),
             app_name: std::sync::Mutex::new(None),
+            transaction: std::sync::Mutex::new(None),
             close: std::sync::atomic::AtomicBool::new(false),
         }
     }

@@ -37,3 +37,6 @@ pub fn write_error(index: usize, error: &CommandError) -> Document {
     }
     entry
 }
+
+/// mongod's message for a write conflict.
+pub const WRITE_CONFLICT_MESSAGE: &str = "Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction.";

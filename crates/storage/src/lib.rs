@@ -35,6 +35,7 @@ mod thin;
 mod transaction;
 mod tree;
 mod wal;
+mod writes;
 
 pub use backup::BackupReport;
 pub use compression::Compression;
@@ -48,3 +49,4 @@ pub use snapshot::{RangeIter, Snapshot};
 pub use stats::Stats;
 pub use transaction::{MAX_KEY_BYTES, MAX_VALUE_BYTES, Transaction};
 pub use tree::TreeId;
+pub use writes::Writes;

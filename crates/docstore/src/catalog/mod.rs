@@ -52,6 +52,8 @@ pub struct Catalog {
     /// The oplog, once the store keeps one: every change commits its entries with it, and the
     /// document writes and catalog changes that make them all commit through the catalog.
     oplog: RwLock<Option<Arc<Oplog>>>,
+    /// Documents held by open multi-document transactions (the document-level locks).
+    holds: Arc<crate::transaction::Holds>,
 }
 
 /// A write lock held on one collection, with the descriptor current under it.
@@ -71,6 +73,7 @@ impl Catalog {
             collections: RwLock::new(BTreeMap::new()),
             ddl: Mutex::new(()),
             oplog: RwLock::new(None),
+            holds: Arc::default(),
         };
         let metas = catalog.load(engine)?;
         drop_garbage_trees(engine, &metas)?;
@@ -103,6 +106,22 @@ impl Catalog {
     /// The `__counts` tree.
     pub fn counts_tree(&self) -> TreeId {
         self.counts_tree
+    }
+
+    /// The documents open transactions hold.
+    pub fn holds(&self) -> &Arc<crate::transaction::Holds> {
+        &self.holds
+    }
+
+    /// Refuses a catalog change of a collection whose documents an open transaction holds.
+    pub fn check_not_held(&self, collection: &Collection) -> Result<()> {
+        if self.holds.holds_any_in(collection.tree) {
+            return Err(Error::ConflictingOperation(format!(
+                "an open transaction holds documents of {}; retry after it ends",
+                collection.namespace()
+            )));
+        }
+        Ok(())
     }
 
     /// The `__sessions` tree.
@@ -330,6 +349,7 @@ impl Catalog {
         };
         let lock = Arc::clone(&collection.write_lock);
         let _write = lock.lock();
+        self.check_not_held(&collection)?;
         let mut txn = engine.begin();
         txn.delete(self.tree, namespace_key(db, name));
         txn.delete(self.counts_tree, collection.count_key.clone());
@@ -384,6 +404,7 @@ impl Catalog {
         }
         let lock = Arc::clone(&collection.write_lock);
         let _write = lock.lock();
+        self.check_not_held(&collection)?;
         let mut meta = collection.meta.clone();
         meta.db = to.0.into();
         meta.name = to.1.into();

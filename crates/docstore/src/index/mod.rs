@@ -30,7 +30,7 @@ use bson::{Bson, Document, RawDocument};
 use document::keycodec::{Direction, EncodedKey, decode_key};
 use document::path::{IndexSpec, Sparseness};
 use query::filter::Filter;
-use storage::{Transaction, TreeId};
+use storage::{TreeId, Writes};
 
 use crate::catalog::entry::IndexMeta;
 use crate::error::{Error, Result};
@@ -114,25 +114,25 @@ impl Index {
     }
 
     /// Adds the entries of a document (`unique`: checked by the engine at commit).
-    pub fn add(&self, txn: &mut Transaction<'_>, id: &[u8], raw: &RawDocument, keys: Vec<EncodedKey>) {
+    pub fn add(&self, txn: &mut dyn Writes, id: &[u8], raw: &RawDocument, keys: Vec<EncodedKey>) {
         for key in keys {
             let (entry_key, value) = self.entry_owned(key, id, raw);
             match self.layout {
                 Layout::Standard => txn.put(self.tree, entry_key, value),
                 Layout::Unique => txn.insert_if_absent(self.tree, entry_key, value),
-            };
+            }
         }
     }
 
     /// Overwrites entries this document already owns (their payload changed).
-    pub fn overwrite(&self, txn: &mut Transaction<'_>, id: &[u8], raw: &RawDocument, keys: &[&EncodedKey]) {
+    pub fn overwrite(&self, txn: &mut dyn Writes, id: &[u8], raw: &RawDocument, keys: &[&EncodedKey]) {
         for key in keys {
             let (entry_key, value) = self.entry(key, id, raw);
             txn.put(self.tree, entry_key, value);
         }
     }
 
-    pub fn remove(&self, txn: &mut Transaction<'_>, id: &[u8], keys: &[&EncodedKey]) {
+    pub fn remove(&self, txn: &mut dyn Writes, id: &[u8], keys: &[&EncodedKey]) {
         for key in keys {
             txn.delete(self.tree, self.entry_key(&key.order, id));
         }

@@ -87,7 +87,7 @@ pub fn expire_once(inner: &Arc<Inner>) -> Result<u64> {
     for (db, name, field, seconds) in expiring {
         let cutoff = bson::DateTime::from_millis(now.saturating_sub(seconds.saturating_mul(1000)));
         let request = DeleteRequest { filter: doc! { field: { "$lt": cutoff } }, just_one: false, hint: None };
-        expired += inner.delete(&db, &name, &request, Durability::Periodic, None)?;
+        expired += inner.delete(&db, &name, &request, &mut crate::write::Writer::plain(Durability::Periodic))?;
     }
     Ok(expired)
 }

@@ -98,6 +98,20 @@ impl Entry {
         bytes
     }
 
+    /// The entry as an operation of a transaction's `applyOps` (without `ts`, `t`, `v`, `wall`).
+    pub fn into_operation(self) -> Document {
+        let mut operation = Document::new();
+        for (key, value) in self.bytes.iter().flatten() {
+            if matches!(key.as_str(), "ts" | "t" | "v" | "wall") {
+                continue;
+            }
+            if let Ok(value) = Bson::try_from(value) {
+                operation.insert(key.as_str(), value);
+            }
+        }
+        operation
+    }
+
     pub fn len(&self) -> usize {
         self.bytes.as_bytes().len()
     }

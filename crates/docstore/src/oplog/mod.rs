@@ -25,7 +25,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bson::Timestamp;
 use parking_lot::{Mutex, RwLock};
-use storage::{Durability, Engine, Seq, Snapshot, Transaction};
+use storage::{Durability, Engine, PendingWrites, Seq, Snapshot, Transaction, Writes};
 
 use crate::collection::Collection;
 use crate::error::Result;
@@ -117,9 +117,29 @@ impl Oplog {
     /// ([`Oplog::trim_if_full`]).
     pub fn commit(
         &self,
-        mut txn: Transaction<'_>,
+        txn: Transaction<'_>,
         entries: Vec<Entry>,
         durability: Durability,
+    ) -> storage::Result<(Seq, Timestamp)> {
+        self.commit_with(txn, entries, |txn| txn.commit(durability))
+    }
+
+    /// [`Oplog::commit`] for a multi-document transaction's pending writes.
+    pub fn commit_pending(
+        &self,
+        engine: &Engine,
+        pending: PendingWrites,
+        entries: Vec<Entry>,
+        durability: Durability,
+    ) -> storage::Result<(Seq, Timestamp)> {
+        self.commit_with(pending, entries, |pending| engine.commit_pending(pending, durability))
+    }
+
+    fn commit_with<W: Writes>(
+        &self,
+        mut writes: W,
+        entries: Vec<Entry>,
+        commit: impl FnOnce(W) -> storage::Result<Seq>,
     ) -> storage::Result<(Seq, Timestamp)> {
         let count = entries.len() as i64;
         let mut clock = self.order.lock();
@@ -129,11 +149,11 @@ impl Oplog {
             ts = next(ts);
             let stamped = entry.stamp(ts);
             bytes += stamped.len() as i64;
-            txn.put(self.collection.tree, entry::key(ts).to_vec(), stamped);
+            writes.put(self.collection.tree, entry::key(ts).to_vec(), stamped);
         }
-        txn.update(self.counts_tree, self.collection.count_key.clone(), count.to_le_bytes().to_vec());
-        txn.update(self.counts_tree, self.collection.size_key.clone(), bytes.to_le_bytes().to_vec());
-        let seq = txn.commit(durability)?;
+        writes.update(self.counts_tree, self.collection.count_key.clone(), count.to_le_bytes().to_vec());
+        writes.update(self.counts_tree, self.collection.size_key.clone(), bytes.to_le_bytes().to_vec());
+        let seq = commit(writes)?;
         *clock = ts;
         self.last.store(as_u64(ts), Ordering::Release);
         drop(clock);

@@ -34,6 +34,8 @@ pub struct FindRequest {
     pub limit: Option<u64>,
     pub hint: Option<Hint>,
     pub allow_disk_use: bool,
+    /// Read a transaction's view instead of the latest committed state.
+    pub read_at: Option<crate::transaction::ReadAt>,
 }
 
 /// Query results, pulled lazily; holds its snapshot. `Send`, so a server can park it between
@@ -139,7 +141,10 @@ impl Inner {
             return Ok((Cursor::from_documents(Vec::new()), None));
         };
         let mut prepared = self.prepare_find(&collection, request)?;
-        let snapshot = self.engine.snapshot();
+        let snapshot = match &request.read_at {
+            Some(view) => view.0.clone(),
+            None => self.engine.snapshot(),
+        };
         let covered = Covered::for_find(
             &self.catalog,
             &snapshot,
@@ -224,7 +229,7 @@ impl Inner {
             tree.put(sort_key(sort, &document, sequence)?, document.into_bytes())?;
             sequence += 1;
         }
-        Ok(SortedResults::Disk(tree.into_sorted()?))
+        Ok(SortedResults::Disk(Box::new(tree.into_sorted()?)))
     }
 
     pub fn count(self: &Arc<Inner>, db: &str, name: &str, request: &FindRequest) -> Result<u64> {
@@ -240,9 +245,16 @@ impl Inner {
         Ok(n)
     }
 
-    pub fn distinct(self: &Arc<Inner>, db: &str, name: &str, key: &str, filter: Document) -> Result<Vec<Bson>> {
+    pub fn distinct(
+        self: &Arc<Inner>,
+        db: &str,
+        name: &str,
+        key: &str,
+        filter: Document,
+        read_at: Option<crate::transaction::ReadAt>,
+    ) -> Result<Vec<Bson>> {
         let path = document::path::FieldPath::parse(key).map_err(|e| Error::bad_value(e.to_string()))?;
-        let request = FindRequest { filter, ..FindRequest::default() };
+        let request = FindRequest { filter, read_at, ..FindRequest::default() };
         let (cursor, _) = self.find_with_counters(db, name, &request, Arc::default())?;
         let mut values: Vec<Bson> = Vec::new();
         for item in cursor {
@@ -278,7 +290,7 @@ fn project(projection: &Projection, filter: &Filter, document: &RawDocumentBuf) 
 /// Sorted results, from memory or from a spill tree.
 enum SortedResults {
     Memory(std::vec::IntoIter<RawDocumentBuf>),
-    Disk(SortedSpill),
+    Disk(Box<SortedSpill>),
 }
 
 impl IntoIterator for SortedResults {

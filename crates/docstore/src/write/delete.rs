@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use bson::{Document, RawDocumentBuf};
-use storage::Durability;
 
 use crate::error::Result;
 use crate::index::id_key;
@@ -15,7 +14,7 @@ use crate::read::find::FindRequest;
 use crate::read::planner::Hint;
 use crate::retry::Retry;
 use crate::store::Inner;
-use crate::write::{DocumentWrite, document_id};
+use crate::write::{Writer, document_id};
 
 /// Documents removed per engine transaction.
 pub const DELETE_GROUP: usize = 1000;
@@ -36,15 +35,14 @@ impl Inner {
         db: &str,
         name: &str,
         request: &DeleteRequest,
-        durability: Durability,
-        retry: Option<&Retry>,
+        writer: &mut Writer<'_>,
     ) -> Result<u64> {
         // Only a single-document delete is retryable.
-        let retry = retry.filter(|_| request.just_one);
+        let retry = writer.retry.filter(|_| request.just_one && !writer.in_transaction());
+        let filter = query::filter::Filter::parse(&request.filter)?;
         let Some(mut locked) = self.catalog.lock(db, name) else {
-            query::filter::Filter::parse(&request.filter)?;
             if let Some(retry) = retry {
-                self.record_alone(retry, retry.stmt_id(0), &bson::doc! {"n": 0}, durability)?;
+                self.record_alone(retry, retry.stmt_id(0), &bson::doc! {"n": 0}, writer.durability)?;
             }
             return Ok(0);
         };
@@ -52,18 +50,19 @@ impl Inner {
             filter: request.filter.clone(),
             limit: request.just_one.then_some(1),
             hint: request.hint.clone(),
+            read_at: writer.read_at(),
             ..FindRequest::default()
         };
-        let (cursor, _) = self.find_with_counters(db, name, &find, Arc::default())?;
         let mut deleted = 0;
         let mut group: Vec<RawDocumentBuf> = Vec::new();
-        for item in cursor {
-            group.push(item?);
+        for found in self.matching(db, name, &find, writer)? {
+            let Some(document) = self.current(&mut locked, &filter, found, writer)? else { continue };
+            group.push(document);
             if group.len() >= DELETE_GROUP {
-                deleted += self.remove_group(&mut locked, std::mem::take(&mut group), durability, None)?;
+                deleted += self.remove_group(&mut locked, std::mem::take(&mut group), writer, None)?;
             }
         }
-        deleted += self.remove_group(&mut locked, group, durability, retry)?;
+        deleted += self.remove_group(&mut locked, group, writer, retry)?;
         Ok(deleted)
     }
 
@@ -71,16 +70,17 @@ impl Inner {
         &self,
         locked: &mut crate::catalog::Locked,
         group: Vec<RawDocumentBuf>,
-        durability: Durability,
+        writer: &mut Writer<'_>,
         retry: Option<&Retry>,
     ) -> Result<u64> {
         if group.is_empty() {
             if let Some(retry) = retry {
-                self.record_alone(retry, retry.stmt_id(0), &bson::doc! {"n": 0}, durability)?;
+                self.record_alone(retry, retry.stmt_id(0), &bson::doc! {"n": 0}, writer.durability)?;
             }
             return Ok(0);
         }
-        let mut write = DocumentWrite::new(&self.engine, &self.catalog, &locked.collection);
+        let durability = writer.durability;
+        let mut write = writer.write(&self.engine, &self.catalog, &locked.collection);
         for document in &group {
             let id = document_id(document)?.unwrap_or(bson::Bson::Null);
             write.remove(&id_key(&id), document)?;

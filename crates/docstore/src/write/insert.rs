@@ -13,9 +13,8 @@ use storage::Durability;
 use crate::catalog::Locked;
 use crate::error::{Error, Result};
 use crate::index::id_key;
-use crate::retry::Retry;
 use crate::store::Inner;
-use crate::write::{DocumentWrite, Recording, check_id, document_id};
+use crate::write::{Recording, Writer, check_id, document_id};
 
 /// Documents per engine transaction in a bulk insert.
 pub const GROUP_DOCUMENTS: usize = 1000;
@@ -47,8 +46,7 @@ impl Inner {
         name: &str,
         documents: Vec<RawDocumentBuf>,
         ordered: bool,
-        durability: Durability,
-        retry: Option<&Retry>,
+        writer: &mut Writer<'_>,
     ) -> InsertOutcome {
         let mut outcome = InsertOutcome::default();
         let mut locked = match self.catalog.lock_or_create(&self.engine, db, name) {
@@ -60,6 +58,9 @@ impl Inner {
                 return outcome;
             }
         };
+        // In a transaction every document goes alone: the first error ends the statement (and
+        // the transaction).
+        let (group_documents, ordered) = if writer.in_transaction() { (1, true) } else { (GROUP_DOCUMENTS, ordered) };
         let mut group: Vec<Prepared> = Vec::new();
         let mut group_bytes = 0;
         for (position, document) in documents.into_iter().enumerate() {
@@ -67,10 +68,10 @@ impl Inner {
                 Ok(prepared) => {
                     group_bytes += prepared.raw.as_bytes().len();
                     group.push(prepared);
-                    if group.len() >= GROUP_DOCUMENTS || group_bytes >= GROUP_BYTES {
+                    if group.len() >= group_documents || group_bytes >= GROUP_BYTES {
                         group_bytes = 0;
                         let taken = std::mem::take(&mut group);
-                        if !self.insert_group(&mut locked, taken, ordered, (durability, retry), &mut outcome) {
+                        if !self.insert_group(&mut locked, taken, ordered, writer, &mut outcome) {
                             return outcome;
                         }
                     }
@@ -78,7 +79,7 @@ impl Inner {
                 Err(error) => {
                     group_bytes = 0;
                     let taken = std::mem::take(&mut group);
-                    if !self.insert_group(&mut locked, taken, ordered, (durability, retry), &mut outcome) {
+                    if !self.insert_group(&mut locked, taken, ordered, writer, &mut outcome) {
                         return outcome;
                     }
                     outcome.errors.push((position, error));
@@ -88,7 +89,7 @@ impl Inner {
                 }
             }
         }
-        self.insert_group(&mut locked, group, ordered, (durability, retry), &mut outcome);
+        self.insert_group(&mut locked, group, ordered, writer, &mut outcome);
         outcome
     }
 
@@ -98,13 +99,13 @@ impl Inner {
         locked: &mut Locked,
         group: Vec<Prepared>,
         ordered: bool,
-        (durability, retry): (Durability, Option<&Retry>),
+        writer: &mut Writer<'_>,
         outcome: &mut InsertOutcome,
     ) -> bool {
         if group.is_empty() {
             return true;
         }
-        let error = match self.commit_documents(locked, &group, durability, retry) {
+        let error = match self.commit_documents(locked, &group, writer) {
             Ok(()) => {
                 outcome.inserted += group.len();
                 return true;
@@ -118,7 +119,7 @@ impl Inner {
         // Pin the failure (a duplicate, parallel arrays, ...) on exactly the documents that
         // cause it: one transaction per document.
         for prepared in group {
-            match self.commit_documents(locked, std::slice::from_ref(&prepared), durability, retry) {
+            match self.commit_documents(locked, std::slice::from_ref(&prepared), writer) {
                 Ok(()) => outcome.inserted += 1,
                 Err(error) => {
                     outcome.errors.push((prepared.position, error));
@@ -131,14 +132,14 @@ impl Inner {
         true
     }
 
-    fn commit_documents(
-        &self,
-        locked: &mut Locked,
-        documents: &[Prepared],
-        durability: Durability,
-        retry: Option<&Retry>,
-    ) -> Result<()> {
-        let mut write = DocumentWrite::new(&self.engine, &self.catalog, &locked.collection);
+    fn commit_documents(&self, locked: &mut Locked, documents: &[Prepared], writer: &mut Writer<'_>) -> Result<()> {
+        if !writer.in_transaction() {
+            for prepared in documents {
+                self.await_unheld(locked, &prepared.id)?;
+            }
+        }
+        let (durability, retry) = (writer.durability, writer.retry.filter(|_| !writer.in_transaction()));
+        let mut write = writer.write(&self.engine, &self.catalog, &locked.collection);
         for prepared in documents {
             write.insert(&prepared.id, &prepared.raw)?;
             if let Some(retry) = retry {
@@ -150,28 +151,33 @@ impl Inner {
         Ok(())
     }
 
-    /// Inserts one decoded document (upserts, `$merge`, `$out`) under a lock already held;
-    /// returns its `_id`.
+    /// Inserts one decoded document (`$merge`, `$out`) under a lock already held; returns its
+    /// `_id`.
     pub fn insert_one_locked(
         &self,
         locked: &mut Locked,
         document: RawDocumentBuf,
         durability: Durability,
     ) -> Result<Bson> {
-        self.insert_one_recorded(locked, document, durability, None)
+        self.insert_one_recorded(locked, document, &mut Writer::plain(durability), None)
     }
 
-    /// [`Inner::insert_one_locked`], recording a retryable statement with it (an upsert).
+    /// [`Inner::insert_one_locked`] for an upsert: into its writer's transaction, recording a
+    /// retryable statement with it.
     pub fn insert_one_recorded(
         &self,
         locked: &mut Locked,
         document: RawDocumentBuf,
-        durability: Durability,
+        writer: &mut Writer<'_>,
         recording: Option<Recording<'_>>,
     ) -> Result<Bson> {
         let prepared = prepare(0, document)?;
         let id = document_id(&prepared.raw)?.unwrap_or(Bson::Null);
-        let mut write = DocumentWrite::new(&self.engine, &self.catalog, &locked.collection);
+        if !writer.in_transaction() {
+            self.await_unheld(locked, &prepared.id)?;
+        }
+        let durability = writer.durability;
+        let mut write = writer.write(&self.engine, &self.catalog, &locked.collection);
         write.insert(&prepared.id, &prepared.raw)?;
         if let Some((retry, stmt_id, result)) = recording {
             let inserted =

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocument};
 use document::keycodec::EncodedKey;
-use storage::{Durability, Engine, Transaction};
+use storage::{Durability, Engine, Snapshot, Transaction, Writes};
 
 use crate::catalog::{Catalog, CollectionMeta, namespace_key};
 use crate::collection::Collection;
@@ -26,17 +26,84 @@ use crate::error::{Error, Result};
 use crate::index::{Index, id_key};
 use crate::oplog::{Entry, diff};
 use crate::retry::Retry;
+use crate::transaction::{DocumentTransaction, write_conflict};
+
+/// How a statement's writes are committed: with the durability asked, with a retryable
+/// write's records, or into an open multi-document transaction (whose reads see them).
+pub struct Writer<'a> {
+    pub durability: Durability,
+    pub retry: Option<&'a Retry>,
+    pub txn: Option<&'a mut DocumentTransaction>,
+}
+
+impl<'a> Writer<'a> {
+    pub fn new(
+        durability: Durability,
+        retry: Option<&'a Retry>,
+        txn: Option<&'a mut DocumentTransaction>,
+    ) -> Writer<'a> {
+        Writer { durability, retry, txn }
+    }
+
+    /// A plain writer (internal writes: TTL deletes, `$out`, `$merge`).
+    pub fn plain(durability: Durability) -> Writer<'static> {
+        Writer { durability, retry: None, txn: None }
+    }
+
+    /// A document write for `collection`, into the transaction if there is one.
+    pub fn write<'s>(
+        &'s mut self,
+        engine: &'s Engine,
+        catalog: &'s Catalog,
+        collection: &Arc<Collection>,
+    ) -> DocumentWrite<'s> {
+        DocumentWrite::within(engine, catalog, collection, self.txn.as_deref_mut())
+    }
+
+    pub fn in_transaction(&self) -> bool {
+        self.txn.is_some()
+    }
+
+    /// The transaction's view, for the statement's reads.
+    pub fn read_at(&self) -> Option<crate::transaction::ReadAt> {
+        self.txn.as_ref().map(|txn| txn.read_at())
+    }
+
+    /// A retryable write's recording, when not in a transaction (whose commit is what retries).
+    pub fn recording<'r>(&self, stmt: usize, result: &'r dyn Fn(&Document) -> Result<Document>) -> Option<Recording<'r>>
+    where
+        'a: 'r,
+    {
+        self.retry.filter(|_| self.txn.is_none()).map(|retry| (retry, retry.stmt_id(stmt), result))
+    }
+}
 
 /// A retryable statement to record with a write: its session, its id, and how its result
 /// follows from the document written (the new version, or the inserted one).
 pub type Recording<'a> = (&'a Retry, i32, &'a dyn Fn(&Document) -> Result<Document>);
+
+/// Where a write's messages go: an engine transaction committed with the write, or a
+/// multi-document transaction's pending writes.
+enum Sink<'s> {
+    Engine(Transaction<'s>),
+    Transaction { txn: &'s mut DocumentTransaction, latest: Option<Snapshot> },
+}
+
+impl Sink<'_> {
+    fn writes(&mut self) -> &mut dyn Writes {
+        match self {
+            Sink::Engine(txn) => txn,
+            Sink::Transaction { txn, .. } => txn.writes(),
+        }
+    }
+}
 
 /// Messages of a write not yet committed.
 pub struct DocumentWrite<'s> {
     engine: &'s Engine,
     catalog: &'s Catalog,
     collection: Arc<Collection>,
-    txn: Transaction<'s>,
+    sink: Sink<'s>,
     count_delta: i64,
     size_delta: i64,
     /// Indexes turned multikey by this write (the catalog entry changes with it).
@@ -57,7 +124,7 @@ impl<'s> DocumentWrite<'s> {
             engine,
             catalog,
             collection: Arc::clone(collection),
-            txn: engine.begin(),
+            sink: Sink::Engine(engine.begin()),
             count_delta: 0,
             size_delta: 0,
             new_multikey: HashSet::new(),
@@ -67,9 +134,84 @@ impl<'s> DocumentWrite<'s> {
         }
     }
 
-    /// Records a retryable write's statement with this write (see [`crate::retry`]).
+    /// A write into a multi-document transaction (see [`crate::transaction`]).
+    pub fn in_transaction(
+        engine: &'s Engine,
+        catalog: &'s Catalog,
+        collection: &Arc<Collection>,
+        txn: &'s mut DocumentTransaction,
+    ) -> DocumentWrite<'s> {
+        let mut write = DocumentWrite::new(engine, catalog, collection);
+        write.sink = Sink::Transaction { txn, latest: None };
+        write
+    }
+
+    /// A write into `txn` if there is one, else its own engine transaction.
+    pub fn within(
+        engine: &'s Engine,
+        catalog: &'s Catalog,
+        collection: &Arc<Collection>,
+        txn: Option<&'s mut DocumentTransaction>,
+    ) -> DocumentWrite<'s> {
+        match txn {
+            Some(txn) => DocumentWrite::in_transaction(engine, catalog, collection, txn),
+            None => DocumentWrite::new(engine, catalog, collection),
+        }
+    }
+
+    /// Records a retryable write's statement with this write (see [`crate::retry`]); a
+    /// transaction's statements are retried by retrying its commit instead.
     pub fn record(&mut self, retry: &Retry, stmt_id: i32, result: Document) -> Result<()> {
-        retry.record(&mut self.txn, self.catalog.sessions_tree(), stmt_id, &result)
+        match &mut self.sink {
+            Sink::Engine(txn) => retry.record(txn, self.catalog.sessions_tree(), stmt_id, &result),
+            Sink::Transaction { .. } => Ok(()),
+        }
+    }
+
+    /// Before a document is written: in a transaction, hold it (or fail with WriteConflict);
+    /// outside one, a document an open transaction holds may not be written (the statement
+    /// waited for it before, under the same lock).
+    fn claim(&mut self, id: &[u8]) -> Result<()> {
+        let key = (self.collection.tree, id.to_vec());
+        match &mut self.sink {
+            Sink::Engine(_) => match self.catalog.holds().holder(&key) {
+                Some(_) => Err(write_conflict()),
+                None => Ok(()),
+            },
+            Sink::Transaction { txn, latest } => {
+                let latest = latest.get_or_insert_with(|| self.engine.snapshot());
+                txn.hold(key, latest)
+            }
+        }
+    }
+
+    /// In a transaction, a duplicate `_id` or unique key fails the statement now (outside one,
+    /// the engine checks at commit).
+    fn check_unique_now(&self, id: &[u8], raw: &RawDocument, all_keys: &[Vec<EncodedKey>]) -> Result<()> {
+        let Sink::Transaction { txn, .. } = &self.sink else { return Ok(()) };
+        let view = txn.read_at().0;
+        let taken = |tree: &str, key: &[u8]| -> Result<bool> {
+            let id_tree = if tree == self.collection.meta.tree { self.collection.tree } else { self.index_tree(tree) };
+            Ok(view.get(id_tree, key)?.is_some())
+        };
+        if taken(&self.collection.meta.tree, id)? {
+            return Err(duplicate_key(&self.collection, &self.collection.meta.tree, id, &[raw]));
+        }
+        for (index, keys) in self.collection.indexes.iter().zip(all_keys) {
+            if !index.is_unique() {
+                continue;
+            }
+            for key in keys {
+                if taken(&index.meta.tree, &key.order)? {
+                    return Err(duplicate_key(&self.collection, &index.meta.tree, &key.order, &[raw]));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn index_tree(&self, name: &str) -> storage::TreeId {
+        self.collection.indexes.iter().find(|i| i.meta.tree == name).map_or(self.collection.tree, |i| i.tree)
     }
 
     /// Logs this write's updates as replacements (the update was a replacement document).
@@ -94,11 +236,13 @@ impl<'s> DocumentWrite<'s> {
             self.note_multikey(index, multikey);
             all_keys.push(keys);
         }
-        self.txn.insert_if_absent(self.collection.tree, id.to_vec(), raw.as_bytes().to_vec());
+        self.claim(id)?;
+        self.check_unique_now(id, raw, &all_keys)?;
+        self.sink.writes().insert_if_absent(self.collection.tree, id.to_vec(), raw.as_bytes().to_vec());
         for (index, keys) in self.collection.indexes.iter().zip(all_keys) {
             let bytes: i64 = keys.iter().map(|k| index.entry_bytes(k, id, raw)).sum();
             add_index_bytes(&mut self.index_bytes, &index.meta.tree, bytes);
-            index.add(&mut self.txn, id, raw, keys);
+            index.add(self.sink.writes(), id, raw, keys);
         }
         self.count_delta += 1;
         self.size_delta += raw.as_bytes().len() as i64;
@@ -111,11 +255,12 @@ impl<'s> DocumentWrite<'s> {
 
     /// Removes a stored document and its entries.
     pub fn remove(&mut self, id: &[u8], raw: &RawDocument) -> Result<()> {
-        self.txn.delete(self.collection.tree, id.to_vec());
+        self.claim(id)?;
+        self.sink.writes().delete(self.collection.tree, id.to_vec());
         for index in &self.collection.indexes {
             let (keys, _) = index.keys(raw)?;
             let refs: Vec<&EncodedKey> = keys.iter().collect();
-            index.remove(&mut self.txn, id, &refs);
+            index.remove(self.sink.writes(), id, &refs);
             let bytes: i64 = keys.iter().map(|k| index.entry_bytes(k, id, raw)).sum();
             add_index_bytes(&mut self.index_bytes, &index.meta.tree, -bytes);
         }
@@ -139,9 +284,10 @@ impl<'s> DocumentWrite<'s> {
             self.note_multikey(index, multikey);
             changes.push((old_keys, new_keys));
         }
-        self.txn.put(self.collection.tree, id.to_vec(), new.as_bytes().to_vec());
+        self.claim(id)?;
+        self.sink.writes().put(self.collection.tree, id.to_vec(), new.as_bytes().to_vec());
         for (index, (old_keys, new_keys)) in self.collection.indexes.iter().zip(&changes) {
-            apply_key_diff(&mut self.txn, index, id, new, old_keys, new_keys);
+            apply_key_diff(self.sink.writes(), index, id, new, old_keys, new_keys);
             let old_bytes: i64 = old_keys.iter().map(|k| index.entry_bytes(k, id, old)).sum();
             let new_bytes: i64 = new_keys.iter().map(|k| index.entry_bytes(k, id, new)).sum();
             add_index_bytes(&mut self.index_bytes, &index.meta.tree, new_bytes - old_bytes);
@@ -169,7 +315,7 @@ impl<'s> DocumentWrite<'s> {
     pub fn add_entries(&mut self, index: &Index, id: &[u8], raw: &RawDocument, keys: &[EncodedKey], multikey: bool) {
         self.note_multikey(index, multikey);
         let refs: Vec<&EncodedKey> = keys.iter().collect();
-        index.overwrite(&mut self.txn, id, raw, &refs);
+        index.overwrite(self.sink.writes(), id, raw, &refs);
         let bytes: i64 = keys.iter().map(|k| index.entry_bytes(k, id, raw)).sum();
         add_index_bytes(&mut self.index_bytes, &index.meta.tree, bytes);
     }
@@ -183,33 +329,45 @@ impl<'s> DocumentWrite<'s> {
     /// Commits atomically; a duplicate key comes back as [`Error::DuplicateKey`] (described
     /// from `documents`, the documents this write inserted or changed).
     pub fn commit(mut self, durability: Durability, documents: &[&RawDocument]) -> Result<Arc<Collection>> {
-        let counts = self.catalog.counts_tree();
-        if self.count_delta != 0 {
-            self.txn.update(counts, self.collection.count_key.clone(), self.count_delta.to_le_bytes().to_vec());
-        }
-        if self.size_delta != 0 {
-            self.txn.update(counts, self.collection.size_key.clone(), self.size_delta.to_le_bytes().to_vec());
-        }
-        for (tree, delta) in &self.index_bytes {
-            if *delta != 0 {
-                self.txn.update(counts, crate::catalog::size_key(tree), delta.to_le_bytes().to_vec());
-            }
-        }
-        let new_meta = self.multikey_meta();
-        if let Some(meta) = &new_meta {
-            self.txn.put(self.catalog.tree(), namespace_key(&meta.db, &meta.name), meta.encode()?);
-        }
         if self.collection.meta.db == crate::oplog::DB && self.collection.meta.name == crate::oplog::COLLECTION {
             return Err(Error::IllegalOperation("cannot write to 'local.oplog.rs' directly".into()));
         }
+        let counts = self.catalog.counts_tree();
+        let mut updates = Vec::new();
+        if self.count_delta != 0 {
+            updates.push((self.collection.count_key.clone(), self.count_delta));
+        }
+        if self.size_delta != 0 {
+            updates.push((self.collection.size_key.clone(), self.size_delta));
+        }
+        for (tree, delta) in &self.index_bytes {
+            if *delta != 0 {
+                updates.push((crate::catalog::size_key(tree), *delta));
+            }
+        }
+        for (key, delta) in updates {
+            self.sink.writes().update(counts, key, delta.to_le_bytes().to_vec());
+        }
+        let new_meta = self.multikey_meta();
         let entries = self.entries.take().unwrap_or_default();
-        match self.catalog.commit_logged(
-            self.engine,
-            self.txn,
-            &self.collection.meta.db,
-            entries,
-            under_lock(durability),
-        ) {
+        let txn = match self.sink {
+            Sink::Engine(txn) => txn,
+            Sink::Transaction { txn, .. } => {
+                // The statement is done: its operations wait for the transaction's commit; an
+                // index turned multikey is recorded at once (harmless if the transaction aborts).
+                txn.operations.extend(entries.into_iter().map(Entry::into_operation));
+                return match new_meta {
+                    Some(meta) => self.catalog.replace_meta(self.engine, &self.collection, meta),
+                    None => Ok(self.collection),
+                };
+            }
+        };
+        let mut txn = txn;
+        if let Some(meta) = &new_meta {
+            txn.put(self.catalog.tree(), namespace_key(&meta.db, &meta.name), meta.encode()?);
+        }
+        let db = self.collection.meta.db.clone();
+        match self.catalog.commit_logged(self.engine, txn, &db, entries, under_lock(durability)) {
             Ok(_) => {}
             Err(storage::Error::KeyExists { tree, key }) => {
                 return Err(duplicate_key(&self.collection, &tree, &key, documents));
@@ -268,7 +426,7 @@ fn under_lock(durability: Durability) -> Durability {
 /// Deletes entries the new version lost, adds those it gained, and rewrites those whose stored
 /// payload changed (type tags, or the whole document in a clustering index).
 fn apply_key_diff(
-    txn: &mut Transaction<'_>,
+    txn: &mut dyn Writes,
     index: &Index,
     id: &[u8],
     new: &RawDocument,
@@ -336,5 +494,48 @@ fn add_index_bytes(totals: &mut Vec<(String, i64)>, tree: &str, delta: i64) {
     match totals.iter_mut().find(|(name, _)| name == tree) {
         Some((_, total)) => *total += delta,
         None => totals.push((tree.to_string(), delta)),
+    }
+}
+
+/// How long a write waits for a transaction holding its document: past the transactions'
+/// lifetime limit (60 s), after which the holder has been aborted.
+const HOLD_WAIT: std::time::Duration = std::time::Duration::from_secs(65);
+
+impl crate::store::Inner {
+    /// Outside a transaction, before writing document `id`: if an open transaction holds it,
+    /// releases the collection's lock, waits for the holder to end, and takes the lock again
+    /// (with the collection's newest descriptor). True if it waited: the caller reads the
+    /// document's new version.
+    pub(crate) fn await_unheld(&self, locked: &mut crate::catalog::Locked, id: &[u8]) -> Result<bool> {
+        let holds = self.catalog.holds();
+        let key = (locked.collection.tree, id.to_vec());
+        if holds.holder(&key).is_none() {
+            return Ok(false);
+        }
+        parking_lot::ArcMutexGuard::unlocked(&mut locked._guard, || holds.wait_released(&key, HOLD_WAIT));
+        let (db, name) = (&locked.collection.meta.db, &locked.collection.meta.name);
+        locked.collection = self.catalog.existing(db, name)?;
+        Ok(true)
+    }
+
+    /// A document's latest committed version.
+    pub(crate) fn latest_document(&self, collection: &Collection, id: &[u8]) -> Result<Option<bson::RawDocumentBuf>> {
+        match self.engine.snapshot().get(collection.tree, id)? {
+            Some(bytes) => Ok(Some(crate::read::scan::raw(bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// After waiting for a transaction: the document's new version if it still matches.
+    pub(crate) fn still_matching(
+        &self,
+        collection: &Collection,
+        id: &[u8],
+        filter: &query::filter::Filter,
+    ) -> Result<Option<bson::RawDocumentBuf>> {
+        match self.latest_document(collection, id)? {
+            Some(current) if filter.matches_raw(&current)? => Ok(Some(current)),
+            _ => Ok(None),
+        }
     }
 }

@@ -23,7 +23,7 @@ use crate::read::planner::Hint;
 use crate::retry::Retry;
 use crate::store::Inner;
 use crate::write::insert::with_generated_id;
-use crate::write::{DocumentWrite, Recording, document_id};
+use crate::write::{Recording, Writer, document_id};
 
 /// An update document (operators or a replacement) or an update pipeline.
 #[derive(Debug, Clone, PartialEq)]
@@ -163,11 +163,10 @@ impl Inner {
         db: &str,
         name: &str,
         request: &UpdateRequest,
-        durability: Durability,
-        retry: Option<&Retry>,
+        writer: &mut Writer<'_>,
     ) -> Result<UpdateOutcome> {
         // Only a single-document update is retryable (drivers never retry a multi-update).
-        let retry = retry.filter(|_| !request.multi);
+        let retry = writer.retry.filter(|_| !request.multi && !writer.in_transaction());
         let modification = Modification::parse(&request.update, &request.array_filters)?;
         if request.multi && modification.is_replacement() {
             return Err(Error::Query(query::error::QueryError::failed_to_parse(
@@ -184,16 +183,16 @@ impl Inner {
             filter: request.filter.clone(),
             limit: (!request.multi).then_some(1),
             hint: request.hint.clone(),
+            read_at: writer.read_at(),
             ..FindRequest::default()
         };
-        let (cursor, _) = self.find_with_counters(db, name, &find, Arc::default())?;
         let mut outcome = UpdateOutcome::default();
         let modified = |_: &Document| Ok(bson::doc! {"n": 1, "nModified": 1});
-        let recording = retry.map(|r| (r, r.stmt_id(0), &modified as &dyn Fn(&Document) -> Result<Document>));
-        for item in cursor {
-            let old = item?;
+        for old in self.matching(db, name, &find, writer)? {
+            let Some(old) = self.current(&mut locked, &filter, old, writer)? else { continue };
             outcome.matched += 1;
-            if self.update_one(&mut locked, &filter, &modification, &old, durability, recording)?.is_some() {
+            let recording = retry.map(|r| (r, r.stmt_id(0), &modified as &dyn Fn(&Document) -> Result<Document>));
+            if self.update_one(&mut locked, &filter, &modification, &old, writer, recording)?.is_some() {
                 outcome.modified += 1;
             }
         }
@@ -202,15 +201,53 @@ impl Inner {
                 Ok(bson::doc! {"n": 1, "nModified": 0, "upserted": inserted.get("_id").cloned().unwrap_or(Bson::Null)})
             };
             let recording = retry.map(|r| (r, r.stmt_id(0), &upserted as &dyn Fn(&Document) -> Result<Document>));
-            let (id, _) = self.upsert(&mut locked, &request.filter, &modification, durability, recording)?;
+            let (id, _) = self.upsert(&mut locked, &request.filter, &modification, writer, recording)?;
             outcome.upserted_id = Some(id);
         } else if outcome.modified == 0
             && let Some(retry) = retry
         {
             let result = bson::doc! {"n": outcome.matched as i64, "nModified": 0};
-            self.record_alone(retry, retry.stmt_id(0), &result, durability)?;
+            self.record_alone(retry, retry.stmt_id(0), &result, writer.durability)?;
         }
         Ok(outcome)
+    }
+
+    /// The documents a statement changes, read before the first change (so a multi-update
+    /// never meets a document it moved). In a transaction they are read whole first: a write
+    /// made while a reader of the transaction's view is open would copy its pending writes.
+    pub(crate) fn matching(
+        self: &Arc<Inner>,
+        db: &str,
+        name: &str,
+        find: &FindRequest,
+        writer: &Writer<'_>,
+    ) -> Result<Box<dyn Iterator<Item = Result<RawDocumentBuf>> + Send>> {
+        let (cursor, _) = self.find_with_counters(db, name, find, Arc::default())?;
+        if writer.in_transaction() {
+            let all: Vec<Result<RawDocumentBuf>> = cursor.collect();
+            return Ok(Box::new(all.into_iter()));
+        }
+        Ok(Box::new(cursor))
+    }
+
+    /// The version of a matched document to change: as read, or — when an open transaction
+    /// held it and this write waited — its new version, if it still matches.
+    pub(crate) fn current(
+        &self,
+        locked: &mut Locked,
+        filter: &Filter,
+        found: Result<RawDocumentBuf>,
+        writer: &Writer<'_>,
+    ) -> Result<Option<RawDocumentBuf>> {
+        let found = found?;
+        if writer.in_transaction() {
+            return Ok(Some(found));
+        }
+        let id = id_key(&document_id(&found)?.unwrap_or(Bson::Null));
+        if self.await_unheld(locked, &id)? {
+            return self.still_matching(&locked.collection, &id, filter);
+        }
+        Ok(Some(found))
     }
 
     /// Applies the modification to one stored document; returns the new version if it changed.
@@ -220,7 +257,7 @@ impl Inner {
         filter: &Filter,
         modification: &Modification,
         old: &RawDocumentBuf,
-        durability: Durability,
+        writer: &mut Writer<'_>,
         recording: Option<Recording<'_>>,
     ) -> Result<Option<Document>> {
         let decoded = Document::try_from(old.as_ref()).map_err(|e| Error::corrupt(format!("stored document: {e}")))?;
@@ -230,7 +267,8 @@ impl Inner {
         };
         let new_raw = encode(&new)?;
         let id = document_id(old)?.unwrap_or(Bson::Null);
-        let mut write = DocumentWrite::new(&self.engine, &self.catalog, &locked.collection);
+        let durability = writer.durability;
+        let mut write = writer.write(&self.engine, &self.catalog, &locked.collection);
         if modification.is_replacement() {
             write.log_as_replacement();
         }
@@ -247,7 +285,7 @@ impl Inner {
         locked: &mut Locked,
         filter: &Document,
         modification: &Modification,
-        durability: Durability,
+        writer: &mut Writer<'_>,
         recording: Option<Recording<'_>>,
     ) -> Result<(Bson, Document)> {
         let document = modification.upsert_document(filter)?;
@@ -256,7 +294,7 @@ impl Inner {
             raw = with_generated_id(&raw)?;
         }
         let inserted = Document::try_from(raw.as_ref()).map_err(|e| Error::bad_value(e.to_string()))?;
-        let id = self.insert_one_recorded(locked, raw, durability, recording)?;
+        let id = self.insert_one_recorded(locked, raw, writer, recording)?;
         Ok((id, inserted))
     }
 
@@ -273,9 +311,9 @@ impl Inner {
         db: &str,
         name: &str,
         request: &FindAndModifyRequest,
-        durability: Durability,
-        retry: Option<&Retry>,
+        writer: &mut Writer<'_>,
     ) -> Result<FindAndModifyOutcome> {
+        let retry = writer.retry.filter(|_| !writer.in_transaction());
         let modification = match (&request.update, request.remove) {
             (Some(_), true) => return Err(Error::bad_value("Cannot specify both an update and remove=true")),
             (None, false) => return Err(Error::bad_value("Either an update or remove=true must be specified")),
@@ -300,11 +338,14 @@ impl Inner {
             sort: request.sort.clone(),
             limit: Some(1),
             hint: request.hint.clone(),
+            read_at: writer.read_at(),
             ..FindRequest::default()
         };
-        let (mut cursor, _) = self.find_with_counters(db, name, &find, Arc::default())?;
-        let found = cursor.next().transpose()?;
-        drop(cursor);
+        let found = self.matching(db, name, &find, writer)?.next();
+        let found = match found {
+            Some(found) => self.current(&mut locked, &filter, found, writer)?,
+            None => None,
+        };
         let project = |document: Document| -> Result<Document> {
             match &projection {
                 Some(p) => Ok(p.apply(&document, filter.matches_with_position(&document)?.flatten())?),
@@ -316,7 +357,7 @@ impl Inner {
             let Some(modification) = modification.filter(|_| request.upsert) else {
                 let outcome = FindAndModifyOutcome::default();
                 if let Some(retry) = retry {
-                    self.record_alone(retry, stmt_id, &outcome.to_document(), durability)?;
+                    self.record_alone(retry, stmt_id, &outcome.to_document(), writer.durability)?;
                 }
                 return Ok(outcome);
             };
@@ -327,7 +368,7 @@ impl Inner {
             };
             let result = |inserted: &Document| Ok(outcome(inserted)?.to_document());
             let recording = retry.map(|r| (r, stmt_id, &result as &dyn Fn(&Document) -> Result<Document>));
-            let (_, inserted) = self.upsert(&mut locked, &request.query, &modification, durability, recording)?;
+            let (_, inserted) = self.upsert(&mut locked, &request.query, &modification, writer, recording)?;
             return outcome(&inserted);
         };
         let old_document = Document::try_from(old.as_ref()).map_err(|e| Error::corrupt(e.to_string()))?;
@@ -338,7 +379,8 @@ impl Inner {
                 updated_existing: false,
                 upserted_id: None,
             };
-            let mut write = DocumentWrite::new(&self.engine, &self.catalog, &locked.collection);
+            let durability = writer.durability;
+            let mut write = writer.write(&self.engine, &self.catalog, &locked.collection);
             let id = document_id(&old)?.unwrap_or(Bson::Null);
             write.remove(&id_key(&id), &old)?;
             if let Some(retry) = retry {
@@ -356,12 +398,12 @@ impl Inner {
         };
         let result = |new: &Document| Ok(outcome(Some(new))?.to_document());
         let recording = retry.map(|r| (r, stmt_id, &result as &dyn Fn(&Document) -> Result<Document>));
-        let new = self.update_one(&mut locked, &filter, &modification, &old, durability, recording)?;
+        let new = self.update_one(&mut locked, &filter, &modification, &old, writer, recording)?;
         let outcome = outcome(new.as_ref())?;
         if new.is_none()
             && let Some(retry) = retry
         {
-            self.record_alone(retry, stmt_id, &outcome.to_document(), durability)?;
+            self.record_alone(retry, stmt_id, &outcome.to_document(), writer.durability)?;
         }
         Ok(outcome)
     }

@@ -27,6 +27,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let options = AggregateOptions {
         allow_disk_use: command.optional_bool("allowDiskUse")?.unwrap_or(false),
         hint: hint(command.get("hint"))?,
+        read_at: crate::transactions::read_at(context),
     };
     if command.optional_bool("explain")?.unwrap_or(false) {
         return reply(doc! { "stages": pipeline.iter().cloned().map(Bson::Document).collect::<Vec<_>>() });

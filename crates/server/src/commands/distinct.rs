@@ -16,6 +16,9 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         ));
     };
     let filter = command.optional_document("query")?.cloned().unwrap_or_else(Document::new);
-    let values = context.shared.store.distinct(&command.database, &collection, key, filter)?;
+    let values = match crate::transactions::read_at(context) {
+        Some(view) => context.shared.store.distinct_at(&command.database, &collection, key, filter, view)?,
+        None => context.shared.store.distinct(&command.database, &collection, key, filter)?,
+    };
     reply(doc! { "values": values })
 }

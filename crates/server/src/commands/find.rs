@@ -14,7 +14,8 @@ use crate::state::{Context, Counters};
 
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let collection = command.collection()?;
-    let (request, single_batch) = find_request(command)?;
+    let (mut request, single_batch) = find_request(command)?;
+    request.read_at = crate::transactions::read_at(context);
     let mut batch = batch_size(command.optional_i64("batchSize")?, DEFAULT_FIRST_BATCH)?;
     if let Some(limit) = request.limit {
         batch = batch.min(usize::try_from(limit).unwrap_or(usize::MAX));
@@ -41,6 +42,7 @@ pub fn find_request(command: &Command) -> Result<(FindRequest, bool), CommandErr
         limit: (limit != 0).then_some(limit.unsigned_abs()),
         hint: hint(command.get("hint"))?,
         allow_disk_use: command.optional_bool("allowDiskUse")?.unwrap_or(false),
+        read_at: None,
     };
     Ok((request, single_batch))
 }

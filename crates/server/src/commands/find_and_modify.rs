@@ -20,8 +20,11 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         Some(recorded) => docstore::FindAndModifyOutcome::from_document(&recorded),
         None => {
             let retry = checkout.as_ref().map(|c| c.retry(vec![0], true));
-            let options = docstore::WriteOptions { durability: command.durability(), retry };
-            store.find_and_modify(&command.database, &collection, &request, options)?
+            crate::transactions::with(context, |active| {
+                let transaction = active.and_then(|active| active.txn());
+                let options = docstore::WriteOptions { durability: command.durability(), retry, transaction };
+                store.find_and_modify(&command.database, &collection, &request, options)
+            })?
         }
     };
     let counter = if request.remove { &context.shared.counters.delete } else { &context.shared.counters.update };

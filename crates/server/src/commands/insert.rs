@@ -39,11 +39,12 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         }
         documents = pending;
     }
-    let options = WriteOptions {
-        durability: command.durability(),
-        retry: checkout.as_ref().map(|c| c.retry(positions.iter().map(|p| *p as i32).collect(), true)),
-    };
-    let mut outcome = store.insert(&command.database, &collection, documents, ordered, options);
+    let retry = checkout.as_ref().map(|c| c.retry(positions.iter().map(|p| *p as i32).collect(), true));
+    let mut outcome = crate::transactions::with(context, |active| {
+        let transaction = active.and_then(|active| active.txn());
+        let options = WriteOptions { durability: command.durability(), retry, transaction };
+        store.insert(&command.database, &collection, documents, ordered, options)
+    });
     if checkout.is_some() {
         for (index, _) in &mut outcome.errors {
             *index = positions.get(*index).copied().unwrap_or(*index);

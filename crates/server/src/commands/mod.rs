@@ -49,6 +49,7 @@ mod roles;
 mod rotate_certificates;
 mod server_status;
 mod sessions;
+mod transaction;
 mod update;
 mod users;
 mod validate;
@@ -110,6 +111,8 @@ pub static COMMANDS: &[Spec] = &[
     Spec { names: &["listCommands"], help: "this list", handler: list_commands::run },
     Spec { names: &["logRotate"], help: "rotate the log file", handler: log_rotate::run },
     Spec { names: &["ping"], help: "check the server answers", handler: ping::run },
+    Spec { names: &["commitTransaction"], help: "commit a multi-document transaction", handler: transaction::commit },
+    Spec { names: &["abortTransaction"], help: "abort a multi-document transaction", handler: transaction::abort },
     Spec {
         names: &["configureFailPoint"],
         help: "test command: make commands fail (enableTestCommands)",

@@ -33,8 +33,11 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         }
         let retry = checkout.as_ref().map(|c| c.retry(vec![index as i32], std::mem::take(&mut first)));
         let result = parse_statement(raw).and_then(|request| {
-            let options = docstore::WriteOptions { durability, retry };
-            Ok(context.shared.store.update(&command.database, &collection, &request, options)?)
+            crate::transactions::with(context, |active| {
+                let transaction = active.and_then(|active| active.txn());
+                let options = docstore::WriteOptions { durability, retry, transaction };
+                Ok(context.shared.store.update(&command.database, &collection, &request, options)?)
+            })
         });
         match result {
             Ok(outcome) => {

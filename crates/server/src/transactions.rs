@@ -1,0 +1,297 @@
+//! Multi-document transactions at the server: the session's transaction state and the rules
+//! of MongoDB's protocol around `startTransaction`, `autocommit: false`, `commitTransaction`
+//! and `abortTransaction` (the storage side is `docstore::transaction`).
+//!
+//! A command with `autocommit: false` belongs to the transaction `txnNumber` of its session.
+//! `dispatch` calls [`enter`] before the handler: it checks the session out for the command
+//! (one command per session at a time), starts the transaction on `startTransaction`, or finds
+//! the one in progress (else NoSuchTransaction), and leaves it in the connection's `Context`,
+//! where handlers find it ([`Active`] through [`with`]): reads take its view, writes go into it.
+//! After the handler, [`leave`] aborts the transaction if the command failed (as mongod does)
+//! and labels the error: `TransientTransactionError` (WriteConflict, NoSuchTransaction — retry
+//! the whole transaction), `UnknownTransactionCommitResult` (a commit whose outcome is unknown —
+//! retry the commit). A retried `commitTransaction` of a committed transaction succeeds again.
+//! A transaction older than `transactionLifetimeLimitSeconds` (60) is aborted ([`reap`]).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bson::{Bson, RawDocumentBuf};
+use docstore::DocumentTransaction;
+use parking_lot::{ArcMutexGuard, RawMutex};
+use wire::ErrorCode;
+
+use crate::command::Command;
+use crate::error::CommandError;
+use crate::sessions::{Session, State};
+use crate::state::Context;
+
+/// A session's transaction, as far as the server knows it.
+#[derive(Default)]
+pub enum Transaction {
+    #[default]
+    None,
+    Active {
+        number: i64,
+        txn: Box<DocumentTransaction>,
+    },
+    Committed {
+        number: i64,
+    },
+    Aborted {
+        number: i64,
+    },
+}
+
+/// The session checked out by a transactional command, for the command's duration.
+pub struct Active {
+    pub session: Arc<Session>,
+    pub state: ArcMutexGuard<RawMutex, State>,
+    pub number: i64,
+}
+
+impl Active {
+    /// The transaction in progress (`None` for a commit of an already committed one).
+    pub fn txn(&mut self) -> Option<&mut DocumentTransaction> {
+        match &mut self.state.transaction {
+            Transaction::Active { txn, .. } => Some(txn),
+            _ => None,
+        }
+    }
+}
+
+/// Commands a transaction may run (mongod 7.0's list, less what Strata lacks).
+const ALLOWED: &[&str] = &[
+    "find",
+    "getMore",
+    "killCursors",
+    "insert",
+    "update",
+    "delete",
+    "findAndModify",
+    "findandmodify",
+    "aggregate",
+    "distinct",
+    "create",
+    "createIndexes",
+    "commitTransaction",
+    "abortTransaction",
+];
+
+/// Whether `command` runs inside a transaction (`autocommit: false`).
+pub fn is_transactional(command: &Command) -> bool {
+    matches!(command.get("autocommit"), Some(Bson::Boolean(false)))
+}
+
+/// Before the handler: starts or finds the command's transaction and parks it in `context`.
+pub fn enter(context: &Context, command: &Command) -> Result<(), CommandError> {
+    if !is_transactional(command) {
+        if command.body.contains_key("startTransaction") {
+            return Err(CommandError::new(ErrorCode::InvalidOptions, "startTransaction requires autocommit: false"));
+        }
+        if matches!(command.name.as_str(), "commitTransaction" | "abortTransaction") {
+            return Err(CommandError::new(
+                ErrorCode::InvalidOptions,
+                "commitTransaction and abortTransaction need autocommit: false",
+            ));
+        }
+        return Ok(());
+    }
+    if context.shared.replication.is_none() {
+        return Err(CommandError::new(
+            ErrorCode::IllegalOperation,
+            "Transaction numbers are only allowed on a replica set member or mongos",
+        ));
+    }
+    let Some(number) = command.optional_i64("txnNumber")? else {
+        return Err(CommandError::new(ErrorCode::InvalidOptions, "a transaction needs a txnNumber"));
+    };
+    let Some(Bson::Document(lsid)) = command.get("lsid") else {
+        return Err(CommandError::new(ErrorCode::InvalidOptions, "Transaction number requires a session ID"));
+    };
+    if !ALLOWED.contains(&command.name.as_str()) {
+        return Err(CommandError::new(
+            ErrorCode::OperationNotSupportedInTransaction,
+            format!("Cannot run '{}' in a multi-document transaction.", command.name),
+        ));
+    }
+    let session = context.shared.sessions.touch(lsid)?;
+    let mut state = session.lock_state();
+    let starting = command.optional_bool("startTransaction")?.unwrap_or(false);
+    if let Some(highest) = state.txn_number.filter(|highest| number < *highest) {
+        return Err(CommandError::new(
+            ErrorCode::TransactionTooOld,
+            format!("txnNumber {number} is less than last txnNumber {highest} seen in this session"),
+        ));
+    }
+    if starting {
+        if state.txn_number == Some(number) {
+            return Err(CommandError::new(
+                ErrorCode::ConflictingOperationInProgress,
+                format!("Given transaction number {number} does not match any in-progress transactions."),
+            ));
+        }
+        let txn = context.shared.store.begin_transaction();
+        state.txn_number = Some(number);
+        state.transaction = Transaction::Active { number, txn: Box::new(txn) };
+    } else {
+        check_continues(&state.transaction, number, &command.name)?;
+    }
+    *context.transaction.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+        Some(Active { session: Arc::clone(&session), state, number });
+    Ok(())
+}
+
+/// A command that continues transaction `number`: it must be the one in progress (or, for a
+/// retried commit, the committed one).
+fn check_continues(transaction: &Transaction, number: i64, command: &str) -> Result<(), CommandError> {
+    match transaction {
+        Transaction::Active { number: current, .. } if *current == number => Ok(()),
+        Transaction::Committed { number: current } if *current == number && command == "commitTransaction" => Ok(()),
+        Transaction::Committed { number: current } if *current == number => Err(CommandError::new(
+            ErrorCode::TransactionCommitted,
+            format!("Transaction with {{ txnNumber: {number} }} has been committed."),
+        )),
+        _ => Err(no_such_transaction(number)),
+    }
+}
+
+fn no_such_transaction(number: i64) -> CommandError {
+    CommandError::new(
+        ErrorCode::NoSuchTransaction,
+        format!("Transaction with {{ txnNumber: {number} }} has been aborted or is not in progress."),
+    )
+}
+
+/// Runs `f` with the command's transaction, if it has one.
+pub fn with<T>(context: &Context, f: impl FnOnce(Option<&mut Active>) -> T) -> T {
+    let mut slot = context.transaction.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    f(slot.as_mut())
+}
+
+/// The transaction's read view for the command's reads.
+pub fn read_at(context: &Context) -> Option<docstore::ReadAt> {
+    with(context, |active| active.and_then(|active| active.txn().map(|txn| txn.read_at())))
+}
+
+/// `commitTransaction`.
+pub fn commit(context: &Context, command: &Command) -> Result<(), CommandError> {
+    with(context, |active| {
+        let Some(active) = active else {
+            return Err(CommandError::bad_value("commitTransaction outside a transaction"));
+        };
+        let number = active.number;
+        let lsid = active.session.lsid.clone();
+        match std::mem::take(&mut active.state.transaction) {
+            Transaction::Active { txn, .. } => {
+                let outcome =
+                    context.shared.store.commit_transaction(*txn, command.durability(), Some((&lsid, number)));
+                active.state.transaction = match outcome {
+                    Ok(()) => Transaction::Committed { number },
+                    Err(_) => Transaction::Aborted { number },
+                };
+                Ok(outcome?)
+            }
+            committed @ Transaction::Committed { .. } => {
+                active.state.transaction = committed;
+                Ok(())
+            }
+            other => {
+                active.state.transaction = other;
+                Err(no_such_transaction(number))
+            }
+        }
+    })
+}
+
+/// `abortTransaction`.
+pub fn abort(context: &Context) -> Result<(), CommandError> {
+    with(context, |active| {
+        let Some(active) = active else {
+            return Err(CommandError::bad_value("abortTransaction outside a transaction"));
+        };
+        let number = active.number;
+        match std::mem::take(&mut active.state.transaction) {
+            Transaction::Active { .. } => {
+                active.state.transaction = Transaction::Aborted { number };
+                Ok(())
+            }
+            other => {
+                active.state.transaction = other;
+                Err(no_such_transaction(number))
+            }
+        }
+    })
+}
+
+/// After the handler: a failed command aborts its transaction; errors get their labels; the
+/// session is checked in.
+pub fn leave(context: &Context, command: &Command, reply: &mut RawDocumentBuf) {
+    let active = context.transaction.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+    let code = reply.get_i32("code").ok();
+    let failed = reply.get_f64("ok").ok() == Some(0.0) || reply.get("writeErrors").ok().flatten().is_some();
+    if let Some(mut active) = active
+        && failed
+        && let Transaction::Active { number, .. } = active.state.transaction
+    {
+        active.state.transaction = Transaction::Aborted { number };
+    }
+    if !is_transactional(command) {
+        return;
+    }
+    let write_error_code = reply
+        .get_array("writeErrors")
+        .ok()
+        .and_then(|errors| errors.into_iter().next())
+        .and_then(|first| first.ok()?.as_document()?.get_i32("code").ok());
+    if write_error_code == Some(ErrorCode::WriteConflict.code()) {
+        // In a transaction a write conflict is the command's error, not one statement's.
+        let error = CommandError::new(ErrorCode::WriteConflict, crate::store_error::WRITE_CONFLICT_MESSAGE);
+        *reply = crate::dispatch::error_document(&error);
+        return leave(context, command, reply);
+    }
+    let label = match (command.name.as_str(), code.or(write_error_code)) {
+        ("commitTransaction", Some(code)) if crate::sessions::is_retryable_code(code) || code == 50 || code == 64 => {
+            Some("UnknownTransactionCommitResult")
+        }
+        (_, Some(112 | 251 | 24)) => Some("TransientTransactionError"),
+        (name, Some(code)) if name != "commitTransaction" && crate::sessions::is_retryable_code(code) => {
+            Some("TransientTransactionError")
+        }
+        _ => None,
+    };
+    if let Some(label) = label
+        && reply.get("errorLabels").ok().flatten().is_none()
+    {
+        let mut labels = bson::RawArrayBuf::new();
+        labels.push(label);
+        reply.append(bson::raw::cstr!("errorLabels"), labels);
+    }
+}
+
+/// Aborts transactions older than `limit` (their sessions not checked out by a command).
+pub fn reap(context: &Context, limit: Duration) {
+    for session in context.shared.sessions.with_transactions() {
+        let Some(mut state) = session.try_lock_state() else { continue };
+        if let Transaction::Active { number, txn } = &state.transaction
+            && txn.started.elapsed() > limit
+        {
+            let number = *number;
+            tracing::info!(txn_number = number, "aborting a transaction past transactionLifetimeLimitSeconds");
+            state.transaction = Transaction::Aborted { number };
+        }
+    }
+}
+
+/// How often [`reap`] runs at most.
+pub const REAP_EVERY: Duration = Duration::from_secs(1);
+
+/// Whether it is time to reap (once per [`REAP_EVERY`]).
+pub fn due(last: &parking_lot::Mutex<Instant>) -> bool {
+    let mut last = last.lock();
+    if last.elapsed() < REAP_EVERY {
+        return false;
+    }
+    *last = Instant::now();
+    true
+}
