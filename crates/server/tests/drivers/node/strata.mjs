@@ -2,7 +2,8 @@
 // `startStrata({ secure: true })` starts it as production would run it: --auth and requireTLS
 // with the certificates in $STRATA_TLS_DIR (made by ../run), creates a root user through the
 // localhost exception, and returns a URI that logs in with it over TLS. `{ http: true }` also
-// opens the HTTP port (metrics, dashboard) and returns its address.
+// opens the HTTP port (metrics, dashboard) and returns its address. `{ replSet: 'rs0' }` starts it
+// with --replSet, initiates the one-member set and returns a URI with ?replicaSet=rs0.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,12 +24,13 @@ function secureArgs() {
   };
 }
 
-export async function startStrata({ secure = false, http = false } = {}) {
+export async function startStrata({ secure = false, http = false, replSet = null } = {}) {
   const bin = process.env.STRATA_BIN;
   if (!bin) throw new Error('STRATA_BIN is not set');
   const dbpath = mkdtempSync(join(tmpdir(), 'strata-node-'));
   const tls = secure ? secureArgs() : null;
-  const extra = [...(tls ? tls.args : []), ...(http ? ['--http-port', '0'] : [])];
+  const extra = [...(tls ? tls.args : []), ...(http ? ['--http-port', '0'] : []),
+    ...(replSet ? ['--replSet', replSet] : [])];
   const child = spawn(bin, ['serve', '--dbpath', dbpath, '--port', '0', ...extra], {
     env: { ...process.env, RUST_LOG: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -49,6 +51,12 @@ export async function startStrata({ secure = false, http = false } = {}) {
   // With --http-port the server prints a second line: "strata http on ADDR:PORT".
   const httpAddress = http ? (await nextLine()).split(' ').pop() : null;
   let uri = `mongodb://${address}/?directConnection=true`;
+  if (replSet) {
+    const setup = new MongoClient(uri);
+    await setup.db('admin').command({ replSetInitiate: {} });
+    await setup.close();
+    uri = `mongodb://${address}/?replicaSet=${replSet}`;
+  }
   if (tls) {
     const tlsOptions = `directConnection=true&tls=true&tlsCAFile=${encodeURIComponent(tls.ca)}`;
     const setup = new MongoClient(`mongodb://${address}/?${tlsOptions}`);
