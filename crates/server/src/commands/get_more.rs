@@ -10,9 +10,10 @@ use crate::cursors::{batch_size, cursor_id, cursor_reply_with};
 use crate::error::CommandError;
 use crate::state::{Context, Counters, WakeOn};
 
-/// How long a change stream's `getMore` waits for events when the client does not say
-/// (`maxAwaitTimeMS`), as mongod.
-const DEFAULT_AWAIT_MS: u64 = 1000;
+/// How long a change stream's `getMore` waits for events when the client does not say, as
+/// mongod. Drivers send the application's `maxAwaitTimeMS` as the getMore's `maxTimeMS`, which
+/// for an awaitData cursor is how long to wait for data.
+const DEFAULT_AWAIT_MS: i64 = 1000;
 
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let id = cursor_id(command.argument())?;
@@ -47,7 +48,11 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let seen = context.shared.wakeup_generation(WakeOn::Oplog);
     let batch = cursor.next_batch(size)?;
     if cursor.is_change_stream() && batch.is_empty() && !cursor.is_exhausted() {
-        let max_await = command.optional_i64("maxAwaitTimeMS")?.unwrap_or(DEFAULT_AWAIT_MS as i64).max(0);
+        let max_await = match command.optional_i64("maxTimeMS")? {
+            Some(ms) => ms,
+            None => command.optional_i64("maxAwaitTimeMS")?.unwrap_or(DEFAULT_AWAIT_MS),
+        }
+        .max(0);
         let deadline = context.wait_deadline(std::time::Duration::from_millis(max_await as u64));
         if std::time::Instant::now() < deadline {
             cursors.put_back(id, cursor);
