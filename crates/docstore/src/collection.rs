@@ -50,6 +50,14 @@ impl Collection {
         self.indexes.iter().find(|index| index.name == name)
     }
 
+    /// Whether changes keep pre-images for change streams (`changeStreamPreAndPostImages`).
+    pub fn keeps_images(&self) -> bool {
+        self.meta
+            .options
+            .get_document("changeStreamPreAndPostImages")
+            .is_ok_and(|option| option.get_bool("enabled").unwrap_or(false))
+    }
+
     /// Indexes the planner may use.
     pub fn ready_indexes(&self) -> impl Iterator<Item = &Index> {
         self.indexes.iter().filter(|index| index.meta.ready)

@@ -237,6 +237,11 @@ impl Store {
         self.inner.catalog.ensure_system_collection(&self.inner.engine, db, name)
     }
 
+    /// `collMod`: sets (or with `None` removes) one collection option.
+    pub fn set_collection_option(&self, db: &str, name: &str, key: &str, value: Option<Bson>) -> Result<()> {
+        self.inner.catalog.set_option(&self.inner.engine, db, name, key, value)
+    }
+
     /// `Ok(false)` when the collection did not exist.
     pub fn drop_collection(&self, db: &str, name: &str) -> Result<bool> {
         self.inner.catalog.drop_collection(&self.inner.engine, db, name)

@@ -131,6 +131,8 @@ pub struct DocumentTransaction {
     pub(crate) pending: Arc<PendingWrites>,
     /// Oplog operations, for the one `applyOps` entry at commit.
     pub(crate) operations: Vec<Document>,
+    /// Pre-images of those operations, by index (collections with `changeStreamPreAndPostImages`).
+    pub(crate) images: Vec<(u32, Vec<u8>)>,
     held: Vec<DocumentKey>,
     pub started: Instant,
     ended: bool,
@@ -145,6 +147,7 @@ impl DocumentTransaction {
             base,
             pending: Arc::new(pending),
             operations: Vec::new(),
+            images: Vec::new(),
             held: Vec::new(),
             started: Instant::now(),
             ended: false,
@@ -221,7 +224,9 @@ impl crate::store::Inner {
         };
         let committed = match self.catalog.oplog().filter(|_| !operations.is_empty()) {
             Some(oplog) => {
-                let mut entry = crate::oplog::Entry::command("admin", &bson::doc! {"applyOps": operations})?;
+                let images = std::mem::take(&mut txn.images);
+                let mut entry =
+                    crate::oplog::Entry::command("admin", &bson::doc! {"applyOps": operations})?.with_images(images);
                 if let Some((lsid, txn_number)) = session {
                     entry = entry.with_session(lsid, txn_number, None)?;
                 }

@@ -261,6 +261,7 @@ pub fn is_write(command: &str) -> bool {
             | "dropIndexes"
             | "deleteIndexes"
             | "renameCollection"
+            | "collMod"
             | "createUser"
             | "updateUser"
             | "dropUser"

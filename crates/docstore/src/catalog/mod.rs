@@ -124,6 +124,35 @@ impl Catalog {
         Ok(())
     }
 
+    /// Sets (or, with `None`, removes) one option of a collection (`collMod`), logging the
+    /// change as `{collMod: name, <key>: value}`.
+    pub fn set_option(
+        &self,
+        engine: &Engine,
+        db: &str,
+        name: &str,
+        key: &str,
+        value: Option<bson::Bson>,
+    ) -> Result<()> {
+        let _ddl = self.ddl.lock();
+        let locked =
+            self.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns does not exist: {db}.{name}")))?;
+        let mut meta = locked.collection.meta.clone();
+        let mut command = bson::doc! {"collMod": name};
+        match value {
+            Some(value) => {
+                meta.options.insert(key, value.clone());
+                command.insert(key, value);
+            }
+            None => {
+                meta.options.remove(key);
+            }
+        }
+        let entries = self.command_entries(db, command)?;
+        self.replace_meta_logged(engine, &locked.collection, meta, entries)?;
+        Ok(())
+    }
+
     /// The `__sessions` tree.
     pub fn sessions_tree(&self) -> TreeId {
         self.sessions_tree
@@ -144,7 +173,8 @@ impl Catalog {
         self.ensure_system_collection(engine, oplog::DB, oplog::COLLECTION)?;
         let collection = self.existing(oplog::DB, oplog::COLLECTION)?;
         let counters = self.counters(engine, &collection)?;
-        let opened = Arc::new(Oplog::open(engine, collection, self.counts_tree, counters, cap_bytes)?);
+        let images = ensure_tree(engine, crate::oplog::IMAGES_TREE)?;
+        let opened = Arc::new(Oplog::open(engine, collection, (self.counts_tree, images), counters, cap_bytes)?);
         *self.oplog.write() = Some(Arc::clone(&opened));
         Ok(opened)
     }

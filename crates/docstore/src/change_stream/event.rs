@@ -26,6 +26,8 @@ pub struct Change {
     pub event: Document,
     /// The collection and `_id` of an update, for `fullDocument: updateLookup`.
     pub lookup: Option<(String, String, Bson)>,
+    /// An update's `$v: 2` diff, which turns its pre-image into its post-image.
+    pub diff: Option<Document>,
     /// The stream must end after this event.
     pub invalidates: bool,
 }
@@ -75,6 +77,7 @@ fn change(entry: &Document, scope: &Scope, expanded: bool) -> Option<Change> {
     }?;
     let mut event = doc! {"operationType": "", "ns": {"db": db, "coll": collection}, "documentKey": key.clone()};
     let mut lookup = None;
+    let mut update_diff = None;
     match op {
         "i" => {
             event.insert("operationType", "insert");
@@ -97,6 +100,7 @@ fn change(entry: &Document, scope: &Scope, expanded: bool) -> Option<Change> {
                 },
             );
             lookup = Some((db.to_owned(), collection.to_owned(), key.get("_id").cloned().unwrap_or(Bson::Null)));
+            update_diff = o.get_document("diff").ok().cloned();
         }
         "u" => {
             event.insert("operationType", "replace");
@@ -106,7 +110,7 @@ fn change(entry: &Document, scope: &Scope, expanded: bool) -> Option<Change> {
             event.insert("operationType", "delete");
         }
     }
-    Some(Change { index: 0, event, lookup, invalidates: false })
+    Some(Change { index: 0, event, lookup, diff: update_diff, invalidates: false })
 }
 
 fn command_change(db: &str, o: &Document, scope: &Scope, expanded: bool) -> Option<Change> {
@@ -116,6 +120,7 @@ fn command_change(db: &str, o: &Document, scope: &Scope, expanded: bool) -> Opti
         index: 0,
         event: doc! {"operationType": kind, "ns": {"db": db, "coll": target}},
         lookup: None,
+        diff: None,
         invalidates,
     };
     match name.as_str() {
@@ -124,6 +129,7 @@ fn command_change(db: &str, o: &Document, scope: &Scope, expanded: bool) -> Opti
             index: 0,
             event: doc! {"operationType": "dropDatabase", "ns": {"db": db}},
             lookup: None,
+            diff: None,
             invalidates: matches!(scope, Scope::Database(_)),
         }),
         "renameCollection" => {
@@ -136,6 +142,7 @@ fn command_change(db: &str, o: &Document, scope: &Scope, expanded: bool) -> Opti
                 index: 0,
                 event: doc! {"operationType": "rename", "ns": {"db": from_db, "coll": from}, "to": {"db": to_db, "coll": to}},
                 lookup: None,
+                diff: None,
                 invalidates: matches!(scope, Scope::Collection(..)),
             })
         }

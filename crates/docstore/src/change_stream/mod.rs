@@ -300,7 +300,7 @@ impl ChangeStream {
         for (key, value) in change.event.iter().skip(1) {
             event.insert(key.clone(), value.clone());
         }
-        self.add_images(inner, &operation, change.lookup.as_ref(), &mut event)?;
+        self.add_images(inner, &operation, &change, position, &mut event)?;
         let source = InMemorySource::new();
         let context = Context::new(String::new(), &source);
         for output in self.pipeline.run(vec![event], &context)? {
@@ -329,19 +329,27 @@ impl ChangeStream {
         Ok(())
     }
 
-    /// `fullDocument` for updates (`updateLookup`: the current document, or null if gone;
-    /// post- and pre-images are not kept yet, so `whenAvailable` gives null and `required`
-    /// fails).
+    /// `fullDocument` for updates (`updateLookup`: the document as it is now; `whenAvailable` /
+    /// `required`: the post-image, the pre-image with the update's diff applied) and
+    /// `fullDocumentBeforeChange` (the pre-image), from the pre-images a collection with
+    /// `changeStreamPreAndPostImages` keeps beside the oplog.
     fn add_images(
         &self,
         inner: &Arc<Inner>,
         operation: &str,
-        lookup: Option<&(String, String, Bson)>,
+        change: &event::Change,
+        position: Position,
         event: &mut Document,
     ) -> Result<()> {
         let changes_document = matches!(operation, "update" | "replace" | "delete");
+        let wants_before = !matches!(self.options.full_document_before_change, Images::Off | Images::Default);
+        let wants_post = matches!(self.options.full_document, Images::WhenAvailable | Images::Required);
+        let before = match changes_document && (wants_before || (operation == "update" && wants_post)) {
+            true => self.pre_image(inner, position)?,
+            false => None,
+        };
         if operation == "update" {
-            match (self.options.full_document, lookup) {
+            match (self.options.full_document, &change.lookup) {
                 (Images::UpdateLookup, Some((db, collection, id))) => {
                     let request =
                         FindRequest { filter: doc! {"_id": id.clone()}, limit: Some(1), ..Default::default() };
@@ -355,29 +363,54 @@ impl ChangeStream {
                     };
                     event.insert("fullDocument", current);
                 }
-                (Images::WhenAvailable, _) => {
-                    event.insert("fullDocument", Bson::Null);
+                (Images::WhenAvailable | Images::Required, _) => {
+                    let post = match (&before, &change.diff) {
+                        (Some(before), Some(diff)) => Some(crate::oplog::diff::apply(before, diff)),
+                        _ => None,
+                    };
+                    match (post, self.options.full_document) {
+                        (Some(post), _) => {
+                            event.insert("fullDocument", post);
+                        }
+                        (None, Images::Required) => return Err(missing_image("post")),
+                        (None, _) => {
+                            event.insert("fullDocument", Bson::Null);
+                        }
+                    }
                 }
-                (Images::Required, _) => return Err(missing_image("post")),
                 _ => {}
             }
         }
-        if changes_document {
-            match self.options.full_document_before_change {
-                Images::WhenAvailable => {
+        if changes_document && wants_before {
+            match (before, self.options.full_document_before_change) {
+                (Some(before), _) => {
+                    event.insert("fullDocumentBeforeChange", before);
+                }
+                (None, Images::Required) => return Err(missing_image("pre")),
+                (None, _) => {
                     event.insert("fullDocumentBeforeChange", Bson::Null);
                 }
-                Images::Required => return Err(missing_image("pre")),
-                _ => {}
             }
         }
         Ok(())
+    }
+
+    /// The document before the change at `position`, if its collection kept it.
+    fn pre_image(&self, inner: &Arc<Inner>, position: Position) -> Result<Option<Document>> {
+        let Some(oplog) = inner.catalog.oplog() else { return Ok(None) };
+        let snapshot = inner.engine.snapshot();
+        match oplog.pre_image(&snapshot, position.timestamp(), position.index)? {
+            Some(bytes) => {
+                Ok(Some(Document::from_reader(bytes.as_slice()).map_err(|e| Error::corrupt(e.to_string()))?))
+            }
+            None => Ok(None),
+        }
     }
 }
 
 fn missing_image(which: &str) -> Error {
     Error::NoMatchingDocument(format!(
         "Change stream was configured to require a {which}-image for all update, delete and replace events, but the \
-         {which}-image was not found (Strata does not keep pre- and post-images yet)"
+         {which}-image was not found (is changeStreamPreAndPostImages enabled on the collection?)"
     ))
 }

@@ -27,6 +27,9 @@ pub const TERM: i64 = 1;
 #[derive(Debug, Clone)]
 pub struct Entry {
     bytes: RawDocumentBuf,
+    /// Pre-images of the documents it changes (collections with `changeStreamPreAndPostImages`),
+    /// by operation index (0, or the place in an `applyOps`), kept beside the oplog.
+    images: Vec<(u32, Vec<u8>)>,
 }
 
 impl Entry {
@@ -42,7 +45,24 @@ impl Entry {
 
     fn finish(mut bytes: RawDocumentBuf) -> Entry {
         bytes.append(cstr!("wall"), DateTime::now());
-        Entry { bytes }
+        Entry { bytes, images: Vec::new() }
+    }
+
+    /// Keeps the changed document's version before the change (its pre-image).
+    pub fn with_pre_image(mut self, before: &RawDocument) -> Entry {
+        self.images.push((0, before.as_bytes().to_vec()));
+        self
+    }
+
+    /// Keeps pre-images of an `applyOps` entry's operations.
+    pub fn with_images(mut self, images: Vec<(u32, Vec<u8>)>) -> Entry {
+        self.images.extend(images);
+        self
+    }
+
+    /// Takes the entry's pre-images out.
+    pub fn take_images(&mut self) -> Vec<(u32, Vec<u8>)> {
+        std::mem::take(&mut self.images)
     }
 
     pub fn insert(ns: &str, document: &RawDocument, id: &Bson) -> Result<Entry> {
@@ -129,6 +149,14 @@ fn raw(document: &Document) -> Result<RawDocumentBuf> {
 /// timestamp order.
 pub fn key(ts: Timestamp) -> [u8; 8] {
     ((u64::from(ts.time) << 32) | u64::from(ts.increment)).to_be_bytes()
+}
+
+/// The pre-images tree's key for operation `index` of the entry at `ts`.
+pub fn image_key(ts: Timestamp, index: u32) -> [u8; 12] {
+    let mut bytes = [0u8; 12];
+    bytes[..8].copy_from_slice(&key(ts));
+    bytes[8..].copy_from_slice(&index.to_be_bytes());
+    bytes
 }
 
 /// The timestamp of an oplog tree key.

@@ -56,14 +56,20 @@ pub struct Oplog {
     trimming: Mutex<()>,
     listeners: RwLock<Vec<Listener>>,
     counts_tree: storage::TreeId,
+    /// Pre-images of changed documents (`changeStreamPreAndPostImages`), trimmed with the
+    /// entries they belong to.
+    images_tree: storage::TreeId,
 }
+
+/// The tree of pre-images.
+pub const IMAGES_TREE: &str = "__preimages";
 
 impl Oplog {
     /// Opens the oplog over its collection (which exists), reading its newest entry and counters.
     pub fn open(
         engine: &Engine,
         collection: Arc<Collection>,
-        counts_tree: storage::TreeId,
+        (counts_tree, images_tree): (storage::TreeId, storage::TreeId),
         counters: (i64, i64),
         cap_bytes: u64,
     ) -> Result<Oplog> {
@@ -82,6 +88,7 @@ impl Oplog {
             trimming: Mutex::new(()),
             listeners: RwLock::new(Vec::new()),
             counts_tree,
+            images_tree,
         })
     }
 
@@ -145,8 +152,11 @@ impl Oplog {
         let mut clock = self.order.lock();
         let mut ts = *clock;
         let mut bytes = 0i64;
-        for entry in entries {
+        for mut entry in entries {
             ts = next(ts);
+            for (index, image) in entry.take_images() {
+                writes.put(self.images_tree, entry::image_key(ts, index).to_vec(), image);
+            }
             let stamped = entry.stamp(ts);
             bytes += stamped.len() as i64;
             writes.put(self.collection.tree, entry::key(ts).to_vec(), stamped);
@@ -178,6 +188,7 @@ impl Oplog {
             let (mut count, mut bytes) = (0i64, 0i64);
             let excess = self.bytes.load(Ordering::Relaxed) - self.cap_bytes() as i64;
             let remaining = self.count.load(Ordering::Relaxed);
+            let mut last = None;
             for item in snapshot.iter(self.collection.tree).take(TRIM_BATCH) {
                 let (key, value) = item?;
                 if bytes >= excess || count + 1 >= remaining {
@@ -185,11 +196,11 @@ impl Oplog {
                 }
                 bytes += value.len() as i64;
                 count += 1;
+                last = entry::key_timestamp(&key);
                 txn.delete(self.collection.tree, key);
             }
-            if count == 0 {
-                break;
-            }
+            let Some(last) = last else { break };
+            txn.delete_range(self.images_tree, Vec::new(), Some(entry::image_key(last, u32::MAX).to_vec()));
             txn.update(self.counts_tree, self.collection.count_key.clone(), (-count).to_le_bytes().to_vec());
             txn.update(self.counts_tree, self.collection.size_key.clone(), (-bytes).to_le_bytes().to_vec());
             txn.commit(Durability::Periodic)?;
@@ -235,6 +246,11 @@ impl Oplog {
             }
         }
         Ok(entries)
+    }
+
+    /// The pre-image kept for operation `index` of the entry at `ts`, if any.
+    pub fn pre_image(&self, snapshot: &Snapshot, ts: Timestamp, index: u32) -> Result<Option<Vec<u8>>> {
+        Ok(snapshot.get(self.images_tree, &entry::image_key(ts, index))?)
     }
 
     /// The oldest entry's timestamp still held.

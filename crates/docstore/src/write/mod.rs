@@ -268,7 +268,8 @@ impl<'s> DocumentWrite<'s> {
         self.size_delta -= raw.as_bytes().len() as i64;
         if self.entries.is_some() {
             let id_value = document_id(raw)?.unwrap_or(Bson::Null);
-            self.log(|ns| Entry::delete(ns, &id_value))?;
+            let keep = self.collection.keeps_images();
+            self.log(|ns| Ok(pre_image(Entry::delete(ns, &id_value)?, keep, raw)))?;
         }
         Ok(())
     }
@@ -299,15 +300,16 @@ impl<'s> DocumentWrite<'s> {
         Ok(())
     }
 
-    fn log_update(&mut self, old: &RawDocument, new: &RawDocument) -> Result<()> {
+    fn log_update(&mut self, old_raw: &RawDocument, new: &RawDocument) -> Result<()> {
         let decode = |raw: &RawDocument| Document::try_from(raw).map_err(|e| Error::corrupt(format!("document: {e}")));
-        let (old, new) = (decode(old)?, decode(new)?);
+        let (old, new) = (decode(old_raw)?, decode(new)?);
+        let keep = self.collection.keeps_images();
         let change = match self.replacement {
             true => None,
             false => diff::diff(&old, &new).map(|diff| bson::doc! {"$v": 2, "diff": diff}),
         };
         let id_value = new.get("_id").cloned().unwrap_or(Bson::Null);
-        self.log(|ns| Entry::update(ns, &id_value, change.as_ref().unwrap_or(&new)))
+        self.log(|ns| Ok(pre_image(Entry::update(ns, &id_value, change.as_ref().unwrap_or(&new))?, keep, old_raw)))
     }
 
     /// An index build's entries for one document (uniqueness already checked by the build,
@@ -355,7 +357,11 @@ impl<'s> DocumentWrite<'s> {
             Sink::Transaction { txn, .. } => {
                 // The statement is done: its operations wait for the transaction's commit; an
                 // index turned multikey is recorded at once (harmless if the transaction aborts).
-                txn.operations.extend(entries.into_iter().map(Entry::into_operation));
+                for mut entry in entries {
+                    let index = txn.operations.len() as u32;
+                    txn.images.extend(entry.take_images().into_iter().map(|(_, image)| (index, image)));
+                    txn.operations.push(entry.into_operation());
+                }
                 return match new_meta {
                     Some(meta) => self.catalog.replace_meta(self.engine, &self.collection, meta),
                     None => Ok(self.collection),
@@ -392,6 +398,11 @@ impl<'s> DocumentWrite<'s> {
         }
         Some(meta)
     }
+}
+
+/// The entry with the document's version before the change, if its collection keeps them.
+fn pre_image(entry: Entry, keep: bool, before: &RawDocument) -> Entry {
+    if keep { entry.with_pre_image(before) } else { entry }
 }
 
 /// The rules every stored document keeps (`document::stored`: 16 MiB, 100 levels), checked here,

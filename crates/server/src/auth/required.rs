@@ -49,6 +49,7 @@ pub fn need(command: &Command, current: Option<&UserName>) -> Result<Need, Comma
         "dropIndexes" | "deleteIndexes" => on_collection(&[DropIndex]),
         "listIndexes" => on_collection(&[ListIndexes]),
         "collStats" => on_collection(&[CollStats]),
+        "collMod" => on_collection(&[CollMod]),
         "validate" => on_collection(&[Validate]),
         "dbStats" => on_db(&[DbStats]),
         "dropDatabase" => on_db(&[DropDatabase]),

@@ -13,6 +13,7 @@ use crate::state::Context;
 mod aggregate;
 mod authentication;
 mod build_info;
+mod coll_mod;
 mod coll_stats;
 mod configure_fail_point;
 mod connection_status;
@@ -66,6 +67,7 @@ pub struct Spec {
 
 pub static COMMANDS: &[Spec] = &[
     Spec { names: &["aggregate"], help: "run an aggregation pipeline", handler: aggregate::run },
+    Spec { names: &["collMod"], help: "change a collection's options", handler: coll_mod::run },
     Spec { names: &["collStats"], help: "collection statistics", handler: coll_stats::run },
     Spec { names: &["count"], help: "count matching documents", handler: count::run },
     Spec { names: &["create"], help: "create a collection", handler: create::run },

@@ -148,3 +148,46 @@ def test_get_more_waits_for_events_without_blocking_others(rs):
 def test_a_standalone_server_refuses_change_streams(client):
     with pytest.raises(pymongo.errors.OperationFailure):
         client.t.c.watch()
+
+
+def test_pre_and_post_images(rs):
+    db = rs.cs_images
+    db.drop_collection("kept")
+    db.create_collection("kept", changeStreamPreAndPostImages={"enabled": True})
+    db.kept.insert_one({"_id": 1, "n": 1, "tag": "x"})
+    options = dict(full_document="required", full_document_before_change="required", max_await_time_ms=200)
+    with db.kept.watch(**options) as stream:
+        db.kept.update_one({"_id": 1}, {"$inc": {"n": 1}, "$unset": {"tag": 1}})
+        db.kept.replace_one({"_id": 1}, {"n": 10})
+        with rs.start_session() as session:
+            with session.start_transaction():
+                db.kept.update_one({"_id": 1}, {"$set": {"in": "txn"}}, session=session)
+        db.kept.delete_one({"_id": 1})
+        update, replace, in_txn, delete = drain(stream, 4)
+    assert update["fullDocumentBeforeChange"] == {"_id": 1, "n": 1, "tag": "x"}
+    assert update["fullDocument"] == {"_id": 1, "n": 2}
+    assert replace["fullDocumentBeforeChange"] == {"_id": 1, "n": 2} and replace["fullDocument"] == {"_id": 1, "n": 10}
+    assert in_txn["fullDocumentBeforeChange"] == {"_id": 1, "n": 10} and in_txn["fullDocument"]["in"] == "txn"
+    assert "lsid" in in_txn and "txnNumber" in in_txn
+    assert delete["fullDocumentBeforeChange"] == {"_id": 1, "n": 10, "in": "txn"}
+
+    db.drop_collection("plain")
+    db.plain.insert_one({"_id": 1})
+    with db.plain.watch(full_document_before_change="whenAvailable", max_await_time_ms=200) as stream:
+        db.plain.delete_one({"_id": 1})
+        (event,) = drain(stream, 1)
+    assert event["fullDocumentBeforeChange"] is None
+    db.plain.insert_one({"_id": 2})
+    with pytest.raises(pymongo.errors.OperationFailure):
+        with db.plain.watch(full_document_before_change="required", max_await_time_ms=200) as stream:
+            db.plain.delete_one({"_id": 2})
+            drain(stream, 1, timeout=2)
+    db.command("collMod", "plain", changeStreamPreAndPostImages={"enabled": True})
+    db.plain.insert_one({"_id": 3})
+    with db.plain.watch(full_document_before_change="required", max_await_time_ms=200) as stream:
+        db.plain.delete_one({"_id": 3})
+        (event,) = drain(stream, 1)
+    assert event["fullDocumentBeforeChange"] == {"_id": 3}
+    with pytest.raises(pymongo.errors.OperationFailure) as refused:
+        db.command("collMod", "plain", validator={"x": 1})
+    assert refused.value.code == 72
