@@ -101,6 +101,9 @@ pub enum Error {
     /// A catalog change that an open transaction's writes prevent.
     #[error("{0}")]
     ConflictingOperation(String),
+    /// A tailable cursor whose position a capped collection (the oplog) trimmed away.
+    #[error("{0}")]
+    CappedPositionLost(String),
 }
 
 impl From<storage::Error> for Error {
@@ -160,6 +163,7 @@ impl Error {
             Error::NoMatchingDocument(_) => ErrorCode::NoMatchingDocument,
             Error::WriteConflict(_) => ErrorCode::WriteConflict,
             Error::ConflictingOperation(_) => ErrorCode::ConflictingOperationInProgress,
+            Error::CappedPositionLost(_) => ErrorCode::CappedPositionLost,
             Error::Query(_) | Error::Document(_) | Error::Corruption(_) | Error::Storage(_) | Error::Busy(_) => {
                 ErrorCode::InternalError
             }

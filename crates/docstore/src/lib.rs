@@ -195,6 +195,11 @@ impl Store {
         self.inner.watch(scope, stages)
     }
 
+    /// A tailable cursor over the oplog's entries matching `filter` (see [`oplog::tail`]).
+    pub fn tail_oplog(&self, filter: &Document) -> Result<oplog::tail::Tail> {
+        self.inner.tail_oplog(filter)
+    }
+
     /// Appends a no-op entry to the oplog (if kept), e.g. "initiating set".
     pub fn append_noop(&self, msg: &str, durability: Durability) -> Result<()> {
         let Some(oplog) = self.oplog() else { return Ok(()) };

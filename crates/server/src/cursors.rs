@@ -28,6 +28,11 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 pub enum Source {
     Store(docstore::Cursor),
     Changes(docstore::change_stream::ChangeStream),
+    /// A tailable cursor on the oplog; `await_data`: an empty getMore waits for entries.
+    Tail {
+        tail: docstore::oplog::tail::Tail,
+        await_data: bool,
+    },
 }
 
 /// A store cursor plus the one document that did not fit in the last batch.
@@ -57,28 +62,43 @@ impl ServerCursor {
     pub fn post_batch_resume_token(&self) -> Option<&bson::Document> {
         match &self.cursor {
             Source::Changes(stream) => Some(stream.resume_token()),
-            Source::Store(_) => None,
+            Source::Store(_) | Source::Tail { .. } => None,
         }
     }
 
-    pub fn is_change_stream(&self) -> bool {
-        matches!(self.cursor, Source::Changes(_))
+    pub fn tail(
+        tail: docstore::oplog::tail::Tail,
+        await_data: bool,
+        namespace: String,
+        owner: Vec<UserName>,
+    ) -> ServerCursor {
+        ServerCursor { cursor: Source::Tail { tail, await_data }, pending: None, namespace, owner }
+    }
+
+    /// Whether an empty `getMore` waits for new data (a change stream, an awaitData cursor).
+    pub fn awaits_data(&self) -> bool {
+        matches!(self.cursor, Source::Changes(_) | Source::Tail { await_data: true, .. })
     }
 
     fn pull(&mut self) -> Option<Result<RawDocumentBuf, docstore::Error>> {
         match &mut self.cursor {
             Source::Store(cursor) => self.pending.take().or_else(|| cursor.next()),
-            Source::Changes(_) => self.pending.take(),
+            Source::Changes(_) | Source::Tail { .. } => self.pending.take(),
         }
     }
 
     /// Up to `max_documents` documents within the byte budget; an error after some documents is
     /// kept for the next batch.
     pub fn next_batch(&mut self, max_documents: usize) -> Result<RawArrayBuf, CommandError> {
-        if let Source::Changes(stream) = &mut self.cursor {
+        let read = match &mut self.cursor {
+            Source::Changes(stream) => Some(stream.next_batch(max_documents.min(10_000))),
+            Source::Tail { tail, .. } => Some(tail.next_batch(max_documents.min(10_000))),
+            Source::Store(_) => None,
+        };
+        if let Some(read) = read {
             let mut batch = RawArrayBuf::new();
-            for event in stream.next_batch(max_documents.min(10_000)).map_err(store_error::to_command_error)? {
-                batch.push(event);
+            for document in read.map_err(store_error::to_command_error)? {
+                batch.push(document);
             }
             return Ok(batch);
         }
@@ -111,6 +131,7 @@ impl ServerCursor {
         match &mut self.cursor {
             Source::Store(cursor) => self.pending.is_none() && cursor.is_exhausted(),
             Source::Changes(stream) => stream.is_exhausted(),
+            Source::Tail { .. } => false,
         }
     }
 }

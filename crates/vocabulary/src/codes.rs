@@ -102,6 +102,7 @@ error_codes! {
     ConflictingOperationInProgress = 117,
     DocumentValidationFailure = 121,
     CommandFailed = 125,
+    CappedPositionLost = 136,
     CursorInUse = 143,
     ExceededMemoryLimit = 146,
     ZLibError = 147,

@@ -18,6 +18,7 @@
 
 pub mod diff;
 pub mod entry;
+pub mod tail;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};

@@ -21,9 +21,36 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         batch = batch.min(usize::try_from(limit).unwrap_or(usize::MAX));
     }
     Counters::add(&context.shared.counters.query, 1);
+    if command.optional_bool("tailable")?.unwrap_or(false) {
+        return tailable(context, command, &collection, &request, batch);
+    }
     let cursor = context.shared.store.find(&command.database, &collection, &request)?;
     let cursor = ServerCursor::new(cursor, command.namespace(&collection), auth::owner(context));
     first_batch(&context.shared.cursors, cursor, batch, single_batch)
+}
+
+/// A tailable cursor: only the oplog is a capped collection in Strata. It stays open when it
+/// has no more entries yet; with `awaitData` an empty getMore waits for them.
+fn tailable(
+    context: &Context,
+    command: &Command,
+    collection: &str,
+    request: &FindRequest,
+    batch: usize,
+) -> Result<RawDocumentBuf, CommandError> {
+    if (command.database.as_str(), collection) != ("local", "oplog.rs") {
+        return Err(CommandError::bad_value(format!(
+            "error processing query: ns={}: tailable cursor requested on non capped collection",
+            command.namespace(collection)
+        )));
+    }
+    if request.sort.is_some() || request.skip > 0 {
+        return Err(CommandError::bad_value("tailable cursors read in natural order, without sort or skip"));
+    }
+    let await_data = command.optional_bool("awaitData")?.unwrap_or(false);
+    let tail = context.shared.store.tail_oplog(&request.filter)?;
+    let cursor = ServerCursor::tail(tail, await_data, command.namespace(collection), auth::owner(context));
+    first_batch(&context.shared.cursors, cursor, batch, false)
 }
 
 /// The store request a find (or explain of a find) describes, and whether it wants one batch.

@@ -10,8 +10,8 @@ use crate::cursors::{batch_size, cursor_id, cursor_reply_with};
 use crate::error::CommandError;
 use crate::state::{Context, Counters, WakeOn};
 
-/// How long a change stream's `getMore` waits for events when the client does not say, as
-/// mongod. Drivers send the application's `maxAwaitTimeMS` as the getMore's `maxTimeMS`, which
+/// How long a change stream's (or an awaitData cursor's) `getMore` waits for data when the
+/// client does not say, as mongod. Drivers send the application's `maxAwaitTimeMS` as the getMore's `maxTimeMS`, which
 /// for an awaitData cursor is how long to wait for data.
 const DEFAULT_AWAIT_MS: i64 = 1000;
 
@@ -47,7 +47,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     // Read the wakeup generation before the oplog: an entry committed after it wakes a park.
     let seen = context.shared.wakeup_generation(WakeOn::Oplog);
     let batch = cursor.next_batch(size)?;
-    if cursor.is_change_stream() && batch.is_empty() && !cursor.is_exhausted() {
+    if cursor.awaits_data() && batch.is_empty() && !cursor.is_exhausted() {
         let max_await = match command.optional_i64("maxTimeMS")? {
             Some(ms) => ms,
             None => command.optional_i64("maxAwaitTimeMS")?.unwrap_or(DEFAULT_AWAIT_MS),

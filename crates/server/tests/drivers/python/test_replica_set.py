@@ -290,3 +290,26 @@ def test_sessions_are_tracked_and_ended(retrying):
     retrying.admin.command("killAllSessions", [])
     with pytest.raises(pymongo.errors.OperationFailure):
         retrying.admin.command("refreshSessions", [{"id": "not a uuid"}])
+
+
+def test_tailable_await_data_cursor_on_the_oplog(rs_server, rs_client):
+    """The way replication tools read the oplog: a tailable awaitData cursor that returns the
+    matching entries, then waits for new ones."""
+    start = rs_client.admin.command("ping")["operationTime"]
+    oplog = rs_client.local["oplog.rs"]
+    cursor = oplog.find(
+        {"ts": {"$gt": start}, "ns": "tail_test.c"}, cursor_type=pymongo.CursorType.TAILABLE_AWAIT
+    ).max_await_time_ms(300)
+    rs_client.tail_test.c.insert_one({"_id": 1})
+    assert cursor.next()["o"] == {"_id": 1}
+    started = time.monotonic()
+    with pytest.raises(StopIteration):
+        next(cursor)
+    assert cursor.alive, "an empty getMore waits, and the cursor stays open"
+    assert 0.2 < time.monotonic() - started < 3
+    rs_client.tail_test.c.insert_one({"_id": 2})
+    rs_client.tail_test.other.insert_one({"_id": "not matching"})
+    assert cursor.next()["o"] == {"_id": 2}
+    cursor.close()
+    with pytest.raises(pymongo.errors.OperationFailure):
+        next(rs_client.tail_test.c.find(cursor_type=pymongo.CursorType.TAILABLE))
