@@ -18,8 +18,22 @@ BIN = os.environ.get("STRATA_BIN") or os.path.join(
 )
 
 
+# Every server a test starts, so that one a failing test left running is killed at the end.
+STARTED = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_server_outlives_the_session():
+    yield
+    for process in STARTED:
+        if process.process.poll() is None:
+            process.process.kill()
+            process.process.wait(timeout=30)
+
+
 class StrataProcess:
     def __init__(self, dbpath, port=0, extra_args=()):
+        STARTED.append(self)
         self.dbpath = dbpath
         os.makedirs(dbpath, exist_ok=True)
         self.log = open(dbpath.rstrip("/") + ".log", "ab")
