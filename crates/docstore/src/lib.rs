@@ -355,6 +355,19 @@ impl Store {
         self.inner.begin_transaction()
     }
 
+    /// Begins a transaction reading `at` (a snapshot read's view, for `atClusterTime`).
+    pub fn begin_transaction_at(&self, at: &ReadAt) -> DocumentTransaction {
+        self.inner.begin_transaction_at(at)
+    }
+
+    /// A view of the latest committed state and its cluster time (the oplog's newest `ts`), for
+    /// readConcern `snapshot`; `None` without an oplog.
+    pub fn snapshot_now(&self) -> Option<(ReadAt, bson::Timestamp)> {
+        let oplog = self.oplog()?;
+        let (snapshot, ts) = oplog.snapshot_at_last(&self.inner.engine);
+        Some((ReadAt(snapshot), ts))
+    }
+
     /// Commits a transaction atomically (one engine transaction, one `applyOps` oplog entry
     /// naming `session`: lsid and txnNumber); durable as `durability` asks. A unique key taken
     /// by a commit since the transaction began is a WriteConflict.

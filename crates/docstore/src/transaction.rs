@@ -205,6 +205,11 @@ impl crate::store::Inner {
         DocumentTransaction::begin(self.catalog.holds(), self.engine.snapshot(), self.engine.pending())
     }
 
+    /// A transaction whose base is `at` (a snapshot taken earlier and still held).
+    pub fn begin_transaction_at(&self, at: &ReadAt) -> DocumentTransaction {
+        DocumentTransaction::begin(self.catalog.holds(), at.0.clone(), self.engine.pending())
+    }
+
     pub fn commit_transaction(
         &self,
         mut txn: DocumentTransaction,

@@ -43,11 +43,13 @@ pub struct ServerCursor {
     pub namespace: String,
     /// The user(s) of the connection that opened it: only they may read or close it.
     pub owner: Vec<UserName>,
+    /// A snapshot read's cluster time, reported with the first batch.
+    pub at_cluster_time: Option<bson::Timestamp>,
 }
 
 impl ServerCursor {
     pub fn new(cursor: docstore::Cursor, namespace: String, owner: Vec<UserName>) -> ServerCursor {
-        ServerCursor { cursor: Source::Store(cursor), pending: None, namespace, owner }
+        ServerCursor { cursor: Source::Store(cursor), pending: None, namespace, owner, at_cluster_time: None }
     }
 
     pub fn change_stream(
@@ -55,7 +57,7 @@ impl ServerCursor {
         namespace: String,
         owner: Vec<UserName>,
     ) -> ServerCursor {
-        ServerCursor { cursor: Source::Changes(stream), pending: None, namespace, owner }
+        ServerCursor { cursor: Source::Changes(stream), pending: None, namespace, owner, at_cluster_time: None }
     }
 
     /// The change stream's resume token after the last batch (`None`: not a change stream).
@@ -72,7 +74,13 @@ impl ServerCursor {
         namespace: String,
         owner: Vec<UserName>,
     ) -> ServerCursor {
-        ServerCursor { cursor: Source::Tail { tail, await_data }, pending: None, namespace, owner }
+        ServerCursor {
+            cursor: Source::Tail { tail, await_data },
+            pending: None,
+            namespace,
+            owner,
+            at_cluster_time: None,
+        }
     }
 
     /// Whether an empty `getMore` waits for new data (a change stream, an awaitData cursor).
@@ -240,8 +248,18 @@ pub fn first_batch(
     let batch = cursor.next_batch(batch_size)?;
     let namespace = cursor.namespace.clone();
     let token = cursor.post_batch_resume_token().cloned();
+    let at_cluster_time = cursor.at_cluster_time;
     let id = if single_batch || cursor.is_exhausted() { 0 } else { cursors.park(cursor) };
-    cursor_reply_with("firstBatch", batch, id, &namespace, token.as_ref())
+    let mut reply = cursor_reply_with("firstBatch", batch, id, &namespace, token.as_ref())?;
+    if let Some(ts) = at_cluster_time {
+        // `cursor` is the reply's first field; rebuild it with atClusterTime added.
+        let mut document = bson::Document::try_from(reply.as_ref())?;
+        if let Ok(cursor) = document.get_document_mut("cursor") {
+            cursor.insert("atClusterTime", ts);
+        }
+        reply = RawDocumentBuf::try_from(&document)?;
+    }
+    Ok(reply)
 }
 
 /// `batchSize` as a count: absent → `default`; negative → BadValue.

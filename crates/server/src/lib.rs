@@ -34,6 +34,7 @@ mod in_process;
 mod listener;
 pub mod logging;
 pub mod metrics;
+mod read_concern;
 mod replication;
 mod sessions;
 mod slow;

@@ -33,6 +33,8 @@ pub struct Shared {
     pub startup_warnings: Vec<String>,
     /// Test fail points (`configureFailPoint`, with `enableTestCommands`).
     pub fail_points: crate::fail_points::FailPoints,
+    /// Snapshot reads' views, for reads at their `atClusterTime`.
+    pub held_snapshots: crate::read_concern::HeldSnapshots,
     /// Logical sessions (`lsid`s seen, their retryable-write checkouts).
     pub sessions: crate::sessions::Sessions,
     /// Replica-set mode (`--replSet`), or `None` for a standalone server.
@@ -87,6 +89,7 @@ impl Shared {
         let shared = Arc::new(Shared {
             replication,
             fail_points: crate::fail_points::FailPoints::default(),
+            held_snapshots: crate::read_concern::HeldSnapshots::default(),
             sessions: crate::sessions::Sessions::new(Duration::from_secs(
                 60 * crate::commands::hello::LOGICAL_SESSION_TIMEOUT_MINUTES as u64,
             )),

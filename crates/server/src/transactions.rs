@@ -131,7 +131,12 @@ pub fn enter(context: &Context, command: &Command) -> Result<(), CommandError> {
                 format!("Given transaction number {number} does not match any in-progress transactions."),
             ));
         }
-        let txn = context.shared.store.begin_transaction();
+        let txn = match command.optional_document("readConcern")?.filter(|c| c.contains_key("atClusterTime")) {
+            Some(concern) => {
+                context.shared.store.begin_transaction_at(&crate::read_concern::snapshot(context, concern)?.0)
+            }
+            None => context.shared.store.begin_transaction(),
+        };
         state.txn_number = Some(number);
         state.transaction = Transaction::Active { number, txn: Box::new(txn) };
     } else {

@@ -254,6 +254,13 @@ impl Oplog {
         Ok(snapshot.get(self.images_tree, &entry::image_key(ts, index))?)
     }
 
+    /// A snapshot and the cluster time it is at: every entry up to that `ts` and none after
+    /// (taken under the ordering lock, between commits that log).
+    pub fn snapshot_at_last(&self, engine: &Engine) -> (Snapshot, Timestamp) {
+        let _order = self.order.lock();
+        (engine.snapshot(), self.last())
+    }
+
     /// The oldest entry's timestamp still held.
     pub fn first(&self, snapshot: &Snapshot) -> Result<Option<Timestamp>> {
         Ok(snapshot.iter(self.collection.tree).next().transpose()?.and_then(|(key, _)| entry::key_timestamp(&key)))

@@ -24,10 +24,14 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     if pipeline.first().is_some_and(|stage| stage.contains_key("$changeStream")) {
         return change_stream(context, command, collection.as_deref(), &pipeline);
     }
+    let (read_at, at_cluster_time) = match pipeline.first().is_some_and(|stage| stage.contains_key("$changeStream")) {
+        true => (None, None),
+        false => crate::read_concern::read_view(context, command)?,
+    };
     let options = AggregateOptions {
         allow_disk_use: command.optional_bool("allowDiskUse")?.unwrap_or(false),
         hint: hint(command.get("hint"))?,
-        read_at: crate::transactions::read_at(context),
+        read_at,
     };
     if command.optional_bool("explain")?.unwrap_or(false) {
         return reply(doc! { "stages": pipeline.iter().cloned().map(Bson::Document).collect::<Vec<_>>() });
@@ -49,7 +53,9 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let store = &context.shared.store;
     let cursor = store.aggregate(&command.database, collection.as_deref(), &pipeline, &options)?;
     let namespace = command.namespace(collection.as_deref().unwrap_or("$cmd.aggregate"));
-    first_batch(&context.shared.cursors, ServerCursor::new(cursor, namespace, auth::owner(context)), size, false)
+    let mut cursor = ServerCursor::new(cursor, namespace, auth::owner(context));
+    cursor.at_cluster_time = at_cluster_time;
+    first_batch(&context.shared.cursors, cursor, size, false)
 }
 
 /// A change stream: a tailable cursor over the oplog's events (see `docstore::change_stream`).

@@ -16,9 +16,14 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         ));
     };
     let filter = command.optional_document("query")?.cloned().unwrap_or_else(Document::new);
-    let values = match crate::transactions::read_at(context) {
+    let (read_at, at_cluster_time) = crate::read_concern::read_view(context, command)?;
+    let values = match read_at {
         Some(view) => context.shared.store.distinct_at(&command.database, &collection, key, filter, view)?,
         None => context.shared.store.distinct(&command.database, &collection, key, filter)?,
     };
-    reply(doc! { "values": values })
+    let mut fields = doc! { "values": values };
+    if let Some(ts) = at_cluster_time {
+        fields.insert("atClusterTime", ts);
+    }
+    reply(fields)
 }

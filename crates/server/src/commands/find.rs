@@ -15,7 +15,8 @@ use crate::state::{Context, Counters};
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let collection = command.collection()?;
     let (mut request, single_batch) = find_request(command)?;
-    request.read_at = crate::transactions::read_at(context);
+    let (read_at, at_cluster_time) = crate::read_concern::read_view(context, command)?;
+    request.read_at = read_at;
     let mut batch = batch_size(command.optional_i64("batchSize")?, DEFAULT_FIRST_BATCH)?;
     if let Some(limit) = request.limit {
         batch = batch.min(usize::try_from(limit).unwrap_or(usize::MAX));
@@ -25,7 +26,8 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         return tailable(context, command, &collection, &request, batch);
     }
     let cursor = context.shared.store.find(&command.database, &collection, &request)?;
-    let cursor = ServerCursor::new(cursor, command.namespace(&collection), auth::owner(context));
+    let mut cursor = ServerCursor::new(cursor, command.namespace(&collection), auth::owner(context));
+    cursor.at_cluster_time = at_cluster_time;
     first_batch(&context.shared.cursors, cursor, batch, single_batch)
 }
 

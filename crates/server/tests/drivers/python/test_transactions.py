@@ -218,3 +218,21 @@ def test_kill_9_during_commits_leaves_every_transaction_whole(workdir):
         client.close()
     finally:
         restarted.stop()
+
+
+def test_snapshot_sessions_read_one_point_in_time(rs):
+    c = rs.tx_test.snap
+    c.drop()
+    c.insert_many([{"_id": 1}, {"_id": 2}])
+    with rs.start_session(snapshot=True) as session:
+        assert len(list(c.find({}, session=session))) == 2
+        c.insert_one({"_id": 3})  # after the session's snapshot
+        assert len(list(c.find({}, session=session))) == 2, "later reads stay at atClusterTime"
+        assert len(list(c.aggregate([{"$match": {}}], session=session))) == 2
+        assert sorted(c.distinct("_id", session=session)) == [1, 2]
+    assert c.count_documents({}) == 3
+    stale = rs.admin.command("ping")["operationTime"]
+    c.insert_one({"_id": 4})
+    with pytest.raises(OperationFailure) as too_old:
+        rs.tx_test.command({"find": "snap", "readConcern": {"level": "snapshot", "atClusterTime": stale}})
+    assert too_old.value.code == 239  # SnapshotTooOld: no snapshot held at that time

@@ -1,0 +1,117 @@
+//! `readConcern` for reads outside transactions (find, aggregate, distinct, count).
+//!
+//! `local`, `majority` and `available` read the latest committed state: a replica set of one
+//! member has nothing newer than what it committed, and its majority is itself. `snapshot`
+//! (replica-set mode) reads one consistent snapshot: at `atClusterTime` when given, else now,
+//! and the reply reports which (`atClusterTime`), so a snapshot session's next reads ask for
+//! the same. A snapshot read's view is held for a minute so those later reads find it; a
+//! cluster time the server holds no snapshot of (older than what it holds, or between two held
+//! ones) is SnapshotTooOld. `afterClusterTime` (causal consistency) waits for nothing: every
+//! committed write is visible at once.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use bson::{Bson, Document, Timestamp};
+use docstore::ReadAt;
+use parking_lot::Mutex;
+use wire::ErrorCode;
+
+use crate::command::Command;
+use crate::error::CommandError;
+use crate::state::Context;
+
+/// How long a snapshot read's view stays available to `atClusterTime`.
+const HOLD_FOR: Duration = Duration::from_secs(60);
+/// At most this many views are held.
+const MAX_HELD: usize = 256;
+
+/// Snapshot reads' views, by cluster time.
+#[derive(Default)]
+pub struct HeldSnapshots {
+    held: Mutex<VecDeque<(Timestamp, ReadAt, Instant)>>,
+}
+
+impl HeldSnapshots {
+    fn hold(&self, ts: Timestamp, view: &ReadAt) {
+        let mut held = self.held.lock();
+        held.retain(|(_, _, at)| at.elapsed() < HOLD_FOR);
+        if held.iter().any(|(existing, _, _)| *existing == ts) {
+            return;
+        }
+        if held.len() >= MAX_HELD {
+            held.pop_front();
+        }
+        held.push_back((ts, view.clone(), Instant::now()));
+    }
+
+    fn find(&self, ts: Timestamp) -> Option<ReadAt> {
+        self.held.lock().iter().find(|(existing, _, _)| *existing == ts).map(|(_, view, _)| view.clone())
+    }
+}
+
+/// The view a read reads and, for a snapshot read, the cluster time to report.
+pub fn read_view(context: &Context, command: &Command) -> Result<(Option<ReadAt>, Option<Timestamp>), CommandError> {
+    if let Some(view) = crate::transactions::read_at(context) {
+        return Ok((Some(view), None));
+    }
+    let Some(concern) = command.optional_document("readConcern")? else { return Ok((None, None)) };
+    match level(concern)? {
+        "snapshot" => {
+            let (view, ts) = snapshot(context, concern)?;
+            Ok((Some(view), Some(ts)))
+        }
+        _ => Ok((None, None)),
+    }
+}
+
+fn level(concern: &Document) -> Result<&str, CommandError> {
+    match concern.get("level") {
+        None => Ok("local"),
+        Some(Bson::String(level)) => match level.as_str() {
+            "local" | "majority" | "available" | "linearizable" | "snapshot" => Ok(level.as_str()),
+            other => {
+                Err(CommandError::new(ErrorCode::FailedToParse, format!("'{other}' is not a valid readConcern level")))
+            }
+        },
+        Some(other) => Err(crate::command::mismatch("readConcern.level", "string", other)),
+    }
+}
+
+/// A snapshot read's view: at `atClusterTime`, or now (then held for later reads at it).
+pub fn snapshot(context: &Context, concern: &Document) -> Result<(ReadAt, Timestamp), CommandError> {
+    let store = &context.shared.store;
+    let Some((now, now_ts)) = store.snapshot_now() else {
+        return Err(CommandError::new(
+            ErrorCode::NotAReplicaSet,
+            "readConcern level snapshot is only supported on a replica set (strata serve --replSet)",
+        ));
+    };
+    let held = &context.shared.held_snapshots;
+    let Some(asked) = concern.get("atClusterTime") else {
+        held.hold(now_ts, &now);
+        return Ok((now, now_ts));
+    };
+    let Bson::Timestamp(asked) = asked else {
+        return Err(crate::command::mismatch("atClusterTime", "timestamp", asked));
+    };
+    if (asked.time, asked.increment) == (now_ts.time, now_ts.increment) {
+        held.hold(now_ts, &now);
+        return Ok((now, now_ts));
+    }
+    if (asked.time, asked.increment) > (now_ts.time, now_ts.increment) {
+        return Err(CommandError::new(
+            ErrorCode::SnapshotUnavailable,
+            format!("atClusterTime {asked} is later than the latest write ({now_ts})"),
+        ));
+    }
+    match held.find(*asked) {
+        Some(view) => Ok((view, *asked)),
+        None => Err(CommandError::new(
+            ErrorCode::SnapshotTooOld,
+            format!(
+                "Read timestamp {asked} is older than the oldest available timestamp (snapshots are held for 60 s)"
+            ),
+        )),
+    }
+}
