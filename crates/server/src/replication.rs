@@ -247,36 +247,22 @@ impl Replication {
 /// Commands that change data: refused before the set is initiated, as on a member that is not
 /// primary.
 pub fn is_write(command: &str) -> bool {
-    matches!(
-        command,
-        "insert"
-            | "update"
-            | "delete"
-            | "findAndModify"
-            | "findandmodify"
-            | "create"
-            | "createIndexes"
-            | "drop"
-            | "dropDatabase"
-            | "dropIndexes"
-            | "deleteIndexes"
-            | "renameCollection"
-            | "collMod"
-            | "createUser"
-            | "updateUser"
-            | "dropUser"
-            | "dropAllUsersFromDatabase"
-            | "grantRolesToUser"
-            | "revokeRolesFromUser"
-            | "createRole"
-            | "updateRole"
-            | "dropRole"
-            | "dropAllRolesFromDatabase"
-            | "grantPrivilegesToRole"
-            | "revokePrivilegesFromRole"
-            | "grantRolesToRole"
-            | "revokeRolesFromRole"
-    )
+    const WRITES: &[&str] = &[
+        "insert",
+        "update",
+        "delete",
+        "findAndModify",
+        "findandmodify",
+        "create",
+        "createIndexes",
+        "drop",
+        "dropDatabase",
+        "dropIndexes",
+        "deleteIndexes",
+        "renameCollection",
+        "collMod",
+    ];
+    WRITES.contains(&command) || crate::auth::required::USER_AND_ROLE_COMMANDS.contains(&command)
 }
 
 /// Adds `$clusterTime` and `operationTime` to a reply, as a replica set member does.

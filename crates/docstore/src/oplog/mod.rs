@@ -213,31 +213,31 @@ impl Oplog {
 
     /// Entries after `after` (exclusive), oldest first, at `snapshot`, at most `limit`.
     pub fn read_after(&self, snapshot: &Snapshot, after: Timestamp, limit: usize) -> Result<Vec<(Timestamp, Vec<u8>)>> {
-        let start = entry::key(after);
-        let mut entries = Vec::new();
-        for item in snapshot.range::<(std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>)>(
-            self.collection.tree,
-            (std::ops::Bound::Excluded(start.as_slice()), std::ops::Bound::Unbounded),
-        ) {
-            let (key, value) = item?;
-            if let Some(ts) = entry::key_timestamp(&key) {
-                entries.push((ts, value));
-            }
-            if entries.len() >= limit {
-                break;
-            }
-        }
-        Ok(entries)
+        self.read(snapshot, std::ops::Bound::Excluded(after), limit)
     }
 
     /// Entries from `from` (inclusive), oldest first, at `snapshot`, at most `limit`.
     pub fn read_from(&self, snapshot: &Snapshot, from: Timestamp, limit: usize) -> Result<Vec<(Timestamp, Vec<u8>)>> {
-        let start = entry::key(from);
+        self.read(snapshot, std::ops::Bound::Included(from), limit)
+    }
+
+    fn read(
+        &self,
+        snapshot: &Snapshot,
+        lower: std::ops::Bound<Timestamp>,
+        limit: usize,
+    ) -> Result<Vec<(Timestamp, Vec<u8>)>> {
+        use std::ops::Bound;
+        let start = match lower {
+            Bound::Included(ts) | Bound::Excluded(ts) => entry::key(ts),
+            Bound::Unbounded => [0; 8],
+        };
+        let lower = match lower {
+            Bound::Excluded(_) => Bound::Excluded(start.as_slice()),
+            _ => Bound::Included(start.as_slice()),
+        };
         let mut entries = Vec::new();
-        for item in snapshot.range::<(std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>)>(
-            self.collection.tree,
-            (std::ops::Bound::Included(start.as_slice()), std::ops::Bound::Unbounded),
-        ) {
+        for item in snapshot.range::<(Bound<&[u8]>, Bound<&[u8]>)>(self.collection.tree, (lower, Bound::Unbounded)) {
             let (key, value) = item?;
             if let Some(ts) = entry::key_timestamp(&key) {
                 entries.push((ts, value));

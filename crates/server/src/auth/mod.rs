@@ -17,7 +17,7 @@
 //! (drivers given credentials authenticate; `connectionStatus` shows the user).
 
 pub mod privileges;
-mod required;
+pub mod required;
 pub mod scram;
 pub mod users;
 

@@ -324,26 +324,28 @@ fn user_spec(spec: &Document, default_db: &str) -> Option<UserName> {
     Some(UserName::new(spec.get_str("user").ok()?, spec.get_str("db").unwrap_or(default_db)))
 }
 
+/// The commands that change users or roles.
+pub const USER_AND_ROLE_COMMANDS: &[&str] = &[
+    "createUser",
+    "updateUser",
+    "dropUser",
+    "dropAllUsersFromDatabase",
+    "grantRolesToUser",
+    "revokeRolesFromUser",
+    "createRole",
+    "updateRole",
+    "dropRole",
+    "dropAllRolesFromDatabase",
+    "grantPrivilegesToRole",
+    "revokePrivilegesFromRole",
+    "grantRolesToRole",
+    "revokeRolesFromRole",
+];
+
 /// True if `command` may have changed a user or a role.
 pub fn changes_users_or_roles(command: &Command) -> bool {
-    let user_or_role_command = matches!(
-        command.name.as_str(),
-        "createUser"
-            | "updateUser"
-            | "dropUser"
-            | "dropAllUsersFromDatabase"
-            | "grantRolesToUser"
-            | "revokeRolesFromUser"
-            | "createRole"
-            | "updateRole"
-            | "dropRole"
-            | "dropAllRolesFromDatabase"
-            | "grantPrivilegesToRole"
-            | "revokePrivilegesFromRole"
-            | "grantRolesToRole"
-            | "revokeRolesFromRole"
-            | "renameCollection"
-    );
+    let user_or_role_command =
+        USER_AND_ROLE_COMMANDS.contains(&command.name.as_str()) || command.name == "renameCollection";
     let on_directory = command.database == ADMIN_DB
         && (command.name == "dropDatabase"
             || matches!(command.argument(), Some(Bson::String(name)) if name == USERS_COLLECTION || name == ROLES_COLLECTION));
