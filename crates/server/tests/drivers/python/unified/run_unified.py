@@ -597,7 +597,7 @@ def main():
     parser.add_argument("--areas", help=f"comma-separated subset of: {', '.join(AREAS)}")
     parser.add_argument("-k", help="only tests whose id (Class.test_method) matches this regex")
     parser.add_argument("--json", default=os.path.join(CACHE, "results.json"))
-    parser.add_argument("--timeout", type=int, default=60, help="seconds per test (default 60)")
+    parser.add_argument("--timeout", type=int, default=30, help="seconds per test (default 30)")
     parser.add_argument("--baseline", help="file of known failing test ids; exit 1 on others")
     parser.add_argument("--write-baseline", help="write the failing test ids to this file")
     parser.add_argument("--no-shims", dest="shims", action="store_false")
