@@ -62,6 +62,14 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
             .parsed_options
             .insert("replication", doc! {"replSetName": name.clone(), "oplogSizeMB": options.oplog_size_mb as i64});
     }
+    if options.test_commands || options.transaction_lifetime_seconds != 60 {
+        let mut parameters = bson::Document::new();
+        if options.test_commands {
+            parameters.insert("enableTestCommands", "1");
+        }
+        parameters.insert("transactionLifetimeLimitSeconds", options.transaction_lifetime_seconds.to_string());
+        config.parsed_options.insert("setParameter", parameters);
+    }
     let store = open_store(&options).await?;
     let server = server::Server::bind(config, Arc::clone(&store))
         .await

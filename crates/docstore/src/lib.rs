@@ -242,9 +242,9 @@ impl Store {
         self.inner.catalog.ensure_system_collection(&self.inner.engine, db, name)
     }
 
-    /// `collMod`: sets (or with `None` removes) one collection option.
-    pub fn set_collection_option(&self, db: &str, name: &str, key: &str, value: Option<Bson>) -> Result<()> {
-        self.inner.catalog.set_option(&self.inner.engine, db, name, key, value)
+    /// `collMod`: sets collection options (each key to its value).
+    pub fn set_collection_options(&self, db: &str, name: &str, options: Document) -> Result<()> {
+        self.inner.catalog.set_options(&self.inner.engine, db, name, options)
     }
 
     /// `Ok(false)` when the collection did not exist.

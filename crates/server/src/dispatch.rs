@@ -6,7 +6,7 @@
 //! without holding up any other connection. A panic in a handler is caught here and becomes an
 //! `InternalError` reply; the connection and the server go on.
 
-use bson::RawDocumentBuf;
+use bson::{Bson, RawDocumentBuf};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 use tracing::{debug, error};
@@ -36,26 +36,37 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
     };
     Counters::add(&context.shared.counters.command, 1);
     let started = Instant::now();
+    let mut replaced = false;
     let admitted = auth::authorize(context, command)
         .and_then(|()| check_primary(context, command))
         .and_then(|()| crate::sessions::note(context, command).map(drop))
-        .and_then(|()| crate::transactions::enter(context, command));
+        .and_then(|()| crate::read_concern::check_supported(command));
     let (mut reply, ok) = match admitted {
-        Ok(()) => match fail_point(context, command) {
-            Some(outcome) => outcome,
-            None => {
-                let outcome = run_handler(context, command, spec.handler);
-                auth::after_command(context, command);
-                outcome
+        Ok(()) => {
+            // Fail points are evaluated before the session is checked out (as mongod does), so
+            // a failed statement leaves its transaction as it was.
+            let triggered = fail_point(context, command);
+            match triggered.as_ref().and_then(|t| replaced_reply(context, t)) {
+                Some(outcome) => {
+                    replaced = triggered.as_ref().is_some_and(|t| t.from_fail_command);
+                    outcome
+                }
+                None => in_transaction(context, command, spec.handler, triggered.as_ref()),
             }
-        },
+        }
         Err(error) => (error_document(&error), false),
     };
-    crate::transactions::leave(context, command, &mut reply);
+    if crate::transactions::is_transactional(command) {
+        crate::transactions::label(command, &mut reply);
+    }
     if let Some(set) = &context.shared.replication {
         if command.body.contains_key("txnNumber") && !crate::transactions::is_transactional(command) {
             label_retryable(&mut reply);
         }
+        if !replaced {
+            label_change_stream_errors(command, &mut reply);
+        }
+        crate::replication::unsatisfiable_write_concern(command, &mut reply);
         crate::replication::gossip(set, &context.shared.store, &mut reply);
     }
     let name = spec.names.first().copied().unwrap_or_default();
@@ -65,29 +76,93 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
     reply
 }
 
-/// A test fail point (`configureFailPoint: "failCommand"`) that fires for this command: its
-/// reply, if it replaces the command's (a failure, a closed connection), or `None` to run the
-/// command (after a block, with a write concern error added).
-fn fail_point(context: &Context, command: &Command) -> Option<(RawDocumentBuf, bool)> {
+/// Runs the handler inside the command's transaction, if it has one (entered here, after the
+/// fail points, and left after the handler: a failure aborts it).
+fn in_transaction(
+    context: &Context,
+    command: &Command,
+    handler: commands::Handler,
+    triggered: Option<&crate::fail_points::Triggered>,
+) -> (RawDocumentBuf, bool) {
+    if let Err(error) = crate::transactions::enter(context, command) {
+        return (error_document(&error), false);
+    }
+    let (mut reply, ok) = run_handler(context, command, handler);
+    auth::after_command(context, command);
+    if let Some(triggered) = triggered {
+        crate::fail_points::decorate(triggered, &mut reply);
+        if triggered.close_after_running && triggered.close_connection {
+            context.close_after();
+        }
+    }
+    crate::transactions::leave(context, &reply);
+    (reply, ok)
+}
+
+/// A test fail point that fires for this command (after its block, if it blocks).
+fn fail_point(context: &Context, command: &Command) -> Option<crate::fail_points::Triggered> {
+    use crate::fail_points::Point;
     let shared = &context.shared;
     if !shared.config.test_commands || command.name == "configureFailPoint" {
         return None;
     }
-    let triggered = shared.fail_points.check(&command.name, context.app_name().as_deref())?;
+    let app = context.app_name();
+    let retryable_write = command.body.contains_key("txnNumber") && !crate::transactions::is_transactional(command);
+    let triggered = shared.fail_points.check(Point::FailCommand, &command.name, app.as_deref()).or_else(|| {
+        let point = match command.name.as_str() {
+            "getMore" => Point::FailGetMoreAfterCursorCheckout,
+            // As in mongod, it fires in the write itself: not for a retry whose statements
+            // already ran (answered from their records).
+            _ if retryable_write && !already_executed(context, command) => Point::OnPrimaryTransactionalWrite,
+            _ => return None,
+        };
+        shared.fail_points.check(point, &command.name, app.as_deref())
+    })?;
     if let Some(block) = triggered.block {
         std::thread::sleep(block);
     }
-    if triggered.close_connection {
+    Some(triggered)
+}
+
+/// Whether a retryable write's first statement already ran (this is a retry).
+fn already_executed(context: &Context, command: &Command) -> bool {
+    let (Some(Bson::Document(lsid)), Ok(Some(txn_number))) = (command.get("lsid"), command.optional_i64("txnNumber"))
+    else {
+        return false;
+    };
+    let Ok(id) = crate::sessions::session_id(lsid) else { return false };
+    matches!(context.shared.store.executed(&id, txn_number, 0), Ok(Some(_)))
+}
+
+/// The reply of a fail point that replaces the command's (a failure, a closed connection).
+fn replaced_reply(context: &Context, triggered: &crate::fail_points::Triggered) -> Option<(RawDocumentBuf, bool)> {
+    if triggered.close_connection && !triggered.close_after_running {
         context.close_after();
         return Some((RawDocumentBuf::new(), false));
     }
-    if let Some(error) = &triggered.error {
-        let reply = crate::fail_points::error_reply(error, &triggered);
-        return Some((RawDocumentBuf::try_from(&reply).unwrap_or_else(|_| error_document(error)), false));
+    let error = triggered.error.as_ref()?;
+    let reply = crate::fail_points::error_reply(error, triggered);
+    Some((RawDocumentBuf::try_from(&reply).unwrap_or_else(|_| error_document(error)), false))
+}
+
+/// Errors a change stream may resume after get `ResumableChangeStreamError` on `getMore`;
+/// a fatal one (280) gets `NonResumableChangeStreamError`.
+fn label_change_stream_errors(command: &Command, reply: &mut RawDocumentBuf) {
+    let Ok(code) = reply.get_i32("code") else { return };
+    let label = match (command.name.as_str(), code) {
+        (_, 280) => "NonResumableChangeStreamError",
+        ("getMore", code)
+            if crate::sessions::is_retryable_code(code) || matches!(code, 43 | 63 | 133 | 150 | 234 | 13388) =>
+        {
+            "ResumableChangeStreamError"
+        }
+        _ => return,
+    };
+    if reply.get("errorLabels").ok().flatten().is_none() {
+        let mut labels = bson::RawArrayBuf::new();
+        labels.push(label);
+        reply.append(bson::raw::cstr!("errorLabels"), labels);
     }
-    let (mut reply, ok) = run_handler(context, command, commands::find(&command.name)?.handler);
-    crate::fail_points::decorate(&triggered, &mut reply);
-    Some((reply, ok))
 }
 
 /// A failed retryable write whose error a retry may cure gets the `RetryableWriteError` label.

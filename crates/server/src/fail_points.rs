@@ -1,11 +1,15 @@
-//! Test fail points: mongod's `configureFailPoint` with its `failCommand` fail point, which the
-//! drivers' specification tests use to make a command fail, close its connection, block, or
-//! report a write concern error. Enabled only with `--setParameter enableTestCommands=1`, as in
-//! mongod.
+//! Test fail points: mongod's `configureFailPoint`, which the drivers' specification tests use
+//! to make a command fail, close its connection, block, or report a write concern error.
+//! Enabled only with `--setParameter enableTestCommands=1`, as in mongod. Three of mongod's:
 //!
-//! `{configureFailPoint: "failCommand", mode: "alwaysOn" | "off" | {times: n} | {skip: n},
-//!   data: {failCommands: [names], closeConnection?, errorCode?, errorLabels?, errmsg?,
-//!          writeConcernError?, blockConnection?, blockTimeMS?, appName?}}`
+//! - `failCommand`: `{mode: "alwaysOn" | "off" | {times: n} | {skip: n}, data: {failCommands:
+//!   [names], closeConnection?, errorCode?, errorLabels?, errmsg?, writeConcernError?,
+//!   blockConnection?, blockTimeMS?, appName?}}` — checked before the command's session is
+//!   checked out, so a failed statement leaves its transaction as it was;
+//! - `onPrimaryTransactionalWrite`: a retryable write fails with `failBeforeCommitExceptionCode`
+//!   before it writes, or (`closeConnection`, the default) its connection closes after the
+//!   write, so the driver retries a write that happened;
+//! - `failGetMoreAfterCursorCheckout`: a `getMore` fails with `errorCode` (or closes).
 
 use std::time::Duration;
 
@@ -20,6 +24,11 @@ use crate::error::CommandError;
 #[derive(Debug, Clone, Default)]
 pub struct Triggered {
     pub close_connection: bool,
+    /// Close only after running the command (its write done).
+    pub close_after_running: bool,
+    /// Fired by `failCommand`, before the command ran (its error is not the command's own, so
+    /// mongod gives it no change-stream resume label).
+    pub from_fail_command: bool,
     pub block: Option<Duration>,
     /// Fail with this error instead of running.
     pub error: Option<CommandError>,
@@ -45,25 +54,46 @@ struct FailCommand {
     action: Triggered,
 }
 
+/// The fail points Strata has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Point {
+    FailCommand,
+    OnPrimaryTransactionalWrite,
+    FailGetMoreAfterCursorCheckout,
+}
+
+impl Point {
+    fn parse(name: &str) -> Option<Point> {
+        match name {
+            "failCommand" => Some(Point::FailCommand),
+            "onPrimaryTransactionalWrite" => Some(Point::OnPrimaryTransactionalWrite),
+            "failGetMoreAfterCursorCheckout" => Some(Point::FailGetMoreAfterCursorCheckout),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct FailPoints {
-    fail_command: Mutex<Option<FailCommand>>,
+    points: Mutex<Vec<(Point, FailCommand)>>,
 }
 
 impl FailPoints {
     /// `configureFailPoint`.
     pub fn configure(&self, command: &Command) -> Result<(), CommandError> {
-        match command.argument() {
-            Some(Bson::String(name)) if name == "failCommand" => {}
-            Some(Bson::String(name)) => {
-                return Err(CommandError::bad_value(format!("Unknown fail point: {name} (Strata has failCommand)")));
-            }
+        let point = match command.argument() {
+            Some(Bson::String(name)) => Point::parse(name).ok_or_else(|| {
+                CommandError::bad_value(format!(
+                    "Unknown fail point: {name} (Strata has failCommand, onPrimaryTransactionalWrite, \
+                     failGetMoreAfterCursorCheckout)"
+                ))
+            })?,
             Some(other) => return Err(mismatch("configureFailPoint", "string", other)),
             None => return Err(CommandError::bad_value("missing fail point name")),
-        }
+        };
         let mode = match command.get("mode") {
             Some(Bson::String(mode)) if mode == "off" => {
-                *self.fail_command.lock() = None;
+                self.points.lock().retain(|(existing, _)| *existing != point);
                 return Ok(());
             }
             Some(Bson::String(mode)) if mode == "alwaysOn" => Mode::AlwaysOn,
@@ -75,20 +105,24 @@ impl FailPoints {
             _ => return Err(CommandError::bad_value("mode must be alwaysOn, off, {times: n} or {skip: n}")),
         };
         let data = command.optional_document("data")?.cloned().unwrap_or_default();
-        *self.fail_command.lock() = Some(parse(mode, &data)?);
+        let parsed = parse(point, mode, &data)?;
+        let mut points = self.points.lock();
+        points.retain(|(existing, _)| *existing != point);
+        points.push((point, parsed));
         Ok(())
     }
 
-    /// Whether the fail point fires for this command (counting it when it does).
-    pub fn check(&self, command: &str, app_name: Option<&str>) -> Option<Triggered> {
-        let mut slot = self.fail_command.lock();
-        let point = slot.as_mut()?;
-        if !point.commands.iter().any(|name| name == command)
-            || point.app_name.as_deref().is_some_and(|wanted| app_name != Some(wanted))
+    /// Whether fail point `point` fires for this command (counting it when it does).
+    pub fn check(&self, point: Point, command: &str, app_name: Option<&str>) -> Option<Triggered> {
+        let mut points = self.points.lock();
+        let position = points.iter().position(|(existing, _)| *existing == point)?;
+        let (_, fail) = points.get_mut(position)?;
+        if !fail.commands.iter().any(|name| name == command)
+            || fail.app_name.as_deref().is_some_and(|wanted| app_name != Some(wanted))
         {
             return None;
         }
-        match &mut point.mode {
+        match &mut fail.mode {
             Mode::AlwaysOn => {}
             Mode::Skip(left) if *left > 0 => {
                 *left -= 1;
@@ -98,26 +132,42 @@ impl FailPoints {
             Mode::Times(left) => {
                 *left -= 1;
                 if *left <= 0 {
-                    let action = point.action.clone();
-                    *slot = None;
+                    let action = fail.action.clone();
+                    points.remove(position);
                     return Some(action);
                 }
             }
         }
-        Some(point.action.clone())
+        Some(fail.action.clone())
     }
 }
 
-fn parse(mode: Mode, data: &Document) -> Result<FailCommand, CommandError> {
-    let commands = match data.get("failCommands") {
-        Some(Bson::Array(names)) => names.iter().filter_map(Bson::as_str).map(str::to_owned).collect(),
-        _ => return Err(CommandError::bad_value("failCommand needs data.failCommands, an array of names")),
-    };
+/// The commands a fail point applies to: `failCommand`'s list, the retryable writes, `getMore`.
+fn commands_of(point: Point, data: &Document) -> Result<Vec<String>, CommandError> {
+    let names = |list: &[&str]| list.iter().map(|name| (*name).to_owned()).collect();
+    match point {
+        Point::FailCommand => match data.get("failCommands") {
+            Some(Bson::Array(names)) => Ok(names.iter().filter_map(Bson::as_str).map(str::to_owned).collect()),
+            _ => Err(CommandError::bad_value("failCommand needs data.failCommands, an array of names")),
+        },
+        Point::OnPrimaryTransactionalWrite => {
+            Ok(names(&["insert", "update", "delete", "findAndModify", "findandmodify"]))
+        }
+        Point::FailGetMoreAfterCursorCheckout => Ok(names(&["getMore"])),
+    }
+}
+
+fn parse(point: Point, mode: Mode, data: &Document) -> Result<FailCommand, CommandError> {
+    let commands = commands_of(point, data)?;
     let block = match (data.get_bool("blockConnection").unwrap_or(false), data.get("blockTimeMS")) {
         (true, Some(ms)) => Some(Duration::from_millis(as_i64(ms).unwrap_or(0).max(0) as u64)),
         _ => None,
     };
-    let error = match data.get("errorCode").and_then(as_i64) {
+    let code = match point {
+        Point::OnPrimaryTransactionalWrite => data.get("failBeforeCommitExceptionCode"),
+        _ => data.get("errorCode"),
+    };
+    let error = match code.and_then(as_i64) {
         Some(code) => {
             let code = code as i32;
             let name =
@@ -136,7 +186,14 @@ fn parse(mode: Mode, data: &Document) -> Result<FailCommand, CommandError> {
         commands,
         app_name: data.get_str("appName").ok().map(str::to_owned),
         action: Triggered {
-            close_connection: data.get_bool("closeConnection").unwrap_or(false),
+            // onPrimaryTransactionalWrite closes the connection after the write unless told not
+            // to (or told to fail before it).
+            close_connection: data.get_bool("closeConnection").unwrap_or(point == Point::OnPrimaryTransactionalWrite),
+            // Without an error to fail with, onPrimaryTransactionalWrite lets the write happen
+            // and closes after it; with one, it fails before the write (and closes, unless told
+            // not to).
+            close_after_running: point == Point::OnPrimaryTransactionalWrite && error.is_none(),
+            from_fail_command: point == Point::FailCommand,
             block,
             error,
             write_concern_error: data.get_document("writeConcernError").ok().cloned(),

@@ -50,6 +50,25 @@ impl HeldSnapshots {
     }
 }
 
+/// The commands that take readConcern `snapshot` outside a transaction.
+const SNAPSHOT_READS: &[&str] = &["find", "aggregate", "distinct"];
+
+/// Refuses readConcern `snapshot` outside a transaction on a command that cannot read at one
+/// point in time, as mongod does.
+pub fn check_supported(command: &Command) -> Result<(), CommandError> {
+    if crate::transactions::is_transactional(command) {
+        return Ok(());
+    }
+    let Some(concern) = command.optional_document("readConcern")? else { return Ok(()) };
+    if level(concern)? == "snapshot" && !SNAPSHOT_READS.contains(&command.name.as_str()) {
+        return Err(CommandError::new(
+            ErrorCode::InvalidOptions,
+            format!("Command {} does not support {{ readConcern: {{ level: \"snapshot\" }} }}", command.name),
+        ));
+    }
+    Ok(())
+}
+
 /// The view a read reads and, for a snapshot read, the cluster time to report.
 pub fn read_view(context: &Context, command: &Command) -> Result<(Option<ReadAt>, Option<Timestamp>), CommandError> {
     if let Some(view) = crate::transactions::read_at(context) {

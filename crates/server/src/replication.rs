@@ -26,6 +26,7 @@ use docstore::{Durability, FindRequest, Store};
 use parking_lot::RwLock;
 use wire::ErrorCode;
 
+use crate::command::Command;
 use crate::error::CommandError;
 
 /// Where the configuration lives.
@@ -275,6 +276,27 @@ pub fn gossip(set: &Replication, store: &Store, reply: &mut RawDocumentBuf) {
         reply.append(bson::raw::cstr!("$clusterTime"), cluster_time);
     }
     reply.append(bson::raw::cstr!("operationTime"), time);
+}
+
+/// A write asking more members to acknowledge it (`w: n > 1`) than the set has gets the
+/// UnsatisfiableWriteConcern write concern error, after the write, as mongod answers.
+pub fn unsatisfiable_write_concern(command: &Command, reply: &mut RawDocumentBuf) {
+    let wants = command
+        .body
+        .get_document("writeConcern")
+        .ok()
+        .and_then(|concern| concern.get("w"))
+        .and_then(crate::command::as_i64);
+    let is_write = is_write(&command.name) || matches!(command.name.as_str(), "commitTransaction" | "abortTransaction");
+    if !is_write || wants.is_none_or(|w| w <= 1) || reply.get("writeConcernError").ok().flatten().is_some() {
+        return;
+    }
+    let error = bson::rawdoc! {
+        "code": ErrorCode::UnsatisfiableWriteConcern.code(),
+        "codeName": ErrorCode::UnsatisfiableWriteConcern.name(),
+        "errmsg": "Not enough data-bearing nodes",
+    };
+    reply.append(bson::raw::cstr!("writeConcernError"), error);
 }
 
 /// The newest oplog entry's time (the set's last write).

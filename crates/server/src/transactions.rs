@@ -229,11 +229,9 @@ pub fn abort(context: &Context) -> Result<(), CommandError> {
     })
 }
 
-/// After the handler: a failed command aborts its transaction; errors get their labels; the
-/// session is checked in.
-pub fn leave(context: &Context, command: &Command, reply: &mut RawDocumentBuf) {
+/// After the handler: a failed command aborts its transaction; the session is checked in.
+pub fn leave(context: &Context, reply: &RawDocumentBuf) {
     let active = context.transaction.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-    let code = reply.get_i32("code").ok();
     let failed = reply.get_f64("ok").ok() == Some(0.0) || reply.get("writeErrors").ok().flatten().is_some();
     if let Some(mut active) = active
         && failed
@@ -241,25 +239,29 @@ pub fn leave(context: &Context, command: &Command, reply: &mut RawDocumentBuf) {
     {
         active.state.transaction = Transaction::Aborted { number };
     }
-    if !is_transactional(command) {
-        return;
-    }
+}
+
+/// A transactional command's reply in MongoDB's terms: a write conflict is the command's error
+/// (not one statement's), and errors get `TransientTransactionError` (retry the transaction) or
+/// `UnknownTransactionCommitResult` (retry the commit).
+pub fn label(command: &Command, reply: &mut RawDocumentBuf) {
     let write_error_code = reply
         .get_array("writeErrors")
         .ok()
         .and_then(|errors| errors.into_iter().next())
         .and_then(|first| first.ok()?.as_document()?.get_i32("code").ok());
     if write_error_code == Some(ErrorCode::WriteConflict.code()) {
-        // In a transaction a write conflict is the command's error, not one statement's.
         let error = CommandError::new(ErrorCode::WriteConflict, crate::store_error::WRITE_CONFLICT_MESSAGE);
         *reply = crate::dispatch::error_document(&error);
-        return leave(context, command, reply);
     }
-    let label = match (command.name.as_str(), code.or(write_error_code)) {
+    let code = reply.get_i32("code").ok().or(write_error_code);
+    let label = match (command.name.as_str(), code) {
         ("commitTransaction", Some(code)) if crate::sessions::is_retryable_code(code) || code == 50 || code == 64 => {
             Some("UnknownTransactionCommitResult")
         }
-        (_, Some(112 | 251 | 24)) => Some("TransientTransactionError"),
+        // WriteConflict, LockTimeout, NoSuchTransaction, SnapshotUnavailable,
+        // PreparedTransactionInProgress: the transaction is gone or could not go on.
+        (_, Some(112 | 24 | 251 | 246 | 267)) => Some("TransientTransactionError"),
         (name, Some(code)) if name != "commitTransaction" && crate::sessions::is_retryable_code(code) => {
             Some("TransientTransactionError")
         }

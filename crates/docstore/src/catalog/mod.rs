@@ -124,29 +124,17 @@ impl Catalog {
         Ok(())
     }
 
-    /// Sets (or, with `None`, removes) one option of a collection (`collMod`), logging the
-    /// change as `{collMod: name, <key>: value}`.
-    pub fn set_option(
-        &self,
-        engine: &Engine,
-        db: &str,
-        name: &str,
-        key: &str,
-        value: Option<bson::Bson>,
-    ) -> Result<()> {
+    /// Sets options of a collection (`collMod`), logging the change as `{collMod: name, ...}`
+    /// (also when nothing changes, as mongod logs a bare `collMod`).
+    pub fn set_options(&self, engine: &Engine, db: &str, name: &str, options: Document) -> Result<()> {
         let _ddl = self.ddl.lock();
         let locked =
             self.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns does not exist: {db}.{name}")))?;
         let mut meta = locked.collection.meta.clone();
         let mut command = bson::doc! {"collMod": name};
-        match value {
-            Some(value) => {
-                meta.options.insert(key, value.clone());
-                command.insert(key, value);
-            }
-            None => {
-                meta.options.remove(key);
-            }
+        for (key, value) in options {
+            meta.options.insert(key.clone(), value.clone());
+            command.insert(key, value);
         }
         let entries = self.command_entries(db, command)?;
         self.replace_meta_logged(engine, &locked.collection, meta, entries)?;

@@ -7,7 +7,7 @@
 //! | `u` with a whole document | `replace` with `fullDocument` |
 //! | `d` | `delete` |
 //! | `c` `drop` / `renameCollection` / `dropDatabase` | `drop`, `rename` (with `to`), `dropDatabase` |
-//! | `c` `create` / `createIndexes` / `dropIndexes` | `create`, `createIndexes`, `dropIndexes` (only with `showExpandedEvents`) |
+//! | `c` `create` / `createIndexes` / `dropIndexes` / `collMod` | `create`, `createIndexes`, `dropIndexes`, `modify` (only with `showExpandedEvents`) |
 //! | `c` `applyOps` (a transaction) | each of its operations, with `lsid` and `txnNumber` |
 //!
 //! A collection's stream is invalidated by the collection's drop or rename, a database's by its
@@ -59,6 +59,7 @@ pub fn changes(entry: &Document, scope: &Scope, expanded: bool) -> Vec<Change> {
 
 /// The change of one operation (`None`: not in scope, or not an event).
 fn change(entry: &Document, scope: &Scope, expanded: bool) -> Option<Change> {
+    // (`expanded`: `showExpandedEvents`, which adds `disambiguatedPaths` to updates.)
     let op = entry.get_str("op").ok()?;
     let ns = entry.get_str("ns").ok()?;
     let (db, collection) = ns.split_once('.')?;
@@ -91,14 +92,15 @@ fn change(entry: &Document, scope: &Scope, expanded: bool) -> Option<Change> {
                 .into_iter()
                 .map(|(field, size)| Bson::Document(doc! {"field": field, "newSize": size as i32}))
                 .collect();
-            event.insert(
-                "updateDescription",
-                doc! {
-                    "updatedFields": description.updated_fields,
-                    "removedFields": description.removed_fields,
-                    "truncatedArrays": truncated,
-                },
-            );
+            let mut update_description = doc! {
+                "updatedFields": description.updated_fields,
+                "removedFields": description.removed_fields,
+                "truncatedArrays": truncated,
+            };
+            if expanded {
+                update_description.insert("disambiguatedPaths", description.disambiguated);
+            }
+            event.insert("updateDescription", update_description);
             lookup = Some((db.to_owned(), collection.to_owned(), key.get("_id").cloned().unwrap_or(Bson::Null)));
             update_diff = o.get_document("diff").ok().cloned();
         }
@@ -146,8 +148,9 @@ fn command_change(db: &str, o: &Document, scope: &Scope, expanded: bool) -> Opti
                 invalidates: matches!(scope, Scope::Collection(..)),
             })
         }
-        "create" | "createIndexes" | "dropIndexes" if expanded && scope.covers(db, target) => {
-            let mut change = simple(name, false);
+        "create" | "createIndexes" | "dropIndexes" | "collMod" if expanded && scope.covers(db, target) => {
+            let kind = if name == "collMod" { "modify" } else { name.as_str() };
+            let mut change = simple(kind, false);
             let description: Document = o.iter().skip(1).map(|(k, v)| (k.clone(), v.clone())).collect();
             change.event.insert("operationDescription", description);
             Some(change)

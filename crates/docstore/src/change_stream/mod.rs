@@ -179,7 +179,12 @@ impl Inner {
         for stage in &stages[1..] {
             let name = stage.keys().next().map(String::as_str).unwrap_or("");
             if !ALLOWED_STAGES.contains(&name) {
-                return Err(Error::IllegalOperation(format!("{name} is not permitted in a $changeStream pipeline")));
+                // mongod's code for a stage a change stream may not have (Location40324).
+                return Err(Error::Query(query::error::QueryError::Coded {
+                    code: 40324,
+                    code_name: vocabulary::code_name(40324),
+                    message: format!("Unrecognized pipeline stage name: '{name}' (not permitted after $changeStream)"),
+                }));
             }
         }
         let pipeline = Pipeline::parse(&rest)?;

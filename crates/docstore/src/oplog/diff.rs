@@ -88,42 +88,97 @@ fn array_diff(old: &[Bson], new: &[Bson]) -> Document {
 }
 
 /// What a change stream's `updateDescription` says of a diff: updated fields by dotted path,
-/// removed fields, truncated arrays.
+/// removed fields, truncated arrays, and (`disambiguated`) the dotted paths a reader could not
+/// split back alone — those with a field named like a number or holding a dot — as their
+/// components (field names as strings, array indexes as integers).
 #[derive(Debug, Default, PartialEq)]
 pub struct Description {
     pub updated_fields: Document,
     pub removed_fields: Vec<String>,
     pub truncated_arrays: Vec<(String, i64)>,
+    pub disambiguated: Document,
+}
+
+/// One step of a path: a field, or an index in an array.
+#[derive(Clone)]
+enum Step {
+    Field(String),
+    Index(usize),
 }
 
 /// Reads a `$v: 2` diff into an update description.
 pub fn describe(diff: &Document) -> Description {
     let mut description = Description::default();
-    walk(diff, "", &mut description);
+    walk(diff, &[], &mut description);
     description
 }
 
-fn walk(diff: &Document, prefix: &str, out: &mut Description) {
-    let path = |field: &str| if prefix.is_empty() { field.to_string() } else { format!("{prefix}.{field}") };
+fn dotted(steps: &[Step]) -> String {
+    let parts: Vec<String> = steps
+        .iter()
+        .map(|step| match step {
+            Step::Field(name) => name.clone(),
+            Step::Index(index) => index.to_string(),
+        })
+        .collect();
+    parts.join(".")
+}
+
+/// Notes the path's components if its dotted form is ambiguous; returns the dotted form.
+fn note(steps: &[Step], out: &mut Description) -> String {
+    let path = dotted(steps);
+    let ambiguous = steps.iter().any(|step| match step {
+        Step::Field(name) => name.contains('.') || (!name.is_empty() && name.bytes().all(|b| b.is_ascii_digit())),
+        Step::Index(_) => false,
+    });
+    if ambiguous {
+        let components: Vec<Bson> = steps
+            .iter()
+            .map(|step| match step {
+                Step::Field(name) => Bson::String(name.clone()),
+                Step::Index(index) => Bson::Int32(*index as i32),
+            })
+            .collect();
+        out.disambiguated.insert(path.clone(), components);
+    }
+    path
+}
+
+fn walk(diff: &Document, prefix: &[Step], out: &mut Description) {
     let is_array = diff.get_bool("a").unwrap_or(false);
+    let at = |step: Step| {
+        let mut steps = prefix.to_vec();
+        steps.push(step);
+        steps
+    };
+    let child = |name: &str| match (is_array, name.parse::<usize>()) {
+        (true, Ok(index)) => Step::Index(index),
+        _ => Step::Field(name.to_owned()),
+    };
     for (key, value) in diff {
         match (key.as_str(), value) {
             ("a", _) => {}
             ("l", length) if is_array => {
                 let length = length.as_i64().or_else(|| length.as_i32().map(i64::from)).unwrap_or(0);
-                out.truncated_arrays.push((prefix.to_string(), length));
+                let path = note(prefix, out);
+                out.truncated_arrays.push((path, length));
             }
             ("u" | "i", Bson::Document(fields)) if !is_array => {
                 for (field, value) in fields {
-                    out.updated_fields.insert(path(field), value.clone());
+                    let path = note(&at(Step::Field(field.clone())), out);
+                    out.updated_fields.insert(path, value.clone());
                 }
             }
             ("d", Bson::Document(fields)) if !is_array => {
-                out.removed_fields.extend(fields.keys().map(|field| path(field)));
+                for field in fields.keys() {
+                    let path = note(&at(Step::Field(field.clone())), out);
+                    out.removed_fields.push(path);
+                }
             }
-            (name, Bson::Document(nested)) if name.starts_with('s') => walk(nested, &path(&name[1..]), out),
+            (name, Bson::Document(nested)) if name.starts_with('s') => walk(nested, &at(child(&name[1..])), out),
             (name, value) if is_array && name.starts_with('u') => {
-                out.updated_fields.insert(path(&name[1..]), value.clone());
+                let path = note(&at(child(&name[1..])), out);
+                out.updated_fields.insert(path, value.clone());
             }
             _ => {}
         }
@@ -219,5 +274,16 @@ mod tests {
         assert_eq!(description.updated_fields, doc! {"a": 2, "added": "x", "b.c": 2, "arr.1": 5});
         assert_eq!(description.removed_fields, vec!["gone".to_string()]);
         assert_eq!(description.truncated_arrays, vec![("arr".to_string(), 2)]);
+        assert!(description.disambiguated.is_empty());
+    }
+
+    /// Paths with numeric field names are spelled out: fields as strings, indexes as integers.
+    #[test]
+    fn ambiguous_paths_are_disambiguated() {
+        let old = doc! {"_id": 1, "a": {"1": 1}, "b": [{"1": 1}]};
+        let new = doc! {"_id": 1, "a": {"1": 2}, "b": [{"1": 2}]};
+        let description = describe(&diff(&old, &new).unwrap());
+        assert_eq!(description.updated_fields, doc! {"a.1": 2, "b.0.1": 2});
+        assert_eq!(description.disambiguated, doc! {"a.1": ["a", "1"], "b.0.1": ["b", 0, "1"]});
     }
 }

@@ -12,14 +12,16 @@ use crate::state::Context;
 
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let collection = command.collection()?;
-    let mut changes = Vec::new();
+    let mut changes = bson::Document::new();
     for (key, value) in command.body.iter().skip(1) {
         if GENERIC_ARGUMENTS.contains(&key.as_str()) || key == "writeConcern" {
             continue;
         }
         match (key.as_str(), value) {
             ("changeStreamPreAndPostImages", Bson::Document(option)) => match option.get("enabled") {
-                Some(Bson::Boolean(enabled)) => changes.push((key.clone(), doc! {"enabled": *enabled})),
+                Some(Bson::Boolean(enabled)) => {
+                    changes.insert(key.clone(), doc! {"enabled": *enabled});
+                }
                 _ => return Err(CommandError::bad_value("changeStreamPreAndPostImages needs {enabled: <bool>}")),
             },
             ("changeStreamPreAndPostImages", other) => return Err(mismatch(key, "object", other)),
@@ -33,13 +35,6 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             }
         }
     }
-    for (key, value) in changes {
-        context.shared.store.set_collection_option(
-            &command.database,
-            &collection,
-            &key,
-            Some(Bson::Document(value)),
-        )?;
-    }
+    context.shared.store.set_collection_options(&command.database, &collection, changes)?;
     reply(doc! {})
 }

@@ -9,8 +9,8 @@ use crate::commands::reply;
 use crate::error::CommandError;
 use crate::state::Context;
 
-fn parameters() -> Document {
-    doc! {
+fn parameters(context: &Context) -> Document {
+    let mut parameters = doc! {
         "featureCompatibilityVersion": { "version": "7.0" },
         "authenticationMechanisms": Bson::Array(Vec::new()),
         "maxBSONDepth": wire::limits::MAX_WIRE_NESTING_DEPTH as i32,
@@ -18,11 +18,16 @@ fn parameters() -> Document {
         "quiet": false,
         "requireApiVersion": false,
         "internalQueryMaxBlockingSortMemoryUsageBytes": 104_857_600,
+        "transactionLifetimeLimitSeconds": context.shared.config.transaction_lifetime.as_secs() as i64,
+    };
+    if context.shared.config.test_commands {
+        parameters.insert("enableTestCommands", true);
     }
+    parameters
 }
 
-pub fn run(_context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
-    let all = parameters();
+pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    let all = parameters(context);
     if matches!(command.argument(), Some(Bson::String(star)) if star == "*") {
         return reply(all);
     }
