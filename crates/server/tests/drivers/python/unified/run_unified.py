@@ -4,7 +4,7 @@ from the pymongo source distribution of the version pinned in ../requirements.tx
 
 Usage (run.sh next to this file sets up the venv and calls this):
     run_unified.py [--areas a,b,...] [-k REGEX] [--json FILE] [--timeout SECONDS]
-                   [--baseline FILE] [--write-baseline FILE] [--no-shims] [--all]
+                   [--baseline FILE] [--write-baseline FILE] [--all]
                    [--no-auth-pass] [--skips] [--keep] [-v]
 e.g. run.sh --baseline known-failures.txt (what CI wants), or run.sh --areas sessions -k Snapshot -v
 
@@ -32,12 +32,6 @@ What it does:
      commands the test sent and the server's error replies) to --json
      (default target/pymongo-unified/results.json).
 
-Shims (turned off by --no-shims, which shows what the harness does without them):
-  - enableTestCommands: client_context reads `getParameter: '*'`["enableTestCommands"] (a
-    KeyError if absent: setup fails and no test runs) and otherwise looks for
-    enableTestCommands=1 in getCmdLineOpts' parsed.setParameter. Strata reports neither, so the
-    shim adds enableTestCommands: True to the parameters client_context read (the server was
-    started with it). Without test commands every test using a fail point would be skipped.
 Skips of our own: ONE_MEMBER_SKIPS below (tests that need a secondary; --all runs them).
 
 Exit status: 0 when the run completed; 2 when a pass did not (server or harness trouble); with
@@ -383,22 +377,6 @@ def test_id(test):
     return f"{type(test).__name__}.{test._testMethodName}"
 
 
-def install_shims(client_context_class):
-    """See the module docstring: what Strata does not report that the harness reads."""
-
-    def get(self):
-        return self.__dict__.get("_strata_server_parameters", {})
-
-    def set_(self, value):
-        value = dict(value)
-        if "enableTestCommands" not in value:
-            log("   shim: getParameter '*' has no enableTestCommands; taking it as true")
-            value["enableTestCommands"] = True
-        self.__dict__["_strata_server_parameters"] = value
-
-    client_context_class.server_parameters = property(get, set_)
-
-
 def method_name(case):
     """The test method unified_format.UnifiedSpecTestMeta makes of a test case."""
     return "test_{}".format(case["description"].strip(". ").replace(" ", "_").replace(".", "_"))
@@ -435,11 +413,9 @@ def run_pass(args):
         os.chdir(tests_dir)
 
         import test as pymongo_test
-        from test import ClientContext, client_context
+        from test import client_context
         from test.unified_format import generate_test_classes, get_test_path
 
-        if args.shims:
-            install_shims(ClientContext)
         command_log = CommandLog()
         pymongo_test.setup()
         if not client_context.connected:
@@ -516,8 +492,7 @@ def run(args):
     passes = ["plain"] if args.no_auth_pass else ["plain", "auth"]
     forwarded = ["--areas", ",".join(args.area_list), "--timeout", str(args.timeout)]
     forwarded += ["-k", args.k] if args.k else []
-    forwarded += [flag for flag, on in (("--no-shims", not args.shims), ("--all", args.all),
-                                        ("--keep", args.keep), ("-v", args.verbose)) if on]
+    forwarded += [flag for flag, on in (("--all", args.all), ("--keep", args.keep), ("-v", args.verbose)) if on]
     merged = collections.OrderedDict()
     status = 0
     with tempfile.TemporaryDirectory(prefix="strata-unified-results-") as tmp:
@@ -600,7 +575,6 @@ def main():
     parser.add_argument("--timeout", type=int, default=30, help="seconds per test (default 30)")
     parser.add_argument("--baseline", help="file of known failing test ids; exit 1 on others")
     parser.add_argument("--write-baseline", help="write the failing test ids to this file")
-    parser.add_argument("--no-shims", dest="shims", action="store_false")
     parser.add_argument("--all", action="store_true",
                         help="also run the tests that need a second member (ONE_MEMBER_SKIPS)")
     parser.add_argument("--no-auth-pass", action="store_true",
