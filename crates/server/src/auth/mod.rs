@@ -471,11 +471,12 @@ pub fn authorize(context: &Context, command: &Command) -> Result<(), CommandErro
 }
 
 /// With `--auth` and no user at all, a client on the loopback interface may create the first
-/// user (or role) in `admin`, and nothing else.
+/// user (or role) in `admin` — and, in replica-set mode, initiate the set first (writes wait
+/// for it), as mongod's localhost exception allows — and nothing else.
 fn localhost_exception(context: &Context, command: &Command) -> bool {
     is_loopback(context.connection.peer)
         && command.database == privileges::ADMIN_DB
-        && matches!(command.name.as_str(), "createUser" | "createRole")
+        && matches!(command.name.as_str(), "createUser" | "createRole" | "replSetInitiate")
         && !Directory::new(&context.shared.store).has_users()
 }
 

@@ -313,3 +313,22 @@ def test_tailable_await_data_cursor_on_the_oplog(rs_server, rs_client):
     cursor.close()
     with pytest.raises(pymongo.errors.OperationFailure):
         next(rs_client.tail_test.c.find(cursor_type=pymongo.CursorType.TAILABLE))
+
+
+def test_an_auth_replica_set_is_set_up_through_the_localhost_exception(workdir):
+    """With --auth and no user: rs.initiate() from localhost, then the first user, as with mongod."""
+    process = StrataProcess(os.path.join(workdir, "rs-auth"), extra_args=["--replSet", "rsa", "--auth"])
+    try:
+        client = process.client(directConnection=True)
+        with pytest.raises(pymongo.errors.OperationFailure):
+            client.admin.command("replSetGetStatus")
+        client.admin.command("replSetInitiate")
+        client.admin.command("createUser", "root", pwd="secret", roles=["root"])
+        with pytest.raises(pymongo.errors.OperationFailure):
+            client.admin.command("replSetInitiate")  # the exception ends with the first user
+        client.close()
+        user = process.client(directConnection=True, username="root", password="secret")
+        assert user.admin.command("replSetGetStatus")["myState"] == 1
+        user.close()
+    finally:
+        process.stop()
