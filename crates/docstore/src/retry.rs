@@ -11,7 +11,9 @@
 //! ```
 //!
 //! so a retry finds the row if and only if the write happened (before a crash or not), and gets
-//! the first result instead of writing twice. A statement that changed nothing (an update that
+//! the first result instead of writing twice. A run of consecutive statements with one result
+//! (an insert group's documents, each `{n: 1}`) is one row under its first statement, its value
+//! naming the last (`lastStmtId`): a lookup finds the row at or before the statement. A statement that changed nothing (an update that
 //! matched nothing) commits its row alone. The first statement of a newer `txnNumber` deletes
 //! the session's older rows in its transaction; the highest `txnNumber` recorded is how a retry
 //! of an older one is recognised after a restart (TransactionTooOld).
@@ -75,6 +77,22 @@ impl Retry {
         self.stmt_ids.get(index).copied().unwrap_or(index as i32)
     }
 
+    /// Puts one record for the consecutive statements `first..=last`, which share `result`.
+    pub fn record_run(
+        &self,
+        txn: &mut Transaction<'_>,
+        tree: TreeId,
+        first: i32,
+        last: i32,
+        result: &Document,
+    ) -> Result<()> {
+        let mut value = result.clone();
+        if last > first {
+            value.insert(LAST_STMT_FIELD, last);
+        }
+        self.record(txn, tree, first, &value)
+    }
+
     /// Puts the record of statement `stmt_id` into `txn` (and, the first time, the deletion of
     /// the session's older records).
     pub fn record(&self, txn: &mut Transaction<'_>, tree: TreeId, stmt_id: i32, result: &Document) -> Result<()> {
@@ -87,6 +105,9 @@ impl Retry {
     }
 }
 
+/// In a row recording a run of statements, the last one's id.
+const LAST_STMT_FIELD: &str = "lastStmtId";
+
 /// A statement's row key.
 pub fn key(lsid: &[u8; 16], txn_number: i64, stmt_id: i32) -> [u8; 28] {
     let mut key = [0u8; 28];
@@ -96,7 +117,8 @@ pub fn key(lsid: &[u8; 16], txn_number: i64, stmt_id: i32) -> [u8; 28] {
     key
 }
 
-/// The result recorded for a statement, if it was executed.
+/// The result recorded for a statement, if it was executed: its own row, or a run's row that
+/// starts before it and reaches it.
 pub fn executed(
     snapshot: &Snapshot,
     tree: TreeId,
@@ -104,12 +126,17 @@ pub fn executed(
     txn_number: i64,
     stmt_id: i32,
 ) -> Result<Option<Document>> {
-    match snapshot.get(tree, &key(lsid, txn_number, stmt_id))? {
-        Some(bytes) => Ok(Some(
-            Document::from_reader(bytes.as_slice()).map_err(|e| Error::corrupt(format!("session record: {e}")))?,
-        )),
-        None => Ok(None),
-    }
+    let (low, high) = (key(lsid, txn_number, 0), key(lsid, txn_number, stmt_id));
+    let row = snapshot
+        .range::<(Bound<&[u8]>, Bound<&[u8]>)>(tree, (Bound::Included(&low[..]), Bound::Included(&high[..])))
+        .next_back()
+        .transpose()?;
+    let Some((row_key, bytes)) = row else { return Ok(None) };
+    let mut result =
+        Document::from_reader(bytes.as_slice()).map_err(|e| Error::corrupt(format!("session record: {e}")))?;
+    let last = result.remove(LAST_STMT_FIELD).and_then(|last| last.as_i32());
+    let covers = row_key == high || last.is_some_and(|last| last >= stmt_id);
+    Ok(covers.then_some(result))
 }
 
 /// The highest `txnNumber` the session has records of.

@@ -87,3 +87,20 @@ fn records_survive_a_reopen() {
     store.close().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Goal: a batch's consecutive statements share one record, and a lookup tells each statement
+/// in a run from a gap between runs.
+#[test]
+fn runs_of_statements_are_one_record_each() {
+    let store = Store::open_in_memory(StoreOptions::default()).unwrap();
+    let documents = (0..5).map(|i| rawdoc! {"_id": i}).collect();
+    let outcome = store.insert("db", "c", documents, true, retry(3, vec![10, 11, 12, 14, 15], true));
+    assert_eq!(outcome.inserted, 5);
+    for stmt in [10, 11, 12, 14, 15] {
+        assert_eq!(store.executed(&LSID, 3, stmt).unwrap(), Some(doc! {"n": 1}), "statement {stmt}");
+    }
+    for stmt in [9, 13, 16] {
+        assert_eq!(store.executed(&LSID, 3, stmt).unwrap(), None, "statement {stmt}");
+    }
+    assert_eq!(store.executed(&LSID, 2, 11).unwrap(), None, "another txnNumber");
+}

@@ -235,8 +235,12 @@ pub fn checkout(context: &Context, command: &Command) -> Result<Option<Checkout>
 }
 
 impl Checkout {
-    /// The result statement `stmt_id` recorded, if it already ran.
+    /// The result statement `stmt_id` recorded, if it already ran (never, for a `txnNumber`
+    /// this session had not used before this command: no lookup then).
     pub fn executed(&self, context: &Context, stmt_id: i32) -> Result<Option<Document>, CommandError> {
+        if self.newer {
+            return Ok(None);
+        }
         Ok(context.shared.store.executed(&self.session.id, self.txn_number, stmt_id)?)
     }
 

@@ -142,8 +142,12 @@ impl Inner {
         let mut write = writer.write(&self.engine, &self.catalog, &locked.collection);
         for prepared in documents {
             write.insert(&prepared.id, &prepared.raw)?;
-            if let Some(retry) = retry {
-                write.record(retry, retry.stmt_id(prepared.position), bson::doc! {"n": 1})?;
+        }
+        if let Some(retry) = retry {
+            // One record per run of consecutive statement ids, not one per document.
+            let ids: Vec<i32> = documents.iter().map(|p| retry.stmt_id(p.position)).collect();
+            for (first, last) in runs(&ids) {
+                write.record_run(retry, first, last, bson::doc! {"n": 1})?;
             }
         }
         let raws: Vec<&RawDocument> = documents.iter().map(|p| p.raw.as_ref()).collect();
@@ -187,6 +191,18 @@ impl Inner {
         locked.collection = write.commit(durability, &[prepared.raw.as_ref()])?;
         Ok(id)
     }
+}
+
+/// Consecutive runs (`first..=last`) of statement ids, in order.
+fn runs(ids: &[i32]) -> Vec<(i32, i32)> {
+    let mut runs: Vec<(i32, i32)> = Vec::new();
+    for &id in ids {
+        match runs.last_mut() {
+            Some((_, last)) if id == *last + 1 => *last = id,
+            _ => runs.push((id, id)),
+        }
+    }
+    runs
 }
 
 fn prepare(position: usize, document: RawDocumentBuf) -> Result<Prepared> {

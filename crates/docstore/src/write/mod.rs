@@ -168,6 +168,14 @@ impl<'s> DocumentWrite<'s> {
         }
     }
 
+    /// Records a run of consecutive statements sharing one result (an insert group's documents).
+    pub fn record_run(&mut self, retry: &Retry, first: i32, last: i32, result: Document) -> Result<()> {
+        match &mut self.sink {
+            Sink::Engine(txn) => retry.record_run(txn, self.catalog.sessions_tree(), first, last, &result),
+            Sink::Transaction { .. } => Ok(()),
+        }
+    }
+
     /// Before a document is written: in a transaction, hold it (or fail with WriteConflict);
     /// outside one, a document an open transaction holds may not be written (the statement
     /// waited for it before, under the same lock).
