@@ -95,7 +95,9 @@ fn in_transaction(
             context.close_after();
         }
     }
-    crate::transactions::leave(context, &reply);
+    if crate::transactions::is_transactional(command) {
+        crate::transactions::leave(context, &reply);
+    }
     (reply, ok)
 }
 

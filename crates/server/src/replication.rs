@@ -236,12 +236,11 @@ impl Replication {
         Err(error)
     }
 
-    /// `$clusterTime`, as gossiped in replies (unsigned: keyId 0).
-    pub fn cluster_time(&self, store: &Store) -> Document {
-        doc! {
-            "clusterTime": last_write(store),
-            "signature": {"hash": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![0; 20] }, "keyId": 0_i64},
-        }
+    /// `$clusterTime` at `time`, as gossiped in replies (unsigned: keyId 0), built as raw
+    /// bytes: every reply carries it.
+    fn cluster_time(time: Timestamp) -> RawDocumentBuf {
+        let hash = bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![0; 20] };
+        bson::rawdoc! { "clusterTime": time, "signature": { "hash": hash, "keyId": 0_i64 } }
     }
 }
 
@@ -272,9 +271,7 @@ pub fn gossip(set: &Replication, store: &Store, reply: &mut RawDocumentBuf) {
         return;
     }
     let time = last_write(store);
-    if let Ok(cluster_time) = RawDocumentBuf::try_from(&set.cluster_time(store)) {
-        reply.append(bson::raw::cstr!("$clusterTime"), cluster_time);
-    }
+    reply.append(bson::raw::cstr!("$clusterTime"), Replication::cluster_time(time));
     reply.append(bson::raw::cstr!("operationTime"), time);
 }
 
