@@ -9,8 +9,9 @@
 //!    (trees and block table), then sync the data file.
 //! 3. Commit: write the header slot of the new generation and sync it. Until this sync the
 //!    previous checkpoint is the one recovery uses, and none of its blocks has been reused.
-//! 4. Release: free the blocks superseded before the capture and the previous catalog; delete the
-//!    log segments before the capture's.
+//! 4. Release: free the blocks superseded before the capture and the previous catalog (once no
+//!    reader can hold them); delete the log segments before the capture's; cut the file after
+//!    its last block in use.
 //!
 //! A failure anywhere before 3 leaves the previous checkpoint intact and the superseded blocks
 //! still reserved. A failed data file sync stops the engine (see `wal`): it is never retried.
@@ -79,9 +80,20 @@ struct Captured {
     release: Vec<BlockAddr>,
 }
 
-/// Runs one checkpoint (one at a time); a no-op for an in-memory engine. A failed one is
-/// counted: the one before it stays the file's, and the log keeps growing until one succeeds.
+/// Runs one checkpoint (one at a time), and then, if the data file has become more than a
+/// fifth free space, a bounded compaction step (`compact::step`); a no-op for an in-memory
+/// engine. A failed checkpoint is counted: the one before it stays the file's, and the log
+/// keeps growing until one succeeds.
 pub(crate) fn checkpoint(shared: &Shared) -> Result<()> {
+    checkpoint_once(shared)?;
+    if crate::compact::wanted(shared) {
+        crate::compact::step(shared)?;
+    }
+    Ok(())
+}
+
+/// One checkpoint, without compaction.
+pub(crate) fn checkpoint_once(shared: &Shared) -> Result<()> {
     let result = checkpoint_now(shared);
     if result.is_err() {
         Counters::add(&shared.counters.checkpoint_failures, 1);
@@ -108,6 +120,11 @@ pub(crate) fn checkpoint_holding(shared: &Shared, durable: &Durable, state: &mut
             shared.store.free_blocks(release);
             if let Some(previous) = state.catalog_block.replace(catalog_block) {
                 durable.data.free(previous);
+            }
+            // What was freed at the end of the file goes back to the operating system.
+            shared.store.drain_retired();
+            if let Ok(returned) = durable.data.trim_tail() {
+                Counters::add(&shared.counters.bytes_returned, returned);
             }
             let c = &shared.counters;
             Counters::add(&c.checkpoints, 1);
@@ -177,8 +194,8 @@ fn write_and_commit(
 ) -> Result<(u64, BlockAddr)> {
     let mut blocks = captured.nodes.clean;
     let mut bytes = 0u64;
-    for (id, node, version) in captured.nodes.dirty {
-        let written = shared.store.write_node(id, &node)?;
+    for (id, node, version, compression) in captured.nodes.dirty {
+        let written = shared.store.write_node(id, &node, compression)?;
         bytes += u64::from(written.addr.len);
         blocks.push((id, shared.store.mark_written(id, version, written)));
     }

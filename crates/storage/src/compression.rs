@@ -21,6 +21,35 @@ pub enum Compression {
     Zstd(i32),
 }
 
+impl Compression {
+    /// zstd's own default level.
+    pub const ZSTD_DEFAULT_LEVEL: i32 = 3;
+
+    /// Reads `none`, `lz4`, `zstd` or `zstd:LEVEL` (1-22; negative levels are zstd's fast ones,
+    /// down to -7).
+    pub fn parse(text: &str) -> Option<Compression> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "none" => Some(Compression::None),
+            "lz4" => Some(Compression::Lz4),
+            "zstd" => Some(Compression::Zstd(Compression::ZSTD_DEFAULT_LEVEL)),
+            other => {
+                let level: i32 = other.strip_prefix("zstd:")?.parse().ok()?;
+                (-7..=22).contains(&level).then_some(Compression::Zstd(level))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Compression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Compression::None => f.write_str("none"),
+            Compression::Lz4 => f.write_str("lz4"),
+            Compression::Zstd(level) => write!(f, "zstd:{level}"),
+        }
+    }
+}
+
 const METHOD_NONE: u8 = 0;
 const METHOD_LZ4: u8 = 1;
 const METHOD_ZSTD: u8 = 2;
@@ -146,6 +175,17 @@ mod tests {
             assert_eq!(out.get(..6), Some(&b"before"[..]), "{method:?}");
             assert_eq!(out.get(6), Some(&METHOD_NONE), "{method:?} keeps random bytes raw");
             assert_eq!(decompress(&out[6..]).expect("round trip"), raw, "{method:?}");
+        }
+    }
+
+    #[test]
+    fn names_parse_and_print_back() {
+        for text in ["none", "lz4", "zstd:3", "zstd:19", "zstd:-5"] {
+            assert_eq!(Compression::parse(text).map(|c| c.to_string()).as_deref(), Some(text));
+        }
+        assert_eq!(Compression::parse("ZSTD"), Some(Compression::Zstd(3)));
+        for bad in ["", "snappy", "zstd:", "zstd:23", "zstd:x", "lz4:1"] {
+            assert_eq!(Compression::parse(bad), None, "{bad:?}");
         }
     }
 

@@ -103,7 +103,13 @@ impl Shared {
     }
 
     pub fn ctx(&self) -> Ctx<'_> {
-        Ctx { store: &self.store, options: &self.options, counters: &self.counters, horizon: self.horizon() }
+        Ctx {
+            store: &self.store,
+            options: &self.options,
+            counters: &self.counters,
+            horizon: self.horizon(),
+            compression: None,
+        }
     }
 
     pub fn horizon(&self) -> Seq {
@@ -197,7 +203,7 @@ impl Shared {
         if catalog.by_name.contains_key(name) {
             return Err(Error::TreeExists(name.to_string()));
         }
-        let tree = Arc::new(Tree::create(id, name.to_string(), &self.store)?);
+        let tree = Arc::new(Tree::create(id, name.to_string(), &self.store, None)?);
         catalog.next_id = catalog.next_id.max(id.0);
         catalog.by_name.insert(name.to_string(), Arc::clone(&tree));
         catalog.by_id.insert(id, tree);
@@ -345,6 +351,20 @@ impl Engine {
         self.shared.catalog.read().by_name.get(name).map(|tree| tree.id)
     }
 
+    /// How `tree`'s nodes are compressed from now on (`None`: as the engine's options say).
+    /// Blocks already written keep theirs until rewritten. Not kept across restarts: the
+    /// caller sets it again after each open (the document store keeps it in its catalog).
+    pub fn set_tree_compression(&self, tree: TreeId, compression: Option<crate::Compression>) -> Result<()> {
+        self.shared.tree(tree)?.set_compression(compression);
+        Ok(())
+    }
+
+    /// The space of the blocks `tree`'s nodes were last written to: what the tree takes in the
+    /// data file, compressed (reads the heads of internal nodes not in memory).
+    pub fn tree_block_space(&self, tree: TreeId) -> Result<u64> {
+        self.shared.tree(tree)?.block_space(&self.shared.store)
+    }
+
     pub fn list_trees(&self) -> Vec<String> {
         self.shared.catalog.read().by_name.keys().cloned().collect()
     }
@@ -413,6 +433,13 @@ impl Engine {
         crate::backup::backup(&self.shared, destination)
     }
 
+    /// Gives the data file's free space back to the operating system while commits go on:
+    /// moves blocks from its end into holes nearer its start, checkpoints, and cuts the file
+    /// after its last block (see `compact`). Fails for an in-memory engine.
+    pub fn compact(&self) -> Result<crate::CompactReport> {
+        crate::compact::compact(&self.shared)
+    }
+
     /// Syncs the log: every commit so far is durable when this returns.
     pub fn sync(&self) -> Result<()> {
         match self.shared.log() {
@@ -454,9 +481,10 @@ impl Engine {
     /// nodes in memory (`serverStatus` calls this on a live server, whatever the data's size).
     pub fn stats(&self) -> Stats {
         let mut stats = self.shared.counters.snapshot();
-        let (nodes, buffered) = self.shared.store.census();
-        stats.node_count = nodes;
-        stats.buffered_bytes_by_height = buffered;
+        let census = self.shared.store.census();
+        stats.node_count = census.nodes;
+        stats.block_bytes = census.block_bytes;
+        stats.buffered_bytes_by_height = census.buffered_bytes_by_height;
         crate::stats::add_cache_and_disk(&mut stats, &self.shared);
         stats
     }

@@ -17,6 +17,7 @@
 pub mod allocator;
 mod backup;
 mod checkpoint;
+mod compact;
 mod compression;
 mod engine;
 mod error;
@@ -38,6 +39,7 @@ mod wal;
 mod writes;
 
 pub use backup::BackupReport;
+pub use compact::CompactReport;
 pub use compression::Compression;
 pub use engine::Engine;
 pub use error::{Error, Result};

@@ -76,7 +76,11 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             node_size_bytes: 4 << 20,
-            basement_size_bytes: 64 << 10,
+            // The unit a point read beyond memory reads and decompresses. At 64 KiB a read cost
+            // 34 KB of node bytes and ran at a quarter of redb's rate; 16 KiB reads 9 KB at 0.6x
+            // redb's, with the same insert rate and file size (engine iibench, 1M rows, 64 MiB
+            // cap; docs/BENCHMARKS.md "Point reads beyond memory, beside redb").
+            basement_size_bytes: 16 << 10,
             fanout: 16,
             flush_mode: FlushMode::Background,
             update: counter_update(),

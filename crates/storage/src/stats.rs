@@ -26,6 +26,7 @@ pub(crate) struct Counters {
     /// Wall-clock time of the last checkpoint that succeeded (0: none since the engine opened).
     pub last_checkpoint_unix_millis: AtomicU64,
     pub tree_lock_wait_micros: AtomicU64,
+    pub bytes_returned: AtomicU64,
 }
 
 impl Counters {
@@ -138,8 +139,19 @@ pub struct Stats {
     pub log_bytes: u64,
     /// Log bytes on disk (every segment a crash now would leave; checkpoints remove the old).
     pub log_disk_bytes: u64,
-    /// Size of the data file (allocated extent end).
+    /// Size of the data file on disk.
     pub data_file_bytes: u64,
+    /// Space of the blocks the nodes live in now (compressed, whole pages); with the last
+    /// checkpoint's catalog, what a compacted file would hold.
+    pub block_bytes: u64,
+    /// Free space inside the data file, reused by the next blocks written.
+    pub free_bytes: u64,
+    /// Blocks replaced but not yet free: kept for the next checkpoint (the durable one names
+    /// them) or for readers that may be reading them.
+    pub retired_bytes: u64,
+    /// Checkpoints' trims of the file's free tail, and `compact` runs: bytes given back to the
+    /// operating system since the engine opened.
+    pub bytes_returned: u64,
     /// What recovery did when the engine opened (zeros for an in-memory engine).
     pub recovery: crate::recovery::RecoveryReport,
 }
@@ -166,6 +178,9 @@ pub(crate) fn add_cache_and_disk(stats: &mut Stats, shared: &crate::engine::Shar
         stats.log_bytes = durable.log.appended();
         stats.log_disk_bytes = durable.log.disk_bytes();
         stats.recovery = durable.recovery;
-        stats.data_file_bytes = durable.data.allocated_end();
+        stats.data_file_bytes = durable.data.len().unwrap_or_else(|_| durable.data.allocated_end());
+        stats.free_bytes = durable.data.free_bytes();
+        stats.retired_bytes = shared.store.retired_bytes();
+        stats.bytes_returned = shared.counters.bytes_returned.load(Relaxed);
     }
 }

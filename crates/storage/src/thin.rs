@@ -76,6 +76,11 @@ impl Thin {
         Thin { id: self.id, block: self.block, layout: Arc::clone(&self.layout), parts }
     }
 
+    /// The same node with the same sections, its block copied to `block` (compaction).
+    pub fn moved_to(&self, block: BlockAddr) -> Thin {
+        Thin { id: self.id, block, layout: Arc::clone(&self.layout), parts: self.parts.clone() }
+    }
+
     /// This thin node with no section in memory.
     pub fn without_parts(&self) -> Thin {
         Thin::new(self.id, self.block, Arc::clone(&self.layout))
@@ -120,6 +125,17 @@ impl View {
         match self {
             View::Whole(node) => matches!(&***node, Node::Leaf(_)),
             View::Thin(thin) => matches!(thin.layout.head, Head::Leaf { .. }),
+        }
+    }
+
+    /// The node's height (0 for a leaf).
+    pub fn height(&self) -> u32 {
+        match self {
+            View::Whole(node) => node.height(),
+            View::Thin(thin) => match &thin.layout.head {
+                Head::Internal { height, .. } => *height,
+                Head::Leaf { .. } => 0,
+            },
         }
     }
 

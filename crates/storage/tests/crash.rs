@@ -3,7 +3,7 @@
 //! a commit, and never serves wrong data after recovery.
 //!
 //! Method: a fixed workload (two trees, puts, deletes, blind updates, range deletes, explicit
-//! checkpoints, a 64 KiB cache so nodes are evicted and read back) runs on a simulated disk with
+//! checkpoints and compactions, a 64 KiB cache so nodes are evicted and read back) runs on a simulated disk with
 //! every commit `Immediate`. One clean run counts its I/O calls; then, for each call index (or a
 //! sample of them) and each fault kind, the workload runs again with that fault injected, the
 //! disk is crashed (seeded), and the engine reopened: its contents must equal the model after
@@ -24,6 +24,7 @@ type Model = [BTreeMap<Vec<u8>, Vec<u8>>; 2];
 enum Step {
     Commit(Vec<(usize, Write)>),
     Checkpoint,
+    Compact,
 }
 
 #[derive(Clone, Debug)]
@@ -45,6 +46,9 @@ fn workload(seed: u64, commits: usize) -> Vec<Step> {
     for i in 0..commits {
         if i % 40 == 39 {
             steps.push(Step::Checkpoint);
+        }
+        if i % 50 == 49 {
+            steps.push(Step::Compact);
         }
         let writes = (0..rng.gen_range(1..4))
             .map(|_| {
@@ -106,6 +110,9 @@ fn run(disk: &SimFs, steps: &[Step]) -> (Vec<Model>, usize) {
         match step {
             Step::Checkpoint => {
                 let _ = engine.checkpoint();
+            }
+            Step::Compact => {
+                let _ = engine.compact();
             }
             Step::Commit(writes) => {
                 let mut txn = engine.begin();

@@ -64,6 +64,22 @@ impl Allocator {
         }
     }
 
+    /// Takes `round_up(len)` free bytes that lie wholly before `before`, lowest first; `None`
+    /// if no hole there is large enough (compaction moves blocks only towards the start).
+    pub fn allocate_before(&mut self, len: u64, before: u64) -> Option<u64> {
+        let len = round_up(len.max(1));
+        let (offset, free_len) = self
+            .free
+            .range(..before)
+            .find(|(offset, free_len)| **free_len >= len && **offset + len <= before)
+            .map(|(o, l)| (*o, *l))?;
+        self.free.remove(&offset);
+        if free_len > len {
+            self.free.insert(offset + len, free_len - len);
+        }
+        Some(offset)
+    }
+
     pub fn free(&mut self, offset: u64, len: u64) {
         let mut offset = offset;
         let mut len = round_up(len.max(1));
@@ -89,7 +105,7 @@ impl Allocator {
         self.end
     }
 
-    #[cfg(test)]
+    /// Free bytes below `end`: holes left by freed blocks.
     pub fn free_bytes(&self) -> u64 {
         self.free.values().sum()
     }
@@ -113,6 +129,21 @@ mod tests {
         assert_eq!(a.allocate(3 * PAGE_BYTES), x);
         a.free(z, 4096);
         assert_eq!(a.end(), 20480);
+    }
+
+    #[test]
+    fn allocate_before_takes_only_holes_below() {
+        let mut a = Allocator::new();
+        let x = a.allocate(4096);
+        let y = a.allocate(4096);
+        let z = a.allocate(2 * 4096);
+        a.free(x, 4096);
+        assert_eq!(a.allocate_before(4096, y), Some(x));
+        assert_eq!(a.allocate_before(4096, y), None, "no hole left below y");
+        a.free(y, 4096);
+        assert_eq!(a.allocate_before(2 * 4096, z), None, "one page free below z, two wanted");
+        assert_eq!(a.allocate_before(4096, z), Some(y));
+        assert_eq!(a.end(), z + 2 * 4096);
     }
 
     #[test]

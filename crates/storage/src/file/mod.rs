@@ -62,6 +62,20 @@ fn corrupt_block(addr: BlockAddr, node_id: u64, what: &str) -> Error {
     Error::Corruption(format!("block at {} for node {node_id}: {what}", addr.offset))
 }
 
+/// A block's header for `payload`: magic, checksum (of the rest of the header and the
+/// payload), node id, payload length.
+fn block_header(node_id: u64, payload: &[u8]) -> Vec<u8> {
+    let payload_len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+    let mut header = Vec::with_capacity(BLOCK_HEADER_BYTES);
+    header.extend_from_slice(BLOCK_MAGIC);
+    header.extend_from_slice(&[0; 4]);
+    header.extend_from_slice(&node_id.to_le_bytes());
+    header.extend_from_slice(&payload_len.to_le_bytes());
+    let checksum = crc32c::crc32c_append(crc32c::crc32c(header.get(8..).unwrap_or_default()), payload);
+    header.splice(4..8, checksum.to_le_bytes());
+    header
+}
+
 /// The payload length a block's address implies.
 fn payload_len(addr: BlockAddr, node_id: u64) -> Result<usize> {
     (addr.len as usize)
@@ -88,17 +102,10 @@ impl DataFile {
     pub fn write_block(&self, node_id: u64, payload: &[u8]) -> Result<BlockAddr> {
         let len = BLOCK_HEADER_BYTES + payload.len();
         let len32 = u32::try_from(len).map_err(|_| Error::TooLarge(format!("block of {len} bytes")))?;
-        let payload_len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
         // The header and the payload are written as two pieces rather than copied into one
         // buffer: a node's payload is megabytes, and that copy was memory outside the budget.
         // A block is named by nothing until a sync covers it, and its checksum covers both.
-        let mut header = Vec::with_capacity(BLOCK_HEADER_BYTES);
-        header.extend_from_slice(BLOCK_MAGIC);
-        header.extend_from_slice(&[0; 4]);
-        header.extend_from_slice(&node_id.to_le_bytes());
-        header.extend_from_slice(&payload_len.to_le_bytes());
-        let checksum = crc32c::crc32c_append(crc32c::crc32c(header.get(8..).unwrap_or_default()), payload);
-        header.splice(4..8, checksum.to_le_bytes());
+        let header = block_header(node_id, payload);
         let offset = self.allocator.lock().allocate(len as u64);
         let written = self
             .file
@@ -109,6 +116,28 @@ impl DataFile {
             return Err(error.into());
         }
         Ok(BlockAddr { offset, len: len32 })
+    }
+
+    /// Copies a block, checked, to the lowest hole before it; the copy's address, or `None`
+    /// when no hole before it is large enough. The original is left as it is (still the one a
+    /// checkpoint names, until the next checkpoint names the copy).
+    pub fn copy_block_lower(&self, addr: BlockAddr, node_id: u64) -> Result<Option<BlockAddr>> {
+        let Some(offset) = self.allocator.lock().allocate_before(u64::from(addr.len), addr.offset) else {
+            return Ok(None);
+        };
+        let copied = self.read_block(addr, node_id).and_then(|payload| {
+            let header = block_header(node_id, &payload);
+            self.file.write_all_at(&header, offset)?;
+            self.file.write_all_at(&payload, offset + BLOCK_HEADER_BYTES as u64)?;
+            Ok(())
+        });
+        match copied {
+            Ok(()) => Ok(Some(BlockAddr { offset, len: addr.len })),
+            Err(error) => {
+                self.allocator.lock().free(offset, u64::from(addr.len));
+                Err(error)
+            }
+        }
     }
 
     /// Reads a block and returns its payload, checking its checksum and its node id.
@@ -224,5 +253,29 @@ impl DataFile {
 
     pub fn allocated_end(&self) -> u64 {
         self.allocator.lock().end()
+    }
+
+    /// Free space between the headers and the allocated end (holes to reuse).
+    pub fn free_bytes(&self) -> u64 {
+        self.allocator.lock().free_bytes()
+    }
+
+    /// The file's length on disk.
+    pub fn len(&self) -> Result<u64> {
+        Ok(self.file.len()?)
+    }
+
+    /// Gives the space past the last allocated block back to the operating system. Holding the
+    /// allocator's lock, nothing is allocated meanwhile; every block in use (written, named by a
+    /// checkpoint, or waiting for one) lies below the end. Not synced: a crash that undoes it
+    /// leaves free space past the end, which recovery does not read.
+    pub fn trim_tail(&self) -> Result<u64> {
+        let allocator = self.allocator.lock();
+        let end = allocator.end();
+        let len = self.file.len()?;
+        if len > end {
+            self.file.set_len(end)?;
+        }
+        Ok(len.saturating_sub(end))
     }
 }

@@ -13,7 +13,8 @@ use crate::thin::View;
 
 /// What a checkpoint captures from the cache at its consistent point.
 pub(crate) struct Capture {
-    pub dirty: Vec<(NodeId, Arc<CachedNode>, u64)>,
+    /// Each dirty node with its version and how it is to be compressed.
+    pub dirty: Vec<(NodeId, Arc<CachedNode>, u64, crate::compression::Compression)>,
     pub clean: Vec<(NodeId, BlockAddr)>,
 }
 
@@ -23,15 +24,24 @@ impl NodeStore {
     pub fn capture(&self) -> Result<Capture> {
         let mut capture = Capture { dirty: Vec::new(), clean: Vec::new() };
         for shard in &self.shards {
-            for (id, slot) in shard.lock().iter() {
+            for (id, slot) in shard.lock().iter_mut() {
                 debug_assert!(!slot.taken, "node {} out with a writer at a checkpoint's capture", id.0);
                 match (&slot.node, slot.dirty, slot.addr) {
-                    (Some(View::Whole(node)), true, _) => capture.dirty.push((*id, Arc::clone(node), slot.version)),
-                    (_, false, Some(addr)) => capture.clean.push((*id, addr)),
+                    (Some(View::Whole(node)), true, _) => {
+                        let compression = self.compression_of(slot.compression);
+                        capture.dirty.push((*id, Arc::clone(node), slot.version, compression));
+                    }
+                    (_, false, Some(addr)) => {
+                        slot.checkpointed = true;
+                        capture.clean.push((*id, addr));
+                    }
                     _ => return Err(Error::Invariant(format!("node {} is neither in memory nor on disk", id.0))),
                 }
             }
         }
+        // Written in a fixed order, so that where blocks land (first fit) is the same from one
+        // run to the next, not the order of a hash map's buckets.
+        capture.dirty.sort_unstable_by_key(|(id, _, _, _)| *id);
         Ok(capture)
     }
 
@@ -48,8 +58,9 @@ impl NodeStore {
         match shard.get_mut(&id) {
             Some(slot) if slot.version == version && slot.dirty => {
                 if let Some(old) = slot.addr.replace(written.addr) {
-                    self.superseded.lock().push(old);
+                    self.retire(old, slot.checkpointed);
                 }
+                slot.checkpointed = true;
                 slot.layout = written.layout;
                 slot.dirty = false;
                 written.addr
@@ -57,10 +68,12 @@ impl NodeStore {
             Some(slot) if slot.version == version => match slot.addr {
                 Some(evicted) => {
                     self.free_unreferenced(written.addr);
+                    slot.checkpointed = true;
                     evicted
                 }
                 None => {
                     slot.addr = Some(written.addr);
+                    slot.checkpointed = true;
                     if slot.node.is_some() {
                         slot.layout = written.layout;
                     }
@@ -85,9 +98,10 @@ impl NodeStore {
         self.superseded.lock().extend(blocks);
     }
 
+    /// Frees the blocks a durable checkpoint no longer names, once no reader can hold them.
     pub fn free_blocks(&self, blocks: Vec<BlockAddr>) {
         for addr in blocks {
-            self.free_unreferenced(addr);
+            self.retire(addr, false);
         }
     }
 }

@@ -164,7 +164,7 @@ impl NodeStore {
     /// first if it is dirty; a thin node drops its sections; a thin node without any is dropped.
     /// A node whose block has no layout (the first format) is dropped whole.
     pub(super) fn evict(&self, id: NodeId) -> Result<()> {
-        let (node, version) = {
+        let (node, version, compression) = {
             let mut shard = self.shard(id).lock();
             let Some(slot) = shard.get_mut(&id) else { return Ok(()) };
             if slot.taken {
@@ -172,7 +172,7 @@ impl NodeStore {
             }
             match &slot.node {
                 None => return Ok(()),
-                Some(View::Whole(node)) if slot.dirty => (Arc::clone(node), slot.version),
+                Some(View::Whole(node)) if slot.dirty => (Arc::clone(node), slot.version, slot.compression),
                 Some(View::Whole(_)) => {
                     let thin = slot.addr.zip(slot.layout.clone()).map(|(addr, layout)| Thin::new(id, addr, layout));
                     self.evict_to(slot, thin);
@@ -185,14 +185,15 @@ impl NodeStore {
                 }
             }
         };
-        let written = self.write_node(id, &node)?;
+        let written = self.write_node(id, &node, self.compression_of(compression))?;
         self.counters.write_backs.fetch_add(1, Ordering::Relaxed);
         let mut shard = self.shard(id).lock();
         match shard.get_mut(&id) {
             Some(slot) if slot.version == version && !slot.taken => {
                 if let Some(old) = slot.addr.replace(written.addr) {
-                    self.superseded.lock().push(old);
+                    self.retire(old, slot.checkpointed);
                 }
+                slot.checkpointed = false;
                 slot.layout = written.layout.clone();
                 slot.dirty = false;
                 let thin = written.layout.map(|layout| Thin::new(id, written.addr, layout));

@@ -46,7 +46,9 @@ use crate::thin::{Part, Thin, View};
 mod blocks;
 mod capture;
 mod eviction;
+mod grace;
 
+pub(crate) use blocks::Moved;
 pub(crate) use capture::Capture;
 use eviction::Evictor;
 
@@ -101,6 +103,13 @@ struct Slot {
     /// Bumped on every `put`: a write-back or checkpoint of an older version does not clean it.
     version: u64,
     addr: Option<BlockAddr>,
+    /// How the tree that last wrote this node has its blocks compressed (`None`: the engine's
+    /// setting).
+    compression: Option<Compression>,
+    /// Whether a checkpoint (the durable one, or one being written) names the block at `addr`:
+    /// such a block, once replaced, waits for the next checkpoint; any other is freed as soon
+    /// as no reader can hold it (`retire`).
+    checkpointed: bool,
     /// The layout of the block at `addr`, while the node is in memory and clean (`None` for a
     /// block of the first format). Dropped with the node: kept for every node on disk, the
     /// layouts alone grew with the data, outside the budget.
@@ -108,6 +117,14 @@ struct Slot {
     /// Out with a writer between `take` and `put`.
     taken: bool,
     last_used: u64,
+}
+
+/// What `census` counts.
+#[derive(Default)]
+pub(crate) struct Census {
+    pub nodes: u64,
+    pub block_bytes: u64,
+    pub buffered_bytes_by_height: [u64; TRACKED_LEVELS],
 }
 
 /// What the disk side of the cache needs.
@@ -161,6 +178,7 @@ pub(crate) struct NodeStore {
     used_bytes: Arc<AtomicUsize>,
     clock: AtomicU64,
     superseded: Mutex<Vec<BlockAddr>>,
+    grace: grace::Grace,
     evicting: Mutex<()>,
     evictor: Evictor,
     pub counters: CacheCounters,
@@ -177,6 +195,7 @@ impl NodeStore {
             used_bytes: Arc::new(AtomicUsize::new(0)),
             clock: AtomicU64::new(0),
             superseded: Mutex::new(Vec::new()),
+            grace: grace::Grace::default(),
             evicting: Mutex::new(()),
             evictor: Evictor::default(),
             counters: CacheCounters::default(),
@@ -212,6 +231,8 @@ impl NodeStore {
                 dirty: false,
                 version: 0,
                 addr: Some(addr),
+                compression: None,
+                checkpointed: true,
                 layout: None,
                 taken: false,
                 last_used: 0,
@@ -220,7 +241,14 @@ impl NodeStore {
         }
     }
 
+    #[cfg(test)]
     pub fn allocate(&self, node: Node) -> Result<NodeId> {
+        self.allocate_for(node, None)
+    }
+
+    /// A new node of a tree whose blocks are compressed with `compression` (`None`: the
+    /// engine's setting).
+    pub fn allocate_for(&self, node: Node, compression: Option<Compression>) -> Result<NodeId> {
         let id = NodeId(self.next_id.fetch_add(1, Ordering::AcqRel));
         let size = node.memory_bytes();
         let node = Some(View::Whole(CachedNode::new(node, &self.used_bytes)));
@@ -230,6 +258,8 @@ impl NodeStore {
             dirty: true,
             version: 1,
             addr: None,
+            compression,
+            checkpointed: false,
             layout: None,
             taken: false,
             last_used: self.tick(),
@@ -247,6 +277,7 @@ impl NodeStore {
     pub fn get(&self, id: NodeId) -> Result<Arc<CachedNode>> {
         // A checkpoint may move a clean node to the block it wrote while we read the old one (same
         // version, same content); reading again from the new block is simplest and rare.
+        let _pin = self.grace.pin();
         for _ in 0..8 {
             let addr = {
                 let mut shard = self.shard(id).lock();
@@ -270,6 +301,7 @@ impl NodeStore {
         if !self.partial {
             return Ok(View::Whole(self.get(id)?));
         }
+        let _pin = self.grace.pin();
         for _ in 0..8 {
             let addr = {
                 let mut shard = self.shard(id).lock();
@@ -375,6 +407,7 @@ impl NodeStore {
             return Ok(Some(part.clone()));
         }
         let Some(section) = thin.layout.sections.get(index) else { return Ok(None) };
+        let _pin = self.grace.pin();
         let disk = self.disk.as_ref().ok_or_else(|| missing(thin.id))?;
         let bytes =
             disk.file.read_payload_range(thin.block, thin.id.0, section.offset as usize, section.len as usize)?;
@@ -425,12 +458,18 @@ impl NodeStore {
         }
     }
 
+    #[cfg(test)]
     pub fn put(&self, id: NodeId, node: Node) -> Result<()> {
+        self.put_for(id, node, None)
+    }
+
+    /// `put`, by a tree whose blocks are compressed with `compression` (`None`: as before).
+    pub fn put_for(&self, id: NodeId, node: Node, compression: Option<Compression>) -> Result<()> {
         let size = node.memory_bytes();
         {
             let mut shard = self.shard(id).lock();
             let slot = shard.get_mut(&id).ok_or_else(|| missing(id))?;
-            self.install_version(slot, node, size);
+            self.install_version(slot, node, size, compression);
             slot.taken = false;
         }
         self.used_bytes.fetch_add(size, Ordering::Relaxed);
@@ -446,7 +485,10 @@ impl NodeStore {
 
     /// Makes `node` (`size` bytes) the slot's new, dirty version. The caller charges `size` to
     /// the budget once the shard's lock is dropped.
-    fn install_version(&self, slot: &mut Slot, node: Node, size: usize) {
+    fn install_version(&self, slot: &mut Slot, node: Node, size: usize, compression: Option<Compression>) {
+        if compression.is_some() {
+            slot.compression = compression;
+        }
         self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
         slot.node = Some(View::Whole(CachedNode::new(node, &self.used_bytes)));
         slot.size = size;
@@ -485,7 +527,7 @@ impl NodeStore {
     /// version. A version still held by a checkpoint or an eviction stays charged until they
     /// drop it, as in `take`. It does not evict: once it returns true the caller must finish
     /// its change (drop the applied messages) without failing; its next `put` evicts.
-    pub fn replace(&self, id: NodeId, version: u64, node: Node) -> Result<bool> {
+    pub fn replace(&self, id: NodeId, version: u64, node: Node, compression: Option<Compression>) -> Result<bool> {
         let size = node.memory_bytes();
         {
             let mut shard = self.shard(id).lock();
@@ -498,7 +540,7 @@ impl NodeStore {
             {
                 self.keep_charged(old, slot.size);
             }
-            self.install_version(slot, node, size);
+            self.install_version(slot, node, size, compression);
         }
         self.used_bytes.fetch_add(size, Ordering::Relaxed);
         Ok(true)
@@ -508,29 +550,37 @@ impl NodeStore {
         if let Some(slot) = self.shard(id).lock().remove(&id) {
             self.used_bytes.fetch_sub(slot.size, Ordering::Relaxed);
             if let Some(addr) = slot.addr {
-                self.superseded.lock().push(addr);
+                self.retire(addr, slot.checkpointed);
             }
         }
     }
 
-    /// How many nodes there are (in memory or on disk), and the bytes buffered in the internal
-    /// nodes in memory by height. Reads nothing from disk.
-    pub fn census(&self) -> (u64, [u64; TRACKED_LEVELS]) {
-        let mut nodes = 0;
-        let mut buffered = [0u64; TRACKED_LEVELS];
+    /// How many nodes there are (in memory or on disk), the bytes of their blocks, and the
+    /// bytes buffered in the internal nodes in memory by height. Reads nothing from disk.
+    pub fn census(&self) -> Census {
+        let mut census = Census::default();
         for shard in &self.shards {
             for slot in shard.lock().values() {
-                nodes += 1;
+                census.nodes += 1;
+                census.block_bytes += slot.addr.map_or(0, |addr| crate::file::allocator::round_up(u64::from(addr.len)));
                 if let Some(View::Whole(cached)) = &slot.node {
                     let Node::Internal(internal) = &cached.node else { continue };
                     let height = (internal.height as usize).min(TRACKED_LEVELS - 1);
-                    if let Some(total) = buffered.get_mut(height) {
+                    if let Some(total) = census.buffered_bytes_by_height.get_mut(height) {
                         *total += internal.buffered_bytes() as u64;
                     }
                 }
             }
         }
-        (nodes, buffered)
+        census
+    }
+
+    /// The space of the block a node's slot names, in whole pages; a node never written yet
+    /// counts the one page it will take at least.
+    pub fn block_space(&self, id: NodeId) -> u64 {
+        let shard = self.shard(id).lock();
+        let len = shard.get(&id).and_then(|slot| slot.addr).map_or(1, |addr| u64::from(addr.len));
+        crate::file::allocator::round_up(len)
     }
 
     pub fn len(&self) -> usize {
@@ -576,17 +626,17 @@ mod tests {
         let store = store_on_sim_disk();
         let id = store.allocate(Node::Leaf(Leaf::default())).expect("allocate");
         let capture = store.capture().expect("capture");
-        let (captured_id, node, version) = capture.dirty.into_iter().next().expect("one dirty node");
+        let (captured_id, node, version, _) = capture.dirty.into_iter().next().expect("one dirty node");
         assert_eq!(captured_id, id);
         store.evict(id).expect("evict");
         let evicted = store.shard(id).lock().get(&id).and_then(|slot| slot.addr).expect("evicted to a block");
-        let written = store.write_node(id, &node).expect("checkpoint write");
+        let written = store.write_node(id, &node, Compression::None).expect("checkpoint write");
         let written_at = written.addr;
         assert_ne!(written_at, evicted);
         assert_eq!(store.mark_written(id, version, written), evicted, "the catalog names the block readers use");
         assert_eq!(store.shard(id).lock().get(&id).and_then(|slot| slot.addr), Some(evicted));
         // The checkpoint's copy went back to the allocator; the evicted block did not.
-        let again = store.write_node(id, &node).expect("a new write");
+        let again = store.write_node(id, &node, Compression::None).expect("a new write");
         assert_eq!(again.addr.offset, written_at.offset, "the checkpoint's unnamed copy is reused first");
         assert!(store.get(id).is_ok(), "the node reads back from the block readers were handed");
     }

@@ -80,6 +80,7 @@ impl Sealing {
 impl Tree {
     /// Flushes until no node on the way down from the root is over the node size.
     pub fn flush_if_needed(&self, ctx: &Ctx<'_>) -> Result<()> {
+        let ctx = &ctx.for_tree(self);
         let _one_flush = self.flushing.lock();
         let mut abandoned = 0;
         // Internal nodes this flush left over the node size, each with a key it owns: they are
@@ -190,7 +191,7 @@ impl Tree {
             Node::Internal(parent) => Some(change(parent, index)),
             Node::Leaf(_) => None,
         };
-        ctx.store.put(parent_id, node)?;
+        ctx.put(parent_id, node)?;
         result.transpose().map(|changed| changed.map(|value| (value, path)))
     }
 
@@ -240,7 +241,7 @@ impl Tree {
             }
             Node::Leaf(_) => None,
         };
-        ctx.store.put(parent_id, node)?;
+        ctx.put(parent_id, node)?;
         Ok(sealed.map(|(runs, ranges, seal)| Sealing {
             location,
             seal,
@@ -354,7 +355,7 @@ fn install_in(
     (leaf, pieces): Rebuilt,
 ) -> Result<bool> {
     let Some(buffer) = parent.buffers.get_mut(index) else { return Ok(false) };
-    if buffer.sealed() != seal || !ctx.store.replace(child, version, leaf)? {
+    if buffer.sealed() != seal || !ctx.replace(child, version, leaf)? {
         buffer.unseal();
         return Ok(false);
     }
@@ -421,7 +422,7 @@ mod tests {
                 ..Options::default()
             };
             let store = NodeStore::new(None, usize::MAX / 2, false);
-            let tree = Tree::create(TreeId(1), "t".into(), &store).expect("create");
+            let tree = Tree::create(TreeId(1), "t".into(), &store, None).expect("create");
             Fixture {
                 store,
                 options,
@@ -434,7 +435,13 @@ mod tests {
         }
 
         fn ctx(&self) -> Ctx<'_> {
-            Ctx { store: &self.store, options: &self.options, counters: &self.counters, horizon: self.seq }
+            Ctx {
+                store: &self.store,
+                options: &self.options,
+                counters: &self.counters,
+                horizon: self.seq,
+                compression: None,
+            }
         }
 
         fn next(&mut self) -> u64 {

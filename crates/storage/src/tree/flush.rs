@@ -35,7 +35,7 @@ pub(super) fn flush_node(ctx: &Ctx<'_>, id: NodeId) -> Result<()> {
         Node::Internal(internal) => flush_until_fits(ctx, internal),
         Node::Leaf(_) => Ok(()),
     };
-    ctx.store.put(id, node)?;
+    ctx.put(id, node)?;
     result
 }
 
@@ -90,7 +90,7 @@ pub(super) fn flush_child_then(
             false
         }
     };
-    ctx.store.put(child_id, child)?;
+    ctx.put(child_id, child)?;
     debug_assert!(parent.buffers.get(index).is_some_and(Buffer::is_empty), "a flushed buffer kept messages");
     if cascade && cascade_mode == Cascade::Now {
         Counters::add(&ctx.counters.cascades, 1);
@@ -149,7 +149,7 @@ fn split_child(ctx: &Ctx<'_>, parent: &mut Internal, index: usize) -> Result<boo
                 .collect()
         }
     };
-    ctx.store.put(child_id, child)?;
+    ctx.put(child_id, child)?;
     insert_pieces(ctx, parent, index, pieces)
 }
 
@@ -166,7 +166,7 @@ pub(super) fn insert_pieces(
     parts.reverse();
     let changed = !pieces.is_empty();
     for (offset, ((pivot, node), part)) in pieces.into_iter().zip(parts).enumerate() {
-        let id = ctx.store.allocate(node)?;
+        let id = ctx.allocate(node)?;
         parent.pivots.insert(index + offset, pivot);
         parent.children.insert(index + 1 + offset, id);
         parent.buffers.insert(index + 1 + offset, part);
@@ -229,7 +229,7 @@ fn merge_child(ctx: &Ctx<'_>, parent: &mut Internal, index: usize) -> Result<boo
     if let Node::Internal(l) = &left {
         assert!(l.is_well_formed(), "a merge of internal nodes out of step");
     }
-    ctx.store.put(left_id, left)?;
+    ctx.put(left_id, left)?;
     merged?;
     ctx.store.free(right_id);
     parent.children.remove(right_index);
@@ -257,7 +257,7 @@ pub(super) fn fix_path(ctx: &Ctx<'_>, root: &mut NodeId, path: Vec<(NodeId, usiz
             Node::Internal(parent) => rebalance_child(ctx, parent, index),
             Node::Leaf(_) => Ok(false),
         };
-        ctx.store.put(parent_id, node)?;
+        ctx.put(parent_id, node)?;
         if !changed? {
             break;
         }
@@ -293,7 +293,7 @@ pub(super) fn fix_root(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
                 buffers: vec![Buffer::default()],
             };
             split_child(ctx, &mut new_root, 0)?;
-            *root = ctx.store.allocate(Node::Internal(new_root))?;
+            *root = ctx.allocate(Node::Internal(new_root))?;
             continue;
         }
         match lone_child {
@@ -307,7 +307,7 @@ pub(super) fn fix_root(ctx: &Ctx<'_>, root: &mut NodeId) -> Result<()> {
                     Node::Internal(internal) => flush_child(ctx, internal, 0),
                     Node::Leaf(_) => Ok(()),
                 };
-                ctx.store.put(*root, node)?;
+                ctx.put(*root, node)?;
                 result?;
             }
             None => return Ok(()),

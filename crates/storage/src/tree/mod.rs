@@ -15,6 +15,7 @@ mod write;
 
 use parking_lot::RwLock;
 
+use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::message::{Seq, UpdateFn};
 use crate::node::leaf::Leaf;
@@ -38,11 +39,31 @@ pub(crate) struct Ctx<'a> {
     /// The oldest snapshot any reader may hold: versions and messages older than the newest one
     /// at or below it are invisible to everyone and may be dropped.
     pub horizon: Seq,
+    /// How the nodes this context writes are compressed: the tree's choice (`for_tree`), or
+    /// `None` for the engine's.
+    pub compression: Option<Compression>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
     fn update(&self) -> &UpdateFn {
         &self.options.update
+    }
+
+    /// This context for writing `tree`'s nodes (with its compression).
+    pub fn for_tree(&self, tree: &Tree) -> Ctx<'a> {
+        Ctx { compression: tree.compression(), ..*self }
+    }
+
+    fn put(&self, id: NodeId, node: Node) -> Result<()> {
+        self.store.put_for(id, node, self.compression)
+    }
+
+    fn allocate(&self, node: Node) -> Result<NodeId> {
+        self.store.allocate_for(node, self.compression)
+    }
+
+    fn replace(&self, id: NodeId, version: u64, node: Node) -> Result<bool> {
+        self.store.replace(id, version, node, self.compression)
     }
 }
 
@@ -59,12 +80,17 @@ pub(crate) struct Tree {
     append_floor: parking_lot::Mutex<Vec<u8>>,
     /// Held for the whole of a background flush (`detached`): one at a time per tree.
     flushing: parking_lot::Mutex<()>,
+    /// How this tree's nodes are compressed on disk (`None`: the engine's setting). Not kept by
+    /// the engine across restarts: its owner (the document store's catalog) sets it at open.
+    compression: parking_lot::Mutex<Option<Compression>>,
 }
 
 impl Tree {
-    pub fn create(id: TreeId, name: String, store: &NodeStore) -> Result<Tree> {
-        let root = store.allocate(Node::Leaf(Leaf::default()))?;
-        Ok(Tree::with_root(id, name, root))
+    pub fn create(id: TreeId, name: String, store: &NodeStore, compression: Option<Compression>) -> Result<Tree> {
+        let root = store.allocate_for(Node::Leaf(Leaf::default()), compression)?;
+        let tree = Tree::with_root(id, name, root);
+        tree.set_compression(compression);
+        Ok(tree)
     }
 
     /// A tree whose nodes already exist (recovery).
@@ -75,7 +101,38 @@ impl Tree {
             root: RwLock::new(Some(root)),
             append_floor: parking_lot::Mutex::new(Vec::new()),
             flushing: parking_lot::Mutex::new(()),
+            compression: parking_lot::Mutex::new(None),
         }
+    }
+
+    pub fn compression(&self) -> Option<Compression> {
+        *self.compression.lock()
+    }
+
+    /// Nodes written from now on are compressed this way; blocks written before keep theirs
+    /// (each section records its method) until their node is rewritten.
+    pub fn set_compression(&self, compression: Option<Compression>) {
+        *self.compression.lock() = compression;
+    }
+
+    /// The space of the blocks this tree's nodes were last written to (whole pages; a node not
+    /// written yet counts one page), so as of the last checkpoint or eviction of each node.
+    /// Reads the heads of internal nodes not in memory (to find their children), never a leaf.
+    pub fn block_space(&self, store: &NodeStore) -> Result<u64> {
+        let root = self.root.read();
+        let Some(id) = *root else { return Err(self.not_found()) };
+        // (node, whether it may be internal): a height-1 node's children are leaves.
+        let mut pending = vec![(id, true)];
+        let mut total = 0;
+        while let Some((id, may_be_internal)) = pending.pop() {
+            total += store.block_space(id);
+            if may_be_internal {
+                let view = store.view(id)?;
+                let grandchildren = view.height() > 1;
+                pending.extend(view.children().iter().map(|child| (*child, grandchildren)));
+            }
+        }
+        Ok(total)
     }
 
     /// Holds the tree's shape still (no writer, no flush) while the guard lives.

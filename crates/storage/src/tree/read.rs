@@ -33,6 +33,8 @@ pub(crate) struct Batch {
 impl Tree {
     pub fn get(&self, ctx: &Ctx<'_>, key: &[u8], snapshot: Seq) -> Result<Option<Vec<u8>>> {
         let guard = self.root.read();
+        // Thin nodes' blocks are read section by section along the way.
+        let _pin = ctx.store.pin();
         let mut id = guard.ok_or_else(|| self.not_found())?;
         let mut events = Vec::new();
         loop {
@@ -65,6 +67,7 @@ impl Tree {
         direction: Direction,
     ) -> Result<Batch> {
         let guard = self.root.read();
+        let _pin = ctx.store.pin();
         let root = guard.ok_or_else(|| self.not_found())?;
         let seek = match direction {
             Direction::Forward => Seek::AtOrAfter(lower),

@@ -52,6 +52,7 @@ pub(crate) enum FlushNeed {
 impl Tree {
     /// Applies a commit's messages to this tree, in order.
     pub fn write(&self, ctx: &Ctx<'_>, messages: Vec<TreeMessage>) -> Result<FlushNeed> {
+        let ctx = &ctx.for_tree(self);
         let waiting = std::time::Instant::now();
         let mut guard = self.root.write();
         Counters::add(&ctx.counters.tree_lock_wait_micros, waiting.elapsed().as_micros() as u64);
@@ -116,7 +117,7 @@ fn buffer_in_root<I: Iterator<Item = TreeMessage>>(
             internal.push_point(&key, [(seq, event)], ctx.horizon, ctx.options.basement_size_bytes);
         }
     }
-    ctx.store.put(root, node)
+    ctx.put(root, node)
 }
 
 /// Whether a point message for `key` passes this internal node by (to its rightmost child,
@@ -189,7 +190,7 @@ fn inject_point<I: Iterator<Item = TreeMessage>>(
                 if let Node::Leaf(leaf) = &mut node {
                     append_to_leaf(ctx, leaf, floor, (key, seq, event), rest);
                 }
-                ctx.store.put(id, node)?;
+                ctx.put(id, node)?;
                 return fix_path(ctx, root, path);
             }
             Step::Buffer(target) => {
@@ -209,7 +210,7 @@ fn inject_point<I: Iterator<Item = TreeMessage>>(
         }
         Node::Leaf(_) => false,
     };
-    ctx.store.put(target, node)?;
+    ctx.put(target, node)?;
     // The root is the flusher's business; a deeper node filled by messages that descended past
     // empty buffers is flushed here, or nobody would notice it.
     if over && !path.is_empty() {
@@ -269,6 +270,6 @@ fn inject_range(ctx: &Ctx<'_>, root: &mut NodeId, range: RangeDelete) -> Result<
             leaf.apply(incoming, ctx.horizon, ctx.update(), ctx.options.basement_size_bytes);
         }
     }
-    ctx.store.put(*root, node)?;
+    ctx.put(*root, node)?;
     fix_root(ctx, root)
 }

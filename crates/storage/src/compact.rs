@@ -1,0 +1,113 @@
+//! Compaction: giving the data file's free space back to the operating system while commits
+//! go on.
+//!
+//! Copy-on-write leaves holes wherever a node's older block was freed; new blocks fill them
+//! from the start of the file, but a file that once grew keeps its length. Compaction moves
+//! blocks from the end of the file into holes nearer its start and then cuts the file after
+//! its last block:
+//!
+//! 1. A checkpoint, so that every block the previous one named and the current one does not
+//!    is free.
+//! 2. Relocation: each clean node's block, highest first, is copied (checked) into the lowest
+//!    hole before it, and its slot names the copy (`NodeStore::relocate_down`). Dirty nodes are
+//!    written by the next checkpoint, into holes from the start too.
+//! 3. A checkpoint, which names the copies; once it is durable the originals are free.
+//! 4. The file is cut at the end of its last block (`DataFile::trim_tail`).
+//!
+//! A checkpoint that leaves the file more than a fifth free runs one bounded pass of 2-4 (see
+//! `step`), so churn does not grow the file for long. `compact` repeats 2-4 while a pass moves
+//! something (a copy may land where the one before could
+//! not, once the catalog and the freed originals have moved), at most a few times. A crash at
+//! any point leaves a durable checkpoint whose blocks are all intact: the originals are not
+//! freed before a checkpoint naming the copies is durable, and a cut never reaches a block in
+//! use.
+
+use std::time::Instant;
+
+use crate::engine::{Shared, elapsed_micros};
+use crate::error::{Error, Result};
+use crate::stats::Counters;
+use crate::store::Moved;
+
+/// Passes of relocation at most: each moves every block that has a hole below it.
+const MAX_PASSES: usize = 4;
+
+/// A checkpoint compacts a file only when at least this many nodes' worth of it is free (and
+/// more than a fifth of it): a small file's slack is not worth a second checkpoint.
+const AUTO_MIN_FREE_NODES: u64 = 2;
+
+/// What a compaction did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompactReport {
+    /// The data file's length before and after.
+    pub file_bytes_before: u64,
+    pub file_bytes_after: u64,
+    /// Blocks copied nearer the start of the file, and their bytes.
+    pub blocks_moved: u64,
+    pub bytes_moved: u64,
+    pub micros: u64,
+}
+
+pub(crate) fn compact(shared: &Shared) -> Result<CompactReport> {
+    let Some(durable) = shared.durable.get() else {
+        return Err(Error::InvalidArgument("an in-memory engine has no file to compact".into()));
+    };
+    let started = Instant::now();
+    let mut report = CompactReport { file_bytes_before: durable.data.len()?, ..CompactReport::default() };
+    crate::checkpoint::checkpoint_once(shared)?;
+    for _ in 0..MAX_PASSES {
+        let moved = relocate_and_checkpoint(shared, u64::MAX)?;
+        report.blocks_moved += moved.blocks;
+        report.bytes_moved += moved.bytes;
+        if moved.blocks == 0 {
+            break;
+        }
+    }
+    report.file_bytes_after = durable.data.len()?;
+    report.micros = elapsed_micros(started);
+    Ok(report)
+}
+
+/// Whether the file is more than a fifth free space (and that is more than a couple of
+/// nodes' worth): a checkpoint then runs a compaction `step`. So a file settles at no more than
+/// about 5/4 of what it holds.
+pub(crate) fn wanted(shared: &Shared) -> bool {
+    let Some(durable) = shared.durable.get() else { return false };
+    let free = durable.data.free_bytes();
+    let len = durable.data.len().unwrap_or(0);
+    free * 5 > len && free >= min_free_bytes(shared)
+}
+
+fn min_free_bytes(shared: &Shared) -> u64 {
+    AUTO_MIN_FREE_NODES * shared.options.node_size_bytes as u64
+}
+
+/// One bounded pass after a checkpoint: moves at most an eighth of the file's length of
+/// blocks down and checkpoints again, so the file shrinks by what moved. Repeated at each
+/// checkpoint while the file stays more than a fifth free, it converges without ever copying
+/// the whole file at once.
+pub(crate) fn step(shared: &Shared) -> Result<()> {
+    let Some(durable) = shared.durable.get() else { return Ok(()) };
+    let budget = (durable.data.len()? / 8).max(min_free_bytes(shared));
+    relocate_and_checkpoint(shared, budget).map(|_| ())
+}
+
+/// Relocation (at most `budget` bytes), a checkpoint naming the copies, and the trim.
+fn relocate_and_checkpoint(shared: &Shared, budget: u64) -> Result<Moved> {
+    shared.store.drain_retired();
+    let moved = shared.store.relocate_down(budget)?;
+    crate::checkpoint::checkpoint_once(shared)?;
+    shared.store.drain_retired();
+    trim(shared)?;
+    Ok(moved)
+}
+
+/// Cuts the data file after its last block in use, holding the checkpoint lock so that no
+/// backup is copying it meanwhile; counts what went back to the operating system.
+pub(crate) fn trim(shared: &Shared) -> Result<()> {
+    let Some(durable) = shared.durable.get() else { return Ok(()) };
+    let _no_checkpoint_or_backup = durable.checkpoint.lock();
+    let returned = durable.data.trim_tail()?;
+    Counters::add(&shared.counters.bytes_returned, returned);
+    Ok(())
+}
