@@ -3,7 +3,8 @@
 //!
 //! YAML keys read (as in mongod.conf): `storage.dbPath`, `storage.wiredTiger.engineConfig.
 //! cacheSizeGB` (a number of GB, as mongod takes it), `storage.cacheSize` (Strata's own, e.g.
-//! "128MiB"), `net.port`, `net.bindIp` (the first address of a comma-separated list),
+//! "128MiB"), `storage.compression` (Strata's own: none, lz4, zstd, zstd:LEVEL),
+//! `storage.wiredTiger.collectionConfig.blockCompressor` (snappy read as lz4, zlib as zstd), `net.port`, `net.bindIp` (the first address of a comma-separated list),
 //! `net.maxIncomingConnections`, `security.authorization` ("enabled"/"disabled"), `systemLog.destination`/`systemLog.path`,
 //! `operationProfiling.slowOpThresholdMs`, `net.http.port`, `net.tls.mode`, `net.tls.certificateKeyFile`,
 //! `net.tls.CAFile`, `net.tls.allowConnectionsWithoutCertificates`, `replication.replSetName`,
@@ -33,6 +34,11 @@ pub struct ServeArgs {
     /// Storage cache budget, e.g. 128MiB, 2GiB, 500MB or a number of bytes.
     #[arg(long)]
     pub cache_size: Option<String>,
+    /// How node blocks are compressed on disk: lz4 (the default: fastest), zstd (smaller
+    /// files; zstd:LEVEL for another level than 3, up to 22), or none. Blocks written earlier
+    /// keep theirs until they are rewritten.
+    #[arg(long)]
+    pub compression: Option<String>,
     /// Most client connections at once.
     #[arg(long)]
     pub max_connections: Option<usize>,
@@ -88,6 +94,7 @@ pub struct Resolved {
     pub bind: String,
     pub port: u16,
     pub cache_size_bytes: u64,
+    pub compression: storage::Compression,
     pub max_connections: usize,
     pub auth: bool,
     pub tls: Option<server::tls::TlsOptions>,
@@ -152,6 +159,7 @@ struct SecuritySection {
 struct StorageSection {
     db_path: Option<PathBuf>,
     cache_size: Option<String>,
+    compression: Option<String>,
     wired_tiger: Option<WiredTigerSection>,
 }
 
@@ -159,6 +167,13 @@ struct StorageSection {
 #[serde(rename_all = "camelCase")]
 struct WiredTigerSection {
     engine_config: Option<EngineConfigSection>,
+    collection_config: Option<CollectionConfigSection>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(rename_all = "camelCase")]
+struct CollectionConfigSection {
+    block_compressor: Option<String>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -211,6 +226,11 @@ impl ServeArgs {
             Some(text) => parse_size(text)?,
             None => cache_from_file.unwrap_or(DEFAULT_CACHE_SIZE_BYTES),
         };
+        let compression = match (&self.compression, block_compressor(&file.storage)) {
+            (Some(text), _) => parse_compression(text)?,
+            (None, Some(text)) => parse_compression(&text)?,
+            (None, None) => storage::Compression::default(),
+        };
         let bind_from_file = file
             .net
             .bind_ip
@@ -258,6 +278,7 @@ impl ServeArgs {
             bind: self.bind.clone().or(bind_from_file).unwrap_or_else(|| "127.0.0.1".to_owned()),
             port: self.port.or(file.net.port).unwrap_or(27017),
             cache_size_bytes,
+            compression,
             max_connections: self
                 .max_connections
                 .or(file.net.max_incoming_connections)
@@ -307,6 +328,28 @@ impl ServeArgs {
     }
 }
 
+/// `storage.compression` (Strata's names), or mongod.conf's `storage.wiredTiger.
+/// collectionConfig.blockCompressor`, whose names are taken as the nearest Strata has: snappy
+/// as lz4 (both fast), zlib as zstd (both small).
+fn block_compressor(storage: &StorageSection) -> Option<String> {
+    if let Some(own) = &storage.compression {
+        return Some(own.clone());
+    }
+    let wired_tiger = storage.wired_tiger.as_ref()?.collection_config.as_ref()?.block_compressor.as_deref()?;
+    Some(match wired_tiger {
+        "snappy" => "lz4".to_owned(),
+        "zlib" => "zstd".to_owned(),
+        other => other.to_owned(),
+    })
+}
+
+fn parse_compression(text: &str) -> anyhow::Result<storage::Compression> {
+    match storage::Compression::parse(text) {
+        Some(compression) => Ok(compression),
+        None => bail!("--compression must be none, lz4, zstd or zstd:LEVEL (-7 to 22), not {text:?}"),
+    }
+}
+
 fn gigabytes(storage: &StorageSection) -> Option<f64> {
     storage.wired_tiger.as_ref()?.engine_config.as_ref()?.cache_size_gb
 }
@@ -340,24 +383,30 @@ mod tests {
         assert_eq!(resolved.port, 27018);
         assert_eq!(resolved.bind, "127.0.0.1");
         assert_eq!(resolved.cache_size_bytes, 1 << 28);
+        assert_eq!(resolved.compression, storage::Compression::Lz4);
         assert_eq!((resolved.log_path.as_ref(), resolved.auth, resolved.http_port), (None, false, None));
         let operating = dir.join("operating.conf");
         std::fs::write(
             &operating,
-            "storage:\n  dbPath: d\nsystemLog:\n  destination: file\n  path: /var/log/strata.log\nsecurity:\n  authorization: enabled\nnet:\n  http:\n    port: 9091\noperationProfiling:\n  slowOpThresholdMs: 250\n",
+            "storage:\n  dbPath: d\n  wiredTiger:\n    collectionConfig:\n      blockCompressor: zlib\nsystemLog:\n  destination: file\n  path: /var/log/strata.log\nsecurity:\n  authorization: enabled\nnet:\n  http:\n    port: 9091\noperationProfiling:\n  slowOpThresholdMs: 250\n",
         )
         .unwrap();
         let resolved = ServeArgs { config: Some(operating), ..ServeArgs::default() }.resolve().unwrap();
         assert_eq!(resolved.log_path, Some(PathBuf::from("/var/log/strata.log")));
         assert_eq!((resolved.auth, resolved.http_port, resolved.slow_ms), (true, Some(9091), 250));
+        assert_eq!(resolved.compression, storage::Compression::Zstd(3), "mongod.conf's zlib is read as zstd");
         let flags = ServeArgs {
             config: Some(path),
             port: Some(1234),
             cache_size: Some("64MiB".into()),
             dbpath: Some("data".into()),
+            compression: Some("zstd:9".into()),
             ..ServeArgs::default()
         };
         let resolved = flags.resolve().unwrap();
+        assert_eq!(resolved.compression, storage::Compression::Zstd(9));
+        let bad = ServeArgs { dbpath: Some("d".into()), compression: Some("snappy".into()), ..ServeArgs::default() };
+        assert!(bad.resolve().is_err(), "Strata's own flag takes only its own names");
         assert_eq!((resolved.port, resolved.cache_size_bytes), (1234, 64 << 20));
         assert_eq!(resolved.slow_ms, server::config::DEFAULT_SLOW_MS);
         assert_eq!(resolved.dbpath, PathBuf::from("data"));

@@ -28,9 +28,14 @@ pub struct Collection {
 impl Collection {
     pub fn open(engine: &Engine, meta: CollectionMeta, write_lock: Arc<Mutex<()>>) -> Result<Collection> {
         let tree = tree_id(engine, &meta.tree)?;
+        // Validated when the collection and its indexes were created; the engine does not keep
+        // a tree's compression across restarts, so it is set again at every open.
+        engine.set_tree_compression(tree, crate::compression::requested(&meta.options).unwrap_or(None))?;
         let mut indexes = Vec::with_capacity(meta.indexes.len());
         for index in &meta.indexes {
-            indexes.push(Index::open(index, tree_id(engine, &index.tree)?)?);
+            let index_tree = tree_id(engine, &index.tree)?;
+            engine.set_tree_compression(index_tree, crate::compression::requested(&index.spec).unwrap_or(None))?;
+            indexes.push(Index::open(index, index_tree)?);
         }
         Ok(Collection {
             count_key: count_key(&meta.tree),

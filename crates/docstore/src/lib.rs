@@ -69,6 +69,7 @@ pub mod aggregate;
 pub mod catalog;
 pub mod change_stream;
 pub mod collection;
+pub mod compression;
 pub mod entry_filter;
 pub mod error;
 pub mod index;
@@ -101,7 +102,7 @@ pub use read::planner::Hint;
 pub use retry::{Retry, WriteOptions};
 /// What a server needs of the engine, through the docstore (its one door): the durability a
 /// write asks for, and the engine's statistics.
-pub use storage::{BackupReport, Durability, Stats as EngineStats};
+pub use storage::{BackupReport, CompactReport, Durability, Stats as EngineStats};
 pub use transaction::{DocumentTransaction, ReadAt};
 pub use validate::ValidateReport;
 pub use write::delete::DeleteRequest;
@@ -227,6 +228,14 @@ impl Store {
     /// data directory), while writes go on (see `storage::Engine::backup`).
     pub fn backup(&self, destination: &Path) -> Result<BackupReport> {
         Ok(self.inner.engine.backup(destination)?)
+    }
+
+    /// Gives the data file's free space back to the operating system while writes go on
+    /// (`storage::Engine::compact`). Named by a collection, as MongoDB's `compact` is; one
+    /// file holds every collection, so the whole file is compacted.
+    pub fn compact(&self, db: &str, collection: &str) -> Result<CompactReport> {
+        self.inner.catalog.existing(db, collection)?;
+        Ok(self.inner.engine.compact()?)
     }
 
     // Catalog.

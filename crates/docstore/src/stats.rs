@@ -2,9 +2,8 @@
 //!
 //! Each collection has blind counters in `__counts` for its document count and the bytes of
 //! its documents, and each index one for the logical bytes of its entries (keys and values);
-//! every write updates them in its own transaction. Sizes are logical, before compression: the
-//! engine does not account disk space per tree, so `storageSize` reports the same logical bytes
-//! (an upper bound of what the compressed blocks take).
+//! every write updates them in its own transaction. Compressed sizes come from the engine: the
+//! blocks of each tree's nodes (`Engine::tree_block_space`, which reads no leaf).
 
 use bson::{Document, doc};
 use storage::Engine;
@@ -20,48 +19,67 @@ pub fn estimated_document_count(engine: &Engine, catalog: &Catalog, db: &str, na
     }
 }
 
-/// collStats' figures (without `ok`).
+/// collStats' figures (without `ok`). `size` is the documents' logical bytes (as BSON);
+/// `storageSize` and `indexSizes` are what the collection's tree and each index's tree take in
+/// the data file, compressed, in whole pages (as of each node's last write). Strata keeps the
+/// documents in `_id` order in the collection's own tree, so the `_id_` index takes no space of
+/// its own. The `strata` section has the logical index sizes and each tree's compression, so a
+/// user can see what compression gives.
 pub fn coll_stats(engine: &Engine, catalog: &Catalog, db: &str, name: &str, scale: u64) -> Result<Document> {
     let scale = scale.max(1) as i64;
     let collection = catalog.existing(db, name)?;
     let (count, size) = catalog.counters(engine, &collection)?;
-    let mut index_sizes = Document::new();
+    let storage = space(engine, collection.tree)?;
+    let mut index_sizes = doc! { "_id_": 0i64 };
+    let mut logical_index_sizes = doc! { "_id_": 0i64 };
+    let mut compression = doc! { "collection": compression_name(engine, &collection.meta.options) };
+    let mut index_compression = Document::new();
     let mut total_index = 0i64;
-    let id_bytes = count * 16;
-    index_sizes.insert("_id_", id_bytes / scale);
-    total_index += id_bytes;
     for index in &collection.indexes {
-        let bytes = catalog.counter(engine, &size_key(&index.meta.tree))?.max(0);
+        let bytes = space(engine, index.tree)?;
         index_sizes.insert(index.name.clone(), bytes / scale);
         total_index += bytes;
+        let logical = catalog.counter(engine, &size_key(&index.meta.tree))?.max(0);
+        logical_index_sizes.insert(index.name.clone(), logical / scale);
+        index_compression.insert(index.name.clone(), compression_name(engine, &index.meta.spec));
     }
+    compression.insert("indexes", index_compression);
     Ok(doc! {
         "ns": collection.namespace(),
         "count": count,
         "size": size / scale,
         "avgObjSize": if count > 0 { size / count } else { 0 },
-        "storageSize": size / scale,
+        "storageSize": storage / scale,
         "nindexes": (1 + collection.indexes.len()) as i32,
         "totalIndexSize": total_index / scale,
-        "totalSize": (size + total_index) / scale,
+        "totalSize": (storage + total_index) / scale,
         "indexSizes": index_sizes,
         "scaleFactor": scale,
+        "strata": {
+            "compression": compression,
+            "logicalIndexSizes": logical_index_sizes,
+            "idIndex": "the collection's own tree: documents are kept in _id order",
+        },
     })
 }
 
-/// dbStats' figures (without `ok`): the sums of its collections'.
+/// dbStats' figures (without `ok`): the sums of its collections' (logical `dataSize`,
+/// compressed `storageSize` and `indexSize`), and the data file every database shares.
 pub fn db_stats(engine: &Engine, catalog: &Catalog, db: &str, scale: u64) -> Result<Document> {
     validate_db_name(db)?;
     let scale_i = scale.max(1) as i64;
-    let (mut objects, mut data, mut indexes, mut index_bytes) = (0i64, 0i64, 0i64, 0i64);
+    let (mut objects, mut data, mut storage, mut indexes, mut index_bytes) = (0i64, 0i64, 0i64, 0i64, 0i64);
     let collections = catalog.list_collections(db);
     for info in &collections {
         let stats = coll_stats(engine, catalog, db, &info.name, 1)?;
         objects += stats.get_i64("count").unwrap_or(0);
         data += stats.get_i64("size").unwrap_or(0);
+        storage += stats.get_i64("storageSize").unwrap_or(0);
         indexes += i64::from(stats.get_i32("nindexes").unwrap_or(0));
         index_bytes += stats.get_i64("totalIndexSize").unwrap_or(0);
     }
+    let file = engine.stats();
+    let bytes = |n: u64| i64::try_from(n).unwrap_or(i64::MAX) / scale_i;
     Ok(doc! {
         "db": db,
         "collections": collections.len() as i64,
@@ -69,10 +87,29 @@ pub fn db_stats(engine: &Engine, catalog: &Catalog, db: &str, scale: u64) -> Res
         "objects": objects,
         "avgObjSize": if objects > 0 { data as f64 / objects as f64 } else { 0.0 },
         "dataSize": data / scale_i,
-        "storageSize": data / scale_i,
+        "storageSize": storage / scale_i,
         "indexes": indexes,
         "indexSize": index_bytes / scale_i,
-        "totalSize": (data + index_bytes) / scale_i,
+        "totalSize": (storage + index_bytes) / scale_i,
         "scaleFactor": scale_i,
+        "strata": {
+            "dataFileBytes": bytes(file.data_file_bytes),
+            "freeBytes": bytes(file.free_bytes),
+            "logDiskBytes": bytes(file.log_disk_bytes),
+            "sharedByAllDatabases": true,
+        },
     })
+}
+
+/// What a tree takes in the data file, as collStats reports it.
+fn space(engine: &Engine, tree: storage::TreeId) -> Result<i64> {
+    Ok(i64::try_from(engine.tree_block_space(tree)?).unwrap_or(i64::MAX))
+}
+
+/// The compression a collection's options or an index spec chose, or the server's default.
+fn compression_name(engine: &Engine, options: &Document) -> String {
+    match crate::compression::requested(options).ok().flatten() {
+        Some(chosen) => chosen.to_string(),
+        None => format!("{} (the server's default)", engine.options().compression),
+    }
 }

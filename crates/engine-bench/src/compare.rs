@@ -23,6 +23,8 @@ pub struct Outcome {
     pub engine: EngineName,
     pub start: Option<Record>,
     pub summary: Option<Record>,
+    /// The read phase's line, if reads were asked for and the engine measures them.
+    pub reads: Option<Record>,
     pub memcap_peak_mib: Option<u64>,
     pub failure: Option<String>,
     /// Inserts done at the last interval line: how far a failed run got.
@@ -122,6 +124,7 @@ fn run_child(
         engine,
         start: None,
         summary: None,
+        reads: None,
         memcap_peak_mib: None,
         failure: None,
         last_reported_inserts: 0.0,
@@ -143,6 +146,7 @@ fn run_child(
                 outcome.last_reported_inserts = record.number("inserts");
             }
             "summary" => outcome.summary = Some(record),
+            "reads" => outcome.reads = Some(record),
             _ => println!("{:<6} | {line}", engine.as_str()),
         }
     }
@@ -179,6 +183,8 @@ fn child_command(
         ("--fjall-memtable-size", w.fjall_memtable_size),
         ("--report-every", w.report_every),
         ("--seed", w.seed),
+        ("--reads", w.reads),
+        ("--scans", w.scans),
     ] {
         command.arg(flag).arg(value.to_string());
     }

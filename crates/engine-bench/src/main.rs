@@ -89,6 +89,14 @@ pub struct WorkloadArgs {
     /// Stop an engine after this many seconds of inserting (its run is then reported partial).
     #[arg(long)]
     pub max_seconds: Option<u64>,
+    /// After the inserts: this many random point reads of the primary tree, timed after as many
+    /// untimed ones (strata and redb).
+    #[arg(long, default_value_t = 0)]
+    pub reads: u64,
+    /// After the reads: this many scans of 1,000 consecutive entries of a secondary tree, each
+    /// from a random place (strata and redb).
+    #[arg(long, default_value_t = 0)]
+    pub scans: u64,
 }
 
 #[derive(Args, Debug)]

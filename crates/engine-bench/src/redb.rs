@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use ::redb::{Database, Durability, TableDefinition};
+use ::redb::{Database, Durability, ReadableDatabase, TableDefinition};
 use anyhow::Context;
 
 use crate::workload::{Backend, Row, SyncClock};
@@ -63,6 +63,29 @@ impl Backend for Redb {
     fn insert_batch(&mut self, rows: &[Row]) -> anyhow::Result<()> {
         let durability = if self.clock.sync_due() { Durability::Immediate } else { Durability::None };
         self.commit(rows, durability)
+    }
+
+    fn read(&self, id: &[u8; 8]) -> Option<anyhow::Result<bool>> {
+        let found = || -> anyhow::Result<bool> {
+            let txn = self.database.begin_read()?;
+            let table = txn.open_table(PRIMARY)?;
+            Ok(table.get(id.as_slice())?.is_some())
+        };
+        Some(found())
+    }
+
+    fn scan(&self, start: &[u8], count: usize) -> Option<anyhow::Result<usize>> {
+        let seen = || -> anyhow::Result<usize> {
+            let txn = self.database.begin_read()?;
+            let table = txn.open_table(SECONDARIES[0])?;
+            let mut seen = 0;
+            for item in table.range(start..)?.take(count) {
+                item?;
+                seen += 1;
+            }
+            Ok(seen)
+        };
+        Some(seen())
     }
 
     fn close(mut self: Box<Self>) -> anyhow::Result<()> {

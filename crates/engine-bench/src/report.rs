@@ -202,6 +202,43 @@ pub fn print_table(outcomes: &[crate::compare::Outcome]) {
         }
     }
     print_ratios(outcomes);
+    print_reads(outcomes);
+}
+
+/// The read phase, where it ran: point reads and scans per second, node bytes per read, and
+/// strata's rates against redb's (targets of issue 18: point reads at least half redb's, scans
+/// at least redb's).
+fn print_reads(outcomes: &[crate::compare::Outcome]) {
+    use crate::EngineName;
+    let measured: Vec<_> = outcomes.iter().filter_map(|o| Some((o.engine, o.reads.as_ref()?))).collect();
+    if measured.is_empty() {
+        return;
+    }
+    println!();
+    println!("{:<7} {:>10} {:>10} {:>12} {:>12}", "engine", "reads", "reads/s", "scans/s", "bytes/read");
+    for (engine, r) in &measured {
+        let bytes = r.0.contains_key("node_bytes_per_read").then(|| format!("{:.0}", r.number("node_bytes_per_read")));
+        println!(
+            "{:<7} {:>10.0} {:>10.0} {:>12.1} {:>12}",
+            engine.as_str(),
+            r.number("reads"),
+            r.number("reads_per_second"),
+            r.number("scans_per_second"),
+            bytes.unwrap_or_else(|| "-".into())
+        );
+    }
+    println!(
+        "(scans: {} consecutive entries of a secondary tree each; bytes/read: node bytes read per timed point read)",
+        crate::workload::SCAN_LENGTH
+    );
+    let of = |engine: EngineName| measured.iter().find(|(e, _)| *e == engine).map(|(_, r)| *r);
+    if let (Some(strata), Some(redb)) = (of(EngineName::Strata), of(EngineName::Redb)) {
+        let verdict = |ratio: f64, target: f64| if ratio >= target { "meets" } else { "MISSES" };
+        let reads = strata.number("reads_per_second") / redb.number("reads_per_second");
+        let scans = strata.number("scans_per_second") / redb.number("scans_per_second");
+        println!("ratio strata reads/s / redb reads/s:   {reads:>8.2}   (target >= 0.5: {})", verdict(reads, 0.5));
+        println!("ratio strata scans/s / redb scans/s:   {scans:>8.2}   (target >= 1: {})", verdict(scans, 1.0));
+    }
 }
 
 fn print_ratios(outcomes: &[crate::compare::Outcome]) {

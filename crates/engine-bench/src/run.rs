@@ -35,6 +35,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     let samples = workload::run(backend.as_mut(), &workload, |backend, now, previous| {
         emit(interval(engine, backend, now, previous))
     })?;
+    let reads = match (args.workload.reads, args.workload.scans) {
+        (0, 0) => None,
+        (reads, scans) => {
+            let inserted = workload::rates(&samples).inserts;
+            workload::read_phase(backend.as_ref(), inserted, reads, scans, args.workload.seed).transpose()?
+        }
+    };
     let close_start = Instant::now();
     backend.close()?;
     let close_seconds = close_start.elapsed().as_secs_f64();
@@ -63,6 +70,18 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
             .int("allocated_bytes", size.allocated_bytes)
             .int("peak_rss_bytes", peak_rss_bytes().unwrap_or(0)),
     );
+    if let Some(reads) = reads {
+        let line = Line::new("reads")
+            .text("engine", engine)
+            .int("reads", args.workload.reads)
+            .int("scans", args.workload.scans)
+            .float("reads_per_second", reads.reads_per_second)
+            .float("scans_per_second", reads.scans_per_second);
+        emit(match reads.node_bytes_per_read {
+            Some(bytes) => line.float("node_bytes_per_read", bytes),
+            None => line,
+        });
+    }
     Ok(())
 }
 

@@ -31,7 +31,9 @@ impl Strata {
 
 /// The durable engine in `dir`, with one memory budget for the whole engine.
 fn open_engine(dir: &Path, cache_size_bytes: usize) -> anyhow::Result<(Engine, &'static str)> {
-    let defaults = Options::default();
+    // Nodes sized for the cache, as `strata serve` sizes them (a 4 MiB node beside a 16 MiB
+    // cache does not fit a small memory cap).
+    let defaults = Options::for_cache_size(cache_size_bytes);
     // Knobs for sweeps: STRATA_NODE_SIZE, STRATA_BASEMENT_SIZE (bytes), STRATA_FANOUT,
     // STRATA_CHECKPOINT_LOG_BYTES.
     let knob = |name: &str, default: usize| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
@@ -68,6 +70,27 @@ impl Backend for Strata {
 
     fn cache_used_bytes(&self) -> Option<u64> {
         Some(self.engine.stats().cache_used_bytes)
+    }
+
+    fn read(&self, id: &[u8; 8]) -> Option<anyhow::Result<bool>> {
+        Some(self.engine.snapshot().get(self.primary, id).map(|value| value.is_some()).map_err(Into::into))
+    }
+
+    fn scan(&self, start: &[u8], count: usize) -> Option<anyhow::Result<usize>> {
+        let snapshot = self.engine.snapshot();
+        let range = (std::ops::Bound::Included(start), std::ops::Bound::Unbounded);
+        let mut seen = 0;
+        for item in snapshot.range(self.secondaries[0], range).take(count) {
+            if let Err(error) = item {
+                return Some(Err(error.into()));
+            }
+            seen += 1;
+        }
+        Some(Ok(seen))
+    }
+
+    fn node_bytes_read(&self) -> Option<u64> {
+        Some(self.engine.stats().node_bytes_read)
     }
 
     fn close(self: Box<Self>) -> anyhow::Result<()> {

@@ -41,7 +41,84 @@ pub trait Backend {
     fn cache_used_bytes(&self) -> Option<u64> {
         None
     }
+    /// Reads the primary entry of `id` (after the inserts); whether it was found. `None`: this
+    /// engine's reads are not measured.
+    fn read(&self, _id: &[u8; 8]) -> Option<anyhow::Result<bool>> {
+        None
+    }
+    /// Reads `count` consecutive entries of the first secondary tree from `start` on; how many
+    /// there were.
+    fn scan(&self, _start: &[u8], _count: usize) -> Option<anyhow::Result<usize>> {
+        None
+    }
+    /// Node bytes the engine has read from its files so far, where it counts them.
+    fn node_bytes_read(&self) -> Option<u64> {
+        None
+    }
 }
+
+/// What the read phase measured.
+pub struct ReadRates {
+    pub reads_per_second: f64,
+    pub scans_per_second: f64,
+    /// Node bytes read per point read (timed reads only), where the engine counts them.
+    pub node_bytes_per_read: Option<f64>,
+}
+
+/// After the inserts: `reads` random point reads of the primary tree (after as many untimed
+/// ones, to warm the cache as a steady reader would), then `scans` scans of `SCAN_LENGTH`
+/// entries of a secondary tree from random places. `None` if the engine does not measure reads.
+pub fn read_phase(
+    backend: &dyn Backend,
+    inserts: u64,
+    reads: u64,
+    scans: u64,
+    seed: u64,
+) -> Option<anyhow::Result<ReadRates>> {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed_4ead);
+    let read_random = |backend: &dyn Backend, rng: &mut StdRng| -> Option<anyhow::Result<()>> {
+        let id = rng.gen_range(0..inserts.max(1)).to_be_bytes();
+        Some(
+            backend
+                .read(&id)?
+                .and_then(|found| if found { Ok(()) } else { Err(anyhow::anyhow!("id {id:?} not found")) }),
+        )
+    };
+    for _ in 0..reads {
+        if let Err(error) = read_random(backend, &mut rng)? {
+            return Some(Err(error));
+        }
+    }
+    let bytes_before = backend.node_bytes_read();
+    let started = Instant::now();
+    for _ in 0..reads {
+        if let Err(error) = read_random(backend, &mut rng)? {
+            return Some(Err(error));
+        }
+    }
+    let read_seconds = started.elapsed().as_secs_f64();
+    let node_bytes_per_read = backend
+        .node_bytes_read()
+        .zip(bytes_before)
+        .map(|(after, before)| (after - before) as f64 / reads.max(1) as f64);
+    let started = Instant::now();
+    for _ in 0..scans {
+        let start = rng.r#gen::<u64>().to_be_bytes();
+        if let Err(error) = backend.scan(&start, SCAN_LENGTH)? {
+            return Some(Err(error));
+        }
+    }
+    let scan_seconds = started.elapsed().as_secs_f64();
+    let per_second = |n: u64, seconds: f64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
+    Some(Ok(ReadRates {
+        reads_per_second: per_second(reads, read_seconds),
+        scans_per_second: per_second(scans, scan_seconds),
+        node_bytes_per_read,
+    }))
+}
+
+/// Entries per scan of the read phase.
+pub const SCAN_LENGTH: usize = 1000;
 
 /// The periodic durability that all three engines get: a sync at least every 100 ms, never one
 /// per commit. Strata's `Durability::Periodic` does this inside the engine; redb and fjall ask

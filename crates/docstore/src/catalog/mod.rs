@@ -308,6 +308,7 @@ impl Catalog {
         options: Document,
     ) -> Result<Arc<Collection>> {
         validate_user_collection(db, name)?;
+        crate::compression::requested(&options)?;
         let _ddl = self.ddl.lock();
         if self.collection(db, name).is_some() {
             return Err(Error::NamespaceExists(format!("Collection {db}.{name} already exists.")));

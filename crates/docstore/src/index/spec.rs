@@ -3,7 +3,8 @@
 //!
 //! Supported options: `key` (ascending/descending fields), `name` (default `a_1_b_-1`),
 //! `unique`, `sparse`, `partialFilterExpression`, `expireAfterSeconds` (TTL, single field),
-//! `clustering` (the entries hold whole documents; TokuMX's name for it). Accepted and ignored:
+//! `clustering` (the entries hold whole documents; TokuMX's name for it), `storageEngine` (the
+//! index's compression, see `crate::compression`). Accepted and ignored:
 //! `v`, `background`, `ns`. Anything else, and special index types (`text`, `hashed`, `2d`...),
 //! is `CannotCreateIndex`.
 //!
@@ -25,6 +26,8 @@ pub struct ParsedSpec {
     pub clustering: bool,
     pub partial: Option<Document>,
     pub expire_after_seconds: Option<i64>,
+    /// `storageEngine`, as given (its compression: `crate::compression`).
+    pub storage_engine: Option<Document>,
 }
 
 impl ParsedSpec {
@@ -50,6 +53,7 @@ impl ParsedSpec {
             clustering: false,
             partial: None,
             expire_after_seconds: None,
+            storage_engine: None,
         };
         for (option, value) in spec {
             parsed.apply_option(option, value)?;
@@ -64,6 +68,13 @@ impl ParsedSpec {
             "unique" => self.unique = query::truthy(value),
             "sparse" => self.sparse = query::truthy(value),
             "clustering" => self.clustering = query::truthy(value),
+            "storageEngine" => {
+                let option = bson::doc! {"storageEngine": value.clone()};
+                crate::compression::requested(&option)?;
+                if let Bson::Document(engines) = value {
+                    self.storage_engine = Some(engines.clone());
+                }
+            }
             "partialFilterExpression" => match value {
                 Bson::Document(filter) => {
                     query::filter::Filter::parse(filter)?;
@@ -131,6 +142,9 @@ impl ParsedSpec {
         }
         if let Some(seconds) = self.expire_after_seconds {
             spec.insert("expireAfterSeconds", seconds);
+        }
+        if let Some(engines) = &self.storage_engine {
+            spec.insert("storageEngine", engines.clone());
         }
         spec
     }

@@ -51,6 +51,7 @@ pub fn need(command: &Command, current: Option<&UserName>) -> Result<Need, Comma
         "collStats" => on_collection(&[CollStats]),
         "collMod" => on_collection(&[CollMod]),
         "validate" => on_collection(&[Validate]),
+        "compact" => on_collection(&[Compact]),
         "dbStats" => on_db(&[DbStats]),
         "dropDatabase" => on_db(&[DropDatabase]),
         "listCollections" => list_collections_need(command),

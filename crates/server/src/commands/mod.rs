@@ -15,6 +15,7 @@ mod authentication;
 mod build_info;
 mod coll_mod;
 mod coll_stats;
+mod compact;
 mod configure_fail_point;
 mod connection_status;
 mod count;
@@ -69,6 +70,7 @@ pub static COMMANDS: &[Spec] = &[
     Spec { names: &["aggregate"], help: "run an aggregation pipeline", handler: aggregate::run },
     Spec { names: &["collMod"], help: "change a collection's options", handler: coll_mod::run },
     Spec { names: &["collStats"], help: "collection statistics", handler: coll_stats::run },
+    Spec { names: &["compact"], help: "give the data file's free space back to the system", handler: compact::run },
     Spec { names: &["count"], help: "count matching documents", handler: count::run },
     Spec { names: &["create"], help: "create a collection", handler: create::run },
     Spec { names: &["createBackup"], help: "copy the whole database to a directory, hot", handler: create_backup::run },

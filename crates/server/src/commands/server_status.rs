@@ -107,5 +107,11 @@ pub fn stats_document(stats: &docstore::EngineStats) -> Document {
         "logBytes": n(stats.log_bytes),
         "logDiskBytes": n(stats.log_disk_bytes),
         "dataFileBytes": n(stats.data_file_bytes),
+        // Where the file's bytes are: node blocks, free space to reuse, blocks waiting for the
+        // next checkpoint or for readers; and what checkpoints and `compact` gave back.
+        "blockBytes": n(stats.block_bytes),
+        "freeBytes": n(stats.free_bytes),
+        "retiredBytes": n(stats.retired_bytes),
+        "bytesReturned": n(stats.bytes_returned),
     }
 }
