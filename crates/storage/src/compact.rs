@@ -16,8 +16,9 @@
 //!
 //! A checkpoint that leaves the file more than a fifth free runs one bounded pass of 2-4 (see
 //! `step`), so churn does not grow the file for long. `compact` repeats 2-4 while a pass moves
-//! something (a copy may land where the one before could
-//! not, once the catalog and the freed originals have moved), at most a few times. A crash at
+//! or frees something (a copy may land where the one before could not, once the catalog and
+//! the freed originals have moved; dirty nodes move by being checkpointed into holes, and
+//! their old blocks are free one checkpoint later), at most a few times. A crash at
 //! any point leaves a durable checkpoint whose blocks are all intact: the originals are not
 //! freed before a checkpoint naming the copies is durable, and a cut never reaches a block in
 //! use.
@@ -55,11 +56,15 @@ pub(crate) fn compact(shared: &Shared) -> Result<CompactReport> {
     let started = Instant::now();
     let mut report = CompactReport { file_bytes_before: durable.data.len()?, ..CompactReport::default() };
     crate::checkpoint::checkpoint_once(shared)?;
-    for _ in 0..MAX_PASSES {
+    for pass in 0..MAX_PASSES {
+        let before = durable.data.len()?;
         let moved = relocate_and_checkpoint(shared, u64::MAX)?;
         report.blocks_moved += moved.blocks;
         report.bytes_moved += moved.bytes;
-        if moved.blocks == 0 {
+        // A pass that moved nothing may still have freed blocks the one before it superseded
+        // (dirty nodes, which writers keep dirtying, move by being checkpointed into holes):
+        // stop once a pass after the first neither moves nor shrinks anything.
+        if pass > 0 && moved.blocks == 0 && durable.data.len()? >= before {
             break;
         }
     }

@@ -80,8 +80,20 @@ impl NodeStore {
                     written.addr
                 }
             },
-            // Changed or freed since the capture: the checkpoint names this block, the next one
-            // will not.
+            // Changed since the capture and still dirty: the checkpoint names this block, so the
+            // one the slot named (an older version, or one an eviction wrote since) is not
+            // needed once it is durable. The slot names this one from now on: a node that
+            // writers keep changing would otherwise pin its first block, wherever it lies, for
+            // as long as it changes during every checkpoint.
+            Some(slot) if slot.dirty => {
+                if let Some(old) = slot.addr.replace(written.addr) {
+                    self.retire(old, slot.checkpointed);
+                }
+                slot.checkpointed = true;
+                written.addr
+            }
+            // Freed since the capture, or written since by an eviction (clean: readers may be
+            // reading that newer block): the checkpoint names this block, the next one will not.
             _ => {
                 self.superseded.lock().push(written.addr);
                 written.addr

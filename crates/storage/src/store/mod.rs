@@ -641,6 +641,34 @@ mod tests {
         assert!(store.get(id).is_ok(), "the node reads back from the block readers were handed");
     }
 
+    /// A node changed while a checkpoint wrote it stays dirty, but its slot names the block
+    /// the checkpoint wrote from then on, and the block it named before is retired: regression,
+    /// a node that changed during every checkpoint kept its first block (at the end of a file
+    /// being compacted) forever.
+    #[test]
+    fn a_node_changed_during_a_checkpoint_names_the_checkpoints_block() {
+        let store = store_on_sim_disk();
+        let id = store.allocate(Node::Leaf(Leaf::default())).expect("allocate");
+        store.evict(id).expect("written and thin");
+        let first = store.shard(id).lock().get(&id).and_then(|slot| slot.addr).expect("a block");
+        let node = store.take(id).expect("take");
+        store.put(id, node).expect("dirty again");
+        let capture = store.capture().expect("capture");
+        let (_, node, version, _) = capture.dirty.into_iter().next().expect("one dirty node");
+        let changed = store.take(id).expect("take");
+        store.put(id, changed).expect("changed after the capture");
+        let written = store.write_node(id, &node, Compression::None).expect("checkpoint write");
+        let at = written.addr;
+        assert_eq!(store.mark_written(id, version, written), at);
+        let shard = store.shard(id).lock();
+        let slot = shard.get(&id).expect("slot");
+        assert_eq!((slot.addr, slot.dirty, slot.checkpointed), (Some(at), true, true));
+        drop(shard);
+        assert_ne!(at, first);
+        store.drain_retired();
+        assert_eq!(store.retired_bytes(), 0, "the first block was no checkpoint's: freed once no reader can hold it");
+    }
+
     /// Eviction goes a step at a time, and a node dropped from memory keeps nothing of itself in
     /// its slot: regression, layouts were kept for every node on disk, outside the budget, and
     /// a 256 MiB process running iibench was OOM-killed at 6M inserts.
