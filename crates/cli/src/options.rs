@@ -34,9 +34,10 @@ pub struct ServeArgs {
     /// Storage cache budget, e.g. 128MiB, 2GiB, 500MB or a number of bytes.
     #[arg(long)]
     pub cache_size: Option<String>,
-    /// How node blocks are compressed on disk: lz4 (the default: fastest), zstd (smaller
-    /// files; zstd:LEVEL for another level than 3, up to 22), or none. Blocks written earlier
-    /// keep theirs until they are rewritten.
+    /// How node blocks are compressed on disk: lz4 (fastest), zstd (smaller files; zstd:LEVEL
+    /// for another level than 3, up to 22), or none, for every tree. Without it, documents are
+    /// compressed with zstd:1 and indexes with lz4. A collection's or an index's own
+    /// `storageEngine` option comes first; blocks written earlier keep theirs until rewritten.
     #[arg(long)]
     pub compression: Option<String>,
     /// Most client connections at once.
@@ -94,7 +95,9 @@ pub struct Resolved {
     pub bind: String,
     pub port: u16,
     pub cache_size_bytes: u64,
-    pub compression: storage::Compression,
+    /// `--compression`: one method for every tree; `None` for the defaults (documents zstd:1,
+    /// everything else lz4).
+    pub compression: Option<storage::Compression>,
     pub max_connections: usize,
     pub auth: bool,
     pub tls: Option<server::tls::TlsOptions>,
@@ -227,9 +230,9 @@ impl ServeArgs {
             None => cache_from_file.unwrap_or(DEFAULT_CACHE_SIZE_BYTES),
         };
         let compression = match (&self.compression, block_compressor(&file.storage)) {
-            (Some(text), _) => parse_compression(text)?,
-            (None, Some(text)) => parse_compression(&text)?,
-            (None, None) => storage::Compression::default(),
+            (Some(text), _) => Some(parse_compression(text)?),
+            (None, Some(text)) => Some(parse_compression(&text)?),
+            (None, None) => None,
         };
         let bind_from_file = file
             .net
@@ -383,7 +386,7 @@ mod tests {
         assert_eq!(resolved.port, 27018);
         assert_eq!(resolved.bind, "127.0.0.1");
         assert_eq!(resolved.cache_size_bytes, 1 << 28);
-        assert_eq!(resolved.compression, storage::Compression::Lz4);
+        assert_eq!(resolved.compression, None, "the defaults: documents zstd:1, indexes lz4");
         assert_eq!((resolved.log_path.as_ref(), resolved.auth, resolved.http_port), (None, false, None));
         let operating = dir.join("operating.conf");
         std::fs::write(
@@ -394,7 +397,7 @@ mod tests {
         let resolved = ServeArgs { config: Some(operating), ..ServeArgs::default() }.resolve().unwrap();
         assert_eq!(resolved.log_path, Some(PathBuf::from("/var/log/strata.log")));
         assert_eq!((resolved.auth, resolved.http_port, resolved.slow_ms), (true, Some(9091), 250));
-        assert_eq!(resolved.compression, storage::Compression::Zstd(3), "mongod.conf's zlib is read as zstd");
+        assert_eq!(resolved.compression, Some(storage::Compression::Zstd(3)), "mongod.conf's zlib is read as zstd");
         let flags = ServeArgs {
             config: Some(path),
             port: Some(1234),
@@ -404,7 +407,7 @@ mod tests {
             ..ServeArgs::default()
         };
         let resolved = flags.resolve().unwrap();
-        assert_eq!(resolved.compression, storage::Compression::Zstd(9));
+        assert_eq!(resolved.compression, Some(storage::Compression::Zstd(9)));
         let bad = ServeArgs { dbpath: Some("d".into()), compression: Some("snappy".into()), ..ServeArgs::default() };
         assert!(bad.resolve().is_err(), "Strata's own flag takes only its own names");
         assert_eq!((resolved.port, resolved.cache_size_bytes), (1234, 64 << 20));

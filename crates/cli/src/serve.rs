@@ -95,7 +95,10 @@ async fn open_store(options: &Resolved) -> anyhow::Result<Arc<Store>> {
     let cache_size_bytes = usize::try_from(options.cache_size_bytes).unwrap_or(usize::MAX);
     // A new data file gets nodes sized for this cache; an existing one keeps its own.
     store_options.engine = storage::Options::for_cache_size(cache_size_bytes);
-    store_options.engine.compression = options.compression;
+    if let Some(compression) = options.compression {
+        store_options.engine.compression = compression;
+        store_options.document_compression = Some(compression);
+    }
     let dbpath = options.dbpath.clone();
     let store = tokio::task::spawn_blocking(move || Store::open(&dbpath, store_options).map_err(anyhow::Error::from))
         .await

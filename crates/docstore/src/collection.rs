@@ -26,11 +26,18 @@ pub struct Collection {
 }
 
 impl Collection {
-    pub fn open(engine: &Engine, meta: CollectionMeta, write_lock: Arc<Mutex<()>>) -> Result<Collection> {
+    /// `document_compression`: how its documents are compressed if its options do not say.
+    pub fn open(
+        engine: &Engine,
+        meta: CollectionMeta,
+        write_lock: Arc<Mutex<()>>,
+        document_compression: Option<storage::Compression>,
+    ) -> Result<Collection> {
         let tree = tree_id(engine, &meta.tree)?;
         // Validated when the collection and its indexes were created; the engine does not keep
         // a tree's compression across restarts, so it is set again at every open.
-        engine.set_tree_compression(tree, crate::compression::requested(&meta.options).unwrap_or(None))?;
+        let chosen = crate::compression::requested(&meta.options).unwrap_or(None).or(document_compression);
+        engine.set_tree_compression(tree, chosen)?;
         let mut indexes = Vec::with_capacity(meta.indexes.len());
         for index in &meta.indexes {
             let index_tree = tree_id(engine, &index.tree)?;

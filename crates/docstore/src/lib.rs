@@ -126,6 +126,12 @@ pub struct StoreOptions {
     /// The memory of aggregation's `$group` (also `$sortByCount`'s) and `$bucketAuto` before
     /// they fail with 292 or (with allowDiskUse) spill.
     pub group_memory_limit_bytes: usize,
+    /// How collections' documents are compressed unless a collection's `storageEngine` option
+    /// says otherwise (`None`: as the engine's `compression`, like every other tree). zstd at
+    /// level 1 by default: documents are mostly written once (appended in `_id` order) and
+    /// compress far better with it, while index trees, rewritten again and again as random
+    /// keys arrive beyond memory, keep the engine's faster LZ4 (docs/BENCHMARKS.md, "Space").
+    pub document_compression: Option<storage::Compression>,
 }
 
 impl Default for StoreOptions {
@@ -135,6 +141,7 @@ impl Default for StoreOptions {
             ttl_interval: Duration::from_secs(60),
             sort_memory_limit_bytes: 100 * 1024 * 1024,
             group_memory_limit_bytes: 100 * 1024 * 1024,
+            document_compression: Some(storage::Compression::Zstd(1)),
         }
     }
 }

@@ -32,7 +32,12 @@ pub fn coll_stats(engine: &Engine, catalog: &Catalog, db: &str, name: &str, scal
     let storage = space(engine, collection.tree)?;
     let mut index_sizes = doc! { "_id_": 0i64 };
     let mut logical_index_sizes = doc! { "_id_": 0i64 };
-    let mut compression = doc! { "collection": compression_name(engine, &collection.meta.options) };
+    let documents = crate::compression::requested(&collection.meta.options).ok().flatten();
+    let documents = match documents.or(catalog.document_compression()) {
+        Some(chosen) => chosen.to_string(),
+        None => default_name(engine),
+    };
+    let mut compression = doc! { "collection": documents };
     let mut index_compression = Document::new();
     let mut total_index = 0i64;
     for index in &collection.indexes {
@@ -106,10 +111,14 @@ fn space(engine: &Engine, tree: storage::TreeId) -> Result<i64> {
     Ok(i64::try_from(engine.tree_block_space(tree)?).unwrap_or(i64::MAX))
 }
 
-/// The compression a collection's options or an index spec chose, or the server's default.
+/// The compression an index spec chose, or the server's default.
 fn compression_name(engine: &Engine, options: &Document) -> String {
     match crate::compression::requested(options).ok().flatten() {
         Some(chosen) => chosen.to_string(),
-        None => format!("{} (the server's default)", engine.options().compression),
+        None => default_name(engine),
     }
+}
+
+fn default_name(engine: &Engine) -> String {
+    format!("{} (the server's default)", engine.options().compression)
 }

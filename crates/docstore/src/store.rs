@@ -24,7 +24,7 @@ pub struct Inner {
 
 impl Inner {
     pub fn open(engine: Engine, options: StoreOptions) -> Result<Inner> {
-        let catalog = Catalog::open(&engine)?;
+        let catalog = Catalog::open(&engine, options.document_compression)?;
         for (db, name, index) in catalog.unfinished_index_builds() {
             crate::index::build::build(&engine, &catalog, &db, &name, &index)?;
         }

@@ -85,6 +85,27 @@ thread_local! {
     /// per basement the evictor writes.
     static LZ4_TABLE: std::cell::RefCell<lz4_flex::block::CompressTable> =
         std::cell::RefCell::new(lz4_flex::block::CompressTable::large());
+
+    /// zstd's contexts, kept the same way (with the level the compressor was made for):
+    /// `zstd::bulk::compress_to_buffer` and `decompress` create and free a context per call,
+    /// which for a 16 KiB basement cost more than the compression itself.
+    static ZSTD_COMPRESSOR: std::cell::RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> =
+        const { std::cell::RefCell::new(None) };
+    static ZSTD_DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn zstd_decompress(payload: &[u8], raw_len: usize) -> std::io::Result<Vec<u8>> {
+    ZSTD_DECOMPRESSOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = Some(zstd::bulk::Decompressor::new()?);
+        }
+        match cell.as_mut() {
+            Some(decompressor) => decompressor.decompress(payload, raw_len),
+            None => zstd::bulk::decompress(payload, raw_len),
+        }
+    })
 }
 
 /// Appends `raw` LZ4-compressed straight into `out`; false if it did not come out smaller
@@ -110,7 +131,16 @@ fn lz4_into(raw: &[u8], out: &mut Vec<u8>) -> bool {
 fn zstd_into(raw: &[u8], level: i32, out: &mut Vec<u8>) -> bool {
     let body = out.len();
     out.resize(body + raw.len(), 0);
-    let written = out.get_mut(body..).and_then(|space| zstd::bulk::compress_to_buffer(raw, space, level).ok());
+    let written = out.get_mut(body..).and_then(|space| {
+        ZSTD_COMPRESSOR.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            if cell.as_ref().is_none_or(|(kept, _)| *kept != level) {
+                *cell = zstd::bulk::Compressor::new(level).ok().map(|compressor| (level, compressor));
+            }
+            let (_, compressor) = cell.as_mut()?;
+            compressor.compress_to_buffer(raw, space).ok()
+        })
+    });
     match written {
         Some(len) if len < raw.len() => {
             out.truncate(body + len);
@@ -131,7 +161,7 @@ pub fn decompress(section: &[u8]) -> Result<Vec<u8>> {
     let raw = match method {
         METHOD_NONE => payload.to_vec(),
         METHOD_LZ4 => lz4_flex::block::decompress(payload, raw_len).map_err(|e| corrupt(&e.to_string()))?,
-        METHOD_ZSTD => zstd::bulk::decompress(payload, raw_len).map_err(|e| corrupt(&e.to_string()))?,
+        METHOD_ZSTD => zstd_decompress(payload, raw_len).map_err(|e| corrupt(&e.to_string()))?,
         other => return Err(corrupt(&format!("unknown method {other}"))),
     };
     if raw.len() != raw_len {

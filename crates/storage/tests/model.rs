@@ -1,6 +1,6 @@
 //! Goal: the engine answers exactly like a `BTreeMap` per tree, under any sequence of writes,
 //! multi-tree transactions, snapshots taken early and read late, scans in both directions and
-//! tree drops; and, opened on a simulated disk, after checkpoints, clean reopens and power
+//! tree drops; and, opened on a simulated disk, after checkpoints, compactions, clean reopens and power
 //! losses at any point (every commit is acknowledged as `Immediate`, so all of them survive).
 //!
 //! Method: proptest generates operation sequences over a small key space; the engine runs with
@@ -43,6 +43,8 @@ enum Op {
     DropTree(usize),
     CreateTree(usize),
     Checkpoint,
+    /// Durable engines only: move blocks into free space and cut the file.
+    Compact,
     Reopen,
     Crash(u64),
 }
@@ -80,6 +82,7 @@ fn durable_op_strategy() -> impl Strategy<Value = Op> {
     prop_oneof![
         30 => op_strategy(),
         2 => Just(Op::Checkpoint),
+        1 => Just(Op::Compact),
         1 => Just(Op::Reopen),
         2 => any::<u64>().prop_map(Op::Crash),
     ]
@@ -283,6 +286,9 @@ impl Harness {
                 self.model[*t] = None;
             }
             Op::Checkpoint => self.engine.checkpoint().expect("checkpoint"),
+            Op::Compact => {
+                self.engine.compact().expect("compact");
+            }
             Op::Reopen => {
                 if let Some(disk) = self.disk.clone() {
                     self.snapshots.clear();

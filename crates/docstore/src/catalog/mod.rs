@@ -54,6 +54,9 @@ pub struct Catalog {
     oplog: RwLock<Option<Arc<Oplog>>>,
     /// Documents held by open multi-document transactions (the document-level locks).
     holds: Arc<crate::transaction::Holds>,
+    /// How a collection's documents are compressed when its options do not say (`None`: the
+    /// engine's setting, as for indexes).
+    document_compression: Option<storage::Compression>,
 }
 
 /// A write lock held on one collection, with the descriptor current under it.
@@ -65,7 +68,7 @@ pub struct Locked {
 impl Catalog {
     /// Creates or finds `__catalog` and `__counts`, loads every entry, drops garbage trees
     /// (named like ours but in no entry: an interrupted create or drop).
-    pub fn open(engine: &Engine) -> Result<Catalog> {
+    pub fn open(engine: &Engine, document_compression: Option<storage::Compression>) -> Result<Catalog> {
         let catalog = Catalog {
             tree: ensure_tree(engine, entry::CATALOG_TREE)?,
             counts_tree: ensure_tree(engine, entry::COUNTS_TREE)?,
@@ -74,12 +77,13 @@ impl Catalog {
             ddl: Mutex::new(()),
             oplog: RwLock::new(None),
             holds: Arc::default(),
+            document_compression,
         };
         let metas = catalog.load(engine)?;
         drop_garbage_trees(engine, &metas)?;
         for meta in metas {
             let key = (meta.db.clone(), meta.name.clone());
-            let collection = Collection::open(engine, meta, Arc::new(Mutex::new(())))?;
+            let collection = Collection::open(engine, meta, Arc::new(Mutex::new(())), catalog.document_compression)?;
             catalog.collections.write().insert(key, Arc::new(collection));
         }
         Ok(catalog)
@@ -200,6 +204,12 @@ impl Catalog {
             return Ok(Vec::new());
         }
         Ok(vec![Entry::command(db, &command)?])
+    }
+
+    /// How documents are compressed where a collection's options do not say (`None`: the
+    /// engine's setting).
+    pub fn document_compression(&self) -> Option<storage::Compression> {
+        self.document_compression
     }
 
     /// The lock every catalog change holds.
@@ -355,7 +365,7 @@ impl Catalog {
         let mut txn = engine.begin();
         txn.put(self.tree, namespace_key(db, name), meta.encode()?);
         self.commit_logged(engine, txn, db, entries, Durability::Immediate)?;
-        let collection = Arc::new(Collection::open(engine, meta, Arc::new(Mutex::new(())))?);
+        let collection = Arc::new(Collection::open(engine, meta, Arc::new(Mutex::new(())), self.document_compression)?);
         self.collections.write().insert((db.into(), name.into()), Arc::clone(&collection));
         Ok(collection)
     }
@@ -438,7 +448,8 @@ impl Catalog {
         };
         let entries = self.command_entries(from.0, rename)?;
         self.commit_logged(engine, txn, from.0, entries, Durability::Immediate)?;
-        let renamed = Arc::new(Collection::open(engine, meta, Arc::clone(&collection.write_lock))?);
+        let renamed =
+            Arc::new(Collection::open(engine, meta, Arc::clone(&collection.write_lock), self.document_compression)?);
         let mut map = self.collections.write();
         map.remove(&(from.0.to_string(), from.1.to_string()));
         map.insert((to.0.to_string(), to.1.to_string()), renamed);
@@ -496,7 +507,8 @@ impl Catalog {
     /// Installs a descriptor for `meta` whose catalog entry is already committed.
     pub fn install(&self, engine: &Engine, old: &Collection, meta: CollectionMeta) -> Result<Arc<Collection>> {
         let key = (meta.db.clone(), meta.name.clone());
-        let collection = Arc::new(Collection::open(engine, meta, Arc::clone(&old.write_lock))?);
+        let collection =
+            Arc::new(Collection::open(engine, meta, Arc::clone(&old.write_lock), self.document_compression)?);
         self.collections.write().insert(key, Arc::clone(&collection));
         Ok(collection)
     }
