@@ -38,6 +38,14 @@ fn options() -> Options {
     }
 }
 
+/// A seed (printed), its generator, a fresh simulated disk and an engine on it.
+fn start() -> (u64, StdRng, SimFs, Engine) {
+    let seed = seed();
+    let disk = SimFs::new();
+    let engine = open(&disk);
+    (seed, StdRng::seed_from_u64(seed), disk, engine)
+}
+
 fn open(disk: &SimFs) -> Engine {
     Engine::open_with(Arc::new(disk.clone()), Path::new("/db"), options()).expect("open")
 }
@@ -77,10 +85,7 @@ fn check(engine: &Engine, trees: &[TreeId; 3], models: &[Model; 3], what: &str) 
 
 #[test]
 fn churn_keeps_the_file_within_half_again_its_loaded_size_and_compact_returns_space() {
-    let seed = seed();
-    let mut rng = StdRng::seed_from_u64(seed);
-    let disk = SimFs::new();
-    let engine = open(&disk);
+    let (seed, mut rng, disk, engine) = start();
     let trees = ["docs", "a_1", "b_1"].map(|name| engine.create_tree(name).expect("tree"));
     let mut models: [Model; 3] = Default::default();
     let mut fields: BTreeMap<u32, u32> = BTreeMap::new();
@@ -168,10 +173,7 @@ fn churn_keeps_the_file_within_half_again_its_loaded_size_and_compact_returns_sp
 
 #[test]
 fn a_dropped_trees_space_goes_back_to_the_operating_system() {
-    let seed = seed();
-    let mut rng = StdRng::seed_from_u64(seed);
-    let disk = SimFs::new();
-    let engine = open(&disk);
+    let (seed, mut rng, disk, engine) = start();
     let keep = engine.create_tree("keep").expect("tree");
     let doomed = engine.create_tree("doomed").expect("tree");
     let mut model = Model::new();
