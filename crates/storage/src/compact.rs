@@ -99,8 +99,13 @@ pub(crate) fn step(shared: &Shared) -> Result<()> {
 
 /// Relocation (at most `budget` bytes), a checkpoint naming the copies, and the trim.
 fn relocate_and_checkpoint(shared: &Shared, budget: u64) -> Result<Moved> {
+    let Some(durable) = shared.durable.get() else { return Ok(Moved::default()) };
     shared.store.drain_retired();
-    let moved = shared.store.relocate_down(budget)?;
+    // No capture may run while blocks move (see `NodeStore::relocate_down`).
+    let moved = {
+        let _no_checkpoint = durable.checkpoint.lock();
+        shared.store.relocate_down(budget)?
+    };
     crate::checkpoint::checkpoint_once(shared)?;
     shared.store.drain_retired();
     trim(shared)?;

@@ -98,6 +98,12 @@ impl NodeStore {
     /// slot and the copy is freed. Dirty nodes are left to the next checkpoint, whose writes
     /// fill holes from the start of the file too.
     /// Stops once `budget` bytes have moved.
+    ///
+    /// The caller holds the checkpoint lock: a capture running meanwhile could name a block
+    /// that relocation then retires into the list that very checkpoint frees. Each block is
+    /// copied under a pin taken before its slot is checked again, so the original can be
+    /// neither freed nor reused (and come back to the slot as another version) while it is
+    /// copied.
     pub fn relocate_down(&self, budget: u64) -> Result<Moved> {
         let Some(disk) = &self.disk else { return Ok(Moved::default()) };
         let mut clean: Vec<(NodeId, BlockAddr)> = Vec::new();
@@ -116,6 +122,10 @@ impl NodeStore {
             if disk.file.free_bytes() < u64::from(addr.len) || moved.bytes >= budget {
                 break;
             }
+            let _pin = self.grace.pin();
+            if !self.still_clean_at(id, addr) {
+                continue;
+            }
             let Some(copy) = disk.file.copy_block_lower(addr, id.0)? else { continue };
             let mut shard = self.shard(id).lock();
             match shard.get_mut(&id) {
@@ -133,5 +143,11 @@ impl NodeStore {
             }
         }
         Ok(moved)
+    }
+
+    /// Whether the node is clean, not out with a writer, and still at `addr`.
+    fn still_clean_at(&self, id: NodeId, addr: BlockAddr) -> bool {
+        let shard = self.shard(id).lock();
+        shard.get(&id).is_some_and(|slot| slot.addr == Some(addr) && !slot.dirty && !slot.taken)
     }
 }

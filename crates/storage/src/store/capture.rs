@@ -90,6 +90,7 @@ impl NodeStore {
                     self.retire(old, slot.checkpointed);
                 }
                 slot.checkpointed = true;
+                slot.layout = None;
                 written.addr
             }
             // Freed since the capture, or written since by an eviction (clean: readers may be

@@ -91,11 +91,15 @@ impl Grace {
         !retired.is_empty()
     }
 
-    /// Frees every retired block, waiting for the readers that may hold one (each a single
-    /// read): before measuring free space, compacting, or truncating the file.
+    /// Frees every block retired before the call, waiting for the readers that may hold one
+    /// (each a single read): before compacting or truncating the file. Blocks retired during
+    /// the call are left for later, so a steady stream of retirements cannot keep it waiting.
     pub fn drain(&self, file: &Arc<DataFile>) {
-        while self.collect(file) {
+        let target = self.epoch.load(Ordering::SeqCst) + 2;
+        self.collect(file);
+        while self.epoch.load(Ordering::SeqCst) < target {
             std::thread::yield_now();
+            self.collect(file);
         }
     }
 

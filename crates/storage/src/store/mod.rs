@@ -407,6 +407,8 @@ impl NodeStore {
             return Ok(Some(part.clone()));
         }
         let Some(section) = thin.layout.sections.get(index) else { return Ok(None) };
+        // The thin node's block address was copied before this pin: what keeps the block is
+        // the caller's pin (every tree read holds one from the root on), not this one.
         let _pin = self.grace.pin();
         let disk = self.disk.as_ref().ok_or_else(|| missing(thin.id))?;
         let bytes =
