@@ -19,7 +19,11 @@ use crate::error::{Error, Result};
 
 /// The compression `options` (a collection's options or an index spec) ask for, if any.
 pub fn requested(options: &Document) -> Result<Option<Compression>> {
-    let Some(engines) = options.get("storageEngine") else { return Ok(None) };
+    options.get("storageEngine").map_or(Ok(None), from_storage_engine)
+}
+
+/// The compression a `storageEngine` option's value asks for, if any.
+pub fn from_storage_engine(engines: &Bson) -> Result<Option<Compression>> {
     let Bson::Document(engines) = engines else {
         return Err(Error::bad_value("'storageEngine' has to be a document."));
     };

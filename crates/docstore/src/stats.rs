@@ -32,12 +32,8 @@ pub fn coll_stats(engine: &Engine, catalog: &Catalog, db: &str, name: &str, scal
     let storage = space(engine, collection.tree)?;
     let mut index_sizes = doc! { "_id_": 0i64 };
     let mut logical_index_sizes = doc! { "_id_": 0i64 };
-    let documents = crate::compression::requested(&collection.meta.options).ok().flatten();
-    let documents = match documents.or(catalog.document_compression()) {
-        Some(chosen) => chosen.to_string(),
-        None => default_name(engine),
-    };
-    let mut compression = doc! { "collection": documents };
+    let documents = requested(&collection.meta.options).or(catalog.document_compression());
+    let mut compression = doc! { "collection": compression_name(engine, documents) };
     let mut index_compression = Document::new();
     let mut total_index = 0i64;
     for index in &collection.indexes {
@@ -46,7 +42,7 @@ pub fn coll_stats(engine: &Engine, catalog: &Catalog, db: &str, name: &str, scal
         total_index += bytes;
         let logical = catalog.counter(engine, &size_key(&index.meta.tree))?.max(0);
         logical_index_sizes.insert(index.name.clone(), logical / scale);
-        index_compression.insert(index.name.clone(), compression_name(engine, &index.meta.spec));
+        index_compression.insert(index.name.clone(), compression_name(engine, requested(&index.meta.spec)));
     }
     compression.insert("indexes", index_compression);
     Ok(doc! {
@@ -111,14 +107,15 @@ fn space(engine: &Engine, tree: storage::TreeId) -> Result<i64> {
     Ok(i64::try_from(engine.tree_block_space(tree)?).unwrap_or(i64::MAX))
 }
 
-/// The compression an index spec chose, or the server's default.
-fn compression_name(engine: &Engine, options: &Document) -> String {
-    match crate::compression::requested(options).ok().flatten() {
-        Some(chosen) => chosen.to_string(),
-        None => default_name(engine),
-    }
+/// What a collection's options or an index spec ask for (validated when they were created).
+fn requested(options: &Document) -> Option<storage::Compression> {
+    crate::compression::requested(options).ok().flatten()
 }
 
-fn default_name(engine: &Engine) -> String {
-    format!("{} (the server's default)", engine.options().compression)
+/// A tree's compression as collStats names it: the one chosen, or the server's default.
+fn compression_name(engine: &Engine, chosen: Option<storage::Compression>) -> String {
+    match chosen {
+        Some(chosen) => chosen.to_string(),
+        None => format!("{} (the server's default)", engine.options().compression),
+    }
 }

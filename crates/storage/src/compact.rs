@@ -27,7 +27,6 @@ use std::time::Instant;
 
 use crate::engine::{Shared, elapsed_micros};
 use crate::error::{Error, Result};
-use crate::stats::Counters;
 use crate::store::Moved;
 
 /// Passes of relocation at most: each moves every block that has a hole below it.
@@ -97,27 +96,15 @@ pub(crate) fn step(shared: &Shared) -> Result<()> {
     relocate_and_checkpoint(shared, budget).map(|_| ())
 }
 
-/// Relocation (at most `budget` bytes), a checkpoint naming the copies, and the trim.
+/// Relocation (at most `budget` bytes), then a checkpoint naming the copies: it frees the
+/// originals and cuts the file's free tail (`checkpoint_holding`).
 fn relocate_and_checkpoint(shared: &Shared, budget: u64) -> Result<Moved> {
     let Some(durable) = shared.durable.get() else { return Ok(Moved::default()) };
-    shared.store.drain_retired();
     // No capture may run while blocks move (see `NodeStore::relocate_down`).
     let moved = {
         let _no_checkpoint = durable.checkpoint.lock();
         shared.store.relocate_down(budget)?
     };
     crate::checkpoint::checkpoint_once(shared)?;
-    shared.store.drain_retired();
-    trim(shared)?;
     Ok(moved)
-}
-
-/// Cuts the data file after its last block in use, holding the checkpoint lock so that no
-/// backup is copying it meanwhile; counts what went back to the operating system.
-pub(crate) fn trim(shared: &Shared) -> Result<()> {
-    let Some(durable) = shared.durable.get() else { return Ok(()) };
-    let _no_checkpoint_or_backup = durable.checkpoint.lock();
-    let returned = durable.data.trim_tail()?;
-    Counters::add(&shared.counters.bytes_returned, returned);
-    Ok(())
 }

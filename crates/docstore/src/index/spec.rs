@@ -69,8 +69,7 @@ impl ParsedSpec {
             "sparse" => self.sparse = query::truthy(value),
             "clustering" => self.clustering = query::truthy(value),
             "storageEngine" => {
-                let option = bson::doc! {"storageEngine": value.clone()};
-                crate::compression::requested(&option)?;
+                crate::compression::from_storage_engine(value)?;
                 if let Bson::Document(engines) = value {
                     self.storage_engine = Some(engines.clone());
                 }

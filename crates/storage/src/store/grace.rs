@@ -12,6 +12,7 @@
 //!
 //! Readers never wait and never take a lock: two atomic additions per pin.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -23,7 +24,9 @@ use crate::file::{BlockAddr, DataFile};
 pub(crate) struct Grace {
     epoch: AtomicU64,
     pinned: [AtomicUsize; 2],
-    retired: Mutex<Vec<(u64, BlockAddr)>>,
+    /// In the order retired, so in epoch order (each entry's epoch is read under the lock):
+    /// what may be freed is always a prefix.
+    retired: Mutex<VecDeque<(u64, BlockAddr)>>,
     retired_bytes: AtomicU64,
 }
 
@@ -59,8 +62,10 @@ impl Grace {
     /// Retires a block unlinked from its slot just now, and frees whatever retired block no
     /// reader can hold any more.
     pub fn retire(&self, file: &Arc<DataFile>, addr: BlockAddr) {
-        let epoch = self.epoch.load(Ordering::SeqCst);
-        self.retired.lock().push((epoch, addr));
+        {
+            let mut retired = self.retired.lock();
+            retired.push_back((self.epoch.load(Ordering::SeqCst), addr));
+        }
         self.retired_bytes.fetch_add(u64::from(addr.len), Ordering::Relaxed);
         self.collect(file);
     }
@@ -79,14 +84,13 @@ impl Grace {
         };
         let mut retired = self.retired.lock();
         let mut freed = 0u64;
-        retired.retain(|&(at, addr)| {
-            let free = at + 2 <= epoch;
-            if free {
-                file.free(addr);
-                freed += u64::from(addr.len);
-            }
-            !free
-        });
+        while let Some(&(at, addr)) = retired.front()
+            && at + 2 <= epoch
+        {
+            retired.pop_front();
+            file.free(addr);
+            freed += u64::from(addr.len);
+        }
         self.retired_bytes.fetch_sub(freed, Ordering::Relaxed);
         !retired.is_empty()
     }
