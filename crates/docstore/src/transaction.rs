@@ -165,11 +165,16 @@ impl DocumentTransaction {
     }
 
     /// Holds `key` for this transaction, or fails with WriteConflict if another holds it or a
-    /// commit changed it after the base (`latest`: the newest committed state).
-    pub(crate) fn hold(&mut self, key: DocumentKey, latest: &Snapshot) -> Result<()> {
+    /// commit changed it after the base.
+    ///
+    /// The newest committed state is read only once the hold is taken: a transaction that held
+    /// the document releases it after its commit is visible, so a snapshot taken before the
+    /// take could predate that commit and let its update be lost.
+    pub(crate) fn hold(&mut self, key: DocumentKey, engine: &storage::Engine) -> Result<()> {
         if !self.holds.take(self.id, key.clone())? {
             return Ok(());
         }
+        let latest = engine.snapshot();
         if latest.get(key.0, &key.1)? != self.base.get(key.0, &key.1)? {
             self.holds.release(std::slice::from_ref(&key));
             return Err(write_conflict());

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocument};
 use document::keycodec::EncodedKey;
-use storage::{Durability, Engine, Snapshot, Transaction, Writes};
+use storage::{Durability, Engine, Transaction, Writes};
 
 use crate::catalog::{Catalog, CollectionMeta, namespace_key};
 use crate::collection::Collection;
@@ -86,7 +86,7 @@ pub type Recording<'a> = (&'a Retry, i32, &'a dyn Fn(&Document) -> Result<Docume
 /// multi-document transaction's pending writes.
 enum Sink<'s> {
     Engine(Transaction<'s>),
-    Transaction { txn: &'s mut DocumentTransaction, latest: Option<Snapshot> },
+    Transaction { txn: &'s mut DocumentTransaction },
 }
 
 impl Sink<'_> {
@@ -142,7 +142,7 @@ impl<'s> DocumentWrite<'s> {
         txn: &'s mut DocumentTransaction,
     ) -> DocumentWrite<'s> {
         let mut write = DocumentWrite::new(engine, catalog, collection);
-        write.sink = Sink::Transaction { txn, latest: None };
+        write.sink = Sink::Transaction { txn };
         write
     }
 
@@ -186,10 +186,7 @@ impl<'s> DocumentWrite<'s> {
                 Some(_) => Err(write_conflict()),
                 None => Ok(()),
             },
-            Sink::Transaction { txn, latest } => {
-                let latest = latest.get_or_insert_with(|| self.engine.snapshot());
-                txn.hold(key, latest)
-            }
+            Sink::Transaction { txn } => txn.hold(key, self.engine),
         }
     }
 
