@@ -66,6 +66,10 @@ pub enum Error {
     /// Stored bytes that are not what the docstore wrote (from disk: corruption, not a panic).
     #[error("corrupt data: {0}")]
     Corruption(String),
+    /// The disk is full (`storage::Error::NoSpace`): the write was refused, or failed while
+    /// being made durable; reads go on, and writes resume once space is freed.
+    #[error("{0}")]
+    OutOfDiskSpace(String),
     /// The storage engine failed (I/O, stopped after an I/O failure, ...).
     #[error("storage: {0}")]
     Storage(storage::Error),
@@ -111,6 +115,7 @@ impl From<storage::Error> for Error {
         match error {
             storage::Error::TooLarge(message) => Error::DocumentTooLarge(message),
             storage::Error::Corruption(message) => Error::Corruption(message),
+            full @ storage::Error::NoSpace(_) => Error::OutOfDiskSpace(full.to_string()),
             locked @ storage::Error::DirectoryLocked { .. } => Error::DirectoryLocked(locked.to_string()),
             other => Error::Storage(other),
         }
@@ -164,6 +169,7 @@ impl Error {
             Error::WriteConflict(_) => ErrorCode::WriteConflict,
             Error::ConflictingOperation(_) => ErrorCode::ConflictingOperationInProgress,
             Error::CappedPositionLost(_) => ErrorCode::CappedPositionLost,
+            Error::OutOfDiskSpace(_) => ErrorCode::OutOfDiskSpace,
             Error::Query(_) | Error::Document(_) | Error::Corruption(_) | Error::Storage(_) | Error::Busy(_) => {
                 ErrorCode::InternalError
             }

@@ -149,7 +149,7 @@ fn moment(shared: &Shared) -> Registry {
     gauge("strata_cursors_open", "Server-side cursors parked between getMores.", shared.cursors.len() as f64);
     gauge("strata_uptime_seconds", "Seconds since the server started.", shared.started.elapsed().as_secs_f64());
     let stats = shared.store.engine_stats();
-    let engine: [(&str, &str, f64); 17] = [
+    let engine: [(&str, &str, f64); 20] = [
         ("strata_cache_budget_bytes", "The engine's memory budget.", stats.cache_budget_bytes as f64),
         ("strata_cache_used_bytes", "Bytes the engine's cache holds.", stats.cache_used_bytes as f64),
         ("strata_cache_evictions_total", "Nodes dropped from memory.", stats.evictions as f64),
@@ -160,6 +160,17 @@ fn moment(shared: &Shared) -> Registry {
         ("strata_flushes_total", "Buffer flushes down the tree.", stats.flushes as f64),
         ("strata_checkpoints_total", "Checkpoints completed.", stats.checkpoints as f64),
         ("strata_checkpoint_failures_total", "Checkpoints that failed.", stats.checkpoint_failures as f64),
+        ("strata_log_write_failures_total", "Log writes that failed (a full disk).", stats.log_write_failures as f64),
+        (
+            "strata_node_write_failures_total",
+            "Node writes that failed (a full disk).",
+            stats.node_write_failures as f64,
+        ),
+        (
+            "strata_writes_refused",
+            "1 while writes are refused because the disk is full, else 0.",
+            f64::from(u8::from(stats.writes_refused.is_some())),
+        ),
         ("strata_checkpoint_bytes_total", "Bytes written by checkpoints.", stats.checkpoint_bytes as f64),
         ("strata_checkpoint_seconds_total", "Time spent in checkpoints.", stats.checkpoint_micros as f64 / 1e6),
         ("strata_log_syncs_total", "Log syncs (fsync of the redo log).", stats.log_syncs as f64),

@@ -4,19 +4,34 @@
 //! carry MongoDB's numbers (the query crate's errors keep their own).
 
 use bson::{Document, doc};
-use tracing::error;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tracing::{error, warn};
 
 use crate::error::CommandError;
 
 pub fn to_command_error(error: docstore::Error) -> CommandError {
-    if matches!(error, docstore::Error::Corruption(_) | docstore::Error::Storage(_)) {
-        error!(%error, "storage failure");
+    match &error {
+        docstore::Error::Corruption(_) | docstore::Error::Storage(_) => error!(%error, "storage failure"),
+        docstore::Error::OutOfDiskSpace(_) => warn_disk_full(&error),
+        _ => {}
     }
     let mut command_error = CommandError::coded(error.code(), error.code_name(), error.to_string());
     if let docstore::Error::DuplicateKey { key_pattern, key_value, .. } = &error {
         command_error.extra = Box::new(doc! { "keyPattern": key_pattern.clone(), "keyValue": key_value.clone() });
     }
     command_error
+}
+
+/// A full disk refuses every write: logged at most once a minute, not once per command.
+fn warn_disk_full(error: &docstore::Error) {
+    static LAST_WARNED_SECS: AtomicU64 = AtomicU64::new(0);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let last = LAST_WARNED_SECS.load(Ordering::Relaxed);
+    if now >= last + 60 && LAST_WARNED_SECS.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+        warn!(%error, "writes refused: the disk is full (reads go on; writes resume once space is freed)");
+    }
 }
 
 impl From<docstore::Error> for CommandError {

@@ -179,8 +179,10 @@ impl Shared {
         let Some(durable) = self.durable.get() else { return };
         // The first round runs at once: a checkpoint after recovery is due before any wait.
         loop {
-            // A failed sync stops the log; commits report it, so the loop has nothing to add.
+            // A failed sync stops the log; commits report it, so the loop has nothing to add. A
+            // failed write (a full disk) is retried here, as is a failed node write.
             let _ = durable.log.sync_periodic();
+            self.store.retry_write_back();
             if crate::checkpoint::due(self, durable) {
                 let _ = crate::checkpoint::checkpoint(self);
                 // The checkpoint dropped the node versions it held; writers' copies and the
@@ -450,9 +452,20 @@ impl Engine {
 
     /// Clean shutdown: stops the background threads and checkpoints, so that the next open
     /// replays nothing.
+    ///
+    /// On a full disk the final checkpoint may not fit: then the log is synced instead, and
+    /// `NoSpace` says so (every commit is durable in the log; the next open replays it).
     pub fn close(mut self) -> Result<()> {
         self.stop_threads();
-        crate::checkpoint::checkpoint(&self.shared)
+        match crate::checkpoint::checkpoint(&self.shared) {
+            Err(Error::NoSpace(reason)) => {
+                self.sync()?;
+                Err(Error::NoSpace(format!(
+                    "{reason} (the final checkpoint did not fit; every commit is in the log, which the next start replays)"
+                )))
+            }
+            other => other,
+        }
     }
 
     /// Checks every invariant of every tree and of the node store.

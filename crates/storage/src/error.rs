@@ -27,6 +27,10 @@ pub enum Error {
     /// The disk said no: the operation did not happen (or, for a sync, may not be durable).
     #[error("i/o error: {0}")]
     Io(String),
+    /// The disk is full (`ENOSPC`, or a quota: `EDQUOT`): the write did not happen, and nothing
+    /// was lost. Writes are refused until space is freed; then they resume by themselves.
+    #[error("the disk is full: {0}; writes resume once space is freed")]
+    NoSpace(String),
     /// An earlier write or sync failed; nothing after it is acknowledged. Reopen the engine,
     /// which recovers to the last durable state.
     #[error("the engine stopped after an i/o failure and must be reopened: {0}")]
@@ -44,8 +48,14 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Linux's `ENOSPC` and `EDQUOT`: no space, or no quota, for the write.
+const NO_SPACE_ERRNOS: [i32; 2] = [28, 122];
+
 impl From<std::io::Error> for Error {
     fn from(error: std::io::Error) -> Error {
-        Error::Io(error.to_string())
+        let no_space = error.kind() == std::io::ErrorKind::StorageFull
+            || error.kind() == std::io::ErrorKind::QuotaExceeded
+            || error.raw_os_error().is_some_and(|code| NO_SPACE_ERRNOS.contains(&code));
+        if no_space { Error::NoSpace(error.to_string()) } else { Error::Io(error.to_string()) }
     }
 }

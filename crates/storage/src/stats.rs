@@ -135,6 +135,12 @@ pub struct Stats {
     /// `node_bytes_written` by the height of the node written (0: leaves).
     pub node_bytes_written_by_height: [u64; TRACKED_LEVELS],
     pub log_syncs: u64,
+    /// Failed log writes and node writes (a full disk; each retry that failed counts).
+    pub log_write_failures: u64,
+    pub node_write_failures: u64,
+    /// Why commits are refused now, if they are: a log or node write failing (a full disk)
+    /// until one succeeds. `None` while writes go through.
+    pub writes_refused: Option<String>,
     /// Log bytes appended since the engine opened.
     pub log_bytes: u64,
     /// Log bytes on disk (every segment a crash now would leave; checkpoints remove the old).
@@ -168,6 +174,7 @@ pub(crate) fn add_cache_and_disk(stats: &mut Stats, shared: &crate::engine::Shar
     stats.section_loads = c.section_loads.load(Relaxed);
     stats.node_bytes_read = c.bytes_read.load(Relaxed);
     stats.write_backs = c.write_backs.load(Relaxed);
+    stats.node_write_failures = c.write_failures.load(Relaxed);
     stats.throttle_waits = c.throttle_waits.load(Relaxed);
     stats.write_copies = c.copies.load(Relaxed);
     stats.node_bytes_uncompressed = c.bytes_before_compression.load(Relaxed);
@@ -175,6 +182,8 @@ pub(crate) fn add_cache_and_disk(stats: &mut Stats, shared: &crate::engine::Shar
     stats.node_bytes_written_by_height = c.bytes_written_by_height.each_ref().map(|c| c.load(Relaxed));
     if let Some(durable) = shared.durable.get() {
         stats.log_syncs = durable.log.syncs();
+        stats.log_write_failures = durable.log.write_failures();
+        stats.writes_refused = durable.log.stalled().or_else(|| shared.store.write_failure()).map(|e| e.to_string());
         stats.log_bytes = durable.log.appended();
         stats.log_disk_bytes = durable.log.disk_bytes();
         stats.recovery = durable.recovery;

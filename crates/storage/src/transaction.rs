@@ -90,6 +90,10 @@ impl<'e> Transaction<'e> {
         if self.writes.is_empty() {
             return Ok(shared.visible.load(Ordering::Acquire));
         }
+        // Node writes failing (a full disk): changes would pile up in memory unwritten.
+        if let Some(error) = shared.store.write_failure() {
+            return Err(error);
+        }
         let (last, position, needs) = {
             let _commit = shared.commit_lock.lock();
             let trees = self.trees()?;

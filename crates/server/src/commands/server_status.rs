@@ -75,6 +75,9 @@ pub fn stats_document(stats: &docstore::EngineStats) -> Document {
         "bufferedBytesByHeight": levels(&stats.buffered_bytes_by_height),
         "checkpoints": n(stats.checkpoints),
         "checkpointFailures": n(stats.checkpoint_failures),
+        "logWriteFailures": n(stats.log_write_failures),
+        "nodeWriteFailures": n(stats.node_write_failures),
+        "writesRefused": stats.writes_refused.clone().map_or(Bson::Null, Bson::String),
         "checkpointBytes": n(stats.checkpoint_bytes),
         "checkpointMicros": n(stats.checkpoint_micros),
         "lastCheckpoint": stats

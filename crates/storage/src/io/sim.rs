@@ -23,6 +23,9 @@
 //!   nothing, except: a short write lands its first half in the live image and returns
 //!   `ENOSPC`; a failed `sync` forgets that file's unsynced writes for good (they stay visible to
 //!   reads but can never become durable), as Linux does after a writeback error.
+//! - A full disk. [`SimFs::set_capacity`] bounds the bytes of the files in the live namespace:
+//!   a write past it lands what fits and fails with `ENOSPC`, a `set_len` past it fails whole
+//!   (as tmpfs does); removing or shortening files makes room again.
 //!
 //! What it does not model:
 //! - Reordering beyond the above: unsynced writes that survive land in the order they were
@@ -116,6 +119,8 @@ struct State {
     faults: Faults,
     /// Paths locked with `try_lock`, and the owner each holder wrote.
     locks: BTreeMap<PathBuf, String>,
+    /// The most bytes the live files may hold (`set_capacity`).
+    capacity: Option<u64>,
 }
 
 /// An open simulated file.
@@ -158,7 +163,15 @@ impl State {
             calls: 0,
             faults: Faults::default(),
             locks: BTreeMap::new(),
+            capacity: None,
         }
+    }
+
+    /// How many more bytes the live files may grow by (`u64::MAX` without a capacity).
+    fn room(&self) -> u64 {
+        let Some(capacity) = self.capacity else { return u64::MAX };
+        let used: u64 = self.live.inodes().iter().filter_map(|inode| self.images.get(inode)).map(Image::len).sum();
+        capacity.saturating_sub(used)
     }
 
     /// Counts one I/O call and returns the fault injected into it, if any.
@@ -251,6 +264,11 @@ impl SimFs {
     /// that lost the blocks already written, seen only by what reads them back.
     pub fn fail_reads(&self, fault: Fault) {
         self.state.lock().faults.reads = Some(fault);
+    }
+
+    /// Bounds the bytes the live files may hold (`None`: no bound); see the module header.
+    pub fn set_capacity(&self, capacity: Option<u64>) {
+        self.state.lock().capacity = capacity;
     }
 
     /// Removes every injected fault.
@@ -423,7 +441,15 @@ impl File for SimFile {
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let mut state = self.state.lock();
         match state.call() {
-            None => state.image(self.inode)?.write(buf, offset),
+            None => {
+                let room = state.room();
+                let image = state.image(self.inode)?;
+                let fits = image.len().saturating_add(room).saturating_sub(offset).min(buf.len() as u64) as usize;
+                if fits > 0 {
+                    image.write(buf.get(..fits).unwrap_or_default(), offset)?;
+                }
+                if fits < buf.len() { Err(os_error(ENOSPC)) } else { Ok(()) }
+            }
             Some(Fault::ShortWrite) => {
                 let half = buf.get(..buf.len() / 2).unwrap_or_default();
                 state.image(self.inode)?.write(half, offset)?;
@@ -458,6 +484,11 @@ impl File for SimFile {
     fn set_len(&self, len: u64) -> io::Result<()> {
         let mut state = self.state.lock();
         state.call_ok()?;
-        state.image(self.inode)?.set_len(len)
+        let room = state.room();
+        let image = state.image(self.inode)?;
+        if len > image.len().saturating_add(room) {
+            return Err(os_error(ENOSPC));
+        }
+        image.set_len(len)
     }
 }

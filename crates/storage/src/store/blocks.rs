@@ -36,7 +36,28 @@ impl NodeStore {
             counter.fetch_add(payload.len() as u64, Ordering::Relaxed);
         }
         let layout = codec::decode_layout(id, &payload)?.map(Arc::new);
-        Ok(Written { addr: disk.file.write_block(id.0, &payload)?, layout })
+        let addr = disk.file.write_block(id.0, &payload);
+        self.note_write(addr.as_ref().err());
+        Ok(Written { addr: addr?, layout })
+    }
+
+    /// Keeps the write-failure state (see `eviction`'s header): set by a failed node write,
+    /// cleared by the next one that succeeds.
+    fn note_write(&self, failure: Option<&Error>) {
+        let mut state = self.write_failure.lock();
+        match failure {
+            Some(error) => {
+                self.counters.write_failures.fetch_add(1, Ordering::Relaxed);
+                *state = Some(error.clone());
+            }
+            None if state.is_some() => *state = None,
+            None => {}
+        }
+    }
+
+    /// The last node write's failure, if no write has succeeded since (a full disk).
+    pub fn write_failure(&self) -> Option<Error> {
+        self.write_failure.lock().clone()
     }
 
     /// A block its slot no longer names: one a checkpoint names waits for the next checkpoint

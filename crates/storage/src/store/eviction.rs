@@ -3,6 +3,14 @@
 //! block), a thin node drops its sections, a thin node without any is dropped. The evictor
 //! thread does this beside the writers; far over budget a writer waits and evicts itself
 //! (backpressure). Only one thread evicts at a time (`NodeStore::evicting`).
+//!
+//! A failed write (a full disk) costs nothing: the node stays dirty in memory and its block goes
+//! back to the allocator. The failure is kept (`NodeStore::write_failure`) and the engine refuses
+//! commits while it stands, so memory does not grow with changes that cannot be written; the
+//! pass goes on evicting clean nodes, so readers keep to the budget. The maintenance thread
+//! retries one write per tick (`retry_write_back`); the first write that succeeds, there, in an
+//! eviction or in a checkpoint, ends the refusal. Evicting never reports an error to the reader
+//! or writer that triggered it.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -85,31 +93,31 @@ impl NodeStore {
     /// and the caller goes on; far over budget (`THROTTLE_PERCENT`), the caller waits for the
     /// running eviction and then evicts itself: that is the writers' backpressure. Without an
     /// evictor thread, the caller evicts whenever no one else is.
-    pub(super) fn maybe_evict(&self) -> Result<()> {
+    pub(super) fn maybe_evict(&self) {
         if self.disk.is_none() || self.used_bytes() <= self.budget_bytes {
-            return Ok(());
+            return;
         }
         let _evicting = if self.used_bytes() > self.budget_bytes / 100 * THROTTLE_PERCENT {
             self.counters.throttle_waits.fetch_add(1, Ordering::Relaxed);
             self.evicting.lock()
         } else {
             if self.evictor.wake() {
-                return Ok(());
+                return;
             }
             match self.evicting.try_lock() {
                 Some(guard) => guard,
-                None => return Ok(()),
+                None => return,
             }
         };
-        self.evict_to_target()
+        self.evict_to_target();
     }
 
     /// Evicts least recently used nodes until the cache is at `EVICT_TARGET_PERCENT` of its
-    /// budget. The caller holds `evicting`.
-    fn evict_to_target(&self) -> Result<()> {
+    /// budget. The caller holds `evicting`. After a failed write, dirty nodes are passed over.
+    fn evict_to_target(&self) {
         let target = self.budget_bytes / 100 * EVICT_TARGET_PERCENT;
         if self.used_bytes() <= target {
-            return Ok(());
+            return;
         }
         let mut candidates: Vec<(u64, NodeId)> = Vec::new();
         for shard in &self.shards {
@@ -118,18 +126,47 @@ impl NodeStore {
                 .extend(shard.iter().filter(|(_, s)| s.node.is_some() && !s.taken).map(|(id, s)| (s.last_used, *id)));
         }
         candidates.sort_unstable();
+        let mut write_dirty = true;
         for (_, id) in candidates {
             if self.used_bytes() <= target {
                 break;
             }
-            self.evict(id)?;
+            // The failure is kept by the write itself (`note_write`).
+            if self.evict(id, write_dirty).is_err() {
+                write_dirty = false;
+            }
         }
-        Ok(())
     }
 
-    /// The evictor thread's loop: evict whenever woken over budget, until `stop_evictor`. An
-    /// eviction error (a failed write) is left for the writers: past the throttle they evict
-    /// themselves and meet it.
+    /// After a failed node write, tries to write the least recently used dirty node (the
+    /// maintenance thread's tick); with no dirty node left, the failure no longer stands.
+    pub fn retry_write_back(&self) {
+        if self.write_failure.lock().is_none() {
+            return;
+        }
+        let _evicting = self.evicting.lock();
+        let oldest_dirty = self
+            .shards
+            .iter()
+            .filter_map(|shard| {
+                let shard = shard.lock();
+                shard
+                    .iter()
+                    .filter(|(_, s)| s.dirty && !s.taken && matches!(s.node, Some(View::Whole(_))))
+                    .map(|(id, s)| (s.last_used, *id))
+                    .min()
+            })
+            .min();
+        match oldest_dirty {
+            Some((_, id)) => {
+                let _ = self.evict(id, true);
+            }
+            None => *self.write_failure.lock() = None,
+        }
+    }
+
+    /// The evictor thread's loop: evict whenever woken over budget, until `stop_evictor`. A
+    /// failed write stands as the store's write failure (see the module header).
     ///
     /// Evicting frees node-sized allocations that glibc's allocator would keep (its arenas give
     /// back only the top of a heap), so the evictor also hands its free pages back to the system,
@@ -139,7 +176,7 @@ impl NodeStore {
         let mut last_trim = Instant::now();
         while self.evictor.wait() {
             let _evicting = self.evicting.lock();
-            let _ = self.evict_to_target();
+            self.evict_to_target();
             // Reading the resident size is a read of /proc: only once a trim is due.
             let over = || {
                 crate::allocator::resident_bytes()
@@ -162,8 +199,9 @@ impl NodeStore {
 
     /// Evicts one step of a node (see `thin`): a whole node becomes thin, written to a new block
     /// first if it is dirty; a thin node drops its sections; a thin node without any is dropped.
-    /// A node whose block has no layout (the first format) is dropped whole.
-    pub(super) fn evict(&self, id: NodeId) -> Result<()> {
+    /// A node whose block has no layout (the first format) is dropped whole. A dirty node is
+    /// left alone unless `write_dirty`.
+    pub(super) fn evict(&self, id: NodeId, write_dirty: bool) -> Result<()> {
         let (node, version, compression) = {
             let mut shard = self.shard(id).lock();
             let Some(slot) = shard.get_mut(&id) else { return Ok(()) };
@@ -172,6 +210,7 @@ impl NodeStore {
             }
             match &slot.node {
                 None => return Ok(()),
+                Some(View::Whole(_)) if slot.dirty && !write_dirty => return Ok(()),
                 Some(View::Whole(node)) if slot.dirty => (Arc::clone(node), slot.version, slot.compression),
                 Some(View::Whole(_)) => {
                     let thin = slot.addr.zip(slot.layout.clone()).map(|(addr, layout)| Thin::new(id, addr, layout));

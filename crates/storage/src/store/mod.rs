@@ -146,6 +146,8 @@ pub(crate) struct CacheCounters {
     pub evictions: AtomicU64,
     pub partial_evictions: AtomicU64,
     pub write_backs: AtomicU64,
+    /// Node writes that failed (see `eviction`'s header).
+    pub write_failures: AtomicU64,
     pub throttle_waits: AtomicU64,
     /// Nodes a writer copied because a checkpoint or an eviction still held them.
     pub copies: AtomicU64,
@@ -181,6 +183,9 @@ pub(crate) struct NodeStore {
     grace: grace::Grace,
     evicting: Mutex<()>,
     evictor: Evictor,
+    /// The last node write failed (a full disk): commits are refused until a write succeeds
+    /// (see `eviction`'s header).
+    write_failure: Mutex<Option<Error>>,
     pub counters: CacheCounters,
 }
 
@@ -198,6 +203,7 @@ impl NodeStore {
             grace: grace::Grace::default(),
             evicting: Mutex::new(()),
             evictor: Evictor::default(),
+            write_failure: Mutex::new(None),
             counters: CacheCounters::default(),
         }
     }
@@ -266,10 +272,7 @@ impl NodeStore {
         };
         self.shard(id).lock().insert(id, slot);
         self.used_bytes.fetch_add(size, Ordering::Relaxed);
-        // A split allocates its pieces one by one after cutting the parent's buffer: failing
-        // here would lose the pieces not yet in. A failed eviction (a write) is met again, and
-        // reported, by the writer's next `put`, which evicts past the throttle.
-        let _ = self.maybe_evict();
+        self.maybe_evict();
         Ok(id)
     }
 
@@ -358,7 +361,7 @@ impl NodeStore {
                 self.install(slot, Some(View::Whole(Arc::clone(&node))));
                 self.counters.loads.fetch_add(1, Ordering::Relaxed);
                 drop(shard);
-                self.maybe_evict()?;
+                self.maybe_evict();
                 Ok(Some(node))
             }
             _ => Ok(None),
@@ -393,7 +396,7 @@ impl NodeStore {
                 self.install(slot, Some(View::Thin(Arc::clone(&thin))));
                 self.counters.head_loads.fetch_add(1, Ordering::Relaxed);
                 drop(shard);
-                self.maybe_evict()?;
+                self.maybe_evict();
                 Ok(Some(View::Thin(thin)))
             }
             None => Ok(None),
@@ -432,7 +435,7 @@ impl NodeStore {
             self.install(slot, Some(View::Thin(Arc::new(thicker))));
         }
         drop(shard);
-        self.maybe_evict()?;
+        self.maybe_evict();
         Ok(Some(part))
     }
 
@@ -475,7 +478,8 @@ impl NodeStore {
             slot.taken = false;
         }
         self.used_bytes.fetch_add(size, Ordering::Relaxed);
-        self.maybe_evict()
+        self.maybe_evict();
+        Ok(())
     }
 
     /// A version leaving its slot while others still hold it stays charged (`size` bytes) until
@@ -630,7 +634,7 @@ mod tests {
         let capture = store.capture().expect("capture");
         let (captured_id, node, version, _) = capture.dirty.into_iter().next().expect("one dirty node");
         assert_eq!(captured_id, id);
-        store.evict(id).expect("evict");
+        store.evict(id, true).expect("evict");
         let evicted = store.shard(id).lock().get(&id).and_then(|slot| slot.addr).expect("evicted to a block");
         let written = store.write_node(id, &node, Compression::None).expect("checkpoint write");
         let written_at = written.addr;
@@ -651,7 +655,7 @@ mod tests {
     fn a_node_changed_during_a_checkpoint_names_the_checkpoints_block() {
         let store = store_on_sim_disk();
         let id = store.allocate(Node::Leaf(Leaf::default())).expect("allocate");
-        store.evict(id).expect("written and thin");
+        store.evict(id, true).expect("written and thin");
         let first = store.shard(id).lock().get(&id).and_then(|slot| slot.addr).expect("a block");
         let node = store.take(id).expect("take");
         store.put(id, node).expect("dirty again");
@@ -689,16 +693,16 @@ mod tests {
             };
             (resident, slot.layout.is_some(), slot.size)
         };
-        store.evict(id).expect("evict a dirty node: written, then thin");
+        store.evict(id, true).expect("evict a dirty node: written, then thin");
         let (resident, has_layout, size) = state(&store);
         assert_eq!((resident, has_layout), ("thin", true));
         assert_eq!(store.used_bytes(), size, "the thin node alone is charged");
         let View::Thin(thin) = store.view(id).expect("view") else { panic!("a reader sees the thin node") };
         assert!(store.part(&thin, 0).expect("read a section").is_some());
         assert_eq!(state(&store).0, "thin with parts");
-        store.evict(id).expect("evict the section");
+        store.evict(id, true).expect("evict the section");
         assert_eq!(state(&store).0, "thin");
-        store.evict(id).expect("evict the thin node");
+        store.evict(id, true).expect("evict the thin node");
         assert_eq!(state(&store), ("none", false, 0));
         assert_eq!(store.used_bytes(), 0);
         assert!(matches!(store.view(id).expect("view again"), View::Thin(_)), "its head is read back alone");
@@ -717,8 +721,8 @@ mod tests {
             .collect();
         let leaf = Leaf::from_basements(basements.clone());
         let id = store.allocate(Node::Leaf(leaf)).expect("allocate");
-        store.evict(id).expect("written and thin");
-        store.evict(id).expect("dropped");
+        store.evict(id, true).expect("written and thin");
+        store.evict(id, true).expect("dropped");
         let View::Thin(thin) = store.view(id).expect("view") else { panic!("the head is read alone") };
         assert_eq!(thin.layout.sections.len(), 64);
         for (index, basement) in basements.iter().enumerate() {

@@ -8,9 +8,16 @@
 //! syncs every `sync_interval` when a `Periodic` commit is waiting; `None` commits are only
 //! written when the buffer fills or someone syncs.
 //!
-//! A failed write or sync stops the log for good: it is never retried and no later commit is
+//! A failed sync stops the log for good: it is never retried and no later commit is
 //! acknowledged (a sync error may have dropped dirty pages; retrying could report success for
 //! data that is gone). The engine must be reopened, which recovers from what is durable.
+//!
+//! A failed *write* (a full disk) loses nothing: the bytes stay in the buffer, in front of
+//! whatever is appended after them, and the log is *stalled*. Appends first retry the write and
+//! are refused (their record not added) while it fails; each `sync_to` tries once and reports
+//! the failure to everyone waiting; the maintenance thread's periodic sync retries too. The
+//! first write that succeeds ends the stall, so writes resume by themselves once space is
+//! freed. A retry rewrites from the same offset, over whatever prefix the failed write left.
 //!
 //! Segments: `log/<number:016>.log`. A new segment starts once the current one passes
 //! `segment_bytes`; the old one is synced first, and the directory synced after the new file is
@@ -54,6 +61,10 @@ struct State {
     periodic_wanted: u64,
     syncing: bool,
     failed: Option<String>,
+    /// The last write failed (see the module header): the error, until a write succeeds.
+    stalled: Option<Error>,
+    /// Failed writes so far: a `sync_to` reports a stall only if one failed after it began.
+    write_failures: u64,
     /// The sizes of the segments before the current one still on disk (what replay would read
     /// after a crash, if no checkpoint removes them first).
     older_segments: std::collections::BTreeMap<u64, u64>,
@@ -96,6 +107,8 @@ impl Log {
             periodic_wanted: 0,
             syncing: false,
             failed: None,
+            stalled: None,
+            write_failures: 0,
             older_segments: older_segments.iter().copied().collect(),
         };
         Ok(Log {
@@ -109,22 +122,37 @@ impl Log {
     }
 
     /// Appends records written by `encode` into the buffer; returns the log position after them.
+    /// While the log is stalled (a write failed) the held bytes are written first; if that
+    /// still fails, nothing is appended and the error is returned.
     pub fn append(&self, encode: impl FnOnce(&mut Vec<u8>)) -> Result<u64> {
         let mut state = self.state.lock();
         if let Some(failed) = &state.failed {
             return Err(Error::Stopped(failed.clone()));
         }
+        if let Some(stalled) = &state.stalled {
+            // A sync in flight is the retry; its outcome is not known yet.
+            if state.syncing {
+                return Err(stalled.clone());
+            }
+            self.write_buffer(&mut state)?;
+        }
         if state.file_offset + state.buffer.len() as u64 >= self.segment_bytes {
             self.rotate(&mut state)?;
+        }
+        // Written behind before this record is added, so that a failed write refuses this
+        // commit rather than holding it in a log that may never be written.
+        if state.buffer.len() >= WRITE_BEHIND_BYTES && !state.syncing {
+            self.write_buffer(&mut state)?;
         }
         let before = state.buffer.len();
         encode(&mut state.buffer);
         state.appended += (state.buffer.len() - before) as u64;
-        let end = state.appended;
-        if state.buffer.len() >= WRITE_BEHIND_BYTES && !state.syncing {
-            self.write_buffer(&mut state)?;
-        }
-        Ok(end)
+        Ok(state.appended)
+    }
+
+    /// Whether a write has failed and not yet succeeded again (a full disk).
+    pub fn stalled(&self) -> Option<Error> {
+        self.state.lock().stalled.clone()
     }
 
     /// Stops the log: no later commit is acknowledged (after a failure elsewhere in the engine).
@@ -161,23 +189,34 @@ impl Log {
     pub fn sync_periodic(&self) -> Result<()> {
         let wanted = {
             let state = self.state.lock();
-            if state.periodic_wanted <= state.synced {
+            if state.stalled.is_some() {
+                // Whatever is held, so that a stall ends without waiting for a commit.
+                state.appended
+            } else if state.periodic_wanted <= state.synced {
                 return Ok(());
+            } else {
+                state.periodic_wanted
             }
-            state.periodic_wanted
         };
         self.sync_to(wanted)
     }
 
-    /// Returns once everything up to `position` is durable.
+    /// Returns once everything up to `position` is durable. A write that fails while this
+    /// waits (a full disk) is reported; the bytes stay held for the next attempt.
     pub fn sync_to(&self, position: u64) -> Result<()> {
         let mut state = self.state.lock();
+        let failures_before = state.write_failures;
         loop {
             if let Some(failed) = &state.failed {
                 return Err(Error::Stopped(failed.clone()));
             }
             if state.synced >= position {
                 return Ok(());
+            }
+            if state.write_failures > failures_before
+                && let Some(stalled) = &state.stalled
+            {
+                return Err(stalled.clone());
             }
             if state.syncing {
                 self.synced.wait(&mut state);
@@ -188,20 +227,43 @@ impl Log {
             let (file, offset, target) = (Arc::clone(&state.file), state.file_offset, state.appended);
             state.file_offset += buffer.len() as u64;
             drop(state);
-            let result = file.write_all_at(&buffer, offset).and_then(|()| file.sync());
+            let written = file.write_all_at(&buffer, offset);
+            let synced = written.is_ok().then(|| file.sync());
             self.sync_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             state = self.state.lock();
             state.syncing = false;
-            recycle_buffer(&mut state, buffer);
-            match result {
-                Ok(()) => {
+            match (written, synced) {
+                (Err(error), _) => {
+                    // Nothing of it counts: the bytes go back in front of what was appended
+                    // since, to be written again from the same offset.
+                    state.file_offset = offset;
+                    let appended_since = std::mem::replace(&mut state.buffer, buffer);
+                    state.buffer.extend_from_slice(&appended_since);
+                    self.stall(&mut state, error.into());
+                }
+                (Ok(()), Some(Err(error))) => {
+                    recycle_buffer(&mut state, buffer);
+                    state.failed = Some(format!("log sync failed: {error}"));
+                }
+                (Ok(()), _) => {
+                    recycle_buffer(&mut state, buffer);
+                    state.stalled = None;
                     state.synced = state.synced.max(target);
                     debug_assert!(state.synced <= state.appended, "the log synced past what was appended");
                 }
-                Err(error) => state.failed = Some(format!("log write or sync failed: {error}")),
             }
             self.synced.notify_all();
         }
+    }
+
+    fn stall(&self, state: &mut State, error: Error) {
+        state.stalled = Some(error);
+        state.write_failures += 1;
+    }
+
+    /// Failed log writes so far (each one a retry refused by a full disk, or the first).
+    pub fn write_failures(&self) -> u64 {
+        self.state.lock().write_failures
     }
 
     /// Everything appended so far, synced (clean shutdown, checkpoints).
@@ -235,15 +297,19 @@ impl Log {
         Ok(())
     }
 
+    /// Writes the buffer at the current offset. On failure the bytes stay in the buffer and the
+    /// log is stalled (see the module header); on success any stall ends.
     fn write_buffer(&self, state: &mut State) -> Result<()> {
+        if let Err(error) = state.file.write_all_at(&state.buffer, state.file_offset) {
+            let error = Error::from(error);
+            self.stall(state, error.clone());
+            self.synced.notify_all();
+            return Err(error);
+        }
+        state.stalled = None;
         let buffer = take_buffer(state);
-        let result = state.file.write_all_at(&buffer, state.file_offset);
         state.file_offset += buffer.len() as u64;
         recycle_buffer(state, buffer);
-        if let Err(error) = result {
-            state.failed = Some(format!("log write failed: {error}"));
-            return Err(Error::Stopped(format!("log write failed: {error}")));
-        }
         Ok(())
     }
 
@@ -252,21 +318,25 @@ impl Log {
             self.synced.wait(state);
         }
         let result = self.rotate_locked(state);
-        if let Err(error) = &result {
-            state.failed = Some(format!("log rotation failed: {error}"));
-        }
         self.synced.notify_all();
         result
     }
 
+    /// Syncs the current segment and starts the next. A failed sync stops the log; a failed
+    /// write or create leaves the current segment in use, to be rotated by a later append.
     fn rotate_locked(&self, state: &mut State) -> Result<()> {
         self.write_buffer(state)?;
-        state.file.sync()?;
+        let stop = |state: &mut State, what: &str, error: std::io::Error| {
+            let reason = format!("log rotation failed ({what}): {error}");
+            state.failed = Some(reason.clone());
+            Error::Stopped(reason)
+        };
+        state.file.sync().map_err(|error| stop(state, "sync", error))?;
         state.synced = state.appended;
         let next = state.segment + 1;
         let file = self.fs.open(&segment_path(&self.dir, next), OpenMode::Create)?;
         file.set_len(0)?;
-        self.fs.sync_dir(&self.dir)?;
+        self.fs.sync_dir(&self.dir).map_err(|error| stop(state, "directory sync", error))?;
         let finished = state.file_offset;
         state.older_segments.insert(state.segment, finished);
         state.file = file;
