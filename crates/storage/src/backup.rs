@@ -36,7 +36,7 @@ pub(crate) fn backup(shared: &Shared, destination: &Path) -> Result<BackupReport
     };
     let started = Instant::now();
     let fs = durable.fs.as_ref();
-    fs.create_dir_all(&destination.join(LOG_DIR))?;
+    crate::io::create_dir_all_durably(fs, &destination.join(LOG_DIR))?;
     // A directory that already holds a data file is refused, not overwritten.
     let target = fs.open(&destination.join(DATA_FILE), OpenMode::CreateNew)?;
     let mut state = durable.checkpoint.lock();

@@ -52,16 +52,12 @@ pub struct RecoveryReport {
 
 pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Result<Shared> {
     let started = std::time::Instant::now();
-    fs.create_dir_all(dir)?;
+    // The directories themselves durable: any this creates, named in their parents.
+    crate::io::create_dir_all_durably(fs.as_ref(), dir)?;
     let lock = lock_directory(fs.as_ref(), dir)?;
     let log_dir = dir.join(LOG_DIR);
-    fs.create_dir_all(&log_dir)?;
+    crate::io::create_dir_all_durably(fs.as_ref(), &log_dir)?;
     let data = Arc::new(DataFile::open(fs.as_ref(), &dir.join(DATA_FILE))?);
-    // Make the directories themselves durable: the engine's own, and its entry in its parent
-    // (the parent's ancestors are the user's, assumed to exist already).
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs.sync_dir(parent)?;
-    }
     fs.sync_dir(dir)?;
     let header = data.read_header()?;
     // The trees keep the shape they were built with, whatever the options say now.

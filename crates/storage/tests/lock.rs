@@ -86,8 +86,8 @@ fn the_second_open_touches_nothing_but_the_lock() {
     let before = disk.calls();
     let refused = Engine::open_with(Arc::new(disk.clone()), Path::new("/db"), Options::tiny());
     assert!(matches!(refused, Err(Error::DirectoryLocked { .. })));
-    // create_dir_all of the directory, then the lock file's open and its lock.
-    assert_eq!(disk.calls() - before, 3, "the refused open made other I/O calls");
+    // exists and create_dir_all of the directory, then the lock file's open and its lock.
+    assert_eq!(disk.calls() - before, 4, "the refused open made other I/O calls");
     drop(engine);
     Engine::open_with(Arc::new(disk.clone()), Path::new("/db"), Options::tiny()).expect("open after close");
 }
@@ -95,7 +95,9 @@ fn the_second_open_touches_nothing_but_the_lock() {
 #[test]
 fn a_lock_that_cannot_be_taken_is_a_clear_error() {
     // On the simulated disk: the lock call itself fails.
-    for call in [1, 2] {
+    // Calls 0-3 create /db (two exists, the create, its parent synced); 4 and 5 open the lock
+    // file and lock it.
+    for call in [4, 5] {
         let disk = SimFs::new();
         disk.fail_at(call, Fault::Eio);
         let error = Engine::open_with(Arc::new(disk.clone()), Path::new("/db"), Options::tiny())

@@ -138,3 +138,25 @@ pub trait File: Send + Sync {
     /// Truncates or extends (with zeros) the file. Not durable until [`File::sync`].
     fn set_len(&self, len: u64) -> io::Result<()>;
 }
+
+/// Creates `dir` and any missing ancestors, and makes every name it created durable: each
+/// created directory's entry is synced in its parent (a name never synced may be gone after a
+/// power loss, with everything under it, however well the files were synced).
+pub fn create_dir_all_durably(fs: &dyn FileSystem, dir: &Path) -> io::Result<()> {
+    let mut missing = Vec::new();
+    let mut next = Some(dir);
+    while let Some(path) = next.filter(|p| !p.as_os_str().is_empty()) {
+        if fs.exists(path)? {
+            break;
+        }
+        missing.push(path);
+        next = path.parent();
+    }
+    fs.create_dir_all(dir)?;
+    for created in missing.iter().rev() {
+        if let Some(parent) = created.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs.sync_dir(parent)?;
+        }
+    }
+    Ok(())
+}

@@ -44,19 +44,29 @@ impl NodeStore {
     /// Keeps the write-failure state (see `eviction`'s header): set by a failed node write,
     /// cleared by the next one that succeeds.
     fn note_write(&self, failure: Option<&Error>) {
-        let mut state = self.write_failure.lock();
-        match failure {
-            Some(error) => {
-                self.counters.write_failures.fetch_add(1, Ordering::Relaxed);
-                *state = Some(error.clone());
-            }
-            None if state.is_some() => *state = None,
-            None => {}
+        if failure.is_none() && !self.write_failing.load(Ordering::Acquire) {
+            return;
         }
+        if failure.is_some() {
+            self.counters.write_failures.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut state = self.write_failure.lock();
+        *state = failure.cloned();
+        self.write_failing.store(state.is_some(), Ordering::Release);
+    }
+
+    /// Ends a write failure that no dirty node is left to retry.
+    pub(super) fn clear_write_failure(&self) {
+        let mut state = self.write_failure.lock();
+        *state = None;
+        self.write_failing.store(false, Ordering::Release);
     }
 
     /// The last node write's failure, if no write has succeeded since (a full disk).
     pub fn write_failure(&self) -> Option<Error> {
+        if !self.write_failing.load(Ordering::Acquire) {
+            return None;
+        }
         self.write_failure.lock().clone()
     }
 

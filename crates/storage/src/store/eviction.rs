@@ -141,7 +141,7 @@ impl NodeStore {
     /// After a failed node write, tries to write the least recently used dirty node (the
     /// maintenance thread's tick); with no dirty node left, the failure no longer stands.
     pub fn retry_write_back(&self) {
-        if self.write_failure.lock().is_none() {
+        if self.write_failure().is_none() {
             return;
         }
         let _evicting = self.evicting.lock();
@@ -161,7 +161,7 @@ impl NodeStore {
             Some((_, id)) => {
                 let _ = self.evict(id, true);
             }
-            None => *self.write_failure.lock() = None,
+            None => self.clear_write_failure(),
         }
     }
 

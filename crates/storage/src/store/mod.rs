@@ -31,7 +31,7 @@
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
@@ -186,6 +186,8 @@ pub(crate) struct NodeStore {
     /// The last node write failed (a full disk): commits are refused until a write succeeds
     /// (see `eviction`'s header).
     write_failure: Mutex<Option<Error>>,
+    /// Whether `write_failure` holds one: every commit asks, without taking the lock.
+    write_failing: AtomicBool,
     pub counters: CacheCounters,
 }
 
@@ -204,6 +206,7 @@ impl NodeStore {
             evicting: Mutex::new(()),
             evictor: Evictor::default(),
             write_failure: Mutex::new(None),
+            write_failing: AtomicBool::new(false),
             counters: CacheCounters::default(),
         }
     }
