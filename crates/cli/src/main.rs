@@ -14,7 +14,9 @@
 // Library code returns errors instead of panicking; tests may unwrap.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod memory_limit;
 mod options;
+mod repair;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -43,6 +45,9 @@ enum Commands {
     Import(tools::ImportArgs),
     /// Watch a server: operations per second, cache, connections (like mongostat).
     Stat(tools::StatArgs),
+    /// Salvage every readable document of a damaged data directory into a new one, rebuild its
+    /// indexes, and report what was lost.
+    Repair(repair::RepairArgs),
 }
 
 // The engine's memory budget depends on it (storage::allocator).
@@ -58,5 +63,6 @@ fn main() -> anyhow::Result<()> {
         Commands::Stat(args) => tools::stat(args),
         Commands::Export(args) => tools::export(args),
         Commands::Import(args) => tools::import(args),
+        Commands::Repair(args) => repair::run(args),
     }
 }

@@ -170,9 +170,8 @@ impl Error {
             Error::ConflictingOperation(_) => ErrorCode::ConflictingOperationInProgress,
             Error::CappedPositionLost(_) => ErrorCode::CappedPositionLost,
             Error::OutOfDiskSpace(_) => ErrorCode::OutOfDiskSpace,
-            Error::Query(_) | Error::Document(_) | Error::Corruption(_) | Error::Storage(_) | Error::Busy(_) => {
-                ErrorCode::InternalError
-            }
+            Error::Corruption(_) => ErrorCode::DataCorruptionDetected,
+            Error::Query(_) | Error::Document(_) | Error::Storage(_) | Error::Busy(_) => ErrorCode::InternalError,
         }
     }
 

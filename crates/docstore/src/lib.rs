@@ -76,6 +76,7 @@ pub mod index;
 pub mod oplog;
 pub mod read;
 pub mod retry;
+mod salvage;
 pub mod spill;
 pub mod stats;
 pub mod store;
@@ -493,6 +494,27 @@ impl Store {
     /// Cross-checks a collection's documents, index entries and counters.
     pub fn validate(&self, db: &str, name: &str) -> Result<ValidateReport> {
         validate::validate(&self.inner.engine, &self.inner.catalog, db, name)
+    }
+
+    /// Every document of a collection that can be read, handed to `each` in `_id` order, past
+    /// damage (`strata repair`); returns what could not be read, named by the `_id`s around it.
+    pub fn salvage_documents(
+        &self,
+        db: &str,
+        name: &str,
+        each: &mut dyn FnMut(RawDocumentBuf) -> Result<()>,
+    ) -> Result<Vec<String>> {
+        let collection = self.inner.catalog.existing(db, name)?;
+        let snapshot = self.inner.engine.snapshot();
+        let mut documents = salvage::Documents::new(&snapshot, collection.tree);
+        let mut damage = Vec::new();
+        while let Some(found) = documents.next_document() {
+            match found {
+                Ok((_, document)) => each(document)?,
+                Err(what) => damage.push(what),
+            }
+        }
+        Ok(damage)
     }
 
     /// Runs one TTL pass now (tests; the monitor runs it every `ttl_interval`).

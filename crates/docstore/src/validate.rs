@@ -14,7 +14,6 @@ use storage::Engine;
 use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::index::id_key;
-use crate::read::scan::raw;
 use crate::write::document_id;
 
 /// What validate found.
@@ -33,6 +32,8 @@ impl ValidateReport {
 }
 
 /// Cross-checks a collection's documents, index entries and counters (see the module header).
+/// Damage (a block that fails its checksum, a document that does not parse) is reported in
+/// the errors, with the `_id`s around it, and the check goes on past it.
 pub fn validate(engine: &Engine, catalog: &Catalog, db: &str, name: &str) -> Result<ValidateReport> {
     let collection = catalog.existing(db, name)?;
     let snapshot = engine.snapshot();
@@ -40,9 +41,15 @@ pub fn validate(engine: &Engine, catalog: &Catalog, db: &str, name: &str) -> Res
     let mut bytes = 0i64;
     let mut expected: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = vec![BTreeMap::new(); collection.indexes.len()];
     let mut multikey = vec![false; collection.indexes.len()];
-    for entry in snapshot.iter(collection.tree) {
-        let (key, value) = entry?;
-        let document = raw(value)?;
+    let mut documents = crate::salvage::Documents::new(&snapshot, collection.tree);
+    while let Some(found) = documents.next_document() {
+        let (key, document) = match found {
+            Ok(found) => found,
+            Err(damage) => {
+                report.errors.push(damage);
+                continue;
+            }
+        };
         report.documents += 1;
         bytes += document.as_bytes().len() as i64;
         let id = document_id(&document)?.unwrap_or(Bson::Null);
@@ -50,7 +57,13 @@ pub fn validate(engine: &Engine, catalog: &Catalog, db: &str, name: &str) -> Res
             report.errors.push(format!("document {id} is stored under another key"));
         }
         for (position, index) in collection.indexes.iter().enumerate() {
-            let (keys, is_multikey) = index.keys(&document)?;
+            let (keys, is_multikey) = match index.keys(&document) {
+                Ok(keys) => keys,
+                Err(error) => {
+                    report.errors.push(format!("index {}: document {id} gives no keys: {error}", index.name));
+                    continue;
+                }
+            };
             multikey[position] |= is_multikey;
             for key in &keys {
                 let (entry_key, entry_value) = index.entry_pair(key, &id_key(&id), &document);
@@ -62,17 +75,25 @@ pub fn validate(engine: &Engine, catalog: &Catalog, db: &str, name: &str) -> Res
             }
         }
     }
-    let (count, size) = catalog.counters(engine, &collection)?;
-    if count != report.documents as i64 || size != bytes {
-        report
+    match catalog.counters(engine, &collection) {
+        Ok((count, size)) if count != report.documents as i64 || size != bytes => report
             .errors
-            .push(format!("counters say {count} documents of {size} bytes; found {} of {bytes}", report.documents));
+            .push(format!("counters say {count} documents of {size} bytes; found {} of {bytes}", report.documents)),
+        Ok(_) => {}
+        Err(error) => report.errors.push(format!("the collection's counters are unreadable: {error}")),
     }
     for ((index, wanted), is_multikey) in collection.indexes.iter().zip(expected).zip(multikey) {
         let mut found = BTreeMap::new();
-        for entry in snapshot.iter(index.tree) {
-            let (key, value) = entry?;
-            found.insert(key, value);
+        for item in snapshot.salvage(index.tree) {
+            match item {
+                Ok(storage::Salvaged::Entry(key, value)) => {
+                    found.insert(key, value);
+                }
+                Ok(storage::Salvaged::Lost { error, .. }) => {
+                    report.errors.push(format!("index {}: entries unreadable: {error}", index.name))
+                }
+                Err(error) => report.errors.push(format!("index {}: unreadable: {error}", index.name)),
+            }
         }
         report.index_entries.insert(index.name.clone(), found.len() as u64);
         if index.meta.ready && found != wanted {

@@ -194,8 +194,9 @@ fn run_handler(context: &Context, command: &Command, handler: commands::Handler)
     // write is one engine transaction), so nothing the handler saw is left half-changed.
     match catch_unwind(AssertUnwindSafe(|| handler(context, command))) {
         Ok(Ok(reply)) => (reply, true),
-        Ok(Err(error)) => {
+        Ok(Err(mut error)) => {
             debug!(connection, command = %command.name, %error, "command failed");
+            name_damaged_collection(command, &mut error);
             (error_document(&error), false)
         }
         Err(panic) => {
@@ -207,6 +208,22 @@ fn run_handler(context: &Context, command: &Command, handler: commands::Handler)
             error!(connection, command = %command.name, panic = %what, "command handler panicked");
             (error_document(&CommandError::internal(format!("command {} failed unexpectedly", command.name))), false)
         }
+    }
+}
+
+/// Damage found while a command read a collection is reported with the collection's name, so
+/// that the operator knows what to `validate` and repair.
+fn name_damaged_collection(command: &Command, error: &mut CommandError) {
+    if error.code != wire::ErrorCode::DataCorruptionDetected.code() {
+        return;
+    }
+    // getMore names its collection in `collection`; the others in their first field.
+    let collection = match command.get("collection") {
+        Some(bson::Bson::String(name)) if command.name == "getMore" => Some(name.clone()),
+        _ => command.collection().ok(),
+    };
+    if let Some(collection) = collection {
+        error.message = format!("{} (collection {})", error.message, command.namespace(&collection));
     }
 }
 

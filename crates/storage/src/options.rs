@@ -70,6 +70,10 @@ pub struct Options {
     /// storage engine's `thin` module). Off, nodes are evicted and read whole, as writers read
     /// them: only for benchmarks that measure what partial eviction is worth.
     pub partial_eviction: bool,
+    /// Open a damaged directory to read what can be read (`strata repair`): replay stops at the
+    /// first damage in the log instead of refusing to open (`RecoveryReport::log_damage` says
+    /// where; the rest is lost). Never for serving: commits after the damage are dropped.
+    pub salvage: bool,
 }
 
 impl Default for Options {
@@ -92,6 +96,7 @@ impl Default for Options {
             log_segment_bytes: 64 << 20,
             log_sync_interval: Duration::from_millis(100),
             partial_eviction: true,
+            salvage: false,
         }
     }
 }

@@ -40,7 +40,7 @@ pub const LOG_DIR: &str = "log";
 pub const LOCK_FILE: &str = "strata.lock";
 
 /// What the last recovery did, for `Stats` and the server's startup line.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecoveryReport {
     /// Log records applied again (those the checkpoint already had are not counted).
     pub replayed_records: u64,
@@ -48,6 +48,9 @@ pub struct RecoveryReport {
     pub replayed_bytes: u64,
     /// From opening the directory to the engine ready for commits.
     pub micros: u64,
+    /// In a salvage (`Options::salvage`), the damage replay stopped at: the log after it is
+    /// lost.
+    pub log_damage: Option<String>,
 }
 
 pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Result<Shared> {
@@ -84,7 +87,8 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> 
         None => (CheckpointState::new(0, None), 0),
     };
     let mut replayed_records = 0;
-    let end = replay(fs.as_ref(), &log_dir, from_segment, |record| {
+    let salvage = shared.options.salvage;
+    let end = replay(fs.as_ref(), &log_dir, from_segment, salvage, |record| {
         replayed_records += u64::from(apply_record(&shared, record)?);
         Ok(())
     })?;
@@ -100,8 +104,12 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> 
     // replay it again (and a crash loop would replay all of its history each time).
     let mut checkpoint = checkpoint;
     checkpoint.requested = replayed_records > 0;
-    let report =
-        RecoveryReport { replayed_records, replayed_bytes: end.bytes, micros: crate::engine::elapsed_micros(started) };
+    let report = RecoveryReport {
+        replayed_records,
+        replayed_bytes: end.bytes,
+        micros: crate::engine::elapsed_micros(started),
+        log_damage: end.stopped_at_damage,
+    };
     let durable = Durable { data, log, checkpoint: Mutex::new(checkpoint), recovery: report, _lock: lock, fs };
     if shared.durable.set(durable).is_err() {
         return Err(Error::Invariant("engine recovered twice".into()));

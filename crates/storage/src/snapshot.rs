@@ -95,6 +95,16 @@ impl Snapshot {
     pub fn iter(&self, tree: TreeId) -> RangeIter {
         self.range::<std::ops::RangeFull>(tree, ..)
     }
+
+    /// Every committed entry of `tree` that can be read, in order, and the key ranges of what
+    /// cannot (see `salvage`); pending writes are not read.
+    pub fn salvage(&self, tree: TreeId) -> crate::salvage::Salvage {
+        crate::salvage::Salvage::new(self.clone(), tree)
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.registration.shared
+    }
 }
 
 fn owned(bound: Bound<&[u8]>) -> Bound<Vec<u8>> {

@@ -186,7 +186,7 @@ pub(crate) fn add_cache_and_disk(stats: &mut Stats, shared: &crate::engine::Shar
         stats.writes_refused = durable.log.stalled().or_else(|| shared.store.write_failure()).map(|e| e.to_string());
         stats.log_bytes = durable.log.appended();
         stats.log_disk_bytes = durable.log.disk_bytes();
-        stats.recovery = durable.recovery;
+        stats.recovery = durable.recovery.clone();
         stats.data_file_bytes = durable.data.len().unwrap_or_else(|_| durable.data.allocated_end());
         stats.free_bytes = durable.data.free_bytes();
         stats.retired_bytes = shared.store.retired_bytes();

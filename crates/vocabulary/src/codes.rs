@@ -143,6 +143,7 @@ error_codes! {
     ChangeStreamHistoryLost = 286,
     ChecksumMismatch = 288,
     QueryExceededMemoryLimitNoDiskUseAllowed = 292,
+    DataCorruptionDetected = 301,
     MechanismUnavailable = 334,
     UnsupportedOpQueryCommand = 352,
     InvalidBSONType = 357,
@@ -230,6 +231,7 @@ mod tests {
             (223, "IllegalOpMsgFlag"),
             (288, "ChecksumMismatch"),
             (292, "QueryExceededMemoryLimitNoDiskUseAllowed"),
+            (301, "DataCorruptionDetected"),
             (10334, "BSONObjectTooLarge"),
             (11000, "DuplicateKey"),
         ];

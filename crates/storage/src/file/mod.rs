@@ -145,7 +145,7 @@ impl DataFile {
         let corrupt = |what: &str| corrupt_block(addr, node_id, what);
         let payload_len = payload_len(addr, node_id)?;
         let mut block = vec![0; addr.len as usize];
-        self.file.read_exact_at(&mut block, addr.offset)?;
+        self.file.read_exact_at(&mut block, addr.offset).map_err(|error| past_the_end(error, &corrupt))?;
         let header = BlockHeader::parse(&block).ok_or_else(|| corrupt("bad magic"))?;
         if crc32c::crc32c(block.get(8..).unwrap_or_default()) != header.checksum {
             return Err(corrupt("checksum mismatch"));
@@ -168,7 +168,10 @@ impl DataFile {
             return Err(corrupt_block(addr, node_id, &what));
         }
         let mut bytes = vec![0; len];
-        self.file.read_exact_at(&mut bytes, addr.offset + (BLOCK_HEADER_BYTES + offset) as u64)?;
+        let at = addr.offset + (BLOCK_HEADER_BYTES + offset) as u64;
+        self.file
+            .read_exact_at(&mut bytes, at)
+            .map_err(|error| past_the_end(error, &|what| corrupt_block(addr, node_id, what)))?;
         Ok(bytes)
     }
 
@@ -177,7 +180,9 @@ impl DataFile {
     pub fn read_payload_prefix(&self, addr: BlockAddr, node_id: u64, len: usize) -> Result<Vec<u8>> {
         let payload_len = payload_len(addr, node_id)?;
         let mut block = vec![0; BLOCK_HEADER_BYTES + len.min(payload_len)];
-        self.file.read_exact_at(&mut block, addr.offset)?;
+        self.file
+            .read_exact_at(&mut block, addr.offset)
+            .map_err(|error| past_the_end(error, &|what| corrupt_block(addr, node_id, what)))?;
         match BlockHeader::parse(&block) {
             Some(header) if header.node_id == node_id && header.payload_len as usize == payload_len => {
                 block.drain(..BLOCK_HEADER_BYTES);
@@ -277,5 +282,14 @@ impl DataFile {
             self.file.set_len(end)?;
         }
         Ok(len.saturating_sub(end))
+    }
+}
+
+/// A block read that runs past the end of the file names a block that is not there: damage
+/// (a damaged header or catalog, or a cut file), not an I/O failure.
+fn past_the_end(error: std::io::Error, corrupt: &dyn Fn(&str) -> Error) -> Error {
+    match error.kind() {
+        std::io::ErrorKind::UnexpectedEof => corrupt("past the end of the file"),
+        _ => error.into(),
     }
 }

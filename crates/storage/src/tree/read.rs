@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::message::{Event, Seq, resolve};
 use crate::node::buffer::RangeDelete;
 use crate::node::{NodeId, child_range};
@@ -20,6 +20,14 @@ use crate::tree::{Ctx, Tree};
 pub(crate) enum Direction {
     Forward,
     Backward,
+}
+
+/// A part of a tree that could not be read (a block that fails its checksum, a read error): its
+/// key range (`None`: the tree's end on that side) and why.
+pub(crate) struct Damage {
+    pub lo: Option<Vec<u8>>,
+    pub hi: Option<Vec<u8>>,
+    pub error: Error,
 }
 
 /// One window of a scan: its live entries in ascending key order, and the window's edges
@@ -73,62 +81,86 @@ impl Tree {
             Direction::Forward => Seek::AtOrAfter(lower),
             Direction::Backward => Seek::AtOrBefore(upper),
         };
-        let path = descend(ctx, root, seek)?;
-        let (window_lo, window_hi) = (path.window_lo.clone(), path.window_hi.clone());
-        let lo = tighter_lower(lower, window_lo.as_deref());
-        let hi = tighter_upper(upper, window_hi.as_deref());
-        // Buffered messages in the window are few (buffers are bounded); leaf entries are many,
-        // and most have no message above them, so those are read straight from their versions.
-        let mut buffered: BTreeMap<Vec<u8>, Vec<(Seq, Event)>> = BTreeMap::new();
-        let mut ranges: Vec<RangeDelete> = Vec::new();
-        for (node, index) in &path.internals {
-            let Some(buffer) = node.buffer(ctx.store, *index)? else { continue };
-            for (key, events) in buffer.points_in(lo, hi) {
-                buffered.entry(key).or_default().extend(events);
-            }
-            ranges.extend(buffer.ranges().iter().cloned());
-        }
-        let basement = match &path.leaf {
-            Some((leaf, index)) => leaf.basement(ctx.store, *index)?,
-            None => None,
-        };
-        let mut leaf_entries = basement.iter().flat_map(|basement| basement.entries_in(lo, hi)).peekable();
-        let mut messages = buffered.into_iter().peekable();
-        let mut entries = Vec::new();
-        loop {
-            let take_leaf = match (leaf_entries.peek(), messages.peek()) {
-                (None, None) => break,
-                (Some(entry), Some((key, _))) => entry.key() <= key.as_slice(),
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-            };
-            let (key, mut events) = if take_leaf {
-                let Some(entry) = leaf_entries.next() else { break };
-                let same_key = messages.next_if(|(key, _)| key.as_slice() == entry.key());
-                if same_key.is_none() && ranges.is_empty() {
-                    if let Some(value) = entry.visible_at(snapshot) {
-                        entries.push((entry.key().to_vec(), value.to_vec()));
-                    }
-                    continue;
-                }
-                let mut events: Vec<(Seq, Event)> = entry
-                    .versions()
-                    .map(|(seq, v)| (seq, v.map_or(Event::Delete, |v| Event::Put(v.to_vec()))))
-                    .collect();
-                events.extend(same_key.into_iter().flat_map(|(_, e)| e));
-                (entry.key().to_vec(), events)
-            } else {
-                let Some(next) = messages.next() else { break };
-                next
-            };
-            events.extend(ranges.iter().filter(|r| r.contains(&key)).map(|r| (r.seq, Event::Delete)));
-            if let Some(value) = resolve(&key, &mut events, snapshot, &ctx.options.update) {
-                entries.push((key, value));
-            }
-        }
-        drop(leaf_entries);
-        Ok(Batch { entries, window_lo, window_hi })
+        let path = descend(ctx, root, seek).map_err(|damage| damage.error)?;
+        window(ctx, snapshot, path, lower, upper)
     }
+
+    /// Reads the window at or after `lower` for a salvage (`Snapshot::salvage`): what cannot be
+    /// read is returned as the key range it covers, so the caller can go on after it. A node that
+    /// does not read loses its whole range; a buffer or basement that does not read loses the
+    /// window (buffered messages might have changed the entries below, so none are guessed).
+    pub fn salvage_window(
+        &self,
+        ctx: &Ctx<'_>,
+        snapshot: Seq,
+        lower: Bound<&[u8]>,
+    ) -> Result<std::result::Result<Batch, Damage>> {
+        let guard = self.root.read();
+        let _pin = ctx.store.pin();
+        let root = guard.ok_or_else(|| self.not_found())?;
+        let path = match descend(ctx, root, Seek::AtOrAfter(lower)) {
+            Ok(path) => path,
+            Err(damage) => return Ok(Err(damage)),
+        };
+        let (lo, hi) = (path.window_lo.clone(), path.window_hi.clone());
+        Ok(window(ctx, snapshot, path, lower, Bound::Unbounded).map_err(|error| Damage { lo, hi, error }))
+    }
+}
+
+/// The live entries of the window `path` reached, within `[lower, upper]`.
+fn window(ctx: &Ctx<'_>, snapshot: Seq, path: Path, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Result<Batch> {
+    let (window_lo, window_hi) = (path.window_lo.clone(), path.window_hi.clone());
+    let lo = tighter_lower(lower, window_lo.as_deref());
+    let hi = tighter_upper(upper, window_hi.as_deref());
+    // Buffered messages in the window are few (buffers are bounded); leaf entries are many,
+    // and most have no message above them, so those are read straight from their versions.
+    let mut buffered: BTreeMap<Vec<u8>, Vec<(Seq, Event)>> = BTreeMap::new();
+    let mut ranges: Vec<RangeDelete> = Vec::new();
+    for (node, index) in &path.internals {
+        let Some(buffer) = node.buffer(ctx.store, *index)? else { continue };
+        for (key, events) in buffer.points_in(lo, hi) {
+            buffered.entry(key).or_default().extend(events);
+        }
+        ranges.extend(buffer.ranges().iter().cloned());
+    }
+    let basement = match &path.leaf {
+        Some((leaf, index)) => leaf.basement(ctx.store, *index)?,
+        None => None,
+    };
+    let mut leaf_entries = basement.iter().flat_map(|basement| basement.entries_in(lo, hi)).peekable();
+    let mut messages = buffered.into_iter().peekable();
+    let mut entries = Vec::new();
+    loop {
+        let take_leaf = match (leaf_entries.peek(), messages.peek()) {
+            (None, None) => break,
+            (Some(entry), Some((key, _))) => entry.key() <= key.as_slice(),
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+        };
+        let (key, mut events) = if take_leaf {
+            let Some(entry) = leaf_entries.next() else { break };
+            let same_key = messages.next_if(|(key, _)| key.as_slice() == entry.key());
+            if same_key.is_none() && ranges.is_empty() {
+                if let Some(value) = entry.visible_at(snapshot) {
+                    entries.push((entry.key().to_vec(), value.to_vec()));
+                }
+                continue;
+            }
+            let mut events: Vec<(Seq, Event)> =
+                entry.versions().map(|(seq, v)| (seq, v.map_or(Event::Delete, |v| Event::Put(v.to_vec())))).collect();
+            events.extend(same_key.into_iter().flat_map(|(_, e)| e));
+            (entry.key().to_vec(), events)
+        } else {
+            let Some(next) = messages.next() else { break };
+            next
+        };
+        events.extend(ranges.iter().filter(|r| r.contains(&key)).map(|r| (r.seq, Event::Delete)));
+        if let Some(value) = resolve(&key, &mut events, snapshot, &ctx.options.update) {
+            entries.push((key, value));
+        }
+    }
+    drop(leaf_entries);
+    Ok(Batch { entries, window_lo, window_hi })
 }
 
 /// Which window a scan reads: the first at or after a lower bound, or the last at or before an
@@ -149,12 +181,17 @@ struct Path {
     window_hi: Option<Vec<u8>>,
 }
 
-fn descend(ctx: &Ctx<'_>, root: NodeId, seek: Seek<'_>) -> Result<Path> {
+/// Walks from `root` to the window `seek` asks for; a node that does not read is returned as
+/// the damaged range it covers.
+fn descend(ctx: &Ctx<'_>, root: NodeId, seek: Seek<'_>) -> std::result::Result<Path, Damage> {
     let mut internals = Vec::new();
     let (mut lo, mut hi): (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
     let mut id = root;
     loop {
-        let node = ctx.store.view(id)?;
+        let node = match ctx.store.view(id) {
+            Ok(node) => node,
+            Err(error) => return Err(Damage { lo, hi, error }),
+        };
         if node.is_leaf() {
             let index = basement_for(&node, &seek);
             let window_lo = node.basement_lower(index).map(<[u8]>::to_vec).or(lo);
