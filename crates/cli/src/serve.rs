@@ -46,6 +46,7 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
         test_commands: options.test_commands,
         transaction_lifetime: std::time::Duration::from_secs(options.transaction_lifetime_seconds),
         argv: std::env::args().collect(),
+        memory_limit_bytes: crate::memory_limit::memory_limit_bytes(),
         parsed_options: doc! {
             "storage": { "dbPath": options.dbpath.display().to_string() },
             "net": {
@@ -92,7 +93,18 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
 /// Open (and recover) the store on a blocking thread: recovery reads the log.
 async fn open_store(options: &Resolved) -> anyhow::Result<Arc<Store>> {
     let mut store_options = StoreOptions::default();
-    let cache_size_bytes = usize::try_from(options.cache_size_bytes).unwrap_or(usize::MAX);
+    let limit = crate::memory_limit::memory_limit_bytes();
+    let (cache_size_bytes, cut) = crate::memory_limit::fit_cache(options.cache_size_bytes, limit);
+    if let Some(why) = cut {
+        tracing::warn!(limit_bytes = limit, cache_size_bytes, "{why}");
+    }
+    // A sort or group may hold this much before it spills or fails (292): no more than an
+    // eighth of a tight limit, so that a few at once still fit beside the cache.
+    if let Some(per_operation) = limit.map(|limit| usize::try_from(limit / 8).unwrap_or(usize::MAX)) {
+        store_options.sort_memory_limit_bytes = store_options.sort_memory_limit_bytes.min(per_operation);
+        store_options.group_memory_limit_bytes = store_options.group_memory_limit_bytes.min(per_operation);
+    }
+    let cache_size_bytes = usize::try_from(cache_size_bytes).unwrap_or(usize::MAX);
     // A new data file gets nodes sized for this cache; an existing one keeps its own.
     store_options.engine = storage::Options::for_cache_size(cache_size_bytes);
     if let Some(compression) = options.compression {

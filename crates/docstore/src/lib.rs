@@ -101,6 +101,9 @@ pub use read::explain::Verbosity;
 pub use read::find::{Cursor, FindRequest};
 pub use read::planner::Hint;
 pub use retry::{Retry, WriteOptions};
+/// The process's resident memory, as the engine reads it for its own budget (the server's
+/// admission of large messages uses the same figure).
+pub use storage::allocator::resident_bytes;
 /// What a server needs of the engine, through the docstore (its one door): the durability a
 /// write asks for, and the engine's statistics.
 pub use storage::{BackupReport, CompactReport, Durability, Stats as EngineStats};

@@ -41,6 +41,9 @@ pub struct ServerConfig {
     pub argv: Vec<String>,
     /// The parsed options in mongod.conf shape (`{storage: {dbPath}, net: {port, bindIp}}`).
     pub parsed_options: Document,
+    /// The memory the process may use (its cgroup's limit, or the machine's RAM); large
+    /// messages are admitted only if they fit (`admission`). `None`: no check.
+    pub memory_limit_bytes: Option<u64>,
 }
 
 impl Default for ServerConfig {
@@ -59,6 +62,7 @@ impl Default for ServerConfig {
             oplog_size_mb: DEFAULT_OPLOG_MB,
             argv: Vec::new(),
             parsed_options: Document::new(),
+            memory_limit_bytes: None,
         }
     }
 }

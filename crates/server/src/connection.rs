@@ -38,6 +38,10 @@ use crate::state::{ConnectionInfo, Context, Park, Shared};
 
 const INITIAL_BUFFER_BYTES: usize = 16 * 1024;
 
+/// A read buffer larger than this is let go once it is empty, rather than kept for the next
+/// message (a 48 MB insert's buffer would otherwise stay with its connection).
+const LARGE_BUFFER_BYTES: usize = 1 << 20;
+
 /// A burst ends after this long without a request: the thread goes back to the pool. Clients
 /// sending one command per call send the next within a round trip, far sooner.
 const IDLE_AFTER: Duration = Duration::from_millis(50);
@@ -74,6 +78,8 @@ struct Session {
     handshake_noted: bool,
     /// The message of a parked command, run again first in the next burst.
     parked: Option<Frame>,
+    /// A large message refused for memory, being skipped as it arrives (`admission`).
+    refused: Option<crate::admission::Refused>,
 }
 
 /// The byte stream of a burst: the socket, or TLS over it.
@@ -118,7 +124,15 @@ pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionI
         }
     };
     let context = Context::new(shared, info);
-    let mut session = Session { context, buffer: BytesMut::new(), shutdown, tls, handshake_noted: false, parked: None };
+    let mut session = Session {
+        context,
+        buffer: BytesMut::new(),
+        shutdown,
+        tls,
+        handshake_noted: false,
+        parked: None,
+        refused: None,
+    };
     let mut park: Option<Park> = None;
     loop {
         if *session.shutdown.borrow() {
@@ -265,9 +279,25 @@ impl Session {
         }
         loop {
             let limits = self.limits();
+            if let Some(end) = self.skip_refused(stream) {
+                return Some(end);
+            }
+            if self.refused.is_some() {
+                return None;
+            }
+            let memory_limit = self.context.shared.config.memory_limit_bytes;
+            if let Some(refused) = crate::admission::Refused::check(&self.buffer, &limits, memory_limit) {
+                self.refused = Some(refused);
+                continue;
+            }
             match wire::decode_frame(&self.buffer, &limits) {
                 Ok(Some((frame, consumed))) => {
                     self.buffer.advance(consumed);
+                    // The frame holds its own copy: a large message's buffer goes now, not
+                    // when the next one comes.
+                    if self.buffer.is_empty() && self.buffer.capacity() > LARGE_BUFFER_BYTES {
+                        self.buffer = BytesMut::new();
+                    }
                     if let Some(end) = self.answer(stream, frame) {
                         return Some(end);
                     }
@@ -283,6 +313,28 @@ impl Session {
 }
 
 impl Session {
+    /// Skips what has arrived of a message refused for memory; once all of it is skipped,
+    /// answers it. `Some` if the connection must end.
+    fn skip_refused(&mut self, stream: &mut Link<'_>) -> Option<Burst> {
+        let refused = self.refused.as_mut()?;
+        if !refused.skip(&mut self.buffer) {
+            return None;
+        }
+        let (request, error) = self.refused.take()?.into_answer();
+        info!(connection = self.context.connection.id, %error, "refused a message for memory");
+        if !request.expects_reply() {
+            return None;
+        }
+        let body = dispatch::error_document(&error);
+        match encode(&self.context, &request, "unknown", body) {
+            Outcome::Reply(bytes) => {
+                self.context.shared.metrics.bytes_out(bytes.len());
+                stream.write_all(&bytes).and_then(|()| stream.flush()).err().map(|_| Burst::Close)
+            }
+            _ => Some(Burst::Close),
+        }
+    }
+
     /// Runs one message and writes its reply; `Some` if the burst must end (the connection
     /// closes, or the command parked).
     fn answer(&mut self, stream: &mut Link<'_>, frame: Frame) -> Option<Burst> {
@@ -370,7 +422,8 @@ fn handle_frame(context: &Context, frame: &Frame, limits: &Limits) -> Outcome {
         Ok(request) => request,
         Err(error) => return parse_failure(context, frame, error),
     };
-    let (name, body) = match command_of(&request) {
+    let mut request = request;
+    let (name, body) = match command_of(&mut request) {
         Ok(command) => {
             let name = command.name.clone();
             (name, dispatch::run(context, &command))
@@ -391,7 +444,7 @@ fn handle_frame(context: &Context, frame: &Frame, limits: &Limits) -> Outcome {
 }
 
 /// The command a request carries; OP_QUERY is accepted only on `<db>.$cmd`.
-fn command_of(request: &Request) -> Result<Command, CommandError> {
+fn command_of(request: &mut Request) -> Result<Command, CommandError> {
     if let Message::Query(query) = &request.message
         && !query.is_command()
     {
@@ -400,7 +453,7 @@ fn command_of(request: &Request) -> Result<Command, CommandError> {
             format!("OP_QUERY is no longer supported for {}; use OP_MSG", query.full_collection_name),
         ));
     }
-    Command::from_request(request)
+    Command::take_from_request(request)
 }
 
 fn encode(context: &Context, request: &Request, name: &str, body: RawDocumentBuf) -> Outcome {

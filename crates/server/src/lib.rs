@@ -20,6 +20,7 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic))]
 
+mod admission;
 mod auth;
 pub mod command;
 mod commands;

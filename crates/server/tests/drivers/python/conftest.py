@@ -32,13 +32,15 @@ def no_server_outlives_the_session():
 
 
 class StrataProcess:
-    def __init__(self, dbpath, port=0, extra_args=()):
+    """`wrapper` runs the server under another command (e.g. memcap's memory cgroup)."""
+
+    def __init__(self, dbpath, port=0, extra_args=(), wrapper=(), cache_size="64MiB"):
         STARTED.append(self)
         self.dbpath = dbpath
         os.makedirs(dbpath, exist_ok=True)
         self.log = open(dbpath.rstrip("/") + ".log", "ab")
         self.process = subprocess.Popen(
-            [BIN, "serve", "--dbpath", dbpath, "--port", str(port), "--cache-size", "64MiB", *extra_args],
+            [*wrapper, BIN, "serve", "--dbpath", dbpath, "--port", str(port), "--cache-size", cache_size, *extra_args],
             stdout=subprocess.PIPE,
             stderr=self.log,
         )
