@@ -10,6 +10,9 @@
 // Library code returns errors instead of panicking; tests may unwrap.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+/// Fuzz entry point (`fuzz/`, and the corpus replay test): not part of the crate's API.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod keycodec;
 pub mod number;
 pub mod order;

@@ -13,6 +13,9 @@
 pub mod error;
 pub mod expr;
 pub mod filter;
+/// Fuzz entry points (`fuzz/`, and the corpus replay test): not part of the crate's API.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod number;
 pub mod pipeline;
 pub mod projection;

@@ -220,6 +220,17 @@ fn upserts() {
     assert_eq!(change_id.apply_upsert(&doc! {"_id": 3}, &options(None)).err().map(|e| e.code()), Some(66));
 }
 
+// Goal: `$rename` to a name with a NUL byte is refused when the update is parsed (BadValue, as
+// mongod), not accepted and left for the store to fail encoding. Found by the `update` fuzz
+// target: `fuzz/regressions/update/rename-to-a-null-byte` is `{$rename: {b: "bb", "d.e": "\0"}}`.
+#[test]
+fn rename_to_a_name_with_a_null_byte_is_refused() {
+    for target in ["\0", "a\0b", "a.\0"] {
+        let error = Update::parse(&doc! {"$rename": {"b": target}}, &[]).err();
+        assert_eq!(error.map(|e| e.code()), Some(2), "$rename to {target:?}");
+    }
+}
+
 // Goal: malformed updates and updates that do not fit the document fail with MongoDB's code.
 #[test]
 fn update_errors() {

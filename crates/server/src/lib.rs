@@ -30,6 +30,9 @@ mod cursors;
 mod dispatch;
 pub mod error;
 mod fail_points;
+/// Fuzz entry points (`fuzz/`, and the corpus replay test): not part of the crate's API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 mod in_process;
 mod listener;

@@ -22,6 +22,9 @@ mod compression;
 mod engine;
 mod error;
 mod file;
+/// Fuzz entry points (`fuzz/`, and the corpus replay test): not part of the engine's API.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod io;
 pub mod message;
 mod node;

@@ -15,6 +15,9 @@
 pub mod compression;
 pub mod error;
 pub mod frame;
+/// Fuzz entry point (`fuzz/`, and the corpus replay test): not part of the crate's API.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod header;
 pub mod limits;
 pub mod op_msg;

@@ -175,6 +175,11 @@ fn parse_rename(field: &str, argument: &Bson) -> Result<Operation> {
     let Bson::String(target) = argument else {
         return Err(QueryError::bad_value(format!("The 'to' field for $rename must be a string: {field}: {argument}")));
     };
+    // A field name is a C string in BSON: the renamed document could not be stored (mongod's
+    // rename_node refuses it here too, as BadValue).
+    if target.contains('\0') {
+        return Err(QueryError::bad_value("The 'to' field for $rename cannot contain an embedded null byte"));
+    }
     let source = UpdatePath::parse(field)?;
     let destination = UpdatePath::parse(target)?;
     if source.is_dynamic() {

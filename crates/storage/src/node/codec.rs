@@ -1,5 +1,8 @@
 //! Node encoding: the bytes a node is written as, and their decoding, which treats its input as
-//! untrusted (any byte string decodes to a node or to `Error::Corruption`, never a panic).
+//! untrusted (any byte string decodes to a node or to `Error::Corruption`, never a panic). A
+//! decoded node keeps the rules `tree::verify` checks of a node alone, whatever its checksums
+//! say: an internal node has a height and strictly ascending pivots; a leaf's basements hold
+//! ascending keys across them and none is empty beside others.
 //!
 //! All integers are little-endian. `bytes` is a u32 length then that many bytes. A node is a
 //! *head* (what routes a key: pivots and children, or the basements' first keys) followed by its
@@ -215,9 +218,6 @@ pub fn decode_layout(id: NodeId, bytes: &[u8]) -> Result<Option<Layout>> {
         }
         KIND_INTERNAL => {
             let (height, children, pivots) = read_routing(&mut r)?;
-            if height == 0 {
-                return Err(corrupt("internal node of height 0".into()));
-            }
             let sections = table(&mut r, children.len())?;
             Layout { head: Head::Internal { height, pivots, children }, sections }
         }
@@ -258,13 +258,12 @@ pub fn decode_node(id: NodeId, bytes: &[u8]) -> Result<(Node, Option<Layout>)> {
             let mut basements = Vec::with_capacity(layout.sections.len());
             for (index, section) in layout.sections.iter().enumerate() {
                 let basement = decode_basement_section(id, section_bytes(section), section)?;
-                if index > 0
-                    && (basement.is_empty() || basement.first_key() != first_keys.get(index - 1).map(Vec::as_slice))
-                {
+                if index > 0 && basement.first_key() != first_keys.get(index - 1).map(Vec::as_slice) {
                     return Err(corrupt("a basement's first key differs from its head".into()));
                 }
                 basements.push(basement);
             }
+            check_basements(&basements)?;
             Node::Leaf(Leaf::from_basements(basements))
         }
         Head::Internal { height, pivots, children } => {
@@ -278,9 +277,15 @@ pub fn decode_node(id: NodeId, bytes: &[u8]) -> Result<(Node, Option<Layout>)> {
     Ok((node, Some(layout)))
 }
 
-/// An internal node's height, child ids and pivots, written alike by both formats.
+/// An internal node's height, child ids and pivots, written alike by both formats: a height of
+/// at least 1, and strictly ascending pivots (`tree::verify`'s rules for an internal node alone,
+/// so that a block whose checksums hold but whose routing does not is corruption, not a node
+/// that hides keys from readers).
 fn read_routing(r: &mut Reader<'_>) -> Result<(u32, Vec<NodeId>, Vec<Vec<u8>>)> {
     let height = r.u32()?;
+    if height == 0 {
+        return Err(corrupt("internal node of height 0".into()));
+    }
     let count = r.count(8)?;
     if count == 0 {
         return Err(corrupt("internal node without children".into()));
@@ -289,11 +294,33 @@ fn read_routing(r: &mut Reader<'_>) -> Result<(u32, Vec<NodeId>, Vec<Vec<u8>>)> 
     for _ in 0..count {
         children.push(NodeId(r.u64()?));
     }
-    let mut pivots = Vec::with_capacity(count - 1);
+    let mut pivots: Vec<Vec<u8>> = Vec::with_capacity(count - 1);
     for _ in 1..count {
-        pivots.push(r.bytes()?.to_vec());
+        let pivot = r.bytes()?.to_vec();
+        if pivots.last().is_some_and(|previous| previous >= &pivot) {
+            return Err(corrupt("pivots out of order".into()));
+        }
+        pivots.push(pivot);
     }
     Ok((height, children, pivots))
+}
+
+/// A leaf's basements as `tree::verify` requires them of a leaf alone: none empty beside others,
+/// and each one's keys below the next one's (each basement's own keys are checked by
+/// `Basement::decode`). A leaf that broke this would route keys to the wrong basement: readers
+/// would miss them and a flush would merge into the wrong place.
+fn check_basements(basements: &[Basement]) -> Result<()> {
+    if basements.len() > 1 && basements.iter().any(Basement::is_empty) {
+        return Err(corrupt("an empty basement beside others".into()));
+    }
+    for pair in basements.windows(2) {
+        if let [left, right] = pair
+            && left.last_key() >= right.first_key()
+        {
+            return Err(corrupt("basements out of key order".into()));
+        }
+    }
+    Ok(())
 }
 
 /// The first format: sections length-prefixed, without checksums or a head.
@@ -306,6 +333,7 @@ fn decode_node_v1(bytes: &[u8]) -> Result<Node> {
             for _ in 0..count {
                 basements.push(decode_basement(&decompress(r.bytes()?)?)?);
             }
+            check_basements(&basements)?;
             Node::Leaf(Leaf::from_basements(basements))
         }
         KIND_INTERNAL_V1 => Node::Internal(decode_internal_v1(&mut r)?),
@@ -528,6 +556,70 @@ mod tests {
             put_bytes(&mut bytes, &compressed);
         }
         assert_eq!(decode_node(ID, &bytes), Ok((Node::Leaf(leaf), None)));
+    }
+
+    /// Found by the `node` fuzz target (`fuzz/regressions/node/leaf-basements-out-of-order`): a
+    /// leaf whose checksums hold but whose first basement holds a key above the second's first
+    /// key decoded as a node, and readers routed that key to the second basement and missed it.
+    #[test]
+    fn a_leaf_whose_basements_overlap_is_corruption() {
+        let value = |bytes: &'static [u8]| Some(std::borrow::Cow::Borrowed(bytes));
+        let first = Basement::from_entries([(&b"a"[..], vec![(1, value(b"1"))]), (&b"z"[..], vec![(2, value(b"2"))])]);
+        let second = Basement::from_entries([(&b"c"[..], vec![(3, value(b"3"))])]);
+        let bytes =
+            encode_node(ID, &Node::Leaf(Leaf::from_basements(vec![first.clone(), second.clone()])), Compression::Lz4);
+        assert!(matches!(decode_node(ID, &bytes), Err(Error::Corruption(_))));
+        let touching = Basement::from_entries([(&b"c"[..], vec![(4, value(b"4"))])]);
+        let bytes = encode_node(ID, &Node::Leaf(Leaf::from_basements(vec![first, touching])), Compression::None);
+        assert!(matches!(decode_node(ID, &bytes), Err(Error::Corruption(_))), "a key in two basements");
+        let bytes =
+            encode_node(ID, &Node::Leaf(Leaf::from_basements(vec![Basement::default(), second])), Compression::None);
+        assert!(matches!(decode_node(ID, &bytes), Err(Error::Corruption(_))), "an empty first basement beside another");
+    }
+
+    /// Internal nodes of either format: a height of 0 or pivots out of order are corruption.
+    #[test]
+    fn internal_nodes_with_bad_routing_are_corruption() {
+        let Node::Internal(good) = sample_internal() else { unreachable!() };
+        let descending = Internal { pivots: vec![b"m".to_vec(), b"c".to_vec()], ..good.clone() };
+        let descending = Internal {
+            children: vec![NodeId(4), NodeId(8), NodeId(9)],
+            buffers: vec![Buffer::default(), Buffer::default(), Buffer::default()],
+            ..descending
+        };
+        let flat = Internal { height: 0, ..good.clone() };
+        for bad in [descending, flat] {
+            let bytes = encode_node(ID, &Node::Internal(bad.clone()), Compression::Lz4);
+            assert!(matches!(decode_node(ID, &bytes), Err(Error::Corruption(_))), "{bad:?}");
+            assert!(matches!(decode_layout(ID, &bytes), Err(Error::Corruption(_))), "the head alone: {bad:?}");
+            let mut first_format = vec![KIND_INTERNAL_V1];
+            put_u32(&mut first_format, bad.height as usize);
+            put_u32(&mut first_format, bad.children.len());
+            bad.children.iter().for_each(|child| first_format.extend_from_slice(&child.0.to_le_bytes()));
+            bad.pivots.iter().for_each(|pivot| put_bytes(&mut first_format, pivot));
+            for buffer in &bad.buffers {
+                let mut compressed = Vec::new();
+                compress(Compression::None, &encode_buffer(buffer), &mut compressed);
+                put_bytes(&mut first_format, &compressed);
+            }
+            assert!(matches!(decode_node(ID, &first_format), Err(Error::Corruption(_))), "first format: {bad:?}");
+        }
+    }
+
+    /// A first-format leaf (no checksums at all) keeps the same rules: here an empty basement
+    /// after a full one.
+    #[test]
+    fn first_format_leaves_keep_the_leaf_rules() {
+        let Node::Leaf(leaf) = sample_leaf() else { unreachable!() };
+        let mut bytes = vec![KIND_LEAF_V1];
+        let basements = [leaf.basements()[0].clone(), Basement::default()];
+        put_u32(&mut bytes, basements.len());
+        for basement in &basements {
+            let mut compressed = Vec::new();
+            compress(Compression::Lz4, &encode_basement(basement), &mut compressed);
+            put_bytes(&mut bytes, &compressed);
+        }
+        assert!(matches!(decode_node(ID, &bytes), Err(Error::Corruption(_))));
     }
 
     #[test]

@@ -173,6 +173,11 @@ fn decode_payload(payload: &[u8]) -> Result<Record> {
         1 => {
             let first_seq = r.u64()?;
             let count = r.count(13)?;
+            // A commit's writes take the sequence numbers first_seq.. in turn: a record whose
+            // numbers would pass u64::MAX is corruption, not a record to replay (`last_seq`).
+            if first_seq.checked_add((count as u64).saturating_sub(1)).is_none() {
+                return Err(Error::Corruption(format!("log: a commit of {count} writes from sequence {first_seq}")));
+            }
             let mut writes = Vec::with_capacity(count);
             for _ in 0..count {
                 let tree = r.u64()?;
@@ -236,6 +241,23 @@ mod tests {
         assert_eq!(records.len(), 3);
         assert_eq!(records[0].last_seq(), 14);
         assert_eq!(records[2], Record::DropTree { seq: 16, tree: 4 });
+    }
+
+    /// Found while writing the `node` fuzz target's log mode, reproduced by it
+    /// (`fuzz/regressions/node/log-commit-past-the-last-sequence`): a checksummed commit record
+    /// whose sequence numbers run past u64::MAX made `last_seq`, which recovery calls first,
+    /// overflow (a panic in debug builds; in release the record wrapped to an old number and was
+    /// skipped as already applied).
+    #[test]
+    fn a_commit_past_the_last_sequence_number_is_corruption() {
+        let writes = [(3, LogWriteRef::Delete(b"")), (3, LogWriteRef::Delete(b""))];
+        let mut bytes = Vec::new();
+        frame_commit(&mut bytes, u64::MAX, writes.into_iter());
+        assert!(matches!(read_frame(&bytes), Err(Error::Corruption(_))));
+        let mut last = Vec::new();
+        frame_commit(&mut last, u64::MAX - 1, writes.into_iter());
+        let (record, _) = read_frame(&last).expect("reads").expect("a frame");
+        assert_eq!(record.last_seq(), u64::MAX);
     }
 
     #[test]
