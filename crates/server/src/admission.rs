@@ -8,7 +8,7 @@
 
 use bytes::Buf as _;
 use bytes::BytesMut;
-use wire::{Limits, MsgHeader, OpCode, Request};
+use wire::{HEADER_LENGTH, Limits, MsgHeader, Request};
 
 use crate::error::CommandError;
 
@@ -22,28 +22,44 @@ pub const COST_PER_MESSAGE_BYTE: u64 = 5;
 /// OP_MSG, its flags.
 const PREFIX_BYTES: usize = 20;
 
-/// A message refused for memory: the bytes of it still to skip, and its answer.
-pub struct Refused {
-    remaining: usize,
-    request: Request,
-    error: CommandError,
+/// Where the message at the start of a connection's buffer stands. It is checked once, when its
+/// first bytes are in; `Unchecked` again once it is out of the buffer.
+pub enum Admission {
+    Unchecked,
+    Admitted,
+    /// Refused for memory: the bytes of it still to skip, and its answer.
+    Refused {
+        remaining: usize,
+        request: Request,
+        error: CommandError,
+    },
 }
 
-impl Refused {
-    /// If the message at the start of `buffer` is large and does not fit in memory, refuses it.
-    pub fn check(buffer: &BytesMut, limits: &Limits, memory_limit: Option<u64>) -> Option<Refused> {
-        let limit = memory_limit?;
-        let length = wire::message_length(buffer, limits).ok()??;
-        if length < CHECK_FROM_BYTES || buffer.len() < PREFIX_BYTES {
-            return None;
+impl Admission {
+    /// Admits or refuses the message at the start of `buffer`: a small one, or one that fits in
+    /// memory, is admitted; `Unchecked` while its first bytes are not all in.
+    pub fn check(buffer: &BytesMut, limits: &Limits, memory_limit: Option<u64>) -> Admission {
+        let Some(limit) = memory_limit else { return Admission::Admitted };
+        let length = match wire::message_length(buffer, limits) {
+            Ok(Some(length)) => length,
+            Ok(None) => return Admission::Unchecked,
+            // decode_frame reports it.
+            Err(_) => return Admission::Admitted,
+        };
+        if length < CHECK_FROM_BYTES {
+            return Admission::Admitted;
         }
-        let in_use = docstore::resident_bytes()? as u64;
-        let cost = length as u64 * COST_PER_MESSAGE_BYTE;
-        if in_use.saturating_add(cost) <= limit {
-            return None;
+        let (Some(header), Some(flags)) = (buffer.get(..HEADER_LENGTH), buffer.get(HEADER_LENGTH..PREFIX_BYTES)) else {
+            return Admission::Unchecked;
+        };
+        let Some(in_use) = docstore::resident_bytes().map(|bytes| bytes as u64) else { return Admission::Admitted };
+        if in_use.saturating_add(length as u64 * COST_PER_MESSAGE_BYTE) <= limit {
+            return Admission::Admitted;
         }
-        let header = MsgHeader::parse(buffer.get(..16)?).ok()?;
-        let request = stand_in(header, buffer.get(16..PREFIX_BYTES)?)?;
+        let Some(request) = MsgHeader::parse(header).ok().and_then(|header| crate::connection::stand_in(header, flags))
+        else {
+            return Admission::Admitted;
+        };
         let mib = |bytes: u64| bytes >> 20;
         let error = CommandError::new(
             wire::ErrorCode::ExceededMemoryLimit,
@@ -54,45 +70,22 @@ impl Refused {
                 mib(limit)
             ),
         );
-        Some(Refused { remaining: length, request, error })
+        Admission::Refused { remaining: length, request, error }
     }
 
-    /// Drops what `buffer` holds of the refused message; true once all of it is skipped.
-    pub fn skip(&mut self, buffer: &mut BytesMut) -> bool {
-        let skipped = self.remaining.min(buffer.len());
+    /// While refused: drops what `buffer` holds of the message; once all of it is skipped,
+    /// returns the request to answer and the error to answer it with (and is `Unchecked`).
+    pub fn skip(&mut self, buffer: &mut BytesMut) -> Option<(Request, CommandError)> {
+        let Admission::Refused { remaining, .. } = self else { return None };
+        let skipped = (*remaining).min(buffer.len());
         buffer.advance(skipped);
-        self.remaining -= skipped;
-        self.remaining == 0
-    }
-
-    /// The request to answer (its header and reply flags) and the error to answer it with.
-    pub fn into_answer(self) -> (Request, CommandError) {
-        (self.request, self.error)
-    }
-}
-
-/// An empty request with the client's header and reply-relevant flags, to answer a message that
-/// was not (or could not be) parsed.
-pub fn stand_in(header: MsgHeader, flags: &[u8]) -> Option<Request> {
-    let message = match header.op_code {
-        OpCode::Msg => {
-            let flags = u32::from_le_bytes(flags.get(..4)?.try_into().ok()?);
-            let kept = flags & (wire::MsgFlags::CHECKSUM_PRESENT | wire::MsgFlags::MORE_TO_COME);
-            wire::Message::Msg(wire::OpMsg {
-                flags: wire::MsgFlags(kept),
-                body: bson::RawDocumentBuf::new(),
-                sequences: Vec::new(),
-            })
+        *remaining -= skipped;
+        if *remaining > 0 {
+            return None;
         }
-        OpCode::Query => wire::Message::Query(wire::OpQuery {
-            flags: wire::QueryFlags(0),
-            full_collection_name: "admin.$cmd".to_owned(),
-            number_to_skip: 0,
-            number_to_return: -1,
-            query: bson::RawDocumentBuf::new(),
-            return_fields_selector: None,
-        }),
-        _ => return None,
-    };
-    Some(Request { header, message, compressor: None })
+        match std::mem::replace(self, Admission::Unchecked) {
+            Admission::Refused { request, error, .. } => Some((request, error)),
+            _ => None,
+        }
+    }
 }

@@ -29,8 +29,9 @@ use bytes::{Buf, BytesMut};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
-use wire::{ErrorCode, Frame, Limits, Message, OpCode, ReplyStream, Request, WireError};
+use wire::{ErrorCode, Frame, Limits, Message, MsgHeader, OpCode, ReplyStream, Request, WireError};
 
+use crate::admission::Admission;
 use crate::command::Command;
 use crate::dispatch;
 use crate::error::CommandError;
@@ -78,8 +79,9 @@ struct Session {
     handshake_noted: bool,
     /// The message of a parked command, run again first in the next burst.
     parked: Option<Frame>,
-    /// A large message refused for memory, being skipped as it arrives (`admission`).
-    refused: Option<crate::admission::Refused>,
+    /// Whether the message at the start of the buffer was admitted, or is being skipped as it
+    /// arrives because it does not fit in memory (`admission`).
+    admission: Admission,
 }
 
 /// The byte stream of a burst: the socket, or TLS over it.
@@ -131,7 +133,7 @@ pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionI
         tls,
         handshake_noted: false,
         parked: None,
-        refused: None,
+        admission: Admission::Unchecked,
     };
     let mut park: Option<Park> = None;
     loop {
@@ -282,17 +284,17 @@ impl Session {
             if let Some(end) = self.skip_refused(stream) {
                 return Some(end);
             }
-            if self.refused.is_some() {
-                return None;
+            if matches!(self.admission, Admission::Unchecked) {
+                let memory_limit = self.context.shared.config.memory_limit_bytes;
+                self.admission = Admission::check(&self.buffer, &limits, memory_limit);
             }
-            let memory_limit = self.context.shared.config.memory_limit_bytes;
-            if let Some(refused) = crate::admission::Refused::check(&self.buffer, &limits, memory_limit) {
-                self.refused = Some(refused);
-                continue;
+            if matches!(self.admission, Admission::Refused { .. }) {
+                return None;
             }
             match wire::decode_frame(&self.buffer, &limits) {
                 Ok(Some((frame, consumed))) => {
                     self.buffer.advance(consumed);
+                    self.admission = Admission::Unchecked;
                     // The frame holds its own copy: a large message's buffer goes now, not
                     // when the next one comes.
                     if self.buffer.is_empty() && self.buffer.capacity() > LARGE_BUFFER_BYTES {
@@ -316,11 +318,7 @@ impl Session {
     /// Skips what has arrived of a message refused for memory; once all of it is skipped,
     /// answers it. `Some` if the connection must end.
     fn skip_refused(&mut self, stream: &mut Link<'_>) -> Option<Burst> {
-        let refused = self.refused.as_mut()?;
-        if !refused.skip(&mut self.buffer) {
-            return None;
-        }
-        let (request, error) = self.refused.take()?.into_answer();
+        let (request, error) = self.admission.skip(&mut self.buffer)?;
         info!(connection = self.context.connection.id, %error, "refused a message for memory");
         if !request.expects_reply() {
             return None;
@@ -474,12 +472,7 @@ fn parse_failure(context: &Context, frame: &Frame, error: WireError) -> Outcome 
         error,
         WireError::DocumentTooLarge { .. } | WireError::NestingTooDeep { .. } | WireError::InvalidBson { .. }
     );
-    let stand_in = match (answerable, frame.header.op_code) {
-        (true, OpCode::Msg) => stand_in_msg(frame),
-        (true, OpCode::Query) => stand_in_query(frame),
-        _ => None,
-    };
-    let Some(request) = stand_in else {
+    let Some(request) = stand_in(frame.header, frame.payload()).filter(|_| answerable) else {
         let connection = &context.connection;
         warn!(connection = connection.id, peer = %connection.peer, %error, "malformed message; closing connection");
         return Outcome::Close;
@@ -492,23 +485,29 @@ fn parse_failure(context: &Context, frame: &Frame, error: WireError) -> Outcome 
     encode(context, &request, "unknown", body)
 }
 
-/// An empty OP_MSG request with the client's header and reply-relevant flags.
-fn stand_in_msg(frame: &Frame) -> Option<Request> {
-    let flag_bytes: [u8; 4] = frame.payload().get(..4)?.try_into().ok()?;
-    let flags = u32::from_le_bytes(flag_bytes) & (wire::MsgFlags::CHECKSUM_PRESENT | wire::MsgFlags::MORE_TO_COME);
-    let message = wire::OpMsg { flags: wire::MsgFlags(flags), body: RawDocumentBuf::new(), sequences: Vec::new() };
-    Some(Request { header: frame.header, message: Message::Msg(message), compressor: None })
-}
-
-/// An empty OP_QUERY command request with the client's header, answered with OP_REPLY.
-fn stand_in_query(frame: &Frame) -> Option<Request> {
-    let query = wire::OpQuery {
-        flags: wire::QueryFlags(0),
-        full_collection_name: "admin.$cmd".to_owned(),
-        number_to_skip: 0,
-        number_to_return: -1,
-        query: RawDocumentBuf::new(),
-        return_fields_selector: None,
+/// An empty request with the client's header and reply-relevant flags (from the start of
+/// `payload`), to answer a message that was not, or could not be, parsed: OP_MSG is answered
+/// with OP_MSG, OP_QUERY with OP_REPLY; anything else gets no answer.
+pub(crate) fn stand_in(header: MsgHeader, payload: &[u8]) -> Option<Request> {
+    let message = match header.op_code {
+        OpCode::Msg => {
+            let flags = u32::from_le_bytes(payload.get(..4)?.try_into().ok()?);
+            let kept = flags & (wire::MsgFlags::CHECKSUM_PRESENT | wire::MsgFlags::MORE_TO_COME);
+            Message::Msg(wire::OpMsg {
+                flags: wire::MsgFlags(kept),
+                body: RawDocumentBuf::new(),
+                sequences: Vec::new(),
+            })
+        }
+        OpCode::Query => Message::Query(wire::OpQuery {
+            flags: wire::QueryFlags(0),
+            full_collection_name: "admin.$cmd".to_owned(),
+            number_to_skip: 0,
+            number_to_return: -1,
+            query: RawDocumentBuf::new(),
+            return_fields_selector: None,
+        }),
+        _ => return None,
     };
-    Some(Request { header: frame.header, message: Message::Query(query), compressor: None })
+    Some(Request { header, message, compressor: None })
 }

@@ -386,7 +386,7 @@ pub fn seed_nodes() -> Vec<(String, Vec<u8>)> {
             }
         }
     }
-    add("header-slot".into(), 7, &sample_header().encode());
+    add("header-slot".into(), 7, &Header::example().encode());
     add("catalog".into(), 8, &sample_catalog().encode());
     add("log-segment".into(), 9, &sample_log());
     add("resealed-log-segment".into(), 10, &sample_log());
@@ -474,19 +474,6 @@ fn block_of(id: NodeId, payload: &[u8]) -> Option<Vec<u8>> {
     let mut block = vec![0; addr.len as usize];
     fs.open(path, OpenMode::Existing).ok()?.read_exact_at(&mut block, addr.offset).ok()?;
     Some(block)
-}
-
-fn sample_header() -> Header {
-    Header {
-        generation: 7,
-        checkpoint_seq: 99,
-        log_segment: 3,
-        next_node_id: 40,
-        next_tree_id: 5,
-        catalog_offset: 8192,
-        catalog_len: 120,
-        shape: Some(crate::file::header::Shape { node_size_bytes: 1 << 20, basement_size_bytes: 64 << 10, fanout: 16 }),
-    }
 }
 
 fn sample_catalog() -> Catalog {

@@ -50,7 +50,7 @@ pub use error::{Error, Result};
 pub use message::{Seq, UpdateFn, counter_update};
 pub use options::{Durability, FlushMode, Options};
 pub use pending::PendingWrites;
-pub use recovery::{LOCK_FILE, RecoveryReport};
+pub use recovery::{DATA_FILE, LOCK_FILE, LOG_DIR, RecoveryReport};
 pub use salvage::{Salvage, Salvaged};
 pub use snapshot::{RangeIter, Snapshot};
 pub use stats::Stats;

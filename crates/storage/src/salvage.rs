@@ -12,7 +12,7 @@ use std::ops::Bound;
 
 use crate::error::{Error, Result};
 use crate::snapshot::{Snapshot, borrowed};
-use crate::tree::TreeId;
+use crate::tree::{Damage, TreeId};
 
 /// What a salvage yields: an entry, or a range that could not be read.
 #[derive(Debug)]
@@ -45,29 +45,21 @@ impl Salvage {
     fn fetch(&mut self) -> Result<()> {
         let shared = self.snapshot.shared();
         let tree = shared.tree(self.tree)?;
+        // The range being lost: where it began, and why.
         let mut lost: Option<(Option<Vec<u8>>, Error)> = None;
         loop {
-            let window = tree.salvage_window(&shared.ctx(), self.snapshot.seq(), borrowed(&self.lower))?;
-            let next = match window {
+            let next = match tree.salvage_window(&shared.ctx(), self.snapshot.seq(), borrowed(&self.lower))? {
                 Ok(batch) => {
-                    if let Some((from, error)) = lost.take() {
-                        self.ready.push_back(Salvaged::Lost { from, to: batch.window_lo.clone(), error });
-                    }
+                    end_lost(&mut self.ready, &mut lost, batch.window_lo.clone());
                     self.ready.extend(batch.entries.into_iter().map(|(k, v)| Salvaged::Entry(k, v)));
                     batch.window_hi
                 }
-                Err(damage) => {
-                    match &lost {
-                        Some((_, error)) if *error == damage.error => {}
-                        Some(_) => {
-                            if let Some((from, error)) = lost.take() {
-                                self.ready.push_back(Salvaged::Lost { from, to: damage.lo.clone(), error });
-                            }
-                            lost = Some((damage.lo, damage.error));
-                        }
-                        None => lost = Some((damage.lo, damage.error)),
+                Err(Damage { lo, hi, error }) => {
+                    if lost.as_ref().is_some_and(|(_, lost_to)| *lost_to != error) {
+                        end_lost(&mut self.ready, &mut lost, lo.clone());
                     }
-                    damage.hi
+                    lost.get_or_insert((lo, error));
+                    hi
                 }
             };
             match next {
@@ -79,9 +71,7 @@ impl Salvage {
                 break;
             }
         }
-        if let Some((from, error)) = lost {
-            self.ready.push_back(Salvaged::Lost { from, to: None, error });
-        }
+        end_lost(&mut self.ready, &mut lost, None);
         Ok(())
     }
 
@@ -109,5 +99,12 @@ impl Iterator for Salvage {
                 return Some(Err(error));
             }
         }
+    }
+}
+
+/// Reports the range being lost, if any, as ending at `to`.
+fn end_lost(ready: &mut VecDeque<Salvaged>, lost: &mut Option<(Option<Vec<u8>>, Error)>, to: Option<Vec<u8>>) {
+    if let Some((from, error)) = lost.take() {
+        ready.push_back(Salvaged::Lost { from, to, error });
     }
 }

@@ -51,6 +51,21 @@ pub struct Header {
 }
 
 impl Header {
+    /// A header with every field set (the tests' sample and a fuzz seed).
+    pub(crate) fn example() -> Header {
+        let shape = Some(Shape { node_size_bytes: 1 << 20, basement_size_bytes: 64 << 10, fanout: 16 });
+        Header {
+            generation: 7,
+            checkpoint_seq: 99,
+            log_segment: 3,
+            next_node_id: 40,
+            next_tree_id: 5,
+            catalog_offset: 8192,
+            catalog_len: 300,
+            shape,
+        }
+    }
+
     pub fn slot_offset(generation: u64) -> u64 {
         (generation % 2) * PAGE_BYTES
     }
@@ -129,20 +144,6 @@ mod tests {
     //! Goal: headers round-trip and any damage is detected.
     use super::*;
 
-    fn sample() -> Header {
-        let shape = Some(Shape { node_size_bytes: 1 << 20, basement_size_bytes: 64 << 10, fanout: 16 });
-        Header {
-            generation: 7,
-            checkpoint_seq: 99,
-            log_segment: 3,
-            next_node_id: 40,
-            next_tree_id: 5,
-            catalog_offset: 8192,
-            catalog_len: 300,
-            shape,
-        }
-    }
-
     /// A format 1 header (no shape) still opens: its trees take the options' shape.
     #[test]
     fn a_format_1_header_decodes_without_a_shape() {
@@ -157,18 +158,18 @@ mod tests {
         slot.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
         slot.extend_from_slice(&body);
         slot.resize(PAGE_BYTES as usize, 0);
-        assert_eq!(Header::decode(&slot), Ok(Some(Header { shape: None, ..sample() })));
+        assert_eq!(Header::decode(&slot), Ok(Some(Header { shape: None, ..Header::example() })));
     }
 
     #[test]
     fn round_trip_and_zero_slot() {
-        assert_eq!(Header::decode(&sample().encode()), Ok(Some(sample())));
+        assert_eq!(Header::decode(&Header::example().encode()), Ok(Some(Header::example())));
         assert_eq!(Header::decode(&[0u8; 4096]), Ok(None));
     }
 
     #[test]
     fn any_flipped_bit_in_the_used_bytes_is_detected() {
-        let slot = sample().encode();
+        let slot = Header::example().encode();
         for byte in 0..(12 + BODY_BYTES) {
             let mut damaged = slot.clone();
             damaged[byte] ^= 0x10;

@@ -24,7 +24,7 @@ use crate::options::Options;
 use crate::stats::Counters;
 use crate::store::NodeStore;
 
-pub(crate) use read::Direction;
+pub(crate) use read::{Damage, Direction};
 pub(crate) use write::{FlushNeed, TreeMessage};
 
 /// A tree's stable number within the engine.
