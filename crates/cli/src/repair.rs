@@ -43,10 +43,11 @@ struct CollectionReport {
 const BATCH_DOCUMENTS: usize = 1000;
 
 pub fn run(args: RepairArgs) -> anyhow::Result<()> {
-    if args.out.join(storage_data_file()).exists() {
+    if args.out.join(storage::DATA_FILE).exists() {
         bail!("{} already holds a data file; repair writes into a new directory", args.out.display());
     }
-    refuse_if_in_use(&args.dbpath)?;
+    // Held while the directory is copied, so that no server starts on it meanwhile.
+    let _lock = lock_unused(&args.dbpath)?;
     let scratch = args.out.join(".repair-source");
     copy_data_directory(&args.dbpath, &scratch)?;
     let result = salvage(&scratch, &args.out);
@@ -56,32 +57,29 @@ pub fn run(args: RepairArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn storage_data_file() -> &'static str {
-    "data.strata"
-}
-
 /// A running server holds the directory's lock; repairing under it would copy a moving target.
-fn refuse_if_in_use(dir: &Path) -> anyhow::Result<()> {
+fn lock_unused(dir: &Path) -> anyhow::Result<storage::io::LockGuard> {
     use storage::io::{FileSystem, Lock, RealFs};
-    if !dir.join(storage_data_file()).exists() {
+    if !dir.join(storage::DATA_FILE).exists() {
         bail!("{} holds no Strata data file", dir.display());
     }
     match RealFs.try_lock(&dir.join(storage::LOCK_FILE), "strata repair") {
-        Ok(Lock::Taken(_guard)) => Ok(()),
+        Ok(Lock::Taken(guard)) => Ok(guard),
         Ok(Lock::HeldBy(holder)) => bail!("{} is in use ({holder}); stop that server first", dir.display()),
         Err(error) => bail!("cannot lock {}: {error}", dir.display()),
     }
 }
 
 fn copy_data_directory(from: &Path, to: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(to.join("log")).with_context(|| format!("creating {}", to.display()))?;
-    std::fs::copy(from.join(storage_data_file()), to.join(storage_data_file())).context("copying the data file")?;
-    let log = from.join("log");
+    std::fs::create_dir_all(to.join(storage::LOG_DIR)).with_context(|| format!("creating {}", to.display()))?;
+    std::fs::copy(from.join(storage::DATA_FILE), to.join(storage::DATA_FILE)).context("copying the data file")?;
+    let log = from.join(storage::LOG_DIR);
     if log.is_dir() {
         for entry in std::fs::read_dir(&log).context("reading the log directory")? {
             let entry = entry?;
             if entry.file_type()?.is_file() {
-                std::fs::copy(entry.path(), to.join("log").join(entry.file_name())).context("copying the log")?;
+                std::fs::copy(entry.path(), to.join(storage::LOG_DIR).join(entry.file_name()))
+                    .context("copying the log")?;
             }
         }
     }
@@ -102,12 +100,13 @@ fn salvage(scratch: &Path, out: &Path) -> anyhow::Result<Vec<CollectionReport>> 
     }
     let target = Store::open(out, StoreOptions::default()).with_context(|| format!("creating {}", out.display()))?;
     let mut reports = Vec::new();
-    for database in source.list_databases().context("listing the databases")? {
-        if database.name == "local" {
+    // From the catalog alone: the databases' sizes come from counters that may be damaged.
+    for database in source.database_names() {
+        if database == "local" {
             continue;
         }
-        for collection in source.list_collections(&database.name) {
-            reports.push(salvage_collection(&source, &target, &database.name, &collection)?);
+        for collection in source.list_collections(&database) {
+            reports.push(salvage_collection(&source, &target, &database, &collection)?);
         }
     }
     target.close().context("closing the new directory")?;

@@ -276,6 +276,12 @@ impl Store {
         self.inner.catalog.list_collections(db)
     }
 
+    /// The names of the databases that hold a collection; unlike `list_databases`, reads no
+    /// counters (so it answers on a damaged store).
+    pub fn database_names(&self) -> Vec<String> {
+        self.inner.catalog.database_names()
+    }
+
     pub fn list_databases(&self) -> Result<Vec<DatabaseInfo>> {
         self.inner.catalog.list_databases(&self.inner.engine)
     }

@@ -468,9 +468,15 @@ impl Catalog {
             .collect()
     }
 
-    pub fn list_databases(&self, engine: &Engine) -> Result<Vec<DatabaseInfo>> {
+    /// The databases that hold a collection, in name order (from the catalog alone).
+    pub fn database_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.collections.read().keys().map(|(db, _)| db.clone()).collect();
         names.dedup();
+        names
+    }
+
+    pub fn list_databases(&self, engine: &Engine) -> Result<Vec<DatabaseInfo>> {
+        let names = self.database_names();
         let mut databases = Vec::with_capacity(names.len());
         for name in names {
             let mut size = 0u64;

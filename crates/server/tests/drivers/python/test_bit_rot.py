@@ -95,8 +95,16 @@ def check_damaged_server(dbpath):
     return seen
 
 
+# What repair says when the damage hit the store's own catalog (which collection is which tree):
+# a known limit (docs/RELIABILITY.md), refused with this message rather than guessed.
+CATALOG_UNREADABLE = "cannot be opened even for salvage"
+
+
 def repair(dbpath, out):
+    """Repair's report, or None if it refused because the catalog itself is damaged."""
     result = subprocess.run([BIN, "repair", "--dbpath", dbpath, "--out", out], capture_output=True, text=True)
+    if result.returncode != 0 and CATALOG_UNREADABLE in result.stderr:
+        return None
     assert result.returncode == 0, f"repair failed: {result.stdout}\n{result.stderr}"
     return result.stdout
 
@@ -131,7 +139,8 @@ def test_damage_is_never_returned_as_data_and_repair_salvages_the_rest(pristine,
             damaged_seen += check_damaged_server(case)
             out = os.path.join(workdir, f"repaired-{seed}")
             report = repair(case, out)
-            check_repaired(out, report)
+            if report is not None:
+                check_repaired(out, report)
         except AssertionError as failure:
             raise AssertionError(f"seed {seed} (STRATA_SEED={seed} replays it): {failure}") from None
         shutil.rmtree(case, ignore_errors=True)
