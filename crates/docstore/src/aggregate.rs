@@ -38,6 +38,8 @@ pub struct AggregateOptions {
     /// Read a transaction's view (the input collection only: `$lookup` and `$unionWith` read
     /// the latest committed state).
     pub read_at: Option<crate::transaction::ReadAt>,
+    /// The command's variables (`let`, `$$NOW`, `$$CLUSTER_TIME`).
+    pub variables: query::expr::Variables,
 }
 
 /// The store as pipelines see it: other collections, and spill trees.
@@ -71,7 +73,7 @@ impl Inner {
             sort_bytes: self.options.sort_memory_limit_bytes,
             group_bytes: self.options.group_memory_limit_bytes,
         };
-        let mut context = Context::shared(db, source.clone()).with_limits(limits);
+        let mut context = Context::shared(db, source.clone()).with_limits(limits).with_vars(options.variables.clone());
         if options.allow_disk_use {
             context = context.with_spill(source);
         }
@@ -189,6 +191,7 @@ impl CollectionSource for StoreSource {
             upsert: false,
             array_filters: Vec::new(),
             hint: None,
+            variables: Default::default(),
         };
         self.inner()?
             .update(&namespace.db, &namespace.collection, &request, &mut Writer::plain(Durability::Periodic))

@@ -39,6 +39,9 @@ pub enum Error {
     /// An `_id` that MongoDB refuses (an array, a regex, undefined).
     #[error("{0}")]
     InvalidIdField(String),
+    /// A `$`-prefixed field name where MongoDB refuses one (inside `_id`; MongoDB 52).
+    #[error("{0}")]
+    DollarPrefixedFieldName(String),
     /// A document past the size limit.
     #[error("{0}")]
     DocumentTooLarge(String),
@@ -132,6 +135,17 @@ impl Error {
         }
     }
 
+    /// A duplicate key's `keyPattern` and `keyValue` (a write's own, or one `$merge` met).
+    pub fn duplicate_key(&self) -> Option<(&Document, &Document)> {
+        match self {
+            Error::DuplicateKey { key_pattern, key_value, .. }
+            | Error::Query(query::error::QueryError::DuplicateKey { key_pattern, key_value, .. }) => {
+                Some((key_pattern, key_value))
+            }
+            _ => None,
+        }
+    }
+
     /// MongoDB's `codeName` for [`Error::code`].
     pub fn code_name(&self) -> &'static str {
         match self {
@@ -153,6 +167,7 @@ impl Error {
             Error::IndexKeySpecsConflict(_) => ErrorCode::IndexKeySpecsConflict,
             Error::CannotCreateIndex(_) => ErrorCode::CannotCreateIndex,
             Error::InvalidIdField(_) => ErrorCode::InvalidIdField,
+            Error::DollarPrefixedFieldName(_) => ErrorCode::DollarPrefixedFieldName,
             Error::DocumentTooLarge(_) => ErrorCode::BSONObjectTooLarge,
             Error::NestingTooDeep(_) => ErrorCode::Overflow,
             Error::BadValue(_) => ErrorCode::BadValue,

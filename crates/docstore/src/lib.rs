@@ -97,6 +97,8 @@ pub use collection::{CollectionInfo, DatabaseInfo};
 pub use entry_filter::EntryFilter;
 pub use error::{Error, Result};
 pub use index::build::{CreateIndexesOutcome, IndexSelector};
+/// A statement's variables (`let`, `$$NOW`, `$$CLUSTER_TIME`), made by the caller once per command.
+pub use query::expr::Variables;
 pub use read::explain::Verbosity;
 pub use read::find::{Cursor, FindRequest};
 pub use read::planner::Hint;

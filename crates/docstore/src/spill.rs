@@ -118,5 +118,12 @@ impl SpillRun for SpillTree {
 
 /// A docstore error as the pipeline carries it (code and name kept).
 pub fn to_query(error: Error) -> QueryError {
-    QueryError::Coded { code: error.code(), code_name: error.code_name(), message: error.to_string() }
+    let message = error.to_string();
+    match error {
+        Error::Query(error) => error,
+        Error::DuplicateKey { key_pattern, key_value, .. } => {
+            QueryError::DuplicateKey { message, key_pattern, key_value }
+        }
+        error => QueryError::Coded { code: error.code(), code_name: error.code_name(), message },
+    }
 }

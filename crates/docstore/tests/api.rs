@@ -144,6 +144,7 @@ fn stored_document_rules_hold_for_every_write() {
         upsert,
         array_filters: Vec::new(),
         hint: None,
+        variables: Default::default(),
     };
     let error = store
         .update("db", "c", &set(doc! {"_id": 1}, doc! {"$set": {"more": nested(100)}}, false), Durability::None)
@@ -204,6 +205,7 @@ fn unique_index_duplicates() {
         upsert: false,
         array_filters: vec![],
         hint: None,
+        variables: Default::default(),
     };
     assert_eq!(store.update("db", "c", &update, Durability::None).unwrap_err().code(), 11000);
     assert_eq!(find(&store, filter(doc! {"email": "b@x"})).len(), 1);
@@ -405,6 +407,7 @@ fn updates_and_find_and_modify() {
         upsert,
         array_filters: vec![],
         hint: None,
+        variables: Default::default(),
     };
     let outcome = store
         .update("db", "c", &update(doc! {"g": 0}, doc! {"$inc": {"n": 1}}, true, false), Durability::None)
@@ -434,6 +437,7 @@ fn updates_and_find_and_modify() {
         upsert: false,
         array_filters: vec![],
         hint: None,
+        variables: Default::default(),
     };
     assert_eq!(store.update("db", "c", &pipeline, Durability::None).unwrap().modified, 1);
     assert_eq!(find(&store, filter(doc! {"n": 10})).len(), 1);
@@ -465,7 +469,12 @@ fn updates_and_find_and_modify() {
     assert_eq!((outcome.value, outcome.upserted_id), (Some(doc! {"_id": 50, "n": 1}), Some(Bson::Int32(50))));
     assert_eq!(
         store
-            .delete("db", "c", &DeleteRequest { filter: doc! {"g": 1}, just_one: true, hint: None }, Durability::None)
+            .delete(
+                "db",
+                "c",
+                &DeleteRequest { filter: doc! {"g": 1}, just_one: true, ..DeleteRequest::default() },
+                Durability::None
+            )
             .unwrap(),
         1
     );
@@ -534,7 +543,14 @@ fn cursors_keep_their_snapshot() {
     store.insert("db", "c", (0..10).map(|i| raw(doc! {"_id": i})).collect(), true, Durability::None);
     let mut cursor = store.find("db", "c", &FindRequest::default()).unwrap();
     assert_eq!(cursor.next_batch(4, usize::MAX).unwrap().len(), 4);
-    store.delete("db", "c", &DeleteRequest { filter: doc! {}, just_one: false, hint: None }, Durability::None).unwrap();
+    store
+        .delete(
+            "db",
+            "c",
+            &DeleteRequest { filter: doc! {}, just_one: false, ..DeleteRequest::default() },
+            Durability::None,
+        )
+        .unwrap();
     assert_eq!(cursor.next_batch(100, usize::MAX).unwrap().len(), 6);
     assert!(cursor.is_exhausted());
     assert_eq!(store.count("db", "c", &FindRequest::default()).unwrap(), 0);

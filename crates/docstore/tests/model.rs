@@ -206,6 +206,7 @@ impl Run {
                     upsert: false,
                     array_filters: vec![],
                     hint: None,
+                    variables: Default::default(),
                 };
                 let outcome = self.store().update(DB, COLL, &request, Durability::None).unwrap();
                 let parsed_update = query::update::Update::parse(&update, &[]).unwrap();
@@ -258,7 +259,12 @@ impl Run {
                 let parsed = Filter::parse(&filter).unwrap();
                 let deleted = self
                     .store()
-                    .delete(DB, COLL, &DeleteRequest { filter, just_one: false, hint: None }, Durability::None)
+                    .delete(
+                        DB,
+                        COLL,
+                        &DeleteRequest { filter, just_one: false, hint: None, ..Default::default() },
+                        Durability::None,
+                    )
                     .unwrap();
                 let before = self.model.len();
                 self.model.retain(|d| !parsed.matches(d).unwrap());

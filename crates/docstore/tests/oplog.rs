@@ -38,6 +38,7 @@ fn every_change_is_logged_in_order() {
         upsert: false,
         array_filters: Vec::new(),
         hint: None,
+        variables: Default::default(),
     };
     store.update("db", "c", &set, Durability::None).unwrap();
     let replace = UpdateRequest { update: UpdateModification::Document(doc! {"z": 1}), ..set.clone() };

@@ -23,6 +23,7 @@ fn update(filter: Document, update: Document, upsert: bool) -> UpdateRequest {
         upsert,
         array_filters: Vec::new(),
         hint: None,
+        variables: Default::default(),
     }
 }
 
@@ -52,7 +53,7 @@ fn statements_record_their_results() {
     store.update("db", "c", &update(doc! {"_id": 5}, doc! {"$set": {"a": 1}}, true), retry(2, vec![2], false)).unwrap();
     assert_eq!(store.executed(&LSID, 2, 2).unwrap(), Some(doc! {"n": 1, "nModified": 0, "upserted": 5}));
 
-    let remove = DeleteRequest { filter: doc! {"_id": 2}, just_one: true, hint: None };
+    let remove = DeleteRequest { filter: doc! {"_id": 2}, just_one: true, ..DeleteRequest::default() };
     assert_eq!(store.delete("db", "c", &remove, retry(2, vec![3], false)).unwrap(), 1);
     assert_eq!(store.executed(&LSID, 2, 3).unwrap(), Some(doc! {"n": 1_i64}));
 

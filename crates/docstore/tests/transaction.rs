@@ -27,6 +27,7 @@ fn set(filter: Document, update: Document) -> UpdateRequest {
         upsert: false,
         array_filters: Vec::new(),
         hint: None,
+        variables: Default::default(),
     }
 }
 
@@ -54,7 +55,12 @@ fn isolation_and_reading_own_writes() {
 
     let mut aborted = store.begin_transaction();
     store
-        .delete("db", "c", &DeleteRequest { filter: doc! {}, just_one: false, hint: None }, in_txn(&mut aborted))
+        .delete(
+            "db",
+            "c",
+            &DeleteRequest { filter: doc! {}, just_one: false, ..DeleteRequest::default() },
+            in_txn(&mut aborted),
+        )
         .unwrap();
     assert!(all(&store, Some(aborted.read_at())).is_empty());
     drop(aborted);
@@ -97,7 +103,12 @@ fn a_commit_is_one_apply_ops_entry() {
     let mut txn = store.begin_transaction();
     store.insert("db", "c", vec![rawdoc! {"_id": 2}, rawdoc! {"_id": 3}], true, in_txn(&mut txn));
     store
-        .delete("db", "c", &DeleteRequest { filter: doc! {"_id": 1}, just_one: true, hint: None }, in_txn(&mut txn))
+        .delete(
+            "db",
+            "c",
+            &DeleteRequest { filter: doc! {"_id": 1}, just_one: true, ..DeleteRequest::default() },
+            in_txn(&mut txn),
+        )
         .unwrap();
     let lsid = doc! {"id": Bson::Binary(bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![1; 16] })};
     store.commit_transaction(txn, Durability::Immediate, Some((&lsid, 4))).unwrap();

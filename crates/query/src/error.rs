@@ -42,6 +42,10 @@ pub enum QueryError {
     /// A document-layer error (field paths, index keys).
     #[error("{0}")]
     Document(#[from] document::Error),
+    /// A write of `$merge`/`$out` met a unique key (the collection's DuplicateKey, with the
+    /// fields drivers read from it).
+    #[error("{message}")]
+    DuplicateKey { message: String, key_pattern: bson::Document, key_value: bson::Document },
     /// A MongoDB error code without a variant of its own.
     #[error("{message}")]
     Coded { code: i32, code_name: &'static str, message: String },
@@ -81,6 +85,7 @@ impl QueryError {
             QueryError::InvalidOptions(_) => ErrorCode::InvalidOptions,
             QueryError::CannotIndexParallelArrays(_) => ErrorCode::CannotIndexParallelArrays,
             QueryError::MemoryLimitExceeded(_) => ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed,
+            QueryError::DuplicateKey { .. } => ErrorCode::DuplicateKey,
             QueryError::Document(_) | QueryError::Coded { .. } => return None,
         })
     }

@@ -217,3 +217,39 @@ fn field_paths_through_arrays_map_over_documents() {
     assert_eq!(eval_in(bson::bson!("$items.0"), &document), Ok(bson::bson!([])));
     assert_eq!(eval_in(bson::bson!({"$sum": "$items.p"}), &document), Ok(Bson::Int32(3)));
 }
+
+#[test]
+fn rand_is_a_fresh_double_in_the_unit_interval() {
+    let parsed = Expr::parse(&Bson::Document(doc! {"$rand": {}})).unwrap();
+    let draws: Vec<f64> = (0..100)
+        .map(|_| match evaluate(&parsed, &Document::new(), &Variables::new()).unwrap() {
+            Bson::Double(value) => value,
+            other => panic!("$rand gave {other}"),
+        })
+        .collect();
+    assert!(draws.iter().all(|value| (0.0..1.0).contains(value)));
+    assert!(draws.windows(2).any(|pair| pair[0] != pair[1]));
+    assert_eq!(eval(doc! {"$rand": {"seed": 1}}.into()), Err(10065));
+    assert_eq!(eval(doc! {"$rand": []}.into()), Err(10065));
+}
+
+#[test]
+fn let_values_are_evaluated_once_in_order_and_cluster_time_needs_one() {
+    let now = bson::DateTime::from_millis(1_700_000_000_000);
+    let vars = Variables::with_now(now)
+        .with_let(&doc! {"a": {"$add": [1, 2]}, "b": {"$multiply": ["$$a", 10]}, "when": "$$NOW"})
+        .unwrap();
+    assert_eq!(vars.get("b"), Some(&Bson::Int32(30)));
+    assert_eq!(vars.get("when"), Some(&Bson::DateTime(now)));
+    // Field paths read no document: a let value is a constant of the statement.
+    let fields = Variables::new().with_let(&doc! {"f": "$x"}).unwrap();
+    assert_eq!(fields.get("f"), Some(&Bson::Null));
+    for (bad, code) in [(doc! {"Upper": 1}, 16870), (doc! {"a-b": 1}, 16871), (doc! {"u": "$$nope"}, 17276)] {
+        assert_eq!(Variables::new().with_let(&bad).map(|_| ()).map_err(|e| e.code()), Err(code), "{bad}");
+    }
+    let cluster_time = Expr::parse(&Bson::String("$$CLUSTER_TIME".into())).unwrap();
+    assert_eq!(evaluate(&cluster_time, &Document::new(), &Variables::new()).map_err(|e| e.code()), Err(51144));
+    let time = bson::Timestamp { time: 7, increment: 3 };
+    let replicated = Variables::new().with_cluster_time(time);
+    assert_eq!(evaluate(&cluster_time, &Document::new(), &replicated).unwrap(), Bson::Timestamp(time));
+}

@@ -54,7 +54,7 @@ impl HeldSnapshots {
 const SNAPSHOT_READS: &[&str] = &["find", "aggregate", "distinct"];
 
 /// Refuses readConcern `snapshot` outside a transaction on a command that cannot read at one
-/// point in time, as mongod does.
+/// point in time, and `linearizable` on a pipeline that writes, as mongod does.
 pub fn check_supported(command: &Command) -> Result<(), CommandError> {
     if crate::transactions::is_transactional(command) {
         return Ok(());
@@ -65,6 +65,17 @@ pub fn check_supported(command: &Command) -> Result<(), CommandError> {
             ErrorCode::InvalidOptions,
             format!("Command {} does not support {{ readConcern: {{ level: \"snapshot\" }} }}", command.name),
         ));
+    }
+    if level(concern)? == "linearizable" && command.name == "aggregate" {
+        let writes = crate::commands::aggregate::pipeline(command)?
+            .into_iter()
+            .find_map(|stage| ["$out", "$merge"].into_iter().find(|name| stage.contains_key(*name)));
+        if let Some(stage) = writes {
+            return Err(CommandError::new(
+                ErrorCode::InvalidOptions,
+                format!("{stage} cannot be used with a 'linearizable' read concern level"),
+            ));
+        }
     }
     Ok(())
 }

@@ -18,7 +18,7 @@ pub fn to_command_error(error: docstore::Error) -> CommandError {
         _ => {}
     }
     let mut command_error = CommandError::coded(error.code(), error.code_name(), error.to_string());
-    if let docstore::Error::DuplicateKey { key_pattern, key_value, .. } = &error {
+    if let Some((key_pattern, key_value)) = error.duplicate_key() {
         command_error.extra = Box::new(doc! { "keyPattern": key_pattern.clone(), "keyValue": key_value.clone() });
     }
     command_error

@@ -157,6 +157,7 @@ error_codes! {
     NotPrimaryNoSecondaryOk = 13435,
     NotPrimaryOrSecondary = 13436,
     OutOfDiskSpace = 14031,
+    SearchNotEnabled = 31082,
     IDLDuplicateField = 40413,
     IDLFailedToParse = 40414,
     IDLUnknownField = 40415,

@@ -86,7 +86,7 @@ pub fn expire_once(inner: &Arc<Inner>) -> Result<u64> {
     let mut expired = 0;
     for (db, name, field, seconds) in expiring {
         let cutoff = bson::DateTime::from_millis(now.saturating_sub(seconds.saturating_mul(1000)));
-        let request = DeleteRequest { filter: doc! { field: { "$lt": cutoff } }, just_one: false, hint: None };
+        let request = DeleteRequest { filter: doc! { field: { "$lt": cutoff } }, ..DeleteRequest::default() };
         expired += inner.delete(&db, &name, &request, &mut crate::write::Writer::plain(Durability::Periodic))?;
     }
     Ok(expired)

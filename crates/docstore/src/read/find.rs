@@ -12,13 +12,14 @@
 use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocumentBuf};
+use query::expr::Variables;
 use query::filter::Filter;
 use query::projection::Projection;
 use query::sort::SortSpec;
 
 use crate::error::{Error, Result};
 use crate::read::covered::Covered;
-use crate::read::planner::{Hint, Plan, plan};
+use crate::read::planner::{Access, Hint, Plan, plan};
 use crate::read::scan::{ExecutionCounters, Scan, raw};
 use crate::spill::{SortedSpill, SpillTree};
 use crate::store::Inner;
@@ -36,6 +37,14 @@ pub struct FindRequest {
     pub allow_disk_use: bool,
     /// Read a transaction's view instead of the latest committed state.
     pub read_at: Option<crate::transaction::ReadAt>,
+    /// The statement's variables (`let`, `$$NOW`) for `$expr` and projection expressions.
+    pub variables: Arc<Variables>,
+    /// `returnKey`: each result is the index key it was found by (`{}` from a collection
+    /// scan), in place of the document and its projection.
+    pub return_key: bool,
+    /// `showRecordId` (without `returnKey`): each result gains `$recordId`, its key in the
+    /// collection's tree (the encoded `_id`, as a clustered collection's record id is in MongoDB).
+    pub show_record_id: bool,
 }
 
 /// Query results, pulled lazily; holds its snapshot. `Send`, so a server can park it between
@@ -120,7 +129,7 @@ pub struct Prepared {
 
 impl Inner {
     pub fn prepare_find(&self, collection: &crate::collection::Collection, request: &FindRequest) -> Result<Prepared> {
-        let filter = Filter::parse(&request.filter)?;
+        let filter = Filter::parse(&request.filter)?.with_variables(Arc::clone(&request.variables));
         let sort = request.sort.as_ref().map(SortSpec::parse).transpose()?.filter(|s| !s.is_empty());
         let projection = request.projection.as_ref().filter(|p| !p.is_empty()).map(Projection::parse).transpose()?;
         let plan = plan(collection, &filter, &request.filter, sort.as_ref(), request.hint.as_ref())?;
@@ -141,6 +150,10 @@ impl Inner {
             return Ok((Cursor::from_documents(Vec::new()), None));
         };
         let mut prepared = self.prepare_find(&collection, request)?;
+        if request.return_key || request.show_record_id {
+            // They replace the projection, and need whole documents (never a covered read).
+            prepared.projection = None;
+        }
         let snapshot = match &request.read_at {
             Some(view) => view.0.clone(),
             None => self.engine.snapshot(),
@@ -172,10 +185,23 @@ impl Inner {
         let skip = usize::try_from(request.skip).unwrap_or(usize::MAX);
         let limit = request.limit.filter(|l| *l > 0).map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
         stream = Box::new(stream.skip(skip).take(limit));
-        if let Some(projection) = prepared.projection.clone() {
+        if request.return_key || request.show_record_id {
+            let key_pattern = match (&prepared.plan.access, request.return_key) {
+                (Access::IndexScan(scan), true) => Some(scan.key_pattern.clone()),
+                (_, true) => Some(Document::new()),
+                (_, false) => None,
+            };
+            // As in mongod, returnKey wins: its results carry no `$recordId`.
+            let show_record_id = request.show_record_id && !request.return_key;
+            stream = Box::new(stream.map(move |item| {
+                item.and_then(|document| key_and_record_id(&document, key_pattern.as_ref(), show_record_id))
+            }));
+        } else if let Some(projection) = prepared.projection.clone() {
             let filter = prepared.filter.clone();
-            stream =
-                Box::new(stream.map(move |item| item.and_then(|document| project(&projection, &filter, &document))));
+            let variables = Arc::clone(&request.variables);
+            stream = Box::new(
+                stream.map(move |item| item.and_then(|document| project(&projection, &filter, &variables, &document))),
+            );
         }
         let counted = Arc::clone(&counters);
         stream = Box::new(stream.inspect(move |item| {
@@ -280,11 +306,44 @@ fn sort_key(sort: &SortSpec, document: &RawDocumentBuf, sequence: u64) -> Result
     Ok(key)
 }
 
-fn project(projection: &Projection, filter: &Filter, document: &RawDocumentBuf) -> Result<RawDocumentBuf> {
+fn project(
+    projection: &Projection,
+    filter: &Filter,
+    variables: &Variables,
+    document: &RawDocumentBuf,
+) -> Result<RawDocumentBuf> {
     let decoded = Document::try_from(document.as_ref()).map_err(|e| Error::corrupt(format!("stored document: {e}")))?;
     let position = if projection.needs_position() { filter.matches_with_position(&decoded)?.flatten() } else { None };
-    let projected = projection.apply(&decoded, position)?;
+    let projected = projection.apply_with(&decoded, position, variables)?;
     RawDocumentBuf::try_from(&projected).map_err(|e| Error::bad_value(format!("projected document: {e}")))
+}
+
+/// A result of `returnKey` and/or `showRecordId`: the index key (each field's value, the first
+/// of its values where the field holds an array) or the document, then `$recordId`.
+fn key_and_record_id(
+    document: &RawDocumentBuf,
+    key_pattern: Option<&Document>,
+    show_record_id: bool,
+) -> Result<RawDocumentBuf> {
+    let decoded = Document::try_from(document.as_ref()).map_err(|e| Error::corrupt(format!("stored document: {e}")))?;
+    let mut result = match key_pattern {
+        Some(pattern) => {
+            let mut key = Document::new();
+            for field in pattern.keys() {
+                let parts: Vec<String> = field.split('.').map(str::to_owned).collect();
+                let value = document::path::index_values(&decoded, &parts).into_iter().next();
+                key.insert(field.clone(), value.unwrap_or(Bson::Null));
+            }
+            key
+        }
+        None => decoded.clone(),
+    };
+    if show_record_id {
+        let id = decoded.get("_id").cloned().unwrap_or(Bson::Null);
+        let bytes = crate::index::id_key(&id);
+        result.insert("$recordId", bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes });
+    }
+    RawDocumentBuf::try_from(&result).map_err(|e| Error::bad_value(format!("result document: {e}")))
 }
 
 /// Sorted results, from memory or from a spill tree.

@@ -26,6 +26,8 @@ pub struct DeleteRequest {
     /// `limit: 1`: at most one document.
     pub just_one: bool,
     pub hint: Option<Hint>,
+    /// The statement's variables (`let`, `$$NOW`) for `$expr`.
+    pub variables: Arc<query::expr::Variables>,
 }
 
 impl Inner {
@@ -39,7 +41,7 @@ impl Inner {
     ) -> Result<u64> {
         // Only a single-document delete is retryable.
         let retry = writer.retry.filter(|_| request.just_one && !writer.in_transaction());
-        let filter = query::filter::Filter::parse(&request.filter)?;
+        let filter = query::filter::Filter::parse(&request.filter)?.with_variables(Arc::clone(&request.variables));
         let Some(mut locked) = self.catalog.lock(db, name) else {
             if let Some(retry) = retry {
                 self.record_alone(retry, retry.stmt_id(0), &bson::doc! {"n": 0}, writer.durability)?;
@@ -51,6 +53,7 @@ impl Inner {
             limit: request.just_one.then_some(1),
             hint: request.hint.clone(),
             read_at: writer.read_at(),
+            variables: Arc::clone(&request.variables),
             ..FindRequest::default()
         };
         let mut deleted = 0;

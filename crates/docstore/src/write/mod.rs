@@ -501,8 +501,25 @@ pub fn check_id(id: &Bson) -> Result<()> {
         Bson::Array(_) => Err(Error::InvalidIdField("The '_id' value cannot be of type array".into())),
         Bson::RegularExpression(_) => Err(Error::InvalidIdField("can't use a regex for _id".into())),
         Bson::Undefined => Err(Error::InvalidIdField("can't use a undefined for _id".into())),
+        Bson::Document(fields) => check_id_names(fields),
         _ => Ok(()),
     }
+}
+
+/// MongoDB 5+ stores `$`-prefixed names anywhere but in `_id` (at any depth), where they would
+/// read as operators in every query by `_id`.
+fn check_id_names(fields: &bson::Document) -> Result<()> {
+    for (name, value) in fields {
+        if name.starts_with('$') {
+            return Err(Error::DollarPrefixedFieldName(format!(
+                "_id fields may not contain '$'-prefixed fields: {name} is not valid for storage."
+            )));
+        }
+        if let Bson::Document(inner) = value {
+            check_id_names(inner)?;
+        }
+    }
+    Ok(())
 }
 
 /// Adds to an index's size change; the tree name is copied once per write, not per document.

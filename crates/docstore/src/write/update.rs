@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocumentBuf};
+use query::expr::Variables;
 use query::filter::Filter;
 use query::update::{ApplyOptions, Update};
 use storage::Durability;
@@ -41,6 +42,8 @@ pub struct UpdateRequest {
     pub upsert: bool,
     pub array_filters: Vec<Document>,
     pub hint: Option<Hint>,
+    /// The statement's variables (`let`, `$$NOW`): `$expr` and pipeline updates see them.
+    pub variables: Arc<Variables>,
 }
 
 /// What an update statement did.
@@ -64,6 +67,8 @@ pub struct FindAndModifyRequest {
     pub upsert: bool,
     pub array_filters: Vec<Document>,
     pub hint: Option<Hint>,
+    /// The statement's variables (`let`, `$$NOW`): `$expr` and pipeline updates see them.
+    pub variables: Arc<Variables>,
 }
 
 /// What findAndModify returns: the document and `lastErrorObject`'s fields.
@@ -99,16 +104,79 @@ impl FindAndModifyOutcome {
     }
 }
 
-/// A parsed modification.
-enum Modification {
+/// A parsed modification, with the statement's variables (`$currentDate` and `$$NOW` agree).
+struct Modification {
+    kind: ModificationKind,
+    variables: Arc<Variables>,
+}
+
+enum ModificationKind {
     Update(Update),
     Pipeline(query::pipeline::UpdatePipeline),
 }
 
 impl Modification {
-    fn parse(modification: &UpdateModification, array_filters: &[Document]) -> Result<Modification> {
+    fn parse(
+        modification: &UpdateModification,
+        array_filters: &[Document],
+        variables: &Arc<Variables>,
+    ) -> Result<Modification> {
+        let kind = ModificationKind::parse(modification, array_filters)?;
+        Ok(Modification { kind, variables: Arc::clone(variables) })
+    }
+
+    fn is_replacement(&self) -> bool {
+        matches!(self.kind, ModificationKind::Update(Update::Replacement(_)))
+    }
+
+    /// The new version of a document: `None` when unchanged.
+    fn apply(&self, old: &Document, position: Option<usize>) -> Result<Option<Document>> {
+        match &self.kind {
+            ModificationKind::Update(update) => {
+                let updated = update.apply(old, &ApplyOptions { position, now: self.variables.now() })?;
+                Ok(updated.modified.then_some(updated.document))
+            }
+            ModificationKind::Pipeline(pipeline) => {
+                let new = keep_id(old, pipeline.apply(old, &self.variables)?)?;
+                Ok((new != *old).then_some(new))
+            }
+        }
+    }
+
+    fn upsert_document(&self, filter: &Document) -> Result<Document> {
+        match &self.kind {
+            ModificationKind::Update(update) => {
+                Ok(update.apply_upsert(filter, &ApplyOptions { position: None, now: self.variables.now() })?)
+            }
+            ModificationKind::Pipeline(pipeline) => {
+                let seed = query::update::upsert_seed(filter)?;
+                Ok(pipeline.apply(&seed, &self.variables)?)
+            }
+        }
+    }
+}
+
+/// A pipeline update's result keeps the old `_id`: one the pipeline dropped comes back first
+/// (as in MongoDB: `$replaceRoot` to a subdocument keeps the document's identity), one it
+/// changed is refused.
+fn keep_id(old: &Document, mut new: Document) -> Result<Document> {
+    match (old.get("_id"), new.get("_id")) {
+        (Some(id), None) => {
+            let mut with_id = bson::doc! {"_id": id.clone()};
+            with_id.extend(std::mem::take(&mut new));
+            Ok(with_id)
+        }
+        (old_id, new_id) if old_id != new_id => Err(Error::Query(query::error::QueryError::ImmutableField(
+            "Performing an update on the path '_id' would modify the immutable field '_id'".into(),
+        ))),
+        _ => Ok(new),
+    }
+}
+
+impl ModificationKind {
+    fn parse(modification: &UpdateModification, array_filters: &[Document]) -> Result<ModificationKind> {
         match modification {
-            UpdateModification::Document(update) => Ok(Modification::Update(Update::parse(update, array_filters)?)),
+            UpdateModification::Document(update) => Ok(ModificationKind::Update(Update::parse(update, array_filters)?)),
             UpdateModification::Pipeline(stages) => {
                 if !array_filters.is_empty() {
                     return Err(Error::Query(query::error::QueryError::failed_to_parse(
@@ -116,42 +184,7 @@ impl Modification {
                     )));
                 }
                 let stages: Vec<Bson> = stages.iter().cloned().map(Bson::Document).collect();
-                Ok(Modification::Pipeline(query::pipeline::UpdatePipeline::parse(&stages)?))
-            }
-        }
-    }
-
-    fn is_replacement(&self) -> bool {
-        matches!(self, Modification::Update(Update::Replacement(_)))
-    }
-
-    /// The new version of a document: `None` when unchanged.
-    fn apply(&self, old: &Document, position: Option<usize>) -> Result<Option<Document>> {
-        match self {
-            Modification::Update(update) => {
-                let updated = update.apply(old, &ApplyOptions { position, now: bson::DateTime::now() })?;
-                Ok(updated.modified.then_some(updated.document))
-            }
-            Modification::Pipeline(pipeline) => {
-                let new = pipeline.apply(old, &query::expr::Variables::new())?;
-                if new.get("_id") != old.get("_id") {
-                    return Err(Error::Query(query::error::QueryError::ImmutableField(
-                        "Performing an update on the path '_id' would modify the immutable field '_id'".into(),
-                    )));
-                }
-                Ok((new != *old).then_some(new))
-            }
-        }
-    }
-
-    fn upsert_document(&self, filter: &Document) -> Result<Document> {
-        match self {
-            Modification::Update(update) => {
-                Ok(update.apply_upsert(filter, &ApplyOptions { position: None, now: bson::DateTime::now() })?)
-            }
-            Modification::Pipeline(pipeline) => {
-                let seed = query::update::upsert_seed(filter)?;
-                Ok(pipeline.apply(&seed, &query::expr::Variables::new())?)
+                Ok(ModificationKind::Pipeline(query::pipeline::UpdatePipeline::parse(&stages)?))
             }
         }
     }
@@ -167,13 +200,13 @@ impl Inner {
     ) -> Result<UpdateOutcome> {
         // Only a single-document update is retryable (drivers never retry a multi-update).
         let retry = writer.retry.filter(|_| !request.multi && !writer.in_transaction());
-        let modification = Modification::parse(&request.update, &request.array_filters)?;
+        let modification = Modification::parse(&request.update, &request.array_filters, &request.variables)?;
         if request.multi && modification.is_replacement() {
             return Err(Error::Query(query::error::QueryError::failed_to_parse(
                 "multi update is not supported for replacement-style update",
             )));
         }
-        let filter = Filter::parse(&request.filter)?;
+        let filter = Filter::parse(&request.filter)?.with_variables(Arc::clone(&request.variables));
         let mut locked = match (self.catalog.lock(db, name), request.upsert) {
             (Some(locked), _) => locked,
             (None, false) => return Ok(UpdateOutcome::default()),
@@ -184,6 +217,7 @@ impl Inner {
             limit: (!request.multi).then_some(1),
             hint: request.hint.clone(),
             read_at: writer.read_at(),
+            variables: Arc::clone(&request.variables),
             ..FindRequest::default()
         };
         let mut outcome = UpdateOutcome::default();
@@ -317,7 +351,7 @@ impl Inner {
         let modification = match (&request.update, request.remove) {
             (Some(_), true) => return Err(Error::bad_value("Cannot specify both an update and remove=true")),
             (None, false) => return Err(Error::bad_value("Either an update or remove=true must be specified")),
-            (Some(update), false) => Some(Modification::parse(update, &request.array_filters)?),
+            (Some(update), false) => Some(Modification::parse(update, &request.array_filters, &request.variables)?),
             (None, true) => None,
         };
         if request.remove && (request.upsert || request.return_new) {
@@ -327,7 +361,7 @@ impl Inner {
         }
         let projection =
             request.fields.as_ref().filter(|f| !f.is_empty()).map(query::projection::Projection::parse).transpose()?;
-        let filter = Filter::parse(&request.query)?;
+        let filter = Filter::parse(&request.query)?.with_variables(Arc::clone(&request.variables));
         let mut locked = match (self.catalog.lock(db, name), request.upsert) {
             (Some(locked), _) => locked,
             (None, false) => return Ok(FindAndModifyOutcome::default()),
@@ -339,6 +373,7 @@ impl Inner {
             limit: Some(1),
             hint: request.hint.clone(),
             read_at: writer.read_at(),
+            variables: Arc::clone(&request.variables),
             ..FindRequest::default()
         };
         let found = self.matching(db, name, &find, writer)?.next();
@@ -348,7 +383,10 @@ impl Inner {
         };
         let project = |document: Document| -> Result<Document> {
             match &projection {
-                Some(p) => Ok(p.apply(&document, filter.matches_with_position(&document)?.flatten())?),
+                Some(p) => {
+                    let position = filter.matches_with_position(&document)?.flatten();
+                    Ok(p.apply_with(&document, position, &request.variables)?)
+                }
                 None => Ok(document),
             }
         };

@@ -1,5 +1,6 @@
 //! Arithmetic operators: `$add $subtract $multiply $divide $mod $abs $ceil $floor $round $trunc
-//! $sqrt $pow $exp $ln $log $log10`.
+//! $sqrt $pow $exp $ln $log $log10`, and `$rand` (the one operator that is not a pure function
+//! of its arguments).
 //!
 //! All return `null` when an operand is null or missing (checked in argument order, so an
 //! earlier non-numeric operand still errors). Types follow [`super::number`]: integer results
@@ -11,6 +12,8 @@ use bson::{Bson, DateTime};
 
 use super::value::{EvalResult, Value, bson_type_name, display, fail, type_name};
 use super::{Arity, Func, OpDef};
+use super::{Call, Expr};
+use crate::error::QueryError;
 use crate::number::{ArithOp, Dec, Num, NumType, arith, dec_divide};
 
 pub fn lookup(name: &str) -> Option<OpDef> {
@@ -31,9 +34,22 @@ pub fn lookup(name: &str) -> Option<OpDef> {
         "$ln" => ("$ln", Arity::Exact(1), ln),
         "$log" => ("$log", Arity::Exact(2), log),
         "$log10" => ("$log10", Arity::Exact(1), log10),
+        "$rand" => return Some(OpDef::Custom("$rand", parse_rand)),
         _ => return None,
     };
     Some(OpDef::Strict { name, arity, func })
+}
+
+/// `{$rand: {}}`: a double in [0, 1), drawn anew for each evaluation.
+fn parse_rand(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
+    match arg {
+        Bson::Document(spec) if spec.is_empty() => Ok(Expr::Call(Call { name, func: rand, args: Vec::new() })),
+        _ => Err(fail(10065, "$rand does not currently accept arguments")),
+    }
+}
+
+fn rand(_: &[Value]) -> EvalResult {
+    Ok(Some(Bson::Double(rand::random::<f64>())))
 }
 
 fn null() -> EvalResult {

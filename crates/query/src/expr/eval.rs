@@ -13,12 +13,17 @@ use bson::{Bson, DateTime, Document};
 
 use super::value::{EvalResult, Value, fail};
 use super::{Expr, control};
+use crate::error::QueryError;
 
-/// Variables supplied by the caller: `$$NOW` and user variables (`let` of aggregate or
-/// `$lookup`).
+/// Variables supplied by the caller: `$$NOW`, `$$CLUSTER_TIME` and user variables (a
+/// command's `let`, `$lookup`'s, `$merge`'s). One statement's variables are made once, so
+/// `$$NOW` is the same for every document it touches.
 #[derive(Debug, Clone)]
 pub struct Variables {
     now: DateTime,
+    /// The deployment's logical clock; `None` outside a replica set, where MongoDB refuses
+    /// `$$CLUSTER_TIME`.
+    cluster_time: Option<bson::Timestamp>,
     bindings: Vec<(String, Bson)>,
 }
 
@@ -36,7 +41,26 @@ impl Variables {
 
     /// A fixed `$$NOW`, for tests and for one statement's consistent clock.
     pub fn with_now(now: DateTime) -> Variables {
-        Variables { now, bindings: Vec::new() }
+        Variables { now, cluster_time: None, bindings: Vec::new() }
+    }
+
+    /// `$$CLUSTER_TIME`'s value (a replica set member's latest optime).
+    pub fn with_cluster_time(mut self, time: bson::Timestamp) -> Variables {
+        self.cluster_time = Some(time);
+        self
+    }
+
+    /// These variables plus a command's `let`: each value an expression evaluated once, before
+    /// any document is read (so it may use `$$NOW` and earlier `let` names, not fields).
+    pub fn with_let(mut self, lets: &Document) -> Result<Variables, QueryError> {
+        let empty = Document::new();
+        for (name, value) in lets {
+            super::check_variable_name(name, false)?;
+            let expr = Expr::parse(value)?;
+            let value = super::evaluate(&expr, &empty, &self)?;
+            self.set(name.clone(), value);
+        }
+        Ok(self)
     }
 
     /// Binds (or rebinds) a user variable.
@@ -139,10 +163,11 @@ impl<'a> Scope<'a> {
             "CURRENT" => Ok(Some(Bson::Document(self.root.clone()))),
             "REMOVE" => Ok(None),
             "NOW" => Ok(Some(Bson::DateTime(self.vars.now))),
-            "CLUSTER_TIME" => Ok(Some(Bson::Timestamp(bson::Timestamp {
-                time: (self.vars.now.timestamp_millis() / 1000).clamp(0, i64::from(u32::MAX)) as u32,
-                increment: 1,
-            }))),
+            "CLUSTER_TIME" => match self.vars.cluster_time {
+                Some(time) => Ok(Some(Bson::Timestamp(time))),
+                // MongoDB's code and words; a standalone has no cluster time.
+                None => Err(fail(51144, "Builtin variable '$$CLUSTER_TIME' is not available")),
+            },
             "DESCEND" => Ok(Some(Bson::String("descend".into()))),
             "PRUNE" => Ok(Some(Bson::String("prune".into()))),
             "KEEP" => Ok(Some(Bson::String("keep".into()))),

@@ -35,6 +35,8 @@ pub struct Filter {
     root: MatchExpr,
     /// Top-level fields read, or `None` when the whole document is needed.
     heads: Option<Vec<String>>,
+    /// The statement's variables (`let`, `$$NOW`) that `$expr` sees; `None`: `$$NOW` only.
+    variables: Option<std::sync::Arc<crate::expr::Variables>>,
 }
 
 /// One node of the filter tree.
@@ -104,7 +106,13 @@ impl Filter {
     pub fn parse(filter: &Document) -> Result<Filter> {
         let root = parse::parse_document(filter)?;
         let heads = top_level_heads(&root);
-        Ok(Filter { root, heads })
+        Ok(Filter { root, heads, variables: None })
+    }
+
+    /// The same filter with a statement's variables for its `$expr` (a command's `let`).
+    pub fn with_variables(mut self, variables: std::sync::Arc<crate::expr::Variables>) -> Filter {
+        self.variables = Some(variables);
+        self
     }
 
     pub fn root(&self) -> &MatchExpr {
@@ -113,7 +121,7 @@ impl Filter {
 
     /// Whether the document matches.
     pub fn matches(&self, document: &Document) -> Result<bool> {
-        Ok(eval::matches(&self.root, document, None)?.is_some())
+        Ok(eval::matches(&self.root, document, self.variables.as_deref())?.is_some())
     }
 
     /// Whether the document matches, with variables for `$expr` (`$lookup`'s `let`).
@@ -124,7 +132,7 @@ impl Filter {
     /// Whether the document matches, and the index of the array element the match went
     /// through (for the positional `$` of projections and updates).
     pub fn matches_with_position(&self, document: &Document) -> Result<Option<Option<usize>>> {
-        eval::matches(&self.root, document, None)
+        eval::matches(&self.root, document, self.variables.as_deref())
     }
 
     /// Whether stored bytes match, decoding only the fields the filter reads.

@@ -152,14 +152,13 @@ impl MergeSpec {
         let replacement = match &self.when_matched {
             WhenMatched::KeepExisting => return Ok(()),
             WhenMatched::Fail => {
-                return Err(fail(
-                    crate::error::ErrorCode::DuplicateKey,
-                    vocabulary::duplicate_key_message(
-                        &format!("{}.{}", target.db, target.collection),
-                        &self.on_index_name(),
-                        &key,
-                    ),
-                ));
+                let message = vocabulary::duplicate_key_message(
+                    &format!("{}.{}", target.db, target.collection),
+                    &self.on_index_name(),
+                    &key,
+                );
+                let key_pattern = key.keys().map(|field| (field.clone(), Bson::Int32(1))).collect();
+                return Err(crate::error::QueryError::DuplicateKey { message, key_pattern, key_value: key });
             }
             WhenMatched::Replace => with_id(document, &id)?,
             WhenMatched::Merge => {

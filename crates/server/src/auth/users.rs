@@ -404,6 +404,7 @@ impl<'s> Directory<'s> {
             upsert: false,
             array_filters: Vec::new(),
             hint: None,
+            variables: Default::default(),
         };
         match self.store.update(ADMIN_DB, collection, &request, Durability::Immediate) {
             Ok(outcome) => Ok(outcome.matched > 0),
@@ -413,7 +414,7 @@ impl<'s> Directory<'s> {
     }
 
     fn remove(&self, collection: &str, filter: Document) -> Result<u64, CommandError> {
-        let request = DeleteRequest { filter, just_one: false, hint: None };
+        let request = DeleteRequest { filter, just_one: false, ..DeleteRequest::default() };
         match self.store.delete(ADMIN_DB, collection, &request, Durability::Immediate) {
             Ok(removed) => Ok(removed),
             Err(docstore::Error::NamespaceNotFound(_)) => Ok(0),

@@ -7,7 +7,7 @@ use docstore::AggregateOptions;
 
 use crate::auth;
 use crate::command::{Command, mismatch};
-use crate::commands::{hint, reply};
+use crate::commands::{hint, reply, variables};
 use crate::cursors::{DEFAULT_FIRST_BATCH, ServerCursor, batch_size, first_batch};
 use crate::error::CommandError;
 use crate::state::Context;
@@ -20,6 +20,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         None => None,
     };
     let mut pipeline = pipeline(command)?;
+    crate::commands::search_indexes::check_pipeline(&pipeline)?;
     list_local_sessions(context, collection.as_deref(), &mut pipeline)?;
     if pipeline.first().is_some_and(|stage| stage.contains_key("$changeStream")) {
         return change_stream(context, command, collection.as_deref(), &pipeline);
@@ -32,6 +33,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         allow_disk_use: command.optional_bool("allowDiskUse")?.unwrap_or(false),
         hint: hint(command.get("hint"))?,
         read_at,
+        variables: variables(context, command)?,
     };
     if command.optional_bool("explain")?.unwrap_or(false) {
         return reply(doc! { "stages": pipeline.iter().cloned().map(Bson::Document).collect::<Vec<_>>() });

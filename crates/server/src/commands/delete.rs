@@ -1,11 +1,15 @@
 //! `delete`: each statement of `deletes` (`{q, limit: 0 | 1, hint}`) in order; `ordered`
-//! (default) stops at the first failure. Reply `{n, writeErrors?}`.
+//! (default) stops at the first failure; the command's `let` is seen by `$expr`. Reply `{n,
+//! writeErrors?}`.
+
+use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocumentBuf};
 use docstore::DeleteRequest;
+use docstore::Variables;
 
 use crate::command::{Command, as_i64, mismatch};
-use crate::commands::{hint, write_reply};
+use crate::commands::{hint, variables, write_reply};
 use crate::error::CommandError;
 use crate::state::{Context, Counters};
 use crate::store_error::write_error;
@@ -16,6 +20,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let statements = command.documents("deletes")?;
     let durability = command.durability();
     let checkout = crate::sessions::checkout(context, command)?;
+    let variables = Arc::new(variables(context, command)?);
     let mut n = 0u64;
     let mut errors = Vec::new();
     let mut first = true;
@@ -25,7 +30,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             continue;
         }
         let retry = checkout.as_ref().map(|c| c.retry(vec![index as i32], std::mem::take(&mut first)));
-        let result = parse_statement(raw).and_then(|request| {
+        let result = parse_statement(raw, &variables).and_then(|request| {
             crate::transactions::with(context, |active| {
                 let transaction = active.and_then(|active| active.txn());
                 let options = docstore::WriteOptions { durability, retry, transaction };
@@ -46,7 +51,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     write_reply(n as i64, Document::new(), errors)
 }
 
-fn parse_statement(raw: &RawDocumentBuf) -> Result<DeleteRequest, CommandError> {
+fn parse_statement(raw: &RawDocumentBuf, variables: &Arc<Variables>) -> Result<DeleteRequest, CommandError> {
     let statement = Document::try_from(raw.as_ref())?;
     let filter = match statement.get("q") {
         Some(Bson::Document(filter)) => filter.clone(),
@@ -75,5 +80,5 @@ fn parse_statement(raw: &RawDocumentBuf) -> Result<DeleteRequest, CommandError> 
             }
         },
     };
-    Ok(DeleteRequest { filter, just_one, hint: hint(statement.get("hint"))? })
+    Ok(DeleteRequest { filter, just_one, hint: hint(statement.get("hint"))?, variables: Arc::clone(variables) })
 }

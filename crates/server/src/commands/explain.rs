@@ -35,7 +35,8 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         legacy: command.legacy,
     };
     let collection = explained.collection()?;
-    let request = as_find(&explained)?;
+    let mut request = as_find(&explained)?;
+    request.variables = std::sync::Arc::new(crate::commands::variables(context, &explained)?);
     let mut result = context.shared.store.explain(&command.database, &collection, &request, verbosity)?;
     result.insert("command", inner);
     result.insert("serverInfo", doc! { "host": context.shared.local_addr.to_string(), "version": VERSION });

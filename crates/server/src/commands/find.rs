@@ -1,4 +1,5 @@
-//! `find`: filter, projection, sort, skip, limit, hint, allowDiskUse through the store; the
+//! `find`: filter, projection, sort, skip, limit, hint, allowDiskUse, let, returnKey and
+//! showRecordId through the store; the
 //! first batch (101 documents by default, `batchSize`, 16 MiB) in the reply and the rest parked
 //! as a server-side cursor. A negative `limit` or `singleBatch` closes the cursor after one batch.
 
@@ -7,7 +8,7 @@ use docstore::FindRequest;
 
 use crate::auth;
 use crate::command::Command;
-use crate::commands::hint;
+use crate::commands::{hint, variables};
 use crate::cursors::{DEFAULT_FIRST_BATCH, ServerCursor, batch_size, first_batch};
 use crate::error::CommandError;
 use crate::state::{Context, Counters};
@@ -17,6 +18,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let (mut request, single_batch) = find_request(command)?;
     let (read_at, at_cluster_time) = crate::read_concern::read_view(context, command)?;
     request.read_at = read_at;
+    request.variables = std::sync::Arc::new(variables(context, command)?);
     let mut batch = batch_size(command.optional_i64("batchSize")?, DEFAULT_FIRST_BATCH)?;
     if let Some(limit) = request.limit {
         batch = batch.min(usize::try_from(limit).unwrap_or(usize::MAX));
@@ -72,6 +74,9 @@ pub fn find_request(command: &Command) -> Result<(FindRequest, bool), CommandErr
         hint: hint(command.get("hint"))?,
         allow_disk_use: command.optional_bool("allowDiskUse")?.unwrap_or(false),
         read_at: None,
+        variables: Default::default(),
+        return_key: command.optional_bool("returnKey")?.unwrap_or(false),
+        show_record_id: command.optional_bool("showRecordId")?.unwrap_or(false),
     };
     Ok((request, single_batch))
 }

@@ -6,13 +6,13 @@ use docstore::{FindAndModifyOutcome, FindAndModifyRequest};
 
 use crate::command::Command;
 use crate::commands::update::{array_filters, modification};
-use crate::commands::{hint, reply};
+use crate::commands::{hint, reply, variables};
 use crate::error::CommandError;
 use crate::state::{Context, Counters};
 
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let collection = command.collection()?;
-    let request = request(command)?;
+    let request = request(context, command)?;
     let store = &context.shared.store;
     let checkout = crate::sessions::checkout(context, command)?;
     let recorded = checkout.as_ref().map(|c| c.executed(context, 0)).transpose()?.flatten();
@@ -32,7 +32,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     reply(outcome_document(&outcome, request.remove))
 }
 
-pub fn request(command: &Command) -> Result<FindAndModifyRequest, CommandError> {
+pub fn request(context: &Context, command: &Command) -> Result<FindAndModifyRequest, CommandError> {
     let remove = command.optional_bool("remove")?.unwrap_or(false);
     let update = modification(command.get("update"))?;
     if remove == update.is_some() {
@@ -58,6 +58,7 @@ pub fn request(command: &Command) -> Result<FindAndModifyRequest, CommandError> 
         upsert,
         array_filters: array_filters(&command.body)?,
         hint: hint(command.get("hint"))?,
+        variables: std::sync::Arc::new(variables(context, command)?),
     })
 }
 

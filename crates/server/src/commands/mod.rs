@@ -10,7 +10,7 @@ use crate::command::Command;
 use crate::error::CommandError;
 use crate::state::Context;
 
-mod aggregate;
+pub mod aggregate;
 mod authentication;
 mod build_info;
 mod coll_mod;
@@ -49,6 +49,7 @@ mod rename_collection;
 mod repl_set;
 mod roles;
 mod rotate_certificates;
+mod search_indexes;
 mod server_status;
 mod sessions;
 mod transaction;
@@ -175,6 +176,21 @@ pub static COMMANDS: &[Spec] = &[
         help: "stop a role inheriting roles",
         handler: roles::revoke_roles_from_role,
     },
+    Spec {
+        names: &["createSearchIndexes"],
+        help: "Atlas Search indexes: refused (SearchNotEnabled)",
+        handler: search_indexes::run,
+    },
+    Spec {
+        names: &["updateSearchIndex"],
+        help: "Atlas Search indexes: refused (SearchNotEnabled)",
+        handler: search_indexes::run,
+    },
+    Spec {
+        names: &["dropSearchIndex"],
+        help: "Atlas Search indexes: refused (SearchNotEnabled)",
+        handler: search_indexes::run,
+    },
     Spec { names: &["whatsmyuri"], help: "the client's address as the server sees it", handler: whatsmyuri::run },
 ];
 
@@ -205,6 +221,19 @@ pub fn hint(value: Option<&Bson>) -> Result<Option<docstore::read::planner::Hint
         None | Some(Bson::Null) => Ok(None),
         Some(Bson::Document(pattern)) if pattern.is_empty() => Ok(None),
         Some(value) => Ok(Some(docstore::read::planner::Hint::from_bson(value)?)),
+    }
+}
+
+/// One statement's variables: `$$NOW` fixed for the whole command, `$$CLUSTER_TIME` in
+/// replica-set mode (the last write's time), and the command's `let`.
+pub fn variables(context: &Context, command: &Command) -> Result<docstore::Variables, CommandError> {
+    let mut variables = docstore::Variables::new();
+    if context.shared.replication.is_some() {
+        variables = variables.with_cluster_time(crate::replication::last_write(&context.shared.store));
+    }
+    match command.optional_document("let")? {
+        Some(lets) => Ok(variables.with_let(lets).map_err(docstore::Error::from)?),
+        None => Ok(variables),
     }
 }
 

@@ -1,12 +1,16 @@
-//! `update`: each statement of `updates` (`{q, u, multi, upsert, arrayFilters, hint}`) through
-//! the store in order; `ordered` (default) stops at the first failure. Reply `{n, nModified,
+//! `update`: each statement of `updates` (`{q, u, c, multi, upsert, arrayFilters, hint}`)
+//! through the store in order; `ordered` (default) stops at the first failure. The command's
+//! `let` and a statement's `c` are variables its `$expr` and pipeline see. Reply `{n, nModified,
 //! upserted?, writeErrors?}` where `n` counts matched plus upserted documents, as in MongoDB.
 
+use std::sync::Arc;
+
 use bson::{Bson, Document, RawDocumentBuf, doc};
+use docstore::Variables;
 use docstore::{UpdateModification, UpdateRequest};
 
 use crate::command::{Command, mismatch, truthy};
-use crate::commands::{hint, int, write_reply};
+use crate::commands::{hint, int, variables, write_reply};
 use crate::error::CommandError;
 use crate::state::{Context, Counters};
 use crate::store_error::write_error;
@@ -15,8 +19,21 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let collection = command.collection()?;
     let ordered = command.optional_bool("ordered")?.unwrap_or(true);
     let statements = command.documents("updates")?;
+    // As in mongod, where the command's parser refuses it: an unknown field fails the whole
+    // command before any statement runs.
+    for raw in &statements {
+        if let Some(unknown) =
+            raw.iter().flatten().map(|(key, _)| key.as_str()).find(|key| !STATEMENT_FIELDS.contains(key))
+        {
+            return Err(CommandError::new(
+                wire::ErrorCode::IDLUnknownField,
+                format!("BSON field 'update.updates.{unknown}' is an unknown field."),
+            ));
+        }
+    }
     let durability = command.durability();
     let checkout = crate::sessions::checkout(context, command)?;
+    let variables = variables(context, command)?;
     let (mut n, mut modified) = (0u64, 0u64);
     let mut upserted = Vec::new();
     let mut errors = Vec::new();
@@ -32,7 +49,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             continue;
         }
         let retry = checkout.as_ref().map(|c| c.retry(vec![index as i32], std::mem::take(&mut first)));
-        let result = parse_statement(raw).and_then(|request| {
+        let result = parse_statement(raw, &variables).and_then(|request| {
             crate::transactions::with(context, |active| {
                 let transaction = active.and_then(|active| active.txn());
                 let options = docstore::WriteOptions { durability, retry, transaction };
@@ -73,8 +90,17 @@ fn recorded_outcome(recorded: &Document) -> docstore::UpdateOutcome {
     docstore::UpdateOutcome { matched, modified: number("nModified"), upserted_id }
 }
 
-fn parse_statement(raw: &RawDocumentBuf) -> Result<UpdateRequest, CommandError> {
+/// The fields an update statement may have (MongoDB 7's; `sort` came in 8.0).
+const STATEMENT_FIELDS: &[&str] =
+    &["q", "u", "c", "multi", "upsert", "upsertSupplied", "arrayFilters", "hint", "collation", "sampleId"];
+
+fn parse_statement(raw: &RawDocumentBuf, variables: &Variables) -> Result<UpdateRequest, CommandError> {
     let statement = Document::try_from(raw.as_ref())?;
+    let variables = match statement.get("c") {
+        None => variables.clone(),
+        Some(Bson::Document(constants)) => variables.clone().with_let(constants).map_err(docstore::Error::from)?,
+        Some(other) => return Err(mismatch("c", "object", other)),
+    };
     let filter = match statement.get("q") {
         Some(Bson::Document(filter)) => filter.clone(),
         Some(other) => return Err(mismatch("q", "object", other)),
@@ -95,6 +121,7 @@ fn parse_statement(raw: &RawDocumentBuf) -> Result<UpdateRequest, CommandError> 
         upsert: flag(&statement, "upsert")?,
         array_filters: array_filters(&statement)?,
         hint: hint(statement.get("hint"))?,
+        variables: Arc::new(variables),
     })
 }
 

@@ -1,4 +1,6 @@
-"""Run the drivers' unified-format specification tests against a Strata replica set, with
+"""Run the drivers' unified-format specification tests (transactions, change streams, retryable
+reads and writes, sessions, causal consistency, CRUD, collection and index management, command
+monitoring) against a Strata replica set, with
 pymongo's own unified test runner (test/unified_format.py and test/__init__.py's client_context
 from the pymongo source distribution of the version pinned in ../requirements.txt).
 
@@ -78,6 +80,10 @@ AREAS = collections.OrderedDict(
         ),
         ("sessions", ("sessions", [])),
         ("causal-consistency", ("causal_consistency", [])),
+        ("crud", ("crud/unified", [])),
+        ("collection-management", ("collection_management", [])),
+        ("index-management", ("index_management", [])),
+        ("command-monitoring", ("command_monitoring", [])),
     ]
 )
 

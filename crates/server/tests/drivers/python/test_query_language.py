@@ -1,0 +1,141 @@
+"""The query language beyond plain CRUD (issue 21), through pymongo against the real binary:
+`let` variables and `$$NOW`, pipeline updates, returnKey/showRecordId, the field-name rules of
+`_id`, and the errors MongoDB 7 gives for what it refuses (an update's `sort`, Atlas Search)."""
+
+import datetime
+
+import pytest
+from pymongo import DeleteOne, UpdateOne
+from pymongo.errors import OperationFailure, WriteError
+
+
+@pytest.fixture()
+def coll(db):
+    db.items.insert_many([{"_id": i, "name": f"n{i}", "x": i * 10} for i in range(1, 6)])
+    return db.items
+
+
+def test_let_reaches_every_command_that_takes_it(coll):
+    by_id = {"$expr": {"$eq": ["$_id", "$$id"]}}
+    assert [d["_id"] for d in coll.find(by_id, let={"id": 3})] == [3]
+    pipeline = [{"$match": by_id}, {"$project": {"_id": 0, "seen": "$$id", "label": "$$label"}}]
+    assert list(coll.aggregate(pipeline, let={"id": 2, "label": {"$concat": ["a", "b"]}})) == [
+        {"seen": 2, "label": "ab"}
+    ]
+    assert coll.update_one(by_id, [{"$set": {"x": "$$value"}}], let={"id": 1, "value": 99}).modified_count == 1
+    assert coll.find_one({"_id": 1})["x"] == 99
+    assert coll.update_many({"$expr": {"$gt": ["$_id", "$$floor"]}}, {"$set": {"big": True}},
+                            let={"floor": 3}).modified_count == 2
+    assert coll.replace_one(by_id, {"name": "replaced"}, let={"id": 2}).modified_count == 1
+    found = coll.find_one_and_update(by_id, {"$inc": {"x": 1}}, let={"id": 5}, return_document=True)
+    assert found["x"] == 51
+    assert coll.find_one_and_delete(by_id, let={"id": 5})["_id"] == 5
+    assert coll.delete_many({"$expr": {"$in": ["$_id", "$$ids"]}}, let={"ids": [3, 4]}).deleted_count == 2
+    bulk = coll.bulk_write([UpdateOne(by_id, [{"$set": {"bulk": "$$id"}}]), DeleteOne({"_id": 99})], let={"id": 1})
+    assert bulk.modified_count == 1 and coll.find_one({"_id": 1})["bulk"] == 1
+    assert sorted(d["_id"] for d in coll.find()) == [1, 2]
+
+
+def test_let_errors_are_mongodbs(coll):
+    with pytest.raises(OperationFailure) as undefined:
+        coll.find_one({"$expr": {"$eq": ["$_id", "$$missing"]}})
+    assert undefined.value.code == 17276
+    with pytest.raises(OperationFailure) as bad_name:
+        coll.find_one({}, let={"Upper": 1})
+    assert bad_name.value.code == 16870
+    with pytest.raises(OperationFailure) as not_object:
+        coll.database.command("find", coll.name, let=[1])
+    assert not_object.value.code == 14
+
+
+def test_now_is_one_instant_per_statement_and_cluster_time_needs_a_replica_set(coll):
+    before = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None) - datetime.timedelta(seconds=1)
+    coll.update_many({}, [{"$set": {"at": "$$NOW"}}])
+    stamps = {d["at"] for d in coll.find()}
+    assert len(stamps) == 1 and stamps.pop() >= before
+    with pytest.raises(OperationFailure) as standalone:
+        list(coll.aggregate([{"$project": {"t": "$$CLUSTER_TIME"}}]))
+    assert standalone.value.code == 51144
+
+
+def test_rand_is_a_fresh_double_each_time(coll):
+    values = [d["r"] for d in coll.aggregate([{"$project": {"r": {"$rand": {}}}}])]
+    assert len(values) == 5 and len(set(values)) == 5 and all(0 <= v < 1 for v in values)
+    with pytest.raises(OperationFailure) as with_argument:
+        list(coll.aggregate([{"$project": {"r": {"$rand": {"seed": 1}}}}]))
+    assert with_argument.value.code == 10065
+
+
+def test_pipeline_update_keeps_the_id_it_drops_and_refuses_one_it_changes(db):
+    db.nested.insert_one({"_id": 1, "t": {"u": 1}})
+    db.nested.update_one({"_id": 1}, [{"$replaceRoot": {"newRoot": "$t"}}, {"$addFields": {"foo": 1}}])
+    assert db.nested.find_one() == {"_id": 1, "u": 1, "foo": 1}
+    with pytest.raises(WriteError) as changed:
+        db.nested.update_one({"_id": 1}, [{"$set": {"_id": 2}}])
+    assert changed.value.code == 66
+
+
+def test_update_statement_constants(coll):
+    reply = coll.database.command(
+        "update", coll.name, updates=[{"q": {"_id": 1}, "u": [{"$set": {"x": "$$c1"}}], "c": {"c1": "constant"}}]
+    )
+    assert reply["nModified"] == 1 and coll.find_one({"_id": 1})["x"] == "constant"
+
+
+def test_update_sort_is_refused_as_mongodb_7_refuses_it(coll):
+    with pytest.raises(OperationFailure) as refused:
+        coll.database.command("update", coll.name, updates=[{"q": {}, "u": {"$set": {"y": 1}}, "sort": {"_id": -1}}])
+    assert refused.value.code == 40415 and "update.updates.sort" in str(refused.value)
+    # The whole command fails before any statement runs, as mongod's parser refuses it.
+    with pytest.raises(OperationFailure):
+        coll.database.command("update", coll.name, updates=[
+            {"q": {"_id": 1}, "u": {"$set": {"y": 1}}},
+            {"q": {}, "u": {"$set": {"y": 2}}, "sort": {"_id": 1}},
+        ])
+    assert coll.count_documents({"y": {"$exists": True}}) == 0
+
+
+def test_dollar_names_are_refused_in_id_only(db):
+    db.dollars.insert_one({"_id": 1, "$a": 1, "b": {"$c": 2}, "d.e": 3})
+    assert db.dollars.find_one({"_id": 1})["b"] == {"$c": 2}
+    for bad in ({"$a": 1}, {"x": {"$b": 1}}):
+        with pytest.raises(WriteError) as refused:
+            db.dollars.insert_one({"_id": bad})
+        assert refused.value.code == 52
+    db.dollars.insert_one({"_id": {"a.b": 1}})
+    assert db.dollars.count_documents({}) == 2
+
+
+def test_return_key_and_show_record_id(coll):
+    coll.create_index("x")
+    assert list(coll.find({"x": {"$gte": 30}}, return_key=True).sort("x", 1)) == [{"x": 30}, {"x": 40}, {"x": 50}]
+    assert list(coll.find({"name": "n1"}, return_key=True)) == [{}]  # a collection scan has no key
+    shown = list(coll.find({"_id": {"$lte": 2}}, show_record_id=True).sort("_id", 1))
+    assert [d["_id"] for d in shown] == [1, 2]
+    record_ids = [d["$recordId"] for d in shown]
+    assert all(isinstance(r, bytes) for r in record_ids) and record_ids[0] != record_ids[1]
+    assert list(coll.find({}, return_key=True, show_record_id=True).sort("_id", 1).limit(1)) == [{"_id": 1}]
+
+
+def test_atlas_search_is_refused_as_mongod_refuses_it(coll):
+    for command in (
+        {"createSearchIndexes": coll.name, "indexes": [{"definition": {"mappings": {"dynamic": True}}}]},
+        {"updateSearchIndex": coll.name, "name": "x", "definition": {}},
+        {"dropSearchIndex": coll.name, "name": "x"},
+    ):
+        with pytest.raises(OperationFailure) as refused:
+            coll.database.command(command)
+        assert refused.value.code == 31082 and "Atlas" in str(refused.value)
+    with pytest.raises(OperationFailure) as stage:
+        list(coll.aggregate([{"$listSearchIndexes": {}}]))
+    assert stage.value.code == 31082
+
+
+def test_merge_duplicate_key_names_its_key(db):
+    db.target.insert_one({"_id": 2})
+    with pytest.raises(OperationFailure) as duplicate:
+        db.command("aggregate", 1, pipeline=[{"$documents": [{"_id": 2, "x": 1}]},
+                                             {"$merge": {"into": "target", "whenMatched": "fail"}}], cursor={})
+    assert duplicate.value.code == 11000
+    assert duplicate.value.details["keyPattern"] == {"_id": 1}
+    assert duplicate.value.details["keyValue"] == {"_id": 2}
