@@ -106,6 +106,11 @@ fn salvage(scratch: &Path, out: &Path) -> anyhow::Result<Vec<CollectionReport>> 
             continue;
         }
         for collection in source.list_collections(&database) {
+            if collection.view {
+                // A view holds no documents: its definition is copied as it is.
+                target.create_collection(&database, &collection.name, collection.options.clone())?;
+                continue;
+            }
             reports.push(salvage_collection(&source, &target, &database, &collection)?);
         }
     }

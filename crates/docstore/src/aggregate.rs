@@ -62,7 +62,15 @@ impl Inner {
         pipeline: &[Document],
         options: &AggregateOptions,
     ) -> Result<Cursor> {
-        let (find, stages) = push_down_match(pipeline, options);
+        let (collection, pipeline) = match collection.map(|name| self.catalog.resolve_view(db, name)).transpose()? {
+            Some(Some((source, mut stages))) => {
+                stages.extend_from_slice(pipeline);
+                (Some(source), std::borrow::Cow::Owned(stages))
+            }
+            _ => (collection.map(str::to_owned), std::borrow::Cow::Borrowed(pipeline)),
+        };
+        let collection = collection.as_deref();
+        let (find, stages) = push_down_match(&pipeline, options);
         let parsed = Pipeline::parse(&stages)?;
         let input: DocumentStream<'static> = match collection {
             Some(name) => decoded(self.find_with_counters(db, name, &find, Arc::default())?.0),

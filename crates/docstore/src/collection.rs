@@ -80,7 +80,10 @@ impl Collection {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CollectionInfo {
     pub name: String,
+    /// A view's are `{viewOn, pipeline}`.
     pub options: Document,
+    /// A view, not a collection.
+    pub view: bool,
 }
 
 /// What listDatabases says about one database.

@@ -108,6 +108,18 @@ pub enum Error {
     /// A catalog change that an open transaction's writes prevent.
     #[error("{0}")]
     ConflictingOperation(String),
+    /// A write, an index or a rename aimed at a view (MongoDB 166).
+    #[error("{0}")]
+    CommandNotSupportedOnView(String),
+    /// A view definition with an option or stage views cannot have (MongoDB 167).
+    #[error("{0}")]
+    OptionNotSupportedOnView(String),
+    /// Views defined on views more than 20 deep (MongoDB 149).
+    #[error("{0}")]
+    ViewDepthLimitExceeded(String),
+    /// A view that would read itself through its sources (MongoDB 150).
+    #[error("{0}")]
+    GraphContainsCycle(String),
     /// A tailable cursor whose position a capped collection (the oplog) trimmed away.
     #[error("{0}")]
     CappedPositionLost(String),
@@ -184,6 +196,10 @@ impl Error {
             Error::WriteConflict(_) => ErrorCode::WriteConflict,
             Error::ConflictingOperation(_) => ErrorCode::ConflictingOperationInProgress,
             Error::CappedPositionLost(_) => ErrorCode::CappedPositionLost,
+            Error::CommandNotSupportedOnView(_) => ErrorCode::CommandNotSupportedOnView,
+            Error::OptionNotSupportedOnView(_) => ErrorCode::OptionNotSupportedOnView,
+            Error::ViewDepthLimitExceeded(_) => ErrorCode::ViewDepthLimitExceeded,
+            Error::GraphContainsCycle(_) => ErrorCode::GraphContainsCycle,
             Error::OutOfDiskSpace(_) => ErrorCode::OutOfDiskSpace,
             Error::Corruption(_) => ErrorCode::DataCorruptionDetected,
             Error::Query(_) | Error::Document(_) | Error::Storage(_) | Error::Busy(_) => ErrorCode::InternalError,

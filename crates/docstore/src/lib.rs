@@ -253,7 +253,11 @@ impl Store {
 
     // Catalog.
 
+    /// Creates a collection, or a view when the options have `viewOn` (and `pipeline`).
     pub fn create_collection(&self, db: &str, name: &str, options: Document) -> Result<()> {
+        if options.contains_key("viewOn") {
+            return self.inner.catalog.create_view(&self.inner.engine, db, name, &options);
+        }
         self.inner.catalog.create_collection(&self.inner.engine, db, name, options).map(|_| ())
     }
 
@@ -441,8 +445,12 @@ impl Store {
         self.inner.count(db, name, request)
     }
 
-    /// The maintained document counter: no scan.
+    /// The maintained document counter: no scan (on a view, which has none, a count of its
+    /// results).
     pub fn estimated_document_count(&self, db: &str, name: &str) -> Result<u64> {
+        if self.inner.catalog.view(db, name).is_some() {
+            return self.count(db, name, &FindRequest::default());
+        }
         stats::estimated_document_count(&self.inner.engine, &self.inner.catalog, db, name)
     }
 

@@ -70,7 +70,7 @@ pub fn db_stats(engine: &Engine, catalog: &Catalog, db: &str, scale: u64) -> Res
     validate_db_name(db)?;
     let scale_i = scale.max(1) as i64;
     let (mut objects, mut data, mut storage, mut indexes, mut index_bytes) = (0i64, 0i64, 0i64, 0i64, 0i64);
-    let collections = catalog.list_collections(db);
+    let (views, collections): (Vec<_>, Vec<_>) = catalog.list_collections(db).into_iter().partition(|info| info.view);
     for info in &collections {
         let stats = coll_stats(engine, catalog, db, &info.name, 1)?;
         objects += stats.get_i64("count").unwrap_or(0);
@@ -84,7 +84,7 @@ pub fn db_stats(engine: &Engine, catalog: &Catalog, db: &str, scale: u64) -> Res
     Ok(doc! {
         "db": db,
         "collections": collections.len() as i64,
-        "views": 0i64,
+        "views": views.len() as i64,
         "objects": objects,
         "avgObjSize": if objects > 0 { data as f64 / objects as f64 } else { 0.0 },
         "dataSize": data / scale_i,

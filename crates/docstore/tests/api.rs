@@ -66,6 +66,60 @@ fn insert_generates_ids_and_reports_duplicates() {
     assert!(store.validate("db", "c").unwrap().is_valid());
 }
 
+/// Goal: views read through their chain of pipelines, refuse writes, and their definitions
+/// survive a reopen; a view's definitions are checked (cycles, depth, writing stages).
+#[test]
+fn views_read_through_their_definitions_and_survive_restart() {
+    let dir = tempdir();
+    let ids = |store: &Store, name: &str, request: FindRequest| -> Vec<Bson> {
+        let cursor = store.find("db", name, &request).unwrap();
+        cursor.map(|d| Document::try_from(d.unwrap().as_ref()).unwrap().get("_id").cloned().unwrap()).collect()
+    };
+    {
+        let store = Store::open(&dir, StoreOptions::default()).unwrap();
+        let documents = (1..=6).map(|i| raw(doc! {"_id": i, "k": i % 2})).collect();
+        store.insert("db", "base", documents, true, Durability::Immediate);
+        store.create_collection("db", "odd", doc! {"viewOn": "base", "pipeline": [{"$match": {"k": 1}}]}).unwrap();
+        store
+            .create_collection("db", "big_odd", doc! {"viewOn": "odd", "pipeline": [{"$match": {"_id": {"$gt": 1}}}]})
+            .unwrap();
+        assert_eq!(ids(&store, "big_odd", FindRequest::default()), vec![Bson::Int32(3), Bson::Int32(5)]);
+        let refused = store.update(
+            "db",
+            "odd",
+            &UpdateRequest {
+                filter: doc! {},
+                update: UpdateModification::Document(doc! {"$set": {"x": 1}}),
+                multi: true,
+                upsert: false,
+                array_filters: Vec::new(),
+                hint: None,
+                variables: Default::default(),
+            },
+            Durability::None,
+        );
+        assert_eq!(refused.unwrap_err().code(), 166);
+        assert_eq!(store.insert("db", "odd", vec![rawdoc! {"a": 1}], true, Durability::None).errors[0].1.code(), 166);
+        let cycle = store.create_collection("db", "odd2", doc! {"viewOn": "odd2"});
+        assert_eq!(cycle.unwrap_err().code(), 150);
+        for depth in 0..18 {
+            let on = if depth == 0 { "big_odd".to_string() } else { format!("deep{}", depth - 1) };
+            store.create_collection("db", &format!("deep{depth}"), doc! {"viewOn": on}).unwrap();
+        }
+        let too_deep = store.create_collection("db", "deep18", doc! {"viewOn": "deep17"});
+        assert_eq!(too_deep.unwrap_err().code(), 149);
+        store.close().unwrap();
+    }
+    let store = Store::open(&dir, StoreOptions::default()).unwrap();
+    let request = FindRequest { sort: Some(doc! {"_id": -1}), limit: Some(1), ..FindRequest::default() };
+    assert_eq!(ids(&store, "deep17", request), vec![Bson::Int32(5)]);
+    assert_eq!(store.count("db", "odd", &FindRequest::default()).unwrap(), 3);
+    let views: Vec<String> = store.list_collections("db").into_iter().filter(|c| c.view).map(|c| c.name).collect();
+    assert_eq!(views.len(), 20);
+    assert!(store.drop_collection("db", "odd").unwrap());
+    assert!(ids(&store, "big_odd", FindRequest::default()).is_empty(), "a view over a missing source is empty");
+}
+
 /// Goal: catalog operations and name rules; everything survives a reopen.
 #[test]
 fn catalog_operations_survive_restart() {
@@ -90,7 +144,7 @@ fn catalog_operations_survive_restart() {
     assert_eq!(names, vec!["db", "other"]);
     assert_eq!(
         store.list_collections("db"),
-        vec![CollectionInfo { name: "a".into(), options: doc! {"capped": false} }]
+        vec![CollectionInfo { name: "a".into(), options: doc! {"capped": false}, view: false }]
     );
     assert_eq!(store.list_indexes("other", "renamed").unwrap().len(), 2);
     let outcome = store.insert("other", "renamed", vec![rawdoc! {"_id": 2, "x": 1}], true, Durability::Immediate);

@@ -110,6 +110,8 @@ error_codes! {
     CursorInUse = 143,
     ExceededMemoryLimit = 146,
     ZLibError = 147,
+    ViewDepthLimitExceeded = 149,
+    GraphContainsCycle = 150,
     CommandNotSupportedOnView = 166,
     OptionNotSupportedOnView = 167,
     InvalidPipelineOperator = 168,

@@ -9,6 +9,7 @@
 //!              { spec: {v: 2, key, name, unique?, sparse?, partialFilterExpression?,
 //!                       expireAfterSeconds?, clustered?}, tree: "i.<n>", multikey, ready } ] }
 //! key "\0next_tree"    value u64 little-endian: the next <n> for a tree name
+//! key "\0view\0db.name" value BSON { db, name, viewOn, pipeline }: a view (`super::view`)
 //! ```
 //!
 //! The `_id` index is implicit: the collection's own tree, keyed by the encoded `_id`.

@@ -19,6 +19,7 @@
 //! The engine is the store's; the methods that read or change trees take it as an argument.
 
 pub mod entry;
+pub mod view;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -35,6 +36,7 @@ pub use entry::{
 use crate::collection::{Collection, CollectionInfo, DatabaseInfo};
 use crate::error::{Error, Result};
 use crate::oplog::{self, Entry, Oplog};
+pub use view::ViewMeta;
 
 type CollectionMap = BTreeMap<(String, String), Arc<Collection>>;
 
@@ -47,6 +49,8 @@ pub struct Catalog {
     /// `__sessions`: retryable writes' statement records ([`crate::retry`]).
     sessions_tree: TreeId,
     collections: RwLock<CollectionMap>,
+    /// The views' definitions ([`view`]), by (db, name); a name is a collection or a view.
+    views: RwLock<BTreeMap<(String, String), ViewMeta>>,
     /// Held by every catalog change (create, drop, rename, tree allocation).
     ddl: Mutex<()>,
     /// The oplog, once the store keeps one: every change commits its entries with it, and the
@@ -74,13 +78,15 @@ impl Catalog {
             counts_tree: ensure_tree(engine, entry::COUNTS_TREE)?,
             sessions_tree: ensure_tree(engine, crate::retry::SESSIONS_TREE)?,
             collections: RwLock::new(BTreeMap::new()),
+            views: RwLock::new(BTreeMap::new()),
             ddl: Mutex::new(()),
             oplog: RwLock::new(None),
             holds: Arc::default(),
             document_compression,
         };
-        let metas = catalog.load(engine)?;
+        let (metas, views) = catalog.load(engine)?;
         drop_garbage_trees(engine, &metas)?;
+        catalog.views.write().extend(views.into_iter().map(|view| ((view.db.clone(), view.name.clone()), view)));
         for meta in metas {
             let key = (meta.db.clone(), meta.name.clone());
             let collection = Collection::open(engine, meta, Arc::new(Mutex::new(())), catalog.document_compression)?;
@@ -89,17 +95,18 @@ impl Catalog {
         Ok(catalog)
     }
 
-    fn load(&self, engine: &Engine) -> Result<Vec<CollectionMeta>> {
+    fn load(&self, engine: &Engine) -> Result<(Vec<CollectionMeta>, Vec<ViewMeta>)> {
         let snapshot = engine.snapshot();
-        let mut metas = Vec::new();
+        let (mut metas, mut views) = (Vec::new(), Vec::new());
         for item in snapshot.iter(self.tree) {
             let (key, value) = item?;
-            if key.first() == Some(&0) {
-                continue;
+            if key.starts_with(view::VIEW_KEY_PREFIX) {
+                views.push(ViewMeta::decode(&value)?);
+            } else if key.first() != Some(&0) {
+                metas.push(CollectionMeta::decode(&value)?);
             }
-            metas.push(CollectionMeta::decode(&value)?);
         }
-        Ok(metas)
+        Ok((metas, views))
     }
 
     /// The `__catalog` tree, for a write that commits a catalog entry with its own messages.
@@ -259,7 +266,97 @@ impl Catalog {
     }
 
     pub fn existing(&self, db: &str, name: &str) -> Result<Arc<Collection>> {
+        self.refuse_view(db, name)?;
         self.collection(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns does not exist: {db}.{name}")))
+    }
+
+    pub fn view(&self, db: &str, name: &str) -> Option<ViewMeta> {
+        self.views.read().get(&(db.to_string(), name.to_string())).cloned()
+    }
+
+    /// CommandNotSupportedOnView for a write, an index or a rename aimed at a view.
+    pub fn refuse_view(&self, db: &str, name: &str) -> Result<()> {
+        match self.view(db, name) {
+            Some(_) => {
+                Err(Error::CommandNotSupportedOnView(format!("Namespace {db}.{name} is a view, not a collection")))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// What a read of `name` reads: the source collection under its chain of views (itself
+    /// when it is not a view) and the pipeline that turns it into `name`, innermost view's
+    /// stages first. `None` when `name` is not a view.
+    pub fn resolve_view(&self, db: &str, name: &str) -> Result<Option<(String, Vec<Document>)>> {
+        let views = self.views.read();
+        let Some(mut view) = views.get(&(db.to_string(), name.to_string())) else { return Ok(None) };
+        let mut chain = vec![view];
+        while let Some(inner) = views.get(&(db.to_string(), view.view_on.clone())) {
+            if chain.len() >= view::MAX_VIEW_DEPTH {
+                return Err(Error::ViewDepthLimitExceeded(format!(
+                    "View depth too deep or view cycle detected. Maximum depth is {}",
+                    view::MAX_VIEW_DEPTH
+                )));
+            }
+            chain.push(inner);
+            view = inner;
+        }
+        let pipeline = chain.iter().rev().flat_map(|view| view.pipeline.iter().cloned()).collect();
+        Ok(Some((view.view_on.clone(), pipeline)))
+    }
+
+    /// `create` with `viewOn`: a view over a collection or view of the same database (which
+    /// need not exist yet, as in MongoDB), no deeper than 20 and not reading itself.
+    pub fn create_view(&self, engine: &Engine, db: &str, name: &str, options: &Document) -> Result<()> {
+        validate_user_collection(db, name)?;
+        let view = ViewMeta::from_options(db, name, options)?;
+        let _ddl = self.ddl.lock();
+        if self.collection(db, name).is_some() || self.view(db, name).is_some() {
+            return Err(Error::NamespaceExists(format!("Namespace {db}.{name} already exists")));
+        }
+        self.check_view_chain(&view)?;
+        let mut create = bson::doc! {"create": name};
+        create.extend(view.options());
+        let entries = self.command_entries(db, create)?;
+        let mut txn = engine.begin();
+        txn.put(self.tree, ViewMeta::key(db, name), view.encode()?);
+        self.commit_logged(engine, txn, db, entries, Durability::Immediate)?;
+        self.views.write().insert((db.into(), name.into()), view);
+        Ok(())
+    }
+
+    /// A new view may not read itself through its sources, nor sit on more than 20 views.
+    fn check_view_chain(&self, view: &ViewMeta) -> Result<()> {
+        let mut depth = 1;
+        let mut on = view.view_on.clone();
+        loop {
+            if on == view.name {
+                let namespace = format!("{}.{}", view.db, view.name);
+                return Err(Error::GraphContainsCycle(format!("View cycle detected: {namespace} reads itself")));
+            }
+            let Some(inner) = self.view(&view.db, &on) else { return Ok(()) };
+            depth += 1;
+            if depth > view::MAX_VIEW_DEPTH {
+                return Err(Error::ViewDepthLimitExceeded(format!(
+                    "View depth too deep or view cycle detected. Maximum depth is {}",
+                    view::MAX_VIEW_DEPTH
+                )));
+            }
+            on = inner.view_on;
+        }
+    }
+
+    /// Drops a view; `Ok(false)` when there is none of that name.
+    fn drop_view(&self, engine: &Engine, db: &str, name: &str) -> Result<bool> {
+        if self.view(db, name).is_none() {
+            return Ok(false);
+        }
+        let mut txn = engine.begin();
+        txn.delete(self.tree, ViewMeta::key(db, name));
+        let entries = self.command_entries(db, bson::doc! {"drop": name})?;
+        self.commit_logged(engine, txn, db, entries, Durability::Immediate)?;
+        self.views.write().remove(&(db.to_string(), name.to_string()));
+        Ok(true)
     }
 
     /// Takes the collection's write lock; `None` if it does not exist (or was dropped while
@@ -277,6 +374,7 @@ impl Catalog {
 
     /// Takes the write lock of the collection, creating it if needed.
     pub fn lock_or_create(&self, engine: &Engine, db: &str, name: &str) -> Result<Locked> {
+        self.refuse_view(db, name)?;
         loop {
             self.collection_or_create(engine, db, name)?;
             if let Some(locked) = self.lock(db, name) {
@@ -320,7 +418,7 @@ impl Catalog {
         validate_user_collection(db, name)?;
         crate::compression::requested(&options)?;
         let _ddl = self.ddl.lock();
-        if self.collection(db, name).is_some() {
+        if self.collection(db, name).is_some() || self.view(db, name).is_some() {
             return Err(Error::NamespaceExists(format!("Collection {db}.{name} already exists.")));
         }
         self.create_collection_locked(engine, db, name, options)
@@ -332,6 +430,7 @@ impl Catalog {
             return Ok(collection);
         }
         validate_user_collection(db, name)?;
+        self.refuse_view(db, name)?;
         let _ddl = self.ddl.lock();
         match self.collection(db, name) {
             Some(collection) => Ok(collection),
@@ -374,7 +473,7 @@ impl Catalog {
     pub fn drop_collection(&self, engine: &Engine, db: &str, name: &str) -> Result<bool> {
         let _ddl = self.ddl.lock();
         let Some(collection) = self.collection(db, name) else {
-            return Ok(false);
+            return self.drop_view(engine, db, name);
         };
         let lock = Arc::clone(&collection.write_lock);
         let _write = lock.lock();
@@ -415,6 +514,10 @@ impl Catalog {
         drop_target: bool,
     ) -> Result<()> {
         validate_user_collection(to.0, to.1)?;
+        self.refuse_view(from.0, from.1)?;
+        if self.view(to.0, to.1).is_some() {
+            return Err(Error::NamespaceExists("target namespace exists (a view)".into()));
+        }
         if from == to {
             return Err(Error::IllegalOperation("Can't rename a collection to itself".into()));
         }
@@ -456,16 +559,26 @@ impl Catalog {
         Ok(())
     }
 
+    /// The database's collections, then its views.
     pub fn list_collections(&self, db: &str) -> Vec<CollectionInfo> {
-        self.collections
-            .read()
+        let collections = self.collections.read();
+        let mut infos: Vec<CollectionInfo> = collections
             .iter()
             .filter(|((collection_db, _), _)| collection_db == db)
             .map(|((_, name), collection)| CollectionInfo {
                 name: name.clone(),
                 options: collection.meta.options.clone(),
+                view: false,
             })
-            .collect()
+            .collect();
+        let views = self.views.read();
+        let of_db = views.iter().filter(|((view_db, _), _)| view_db == db);
+        infos.extend(of_db.map(|((_, name), view)| CollectionInfo {
+            name: name.clone(),
+            options: view.options(),
+            view: true,
+        }));
+        infos
     }
 
     /// The databases that hold a collection, in name order (from the catalog alone).

@@ -145,6 +145,9 @@ impl Inner {
         counters: Arc<ExecutionCounters>,
     ) -> Result<(Cursor, Option<Plan>)> {
         let Some(collection) = self.catalog.collection(db, name) else {
+            if let Some((source, pipeline)) = self.catalog.resolve_view(db, name)? {
+                return Ok((self.find_in_view(db, &source, pipeline, request)?, None));
+            }
             // A missing collection is empty, but its arguments must still be valid.
             Filter::parse(&request.filter)?;
             return Ok((Cursor::from_documents(Vec::new()), None));
@@ -210,6 +213,41 @@ impl Inner {
             }
         }));
         Ok((Cursor::new(stream), Some(prepared.plan)))
+    }
+
+    /// A find on a view: the view's pipeline over its source, then the find as stages.
+    fn find_in_view(
+        self: &Arc<Inner>,
+        db: &str,
+        source: &str,
+        mut pipeline: Vec<Document>,
+        request: &FindRequest,
+    ) -> Result<Cursor> {
+        if request.return_key || request.show_record_id {
+            return Err(Error::InvalidOptions("returnKey and showRecordId are not supported on a view".into()));
+        }
+        if !request.filter.is_empty() {
+            pipeline.push(bson::doc! {"$match": request.filter.clone()});
+        }
+        if let Some(sort) = &request.sort {
+            pipeline.push(bson::doc! {"$sort": sort.clone()});
+        }
+        if request.skip > 0 {
+            pipeline.push(bson::doc! {"$skip": i64::try_from(request.skip).unwrap_or(i64::MAX)});
+        }
+        if let Some(limit) = request.limit.filter(|limit| *limit > 0) {
+            pipeline.push(bson::doc! {"$limit": i64::try_from(limit).unwrap_or(i64::MAX)});
+        }
+        if let Some(projection) = request.projection.as_ref().filter(|p| !p.is_empty()) {
+            pipeline.push(bson::doc! {"$project": projection.clone()});
+        }
+        let options = crate::AggregateOptions {
+            allow_disk_use: request.allow_disk_use,
+            hint: request.hint.clone(),
+            read_at: request.read_at.clone(),
+            variables: (*request.variables).clone(),
+        };
+        self.aggregate(db, Some(source), &pipeline, &options)
     }
 
     /// A blocking sort: in memory up to the limit, then (if allowed) through a temporary tree.

@@ -40,6 +40,7 @@ impl Inner {
         writer: &mut Writer<'_>,
     ) -> Result<u64> {
         // Only a single-document delete is retryable.
+        self.catalog.refuse_view(db, name)?;
         let retry = writer.retry.filter(|_| request.just_one && !writer.in_transaction());
         let filter = query::filter::Filter::parse(&request.filter)?.with_variables(Arc::clone(&request.variables));
         let Some(mut locked) = self.catalog.lock(db, name) else {

@@ -199,6 +199,7 @@ impl Inner {
         writer: &mut Writer<'_>,
     ) -> Result<UpdateOutcome> {
         // Only a single-document update is retryable (drivers never retry a multi-update).
+        self.catalog.refuse_view(db, name)?;
         let retry = writer.retry.filter(|_| !request.multi && !writer.in_transaction());
         let modification = Modification::parse(&request.update, &request.array_filters, &request.variables)?;
         if request.multi && modification.is_replacement() {
@@ -347,6 +348,7 @@ impl Inner {
         request: &FindAndModifyRequest,
         writer: &mut Writer<'_>,
     ) -> Result<FindAndModifyOutcome> {
+        self.catalog.refuse_view(db, name)?;
         let retry = writer.retry.filter(|_| !writer.in_transaction());
         let modification = match (&request.update, request.remove) {
             (Some(_), true) => return Err(Error::bad_value("Cannot specify both an update and remove=true")),

@@ -24,18 +24,21 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         if authorized_only && !auth::may_see_collection(context, &command.database, &info.name) {
             continue;
         }
-        let full = doc! {
+        let kind = if info.view { "view" } else { "collection" };
+        let mut full = doc! {
             "name": info.name.clone(),
-            "type": "collection",
+            "type": kind,
             "options": info.options.clone(),
-            "info": { "readOnly": false },
-            "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_" },
+            "info": { "readOnly": info.view },
         };
+        if !info.view {
+            full.insert("idIndex", doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_" });
+        }
         if filter.as_ref().is_some_and(|filter| !filter.matches(&full)) {
             continue;
         }
         entries.push(if name_only {
-            doc! { "name": info.name, "type": "collection" }
+            doc! { "name": info.name, "type": kind }
         } else {
             full
         });

@@ -3,8 +3,10 @@
 `_id`, and the errors MongoDB 7 gives for what it refuses (an update's `sort`, Atlas Search)."""
 
 import datetime
+import os
 
 import pytest
+from conftest import StrataProcess
 from pymongo import DeleteOne, UpdateOne
 from pymongo.errors import OperationFailure, WriteError
 
@@ -139,3 +141,66 @@ def test_merge_duplicate_key_names_its_key(db):
     assert duplicate.value.code == 11000
     assert duplicate.value.details["keyPattern"] == {"_id": 1}
     assert duplicate.value.details["keyValue"] == {"_id": 2}
+
+
+def test_views_read_through_their_pipelines_and_refuse_writes(db):
+    db.people.insert_many([{"_id": i, "name": f"p{i}", "age": 10 * i} for i in range(1, 7)])
+    db.create_collection("adults", viewOn="people", pipeline=[{"$match": {"age": {"$gte": 30}}}])
+    db.command("create", "named", viewOn="adults", pipeline=[{"$project": {"name": 1}}])  # a view on a view
+    listed = {c["name"]: c for c in db.list_collections()}
+    assert listed["adults"]["type"] == "view" and listed["adults"]["info"]["readOnly"] is True
+    assert listed["adults"]["options"] == {"viewOn": "people", "pipeline": [{"$match": {"age": {"$gte": 30}}}]}
+    assert "idIndex" not in listed["adults"] and listed["people"]["type"] == "collection"
+    assert sorted(db.list_collection_names(filter={"type": "view"})) == ["adults", "named"]
+    assert [d["_id"] for d in db.adults.find({"age": {"$lt": 60}}).sort("age", -1).skip(1).limit(2)] == [4, 3]
+    assert list(db.named.find({}, {"_id": 0}).sort("name", 1).limit(1)) == [{"name": "p3"}]
+    assert db.adults.count_documents({}) == 4 and db.adults.estimated_document_count() == 4
+    assert db.named.count_documents({"name": "p6"}) == 1
+    assert sorted(db.adults.distinct("age")) == [30, 40, 50, 60]
+    grouped = list(db.adults.aggregate([{"$group": {"_id": None, "total": {"$sum": "$age"}}}]))
+    assert grouped == [{"_id": None, "total": 180}]
+    joined = list(db.people.aggregate([{"$match": {"_id": 1}},
+                                       {"$lookup": {"from": "adults", "pipeline": [], "as": "grown"}}]))
+    assert len(joined[0]["grown"]) == 4
+    db.people.insert_one({"_id": 7, "name": "p7", "age": 70})  # a view reads the newest data
+    assert db.adults.count_documents({}) == 5
+    for write in (lambda: db.adults.insert_one({"age": 99}),
+                  lambda: db.adults.update_one({}, {"$set": {"x": 1}}),
+                  lambda: db.adults.delete_many({}),
+                  lambda: db.adults.find_one_and_delete({}),
+                  lambda: db.adults.create_index("age"),
+                  lambda: db.adults.rename("grownups")):
+        with pytest.raises(OperationFailure) as refused:
+            write()
+        assert refused.value.code == 166, write
+    with pytest.raises(OperationFailure) as exists:
+        db.command("create", "adults")
+    assert exists.value.code == 48
+    with pytest.raises(OperationFailure) as cycle:
+        db.command("create", "loop", viewOn="loop", pipeline=[])
+    assert cycle.value.code == 150
+    with pytest.raises(OperationFailure) as writes:
+        db.command("create", "out", viewOn="people", pipeline=[{"$out": "x"}])
+    assert writes.value.code == 167
+    assert db.command("dbStats")["views"] == 2
+    db.adults.drop()
+    assert "adults" not in db.list_collection_names()
+    assert db.named.count_documents({}) == 0  # its source is gone: empty, as in MongoDB
+    assert db.people.count_documents({}) == 7
+
+
+def test_views_survive_kill_9(workdir):
+    process = StrataProcess(os.path.join(workdir, "views"))
+    client = process.client()
+    client.v.base.insert_many([{"_id": i} for i in range(10)])
+    client.v.create_collection("small", viewOn="base", pipeline=[{"$match": {"_id": {"$lt": 3}}}])
+    client.close()
+    process.kill()
+    process = StrataProcess(process.dbpath)
+    client = process.client()
+    try:
+        assert client.v.small.count_documents({}) == 3
+        assert client.v.command("listCollections", filter={"name": "small"})["cursor"]["firstBatch"][0]["type"] == "view"
+    finally:
+        client.close()
+        process.stop()
