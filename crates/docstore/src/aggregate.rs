@@ -40,6 +40,8 @@ pub struct AggregateOptions {
     pub read_at: Option<crate::transaction::ReadAt>,
     /// The command's variables (`let`, `$$NOW`, `$$CLUSTER_TIME`).
     pub variables: query::expr::Variables,
+    /// The command's collation (`None`: the collection's default) for `$match` and `$sort`.
+    pub collation: Option<query::collation::Collation>,
 }
 
 /// The store as pipelines see it: other collections, and spill trees.
@@ -81,7 +83,14 @@ impl Inner {
             sort_bytes: self.options.sort_memory_limit_bytes,
             group_bytes: self.options.group_memory_limit_bytes,
         };
-        let mut context = Context::shared(db, source.clone()).with_limits(limits).with_vars(options.variables.clone());
+        let collation = match collection.and_then(|name| self.catalog.collection(db, name)) {
+            Some(found) => found.collation_for(options.collation.as_ref()),
+            None => options.collation.clone().filter(|collation| !collation.is_simple()),
+        };
+        let mut context = Context::shared(db, source.clone())
+            .with_limits(limits)
+            .with_vars(options.variables.clone())
+            .with_collation(collation);
         if options.allow_disk_use {
             context = context.with_spill(source);
         }
@@ -130,6 +139,7 @@ fn push_down_match(pipeline: &[Document], options: &AggregateOptions) -> (FindRe
         hint: options.hint.clone(),
         allow_disk_use: options.allow_disk_use,
         read_at: options.read_at.clone(),
+        collation: options.collation.clone(),
         ..FindRequest::default()
     };
     if let Some(Bson::Document(first)) = stages.first()
@@ -200,6 +210,7 @@ impl CollectionSource for StoreSource {
             array_filters: Vec::new(),
             hint: None,
             variables: Default::default(),
+            collation: None,
         };
         self.inner()?
             .update(&namespace.db, &namespace.collection, &request, &mut Writer::plain(Durability::Periodic))

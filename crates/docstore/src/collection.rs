@@ -23,6 +23,8 @@ pub struct Collection {
     pub write_lock: Arc<Mutex<()>>,
     pub count_key: Vec<u8>,
     pub size_key: Vec<u8>,
+    /// The default collation of its reads and writes (the `collation` option; `None`: binary).
+    pub collation: Option<query::collation::Collation>,
 }
 
 impl Collection {
@@ -44,7 +46,10 @@ impl Collection {
             engine.set_tree_compression(index_tree, crate::compression::requested(&index.spec).unwrap_or(None))?;
             indexes.push(Index::open(index, index_tree)?);
         }
+        // Validated (and filled in) at create.
+        let collation = query::collation::Collation::parse_optional(meta.options.get("collation")).unwrap_or(None);
         Ok(Collection {
+            collation,
             count_key: count_key(&meta.tree),
             size_key: size_key(&meta.tree),
             meta,
@@ -68,6 +73,19 @@ impl Collection {
             .options
             .get_document("changeStreamPreAndPostImages")
             .is_ok_and(|option| option.get_bool("enabled").unwrap_or(false))
+    }
+
+    /// The collation a statement uses: its own if it gives one (`{locale: "simple"}` is the
+    /// binary order), else the collection's default.
+    pub fn collation_for(
+        &self,
+        requested: Option<&query::collation::Collation>,
+    ) -> Option<query::collation::Collation> {
+        match requested {
+            Some(collation) if collation.is_simple() => None,
+            Some(collation) => Some(collation.clone()),
+            None => self.collation.clone(),
+        }
     }
 
     /// Indexes the planner may use.

@@ -97,6 +97,8 @@ pub use collection::{CollectionInfo, DatabaseInfo};
 pub use entry_filter::EntryFilter;
 pub use error::{Error, Result};
 pub use index::build::{CreateIndexesOutcome, IndexSelector};
+/// A statement's `collation` (ICU's string order for a language), parsed by the caller.
+pub use query::collation::Collation;
 /// A statement's variables (`let`, `$$NOW`, `$$CLUSTER_TIME`), made by the caller once per command.
 pub use query::expr::Variables;
 pub use read::explain::Verbosity;
@@ -454,15 +456,11 @@ impl Store {
         stats::estimated_document_count(&self.inner.engine, &self.inner.catalog, db, name)
     }
 
-    /// Distinct values at `key` among matching documents (arrays contribute their elements),
-    /// in MongoDB's value order.
-    pub fn distinct(&self, db: &str, name: &str, key: &str, filter: Document) -> Result<Vec<Bson>> {
-        self.inner.distinct(db, name, key, filter, None)
-    }
-
-    /// [`Store::distinct`] in a transaction's view.
-    pub fn distinct_at(&self, db: &str, name: &str, key: &str, filter: Document, read_at: ReadAt) -> Result<Vec<Bson>> {
-        self.inner.distinct(db, name, key, filter, Some(read_at))
+    /// Distinct values at `key` among the documents the request matches (its `filter`,
+    /// `read_at` and `collation` count; arrays contribute their elements), in MongoDB's value
+    /// order.
+    pub fn distinct(&self, db: &str, name: &str, key: &str, request: &FindRequest) -> Result<Vec<Bson>> {
+        self.inner.distinct(db, name, key, request)
     }
 
     /// Runs a pipeline over `collection` (`None`: a database-level aggregate, no input).

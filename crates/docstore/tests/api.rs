@@ -95,6 +95,7 @@ fn views_read_through_their_definitions_and_survive_restart() {
                 array_filters: Vec::new(),
                 hint: None,
                 variables: Default::default(),
+                collation: None,
             },
             Durability::None,
         );
@@ -199,6 +200,7 @@ fn stored_document_rules_hold_for_every_write() {
         array_filters: Vec::new(),
         hint: None,
         variables: Default::default(),
+        collation: None,
     };
     let error = store
         .update("db", "c", &set(doc! {"_id": 1}, doc! {"$set": {"more": nested(100)}}, false), Durability::None)
@@ -260,6 +262,7 @@ fn unique_index_duplicates() {
         array_filters: vec![],
         hint: None,
         variables: Default::default(),
+        collation: None,
     };
     assert_eq!(store.update("db", "c", &update, Durability::None).unwrap_err().code(), 11000);
     assert_eq!(find(&store, filter(doc! {"email": "b@x"})).len(), 1);
@@ -462,6 +465,7 @@ fn updates_and_find_and_modify() {
         array_filters: vec![],
         hint: None,
         variables: Default::default(),
+        collation: None,
     };
     let outcome = store
         .update("db", "c", &update(doc! {"g": 0}, doc! {"$inc": {"n": 1}}, true, false), Durability::None)
@@ -492,6 +496,7 @@ fn updates_and_find_and_modify() {
         array_filters: vec![],
         hint: None,
         variables: Default::default(),
+        collation: None,
     };
     assert_eq!(store.update("db", "c", &pipeline, Durability::None).unwrap().modified, 1);
     assert_eq!(find(&store, filter(doc! {"n": 10})).len(), 1);
@@ -587,7 +592,7 @@ fn index_kinds() {
     assert_eq!(stats.get_i32("nindexes").unwrap(), 6);
     assert!(stats.get_document("indexSizes").unwrap().get_i64("c_clustering").unwrap() > 0);
     assert_eq!(store.db_stats("db", 1).unwrap().get_i64("objects").unwrap(), 2);
-    assert_eq!(store.distinct("db", "c", "tags", doc! {}).unwrap(), vec![Bson::String("b".into())]);
+    assert_eq!(store.distinct("db", "c", "tags", &FindRequest::default()).unwrap(), vec![Bson::String("b".into())]);
 }
 
 /// Goal: cursors keep their snapshot across later writes and return batches.

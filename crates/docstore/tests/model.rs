@@ -207,6 +207,7 @@ impl Run {
                     array_filters: vec![],
                     hint: None,
                     variables: Default::default(),
+                    collation: None,
                 };
                 let outcome = self.store().update(DB, COLL, &request, Durability::None).unwrap();
                 let parsed_update = query::update::Update::parse(&update, &[]).unwrap();

@@ -39,6 +39,7 @@ fn every_change_is_logged_in_order() {
         array_filters: Vec::new(),
         hint: None,
         variables: Default::default(),
+        collation: None,
     };
     store.update("db", "c", &set, Durability::None).unwrap();
     let replace = UpdateRequest { update: UpdateModification::Document(doc! {"z": 1}), ..set.clone() };

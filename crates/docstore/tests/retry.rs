@@ -24,6 +24,7 @@ fn update(filter: Document, update: Document, upsert: bool) -> UpdateRequest {
         array_filters: Vec::new(),
         hint: None,
         variables: Default::default(),
+        collation: None,
     }
 }
 

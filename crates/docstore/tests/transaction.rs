@@ -28,6 +28,7 @@ fn set(filter: Document, update: Document) -> UpdateRequest {
         array_filters: Vec::new(),
         hint: None,
         variables: Default::default(),
+        collation: None,
     }
 }
 

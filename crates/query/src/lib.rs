@@ -10,6 +10,7 @@
 // Library code returns errors instead of panicking; tests may unwrap.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod collation;
 pub mod error;
 pub mod expr;
 pub mod filter;

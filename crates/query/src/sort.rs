@@ -32,6 +32,8 @@ use crate::error::{QueryError, Result, fail};
 pub struct SortSpec {
     fields: Vec<(FieldPath, Direction)>,
     values: PathValues,
+    /// Strings order under this collation (their keys hold its surrogates); `None`: binary.
+    collation: Option<crate::collation::Collation>,
 }
 
 /// Which values along a path a sort key chooses its minimum or maximum from.
@@ -62,7 +64,7 @@ impl SortSpec {
             }
             fields.push((path, direction));
         }
-        Ok(SortSpec { fields, values: PathValues::IndexKeys })
+        Ok(SortSpec { fields, values: PathValues::IndexKeys, collation: None })
     }
 
     /// Parses the `$sort` stage's operand.
@@ -83,12 +85,19 @@ impl SortSpec {
                 FieldPath::parse(name).map_err(|_| fail(40352, "FieldPath cannot be constructed with empty string"))?;
             fields.push((path, direction));
         }
-        Ok(SortSpec { fields, values: PathValues::FilterCandidates })
+        Ok(SortSpec { fields, values: PathValues::FilterCandidates, collation: None })
     }
 
     /// A stage's sort on one field (`$sortByCount`'s count).
     pub fn single(path: &str, direction: Direction) -> Result<SortSpec> {
-        Ok(SortSpec { fields: vec![(FieldPath::parse(path)?, direction)], values: PathValues::FilterCandidates })
+        let fields = vec![(FieldPath::parse(path)?, direction)];
+        Ok(SortSpec { fields, values: PathValues::FilterCandidates, collation: None })
+    }
+
+    /// The same sort ordering strings under `collation` (`None`: by their bytes).
+    pub fn with_collation(mut self, collation: Option<crate::collation::Collation>) -> SortSpec {
+        self.collation = collation;
+        self
     }
 
     pub fn is_empty(&self) -> bool {
@@ -99,7 +108,8 @@ impl SortSpec {
         &self.fields
     }
 
-    /// The sort key of a document: one value per field.
+    /// The sort key of a document: one value per field (under a collation, its strings are the
+    /// collation's surrogates: the key orders, it is not shown).
     pub fn key(&self, document: &Document) -> Vec<Bson> {
         self.fields.iter().map(|(path, direction)| self.field_key(document, path, *direction)).collect()
     }
@@ -158,6 +168,10 @@ impl SortSpec {
             PathValues::FilterCandidates => candidate_values(document, path),
         };
         let mut best: Option<Bson> = None;
+        let values = values.into_iter().map(|value| match &self.collation {
+            Some(collation) => collation.surrogate(&value).into_owned(),
+            None => value,
+        });
         for value in values {
             let better = best.as_ref().is_none_or(|current| direction.apply(compare_values(&value, current)).is_lt());
             if better {

@@ -417,6 +417,14 @@ impl Catalog {
     ) -> Result<Arc<Collection>> {
         validate_user_collection(db, name)?;
         crate::compression::requested(&options)?;
+        let mut options = options;
+        if let Some(collation) = options.get("collation") {
+            // Kept as MongoDB reports it, every field filled in; simple is no collation.
+            match query::collation::Collation::parse_optional(Some(collation))? {
+                Some(collation) => options.insert("collation", collation.spec().clone()),
+                None => options.remove("collation"),
+            };
+        }
         let _ddl = self.ddl.lock();
         if self.collection(db, name).is_some() || self.view(db, name).is_some() {
             return Err(Error::NamespaceExists(format!("Collection {db}.{name} already exists.")));

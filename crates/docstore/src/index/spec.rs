@@ -74,6 +74,16 @@ impl ParsedSpec {
                     self.storage_engine = Some(engines.clone());
                 }
             }
+            "collation" => {
+                if query::collation::Collation::parse_optional(Some(value))?.is_some() {
+                    // Keys would have to be the collation's sort keys (a known limit).
+                    return Err(Error::CannotCreateIndex(
+                        "an index with a collation other than simple is not supported yet: queries with a \
+                         collation scan the collection"
+                            .into(),
+                    ));
+                }
+            }
             "partialFilterExpression" => match value {
                 Bson::Document(filter) => {
                     query::filter::Filter::parse(filter)?;

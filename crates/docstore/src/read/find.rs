@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocumentBuf};
+use query::collation::Collation;
 use query::expr::Variables;
 use query::filter::Filter;
 use query::projection::Projection;
@@ -42,6 +43,9 @@ pub struct FindRequest {
     /// `returnKey`: each result is the index key it was found by (`{}` from a collection
     /// scan), in place of the document and its projection.
     pub return_key: bool,
+    /// The statement's `collation` (`{locale: "simple"}`: the binary order); `None`: the
+    /// collection's default.
+    pub collation: Option<Collation>,
     /// `showRecordId` (without `returnKey`): each result gains `$recordId`, its key in the
     /// collection's tree (the encoded `_id`, as a clustered collection's record id is in MongoDB).
     pub show_record_id: bool,
@@ -129,10 +133,25 @@ pub struct Prepared {
 
 impl Inner {
     pub fn prepare_find(&self, collection: &crate::collection::Collection, request: &FindRequest) -> Result<Prepared> {
-        let filter = Filter::parse(&request.filter)?.with_variables(Arc::clone(&request.variables));
+        let collation = collection.collation_for(request.collation.as_ref());
+        let filter = Filter::parse(&request.filter)?
+            .with_variables(Arc::clone(&request.variables))
+            .with_collation(collation.clone());
         let sort = request.sort.as_ref().map(SortSpec::parse).transpose()?.filter(|s| !s.is_empty());
+        let sort = sort.map(|sort| sort.with_collation(collation.clone()));
         let projection = request.projection.as_ref().filter(|p| !p.is_empty()).map(Projection::parse).transpose()?;
-        let plan = plan(collection, &filter, &request.filter, sort.as_ref(), request.hint.as_ref())?;
+        let mut plan = match &collation {
+            // Indexes hold strings in binary order: bounds made of strings would miss what the
+            // collation equates (a known limit: no collation-aware indexes yet).
+            Some(_) if holds_strings(&Bson::Document(request.filter.clone())) => {
+                Plan { access: Access::CollectionScan { backward: false }, sorted: false, covered: false }
+            }
+            _ => plan(collection, &filter, &request.filter, sort.as_ref(), request.hint.as_ref())?,
+        };
+        if collation.is_some() {
+            // Nor is any scan's order a collation's: the sort is made here.
+            plan.sorted = false;
+        }
         Ok(Prepared { filter, sort, projection, plan })
     }
 
@@ -246,6 +265,7 @@ impl Inner {
             hint: request.hint.clone(),
             read_at: request.read_at.clone(),
             variables: (*request.variables).clone(),
+            collation: request.collation.clone(),
         };
         self.aggregate(db, Some(source), &pipeline, &options)
     }
@@ -309,17 +329,15 @@ impl Inner {
         Ok(n)
     }
 
-    pub fn distinct(
-        self: &Arc<Inner>,
-        db: &str,
-        name: &str,
-        key: &str,
-        filter: Document,
-        read_at: Option<crate::transaction::ReadAt>,
-    ) -> Result<Vec<Bson>> {
+    /// The distinct values at `key` among the request's matches (its filter, view and
+    /// collation), each once in MongoDB's order (under the collation, one of each equal group).
+    pub fn distinct(self: &Arc<Inner>, db: &str, name: &str, key: &str, request: &FindRequest) -> Result<Vec<Bson>> {
         let path = document::path::FieldPath::parse(key).map_err(|e| Error::bad_value(e.to_string()))?;
-        let request = FindRequest { filter, read_at, ..FindRequest::default() };
-        let (cursor, _) = self.find_with_counters(db, name, &request, Arc::default())?;
+        let collation = match self.catalog.collection(db, name) {
+            Some(collection) => collection.collation_for(request.collation.as_ref()),
+            None => request.collation.clone().filter(|collation| !collation.is_simple()),
+        };
+        let (cursor, _) = self.find_with_counters(db, name, request, Arc::default())?;
         let mut values: Vec<Bson> = Vec::new();
         for item in cursor {
             let document = item?;
@@ -330,9 +348,20 @@ impl Inner {
                 }
             }
         }
-        values.sort_by(document::compare_values);
-        values.dedup_by(|a, b| document::compare_values(a, b) == std::cmp::Ordering::Equal);
+        let order = |a: &Bson, b: &Bson| query::collation::compare_values(a, b, collation.as_ref());
+        values.sort_by(order);
+        values.dedup_by(|a, b| order(a, b) == std::cmp::Ordering::Equal);
         Ok(values)
+    }
+}
+
+/// Whether a value holds a string at any depth (a filter whose bounds a collation changes).
+fn holds_strings(value: &Bson) -> bool {
+    match value {
+        Bson::String(_) | Bson::Symbol(_) => true,
+        Bson::Array(items) => items.iter().any(holds_strings),
+        Bson::Document(fields) => fields.values().any(holds_strings),
+        _ => false,
     }
 }
 

@@ -28,6 +28,8 @@ pub struct DeleteRequest {
     pub hint: Option<Hint>,
     /// The statement's variables (`let`, `$$NOW`) for `$expr`.
     pub variables: Arc<query::expr::Variables>,
+    /// The statement's collation (`None`: the collection's default).
+    pub collation: Option<query::collation::Collation>,
 }
 
 impl Inner {
@@ -49,12 +51,14 @@ impl Inner {
             }
             return Ok(0);
         };
+        let filter = filter.with_collation(locked.collection.collation_for(request.collation.as_ref()));
         let find = FindRequest {
             filter: request.filter.clone(),
             limit: request.just_one.then_some(1),
             hint: request.hint.clone(),
             read_at: writer.read_at(),
             variables: Arc::clone(&request.variables),
+            collation: request.collation.clone(),
             ..FindRequest::default()
         };
         let mut deleted = 0;

@@ -44,6 +44,8 @@ pub struct UpdateRequest {
     pub hint: Option<Hint>,
     /// The statement's variables (`let`, `$$NOW`): `$expr` and pipeline updates see them.
     pub variables: Arc<Variables>,
+    /// The statement's collation (`None`: the collection's default).
+    pub collation: Option<query::collation::Collation>,
 }
 
 /// What an update statement did.
@@ -69,6 +71,8 @@ pub struct FindAndModifyRequest {
     pub hint: Option<Hint>,
     /// The statement's variables (`let`, `$$NOW`): `$expr` and pipeline updates see them.
     pub variables: Arc<Variables>,
+    /// The statement's collation (`None`: the collection's default).
+    pub collation: Option<query::collation::Collation>,
 }
 
 /// What findAndModify returns: the document and `lastErrorObject`'s fields.
@@ -213,12 +217,14 @@ impl Inner {
             (None, false) => return Ok(UpdateOutcome::default()),
             (None, true) => self.catalog.lock_or_create(&self.engine, db, name)?,
         };
+        let filter = filter.with_collation(locked.collection.collation_for(request.collation.as_ref()));
         let find = FindRequest {
             filter: request.filter.clone(),
             limit: (!request.multi).then_some(1),
             hint: request.hint.clone(),
             read_at: writer.read_at(),
             variables: Arc::clone(&request.variables),
+            collation: request.collation.clone(),
             ..FindRequest::default()
         };
         let mut outcome = UpdateOutcome::default();
@@ -369,6 +375,7 @@ impl Inner {
             (None, false) => return Ok(FindAndModifyOutcome::default()),
             (None, true) => self.catalog.lock_or_create(&self.engine, db, name)?,
         };
+        let filter = filter.with_collation(locked.collection.collation_for(request.collation.as_ref()));
         let find = FindRequest {
             filter: request.query.clone(),
             sort: request.sort.clone(),
@@ -376,6 +383,7 @@ impl Inner {
             hint: request.hint.clone(),
             read_at: writer.read_at(),
             variables: Arc::clone(&request.variables),
+            collation: request.collation.clone(),
             ..FindRequest::default()
         };
         let found = self.matching(db, name, &find, writer)?.next();

@@ -8,23 +8,31 @@ use std::cmp::Ordering;
 
 use bson::{Bson, Document};
 use document::canonical_type_rank;
-use document::compare_values;
 use document::path::{Candidate, Located, located_candidates};
 
 use super::parse::truncated;
 use super::{Comparison, InItem, MatchExpr, Predicate};
+use crate::collation::{Collation, compare_values};
 use crate::error::Result;
 use crate::expr::{Variables, evaluate_truthy};
 
 /// `Some(position)` when the document matches.
 pub type MatchResult = Option<Option<usize>>;
 
-pub fn matches(expr: &MatchExpr, document: &Document, variables: Option<&Variables>) -> Result<MatchResult> {
+/// What a match sees besides the document: the statement's variables (for `$expr`) and its
+/// collation (for comparisons of strings).
+#[derive(Clone, Copy, Default)]
+pub struct Env<'a> {
+    pub variables: Option<&'a Variables>,
+    pub collation: Option<&'a Collation>,
+}
+
+pub fn matches(expr: &MatchExpr, document: &Document, env: Env<'_>) -> Result<MatchResult> {
     Ok(match expr {
         MatchExpr::And(children) => {
             let mut position = None;
             for child in children {
-                match matches(child, document, variables)? {
+                match matches(child, document, env)? {
                     None => return Ok(None),
                     Some(found) => position = position.or(found),
                 }
@@ -33,7 +41,7 @@ pub fn matches(expr: &MatchExpr, document: &Document, variables: Option<&Variabl
         }
         MatchExpr::Or(children) => {
             for child in children {
-                if let Some(found) = matches(child, document, variables)? {
+                if let Some(found) = matches(child, document, env)? {
                     return Ok(Some(found));
                 }
             }
@@ -41,7 +49,7 @@ pub fn matches(expr: &MatchExpr, document: &Document, variables: Option<&Variabl
         }
         MatchExpr::Nor(children) => {
             for child in children {
-                if matches(child, document, variables)?.is_some() {
+                if matches(child, document, env)?.is_some() {
                     return Ok(None);
                 }
             }
@@ -49,11 +57,11 @@ pub fn matches(expr: &MatchExpr, document: &Document, variables: Option<&Variabl
         }
         MatchExpr::Path { path, predicate } => {
             let candidates = located_candidates(document, path.parts());
-            holds(predicate, &candidates)?
+            holds(predicate, &candidates, env)?
         }
         MatchExpr::JsonSchema(schema) => schema.matches(document).then_some(None),
         MatchExpr::Expr(expression) => {
-            let truthy = match variables {
+            let truthy = match env.variables {
                 Some(variables) => evaluate_truthy(expression, document, variables)?,
                 None => evaluate_truthy(expression, document, &Variables::new())?,
             };
@@ -65,14 +73,15 @@ pub fn matches(expr: &MatchExpr, document: &Document, variables: Option<&Variabl
 }
 
 /// Whether a path predicate holds over the path's candidates.
-pub fn holds(predicate: &Predicate, candidates: &[Located<'_>]) -> Result<MatchResult> {
+pub fn holds(predicate: &Predicate, candidates: &[Located<'_>], env: Env<'_>) -> Result<MatchResult> {
+    let collation = env.collation;
     let first = |test: &dyn Fn(Candidate<'_>) -> bool| {
         candidates.iter().find(|located| test(located.candidate)).map(|located| located.position)
     };
     Ok(match predicate {
-        Predicate::Eq(value) => first(&|candidate| equals(candidate, value)),
-        Predicate::Compare(comparison, value) => first(&|candidate| compare(candidate, *comparison, value)),
-        Predicate::In(items) => first(&|candidate| items.iter().any(|item| in_item(candidate, item))),
+        Predicate::Eq(value) => first(&|candidate| equals(candidate, value, collation)),
+        Predicate::Compare(comparison, value) => first(&|candidate| compare(candidate, *comparison, value, collation)),
+        Predicate::In(items) => first(&|candidate| items.iter().any(|item| in_item(candidate, item, collation))),
         Predicate::Exists(true) => first(&|candidate| candidate != Candidate::Missing),
         Predicate::Exists(false) => match first(&|candidate| candidate != Candidate::Missing) {
             Some(_) => None,
@@ -91,11 +100,11 @@ pub fn holds(predicate: &Predicate, candidates: &[Located<'_>]) -> Result<MatchR
         Predicate::Size(size) => {
             first(&|candidate| matches!(candidate, Candidate::Value(Bson::Array(array)) if array.len() as i64 == *size))
         }
-        Predicate::All(items) => all(items, candidates)?,
+        Predicate::All(items) => all(items, candidates, collation)?,
         Predicate::AllElemMatch(predicates) | Predicate::And(predicates) => {
             let mut position = None;
             for predicate in predicates {
-                match holds(predicate, candidates)? {
+                match holds(predicate, candidates, env)? {
                     None => return Ok(None),
                     Some(found) => position = position.or(found),
                 }
@@ -103,33 +112,33 @@ pub fn holds(predicate: &Predicate, candidates: &[Located<'_>]) -> Result<MatchR
             Some(position)
         }
         Predicate::ElemMatchObject(expr) => elem_match(candidates, &|element| match element {
-            Bson::Document(document) => Ok(matches(expr, document, None)?.is_some()),
-            Bson::Array(array) => Ok(matches(expr, &array_as_document(array), None)?.is_some()),
+            Bson::Document(document) => Ok(matches(expr, document, env)?.is_some()),
+            Bson::Array(array) => Ok(matches(expr, &array_as_document(array), env)?.is_some()),
             _ => Ok(false),
         })?,
         Predicate::ElemMatchValue(predicates) => elem_match(candidates, &|element| {
             let single = [Located { candidate: Candidate::Value(element), position: None }];
             for predicate in predicates {
-                if holds(predicate, &single)?.is_none() {
+                if holds(predicate, &single, env)?.is_none() {
                     return Ok(false);
                 }
             }
             Ok(true)
         })?,
-        Predicate::Not(inner) => match holds(inner, candidates)? {
+        Predicate::Not(inner) => match holds(inner, candidates, env)? {
             Some(_) => None,
             None => Some(None),
         },
     })
 }
 
-fn all(items: &[InItem], candidates: &[Located<'_>]) -> Result<MatchResult> {
+fn all(items: &[InItem], candidates: &[Located<'_>], collation: Option<&Collation>) -> Result<MatchResult> {
     if items.is_empty() {
         return Ok(None);
     }
     let mut position = None;
     for item in items {
-        let found = candidates.iter().find(|located| in_item(located.candidate, item));
+        let found = candidates.iter().find(|located| in_item(located.candidate, item, collation));
         match found {
             None => return Ok(None),
             Some(located) => position = position.or(located.position),
@@ -162,16 +171,16 @@ fn is_number(value: &Bson) -> bool {
 }
 
 /// Equality of one candidate: missing equals null; otherwise MongoDB's value equality.
-pub fn equals(candidate: Candidate<'_>, value: &Bson) -> bool {
+pub fn equals(candidate: Candidate<'_>, value: &Bson, collation: Option<&Collation>) -> bool {
     match candidate.value() {
         None => matches!(value, Bson::Null),
-        Some(found) => compare_values(found, value) == Ordering::Equal,
+        Some(found) => compare_values(found, value, collation) == Ordering::Equal,
     }
 }
 
-fn in_item(candidate: Candidate<'_>, item: &InItem) -> bool {
+fn in_item(candidate: Candidate<'_>, item: &InItem, collation: Option<&Collation>) -> bool {
     match item {
-        InItem::Value(value) => equals(candidate, value),
+        InItem::Value(value) => equals(candidate, value, collation),
         InItem::Regex(regex) => match candidate.value() {
             Some(Bson::String(text) | Bson::Symbol(text)) => regex.is_match(text),
             Some(Bson::RegularExpression(value)) => regex.equals_value(value),
@@ -181,7 +190,7 @@ fn in_item(candidate: Candidate<'_>, item: &InItem) -> bool {
 }
 
 /// `$gt`/`$gte`/`$lt`/`$lte` on one candidate, with type bracketing and NaN rules.
-pub fn compare(candidate: Candidate<'_>, comparison: Comparison, value: &Bson) -> bool {
+pub fn compare(candidate: Candidate<'_>, comparison: Comparison, value: &Bson, collation: Option<&Collation>) -> bool {
     let found = candidate.value().unwrap_or(&Bson::Null);
     let unbracketed = matches!(value, Bson::MinKey | Bson::MaxKey);
     if !unbracketed && canonical_type_rank(found) != canonical_type_rank(value) {
@@ -191,7 +200,7 @@ pub fn compare(candidate: Candidate<'_>, comparison: Comparison, value: &Bson) -
         let both = is_nan(found) && is_nan(value);
         return both && matches!(comparison, Comparison::GreaterOrEqual | Comparison::LessOrEqual);
     }
-    let order = compare_values(found, value);
+    let order = compare_values(found, value, collation);
     match comparison {
         Comparison::Greater => order == Ordering::Greater,
         Comparison::GreaterOrEqual => order != Ordering::Less,

@@ -37,6 +37,8 @@ pub struct Filter {
     heads: Option<Vec<String>>,
     /// The statement's variables (`let`, `$$NOW`) that `$expr` sees; `None`: `$$NOW` only.
     variables: Option<std::sync::Arc<crate::expr::Variables>>,
+    /// The statement's collation for comparisons of strings; `None`: the binary order.
+    collation: Option<crate::collation::Collation>,
 }
 
 /// One node of the filter tree.
@@ -106,7 +108,21 @@ impl Filter {
     pub fn parse(filter: &Document) -> Result<Filter> {
         let root = parse::parse_document(filter)?;
         let heads = top_level_heads(&root);
-        Ok(Filter { root, heads, variables: None })
+        Ok(Filter { root, heads, variables: None, collation: None })
+    }
+
+    /// The same filter comparing strings under `collation` (`None`: the binary order).
+    pub fn with_collation(mut self, collation: Option<crate::collation::Collation>) -> Filter {
+        self.collation = collation;
+        self
+    }
+
+    pub fn collation(&self) -> Option<&crate::collation::Collation> {
+        self.collation.as_ref()
+    }
+
+    fn env(&self) -> eval::Env<'_> {
+        eval::Env { variables: self.variables.as_deref(), collation: self.collation.as_ref() }
     }
 
     /// The same filter with a statement's variables for its `$expr` (a command's `let`).
@@ -121,18 +137,19 @@ impl Filter {
 
     /// Whether the document matches.
     pub fn matches(&self, document: &Document) -> Result<bool> {
-        Ok(eval::matches(&self.root, document, self.variables.as_deref())?.is_some())
+        Ok(eval::matches(&self.root, document, self.env())?.is_some())
     }
 
     /// Whether the document matches, with variables for `$expr` (`$lookup`'s `let`).
     pub fn matches_with_variables(&self, document: &Document, variables: &crate::expr::Variables) -> Result<bool> {
-        Ok(eval::matches(&self.root, document, Some(variables))?.is_some())
+        let env = eval::Env { variables: Some(variables), ..self.env() };
+        Ok(eval::matches(&self.root, document, env)?.is_some())
     }
 
     /// Whether the document matches, and the index of the array element the match went
     /// through (for the positional `$` of projections and updates).
     pub fn matches_with_position(&self, document: &Document) -> Result<Option<Option<usize>>> {
-        eval::matches(&self.root, document, self.variables.as_deref())
+        eval::matches(&self.root, document, self.env())
     }
 
     /// Whether stored bytes match, decoding only the fields the filter reads.
@@ -163,7 +180,7 @@ impl Predicate {
     /// `$pull`).
     pub fn holds_on(&self, value: &Bson) -> Result<eval::MatchResult> {
         let candidates = document::path::match_candidates_of_value(value);
-        eval::holds(self, &candidates)
+        eval::holds(self, &candidates, eval::Env::default())
     }
 }
 
@@ -172,7 +189,7 @@ impl Predicate {
     /// and `$elemMatch` test array elements.
     pub fn holds_on_single(&self, value: &Bson) -> Result<bool> {
         let single = [document::path::Located { candidate: document::path::Candidate::Value(value), position: None }];
-        Ok(eval::holds(self, &single)?.is_some())
+        Ok(eval::holds(self, &single, eval::Env::default())?.is_some())
     }
 }
 

@@ -80,6 +80,8 @@ pub struct Context<'a> {
     pub limits: MemoryLimits,
     /// Where blocking stages spill past their limits (`allowDiskUse: true`); `None`: they fail.
     pub spill: Option<Arc<dyn SpillStore>>,
+    /// The command's collation: `$match` and `$sort` compare strings under it (`None`: binary).
+    pub collation: Option<crate::collation::Collation>,
     rng: Arc<Mutex<StdRng>>,
 }
 
@@ -99,6 +101,7 @@ impl<'a> Context<'a> {
             vars: Variables::new(),
             limits: MemoryLimits::default(),
             spill: None,
+            collation: None,
             rng: Arc::new(Mutex::new(StdRng::from_entropy())),
         }
     }
@@ -117,6 +120,12 @@ impl<'a> Context<'a> {
     /// `allowDiskUse: true`: blocking stages past their limits spill to `spill`.
     pub fn with_spill(mut self, spill: Arc<dyn SpillStore>) -> Context<'a> {
         self.spill = Some(spill);
+        self
+    }
+
+    /// Strings compare under `collation` in `$match` and `$sort`.
+    pub fn with_collation(mut self, collation: Option<crate::collation::Collation>) -> Context<'a> {
+        self.collation = collation;
         self
     }
 
@@ -143,6 +152,12 @@ impl MatchStage {
         };
         let filter = if rest.is_empty() && expr.is_some() { None } else { Some(crate::filter::Filter::parse(&rest)?) };
         Ok(MatchStage { filter, expr })
+    }
+
+    /// The same stage comparing strings under `collation`.
+    pub fn with_collation(mut self, collation: Option<crate::collation::Collation>) -> MatchStage {
+        self.filter = self.filter.map(|filter| filter.with_collation(collation));
+        self
     }
 
     pub fn matches(&self, document: &Document, vars: &Variables) -> Result<bool, QueryError> {
@@ -273,7 +288,7 @@ fn apply_stage<'a>(stage: &Stage, input: DocumentStream<'a>, context: &Context<'
     let vars = context.vars.clone();
     match stage {
         Stage::Match(m) => {
-            let m = m.clone();
+            let m = m.clone().with_collation(context.collation.clone());
             Box::new(input.filter_map(move |item| match item {
                 Ok(d) => match m.matches(&d, &vars) {
                     Ok(true) => Some(Ok(d)),

@@ -15,7 +15,7 @@ use crate::sort::SortSpec;
 /// The `$sort` stage's state while its input streams past.
 pub(super) fn fold(spec: &SortSpec, context: &Context<'_>) -> SortFold {
     let records = SortedDocuments::new("$sort", context.limits.sort_bytes, context.spill.clone());
-    SortFold { spec: spec.clone(), records, arrivals: 0 }
+    SortFold { spec: spec.clone().with_collation(context.collation.clone()), records, arrivals: 0 }
 }
 
 /// `$sort`'s documents, keyed by sort key then arrival.

@@ -405,6 +405,7 @@ impl<'s> Directory<'s> {
             array_filters: Vec::new(),
             hint: None,
             variables: Default::default(),
+            collation: None,
         };
         match self.store.update(ADMIN_DB, collection, &request, Durability::Immediate) {
             Ok(outcome) => Ok(outcome.matched > 0),

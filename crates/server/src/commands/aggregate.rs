@@ -7,7 +7,7 @@ use docstore::AggregateOptions;
 
 use crate::auth;
 use crate::command::{Command, mismatch};
-use crate::commands::{hint, reply, variables};
+use crate::commands::{collation, hint, reply, variables};
 use crate::cursors::{DEFAULT_FIRST_BATCH, ServerCursor, batch_size, first_batch};
 use crate::error::CommandError;
 use crate::state::Context;
@@ -34,6 +34,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         hint: hint(command.get("hint"))?,
         read_at,
         variables: variables(context, command)?,
+        collation: collation(command.get("collation"))?,
     };
     if command.optional_bool("explain")?.unwrap_or(false) {
         return reply(doc! { "stages": pipeline.iter().cloned().map(Bson::Document).collect::<Vec<_>>() });

@@ -5,7 +5,7 @@ use bson::{Document, RawDocumentBuf, doc};
 use docstore::FindRequest;
 
 use crate::command::Command;
-use crate::commands::{hint, int, reply};
+use crate::commands::{collation, hint, int, reply};
 use crate::error::CommandError;
 use crate::state::Context;
 
@@ -14,6 +14,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let request = count_request(command)?;
     let store = &context.shared.store;
     let simple = request.filter.is_empty() && request.skip == 0 && request.limit.is_none() && request.hint.is_none();
+    // (a collation changes no count of every document)
     let n = if simple {
         store.estimated_document_count(&command.database, &collection)?
     } else {
@@ -33,6 +34,7 @@ pub fn count_request(command: &Command) -> Result<FindRequest, CommandError> {
         skip: skip as u64,
         limit: (limit != 0).then_some(limit.unsigned_abs()),
         hint: hint(command.get("hint"))?,
+        collation: collation(command.get("collation"))?,
         ..FindRequest::default()
     })
 }

@@ -9,7 +9,7 @@ use docstore::DeleteRequest;
 use docstore::Variables;
 
 use crate::command::{Command, as_i64, mismatch};
-use crate::commands::{hint, variables, write_reply};
+use crate::commands::{collation, hint, variables, write_reply};
 use crate::error::CommandError;
 use crate::state::{Context, Counters};
 use crate::store_error::write_error;
@@ -80,5 +80,11 @@ fn parse_statement(raw: &RawDocumentBuf, variables: &Arc<Variables>) -> Result<D
             }
         },
     };
-    Ok(DeleteRequest { filter, just_one, hint: hint(statement.get("hint"))?, variables: Arc::clone(variables) })
+    Ok(DeleteRequest {
+        filter,
+        just_one,
+        hint: hint(statement.get("hint"))?,
+        variables: Arc::clone(variables),
+        collation: collation(statement.get("collation"))?,
+    })
 }

@@ -1,11 +1,13 @@
-//! `distinct`: the distinct values at `key` among documents matching `query`.
+//! `distinct`: the distinct values at `key` among documents matching `query` (under the
+//! `collation`, if any).
 
 use bson::{Document, RawDocumentBuf, doc};
 
 use crate::command::Command;
-use crate::commands::reply;
+use crate::commands::{collation, reply};
 use crate::error::CommandError;
 use crate::state::Context;
+use docstore::FindRequest;
 
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let collection = command.collection()?;
@@ -15,12 +17,14 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             "BSON field 'distinct.key' is missing but a required field",
         ));
     };
-    let filter = command.optional_document("query")?.cloned().unwrap_or_else(Document::new);
     let (read_at, at_cluster_time) = crate::read_concern::read_view(context, command)?;
-    let values = match read_at {
-        Some(view) => context.shared.store.distinct_at(&command.database, &collection, key, filter, view)?,
-        None => context.shared.store.distinct(&command.database, &collection, key, filter)?,
+    let request = FindRequest {
+        filter: command.optional_document("query")?.cloned().unwrap_or_else(Document::new),
+        read_at,
+        collation: collation(command.get("collation"))?,
+        ..FindRequest::default()
     };
+    let values = context.shared.store.distinct(&command.database, &collection, key, &request)?;
     let mut fields = doc! { "values": values };
     if let Some(ts) = at_cluster_time {
         fields.insert("atClusterTime", ts);

@@ -8,7 +8,7 @@ use docstore::FindRequest;
 
 use crate::auth;
 use crate::command::Command;
-use crate::commands::{hint, variables};
+use crate::commands::{collation, hint, variables};
 use crate::cursors::{DEFAULT_FIRST_BATCH, ServerCursor, batch_size, first_batch};
 use crate::error::CommandError;
 use crate::state::{Context, Counters};
@@ -75,6 +75,7 @@ pub fn find_request(command: &Command) -> Result<(FindRequest, bool), CommandErr
         allow_disk_use: command.optional_bool("allowDiskUse")?.unwrap_or(false),
         read_at: None,
         variables: Default::default(),
+        collation: collation(command.get("collation"))?,
         return_key: command.optional_bool("returnKey")?.unwrap_or(false),
         show_record_id: command.optional_bool("showRecordId")?.unwrap_or(false),
     };

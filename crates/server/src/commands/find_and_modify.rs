@@ -6,7 +6,7 @@ use docstore::{FindAndModifyOutcome, FindAndModifyRequest};
 
 use crate::command::Command;
 use crate::commands::update::{array_filters, modification};
-use crate::commands::{hint, reply, variables};
+use crate::commands::{collation, hint, reply, variables};
 use crate::error::CommandError;
 use crate::state::{Context, Counters};
 
@@ -59,6 +59,7 @@ pub fn request(context: &Context, command: &Command) -> Result<FindAndModifyRequ
         array_filters: array_filters(&command.body)?,
         hint: hint(command.get("hint"))?,
         variables: std::sync::Arc::new(variables(context, command)?),
+        collation: collation(command.get("collation"))?,
     })
 }
 

@@ -237,6 +237,15 @@ pub fn variables(context: &Context, command: &Command) -> Result<docstore::Varia
     }
 }
 
+/// A statement's `collation` argument: `Some` also for `{locale: "simple"}`, which overrides a
+/// collection's default collation.
+pub fn collation(value: Option<&Bson>) -> Result<Option<docstore::Collation>, CommandError> {
+    match value {
+        None | Some(Bson::Null) => Ok(None),
+        Some(value) => Ok(Some(docstore::Collation::parse(value).map_err(docstore::Error::from)?)),
+    }
+}
+
 /// The `scale` argument of collStats/dbStats (default 1, must be positive).
 pub fn scale(command: &Command) -> Result<u64, CommandError> {
     match command.optional_i64("scale")? {

@@ -10,7 +10,7 @@ use docstore::Variables;
 use docstore::{UpdateModification, UpdateRequest};
 
 use crate::command::{Command, mismatch, truthy};
-use crate::commands::{hint, int, variables, write_reply};
+use crate::commands::{collation, hint, int, variables, write_reply};
 use crate::error::CommandError;
 use crate::state::{Context, Counters};
 use crate::store_error::write_error;
@@ -122,6 +122,7 @@ fn parse_statement(raw: &RawDocumentBuf, variables: &Variables) -> Result<Update
         array_filters: array_filters(&statement)?,
         hint: hint(statement.get("hint"))?,
         variables: Arc::new(variables),
+        collation: collation(statement.get("collation"))?,
     })
 }
 

@@ -8,6 +8,7 @@ import os
 import pytest
 from conftest import StrataProcess
 from pymongo import DeleteOne, UpdateOne
+from pymongo.collation import Collation
 from pymongo.errors import OperationFailure, WriteError
 
 
@@ -204,3 +205,59 @@ def test_views_survive_kill_9(workdir):
     finally:
         client.close()
         process.stop()
+
+
+CASELESS = Collation(locale="en", strength=2)
+
+
+def test_collation_on_every_read_and_write(db):
+    words = ["apple", "Apple", "APPLE", "banana", "Éclair", "eclair", "b"]
+    db.words.insert_many([{"_id": i, "w": w} for i, w in enumerate(words)])
+    assert db.words.count_documents({"w": "apple"}) == 1
+    assert db.words.count_documents({"w": "apple"}, collation=CASELESS) == 3
+    assert db.words.count_documents({"w": "eclair"}, collation=Collation(locale="fr", strength=1)) == 2
+    assert sorted(d["_id"] for d in db.words.find({"w": {"$in": ["APPLE", "B"]}}, collation=CASELESS)) == [0, 1, 2, 6]
+    # Strength 2 tells accents apart (e before é) but not case.
+    assert [d["w"] for d in db.words.find({"w": {"$gt": "b"}}, collation=CASELESS).sort("w", 1)] == [
+        "banana", "eclair", "Éclair"]
+    binary = [d["w"] for d in db.words.find().sort("w", 1)]
+    assert binary[:3] == ["APPLE", "Apple", "apple"] and binary[-1] == "Éclair"  # bytes: capitals, then é last
+    english = [d["w"] for d in db.words.find({}, collation=Collation(locale="en")).sort([("w", 1), ("_id", 1)])]
+    assert english == ["apple", "Apple", "APPLE", "b", "banana", "eclair", "Éclair"]
+    numeric = Collation(locale="en", numericOrdering=True)
+    db.versions.insert_many([{"v": v} for v in ["10", "9", "100"]])
+    assert [d["v"] for d in db.versions.find({}, {"_id": 0}, collation=numeric).sort("v", 1)] == ["9", "10", "100"]
+    # One value of each group the collation equates: the first met.
+    assert db.words.distinct("w", collation=CASELESS) == ["apple", "b", "banana", "eclair", "Éclair"]
+    assert db.words.distinct("w", collation=Collation(locale="en", strength=1)) == ["apple", "b", "banana", "Éclair"]
+    pipeline = [{"$match": {"w": "APPLE"}}, {"$sort": {"w": 1}}, {"$count": "n"}]
+    assert list(db.words.aggregate(pipeline, collation=CASELESS)) == [{"n": 3}]
+    assert db.words.update_many({"w": "apple"}, {"$set": {"fruit": True}}, collation=CASELESS).modified_count == 3
+    found = db.words.find_one_and_update({"w": "ECLAIR"}, {"$set": {"pastry": True}},
+                                         collation=Collation(locale="en", strength=1), sort=[("_id", 1)])
+    assert found["_id"] == 4
+    assert db.words.delete_many({"w": "BANANA"}, collation=CASELESS).deleted_count == 1
+    assert db.words.count_documents({}) == 6
+
+
+def test_a_collections_default_collation_and_its_override(db):
+    db.create_collection("names", collation=CASELESS)
+    listed = db.command("listCollections", filter={"name": "names"})["cursor"]["firstBatch"][0]
+    assert listed["options"]["collation"]["locale"] == "en" and listed["options"]["collation"]["strength"] == 2
+    db.names.insert_many([{"n": "Ada"}, {"n": "ada"}, {"n": "ADA"}, {"n": "Bob"}])
+    assert db.names.count_documents({"n": "ada"}) == 3
+    assert db.names.count_documents({"n": "ada"}, collation=Collation(locale="simple")) == 1
+    db.names.create_index("n")  # a simple-collation index: the collated query must not use it
+    assert db.names.count_documents({"n": "ADA"}) == 3
+    with pytest.raises(OperationFailure) as refused:
+        db.names.create_index("m", collation=CASELESS)
+    assert refused.value.code == 67
+
+
+def test_collation_errors_are_mongodbs(db):
+    db.c.insert_one({"x": "a"})
+    for bad, code in (({"locale": "en", "strength": 9}, 2), ({"strength": 1}, 4),
+                      ({"locale": "en", "bogus": 1}, 40415), ({"locale": "en", "caseFirst": "x"}, 9)):
+        with pytest.raises(OperationFailure) as refused:
+            db.command("find", "c", filter={}, collation=bad)
+        assert refused.value.code == code, bad
