@@ -25,6 +25,8 @@ pub struct Collection {
     pub size_key: Vec<u8>,
     /// The default collation of its reads and writes (the `collation` option; `None`: binary).
     pub collation: Option<query::collation::Collation>,
+    /// Its `validator`, `validationLevel` and `validationAction`.
+    pub validator: Option<crate::validation::Validator>,
 }
 
 impl Collection {
@@ -48,8 +50,11 @@ impl Collection {
         }
         // Validated (and filled in) at create.
         let collation = query::collation::Collation::parse_optional(meta.options.get("collation")).unwrap_or(None);
+        // Validated at create and collMod.
+        let validator = crate::validation::Validator::from_options(&meta.options).unwrap_or(None);
         Ok(Collection {
             collation,
+            validator,
             count_key: count_key(&meta.tree),
             size_key: size_key(&meta.tree),
             meta,
@@ -88,9 +93,9 @@ impl Collection {
         }
     }
 
-    /// Indexes the planner may use.
+    /// Indexes the planner may use: built, and not hidden.
     pub fn ready_indexes(&self) -> impl Iterator<Item = &Index> {
-        self.indexes.iter().filter(|index| index.meta.ready)
+        self.indexes.iter().filter(|index| index.meta.ready && !index.hidden)
     }
 }
 

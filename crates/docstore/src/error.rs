@@ -108,6 +108,13 @@ pub enum Error {
     /// A catalog change that an open transaction's writes prevent.
     #[error("{0}")]
     ConflictingOperation(String),
+    /// A written document fails its collection's validator (MongoDB 121); `info` is the
+    /// `errInfo` drivers show (the failing `_id` and the clauses it failed).
+    #[error("{message}")]
+    DocumentValidationFailure { message: String, info: Document },
+    /// A query feature refused where it is used (a validator's `$text`, MongoDB 224).
+    #[error("{0}")]
+    QueryFeatureNotAllowed(String),
     /// A write, an index or a rename aimed at a view (MongoDB 166).
     #[error("{0}")]
     CommandNotSupportedOnView(String),
@@ -197,6 +204,8 @@ impl Error {
             Error::ConflictingOperation(_) => ErrorCode::ConflictingOperationInProgress,
             Error::CappedPositionLost(_) => ErrorCode::CappedPositionLost,
             Error::CommandNotSupportedOnView(_) => ErrorCode::CommandNotSupportedOnView,
+            Error::DocumentValidationFailure { .. } => ErrorCode::DocumentValidationFailure,
+            Error::QueryFeatureNotAllowed(_) => ErrorCode::QueryFeatureNotAllowed,
             Error::OptionNotSupportedOnView(_) => ErrorCode::OptionNotSupportedOnView,
             Error::ViewDepthLimitExceeded(_) => ErrorCode::ViewDepthLimitExceeded,
             Error::GraphContainsCycle(_) => ErrorCode::GraphContainsCycle,

@@ -82,6 +82,7 @@ pub mod stats;
 pub mod store;
 pub mod transaction;
 pub mod validate;
+pub mod validation;
 pub mod write;
 
 use std::path::Path;
@@ -273,6 +274,11 @@ impl Store {
     /// `collMod`: sets collection options (each key to its value).
     pub fn set_collection_options(&self, db: &str, name: &str, options: Document) -> Result<()> {
         self.inner.catalog.set_options(&self.inner.engine, db, name, options)
+    }
+
+    /// `collMod`'s `index` option: `expireAfterSeconds` and/or `hidden` of one index.
+    pub fn modify_index(&self, db: &str, name: &str, selector: &IndexSelector, changes: &Document) -> Result<Document> {
+        self.inner.catalog.modify_index(&self.inner.engine, db, name, selector, changes)
     }
 
     /// `Ok(false)` when the collection did not exist.

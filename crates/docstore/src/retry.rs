@@ -34,11 +34,13 @@ pub struct WriteOptions<'a> {
     pub durability: Durability,
     pub retry: Option<Retry>,
     pub transaction: Option<&'a mut crate::transaction::DocumentTransaction>,
+    /// `bypassDocumentValidation`: the collection's validator is not checked.
+    pub bypass_validation: bool,
 }
 
 impl From<Durability> for WriteOptions<'static> {
     fn from(durability: Durability) -> WriteOptions<'static> {
-        WriteOptions { durability, retry: None, transaction: None }
+        WriteOptions { durability, retry: None, transaction: None, bypass_validation: false }
     }
 }
 
@@ -47,7 +49,10 @@ impl WriteOptions<'_> {
     /// a transaction's: its commit is).
     pub(crate) fn writer(&mut self) -> (crate::write::Writer<'_>, bool) {
         let durable_now = self.transaction.is_none();
-        (crate::write::Writer::new(self.durability, self.retry.as_ref(), self.transaction.as_deref_mut()), durable_now)
+        let mut writer =
+            crate::write::Writer::new(self.durability, self.retry.as_ref(), self.transaction.as_deref_mut());
+        writer.bypass_validation = self.bypass_validation;
+        (writer, durable_now)
     }
 }
 

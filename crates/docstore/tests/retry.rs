@@ -12,6 +12,7 @@ fn retry(txn_number: i64, stmt_ids: Vec<i32>, newer: bool) -> WriteOptions<'stat
         durability: Durability::Immediate,
         retry: Some(Retry::new(LSID, doc! {"id": "session"}, txn_number, stmt_ids, newer)),
         transaction: None,
+        bypass_validation: false,
     }
 }
 

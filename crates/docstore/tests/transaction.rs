@@ -16,7 +16,7 @@ fn store() -> Arc<Store> {
 }
 
 fn in_txn(txn: &mut DocumentTransaction) -> WriteOptions<'_> {
-    WriteOptions { durability: Durability::None, retry: None, transaction: Some(txn) }
+    WriteOptions { durability: Durability::None, retry: None, transaction: Some(txn), bypass_validation: false }
 }
 
 fn set(filter: Document, update: Document) -> UpdateRequest {

@@ -21,6 +21,9 @@ pub fn to_command_error(error: docstore::Error) -> CommandError {
     if let Some((key_pattern, key_value)) = error.duplicate_key() {
         command_error.extra = Box::new(doc! { "keyPattern": key_pattern.clone(), "keyValue": key_value.clone() });
     }
+    if let docstore::Error::DocumentValidationFailure { info, .. } = &error {
+        command_error.extra = Box::new(doc! { "errInfo": info.clone() });
+    }
     command_error
 }
 

@@ -126,6 +126,7 @@ error_codes! {
     InvalidUUID = 207,
     IncompleteTransactionHistory = 217,
     IllegalOpMsgFlag = 223,
+    QueryFeatureNotAllowed = 224,
     TransactionTooOld = 225,
     TooManyDocumentSequences = 233,
     CursorKilled = 237,

@@ -24,7 +24,7 @@ pub mod view;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use bson::Document;
+use bson::{Bson, Document};
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use storage::{Durability, Engine, Snapshot, TreeId};
 
@@ -147,9 +147,61 @@ impl Catalog {
             meta.options.insert(key.clone(), value.clone());
             command.insert(key, value);
         }
+        crate::validation::Validator::from_options(&meta.options)?;
         let entries = self.command_entries(db, command)?;
         self.replace_meta_logged(engine, &locked.collection, meta, entries)?;
         Ok(())
+    }
+
+    /// `collMod`'s `index`: changes one index's `expireAfterSeconds` and/or `hidden`, found by
+    /// name or key pattern; returns `{expireAfterSeconds_old/_new, hidden_old/_new}` as
+    /// MongoDB replies.
+    pub fn modify_index(
+        &self,
+        engine: &Engine,
+        db: &str,
+        name: &str,
+        selector: &crate::index::build::IndexSelector,
+        changes: &Document,
+    ) -> Result<Document> {
+        use crate::index::build::IndexSelector;
+        let _ddl = self.ddl.lock();
+        let locked =
+            self.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns does not exist: {db}.{name}")))?;
+        let index = match selector {
+            IndexSelector::Name(wanted) => locked.collection.index(wanted),
+            IndexSelector::KeyPattern(pattern) => locked
+                .collection
+                .indexes
+                .iter()
+                .find(|index| crate::index::spec::same_key_pattern(&index.key_pattern, pattern)),
+            _ => None,
+        }
+        .ok_or_else(|| Error::IndexNotFound("cannot find index for collMod".into()))?;
+        let mut spec = index.meta.spec.clone();
+        let mut reply = Document::new();
+        for (option, value) in changes {
+            let old = spec.get(option).cloned();
+            match (option.as_str(), value) {
+                ("expireAfterSeconds", _) if old.is_none() => {
+                    return Err(Error::InvalidOptions("no expireAfterSeconds field to update".into()));
+                }
+                ("expireAfterSeconds" | "hidden", _) => {}
+                (other, _) => {
+                    return Err(Error::InvalidOptions(format!("collMod index option '{other}' is not supported")));
+                }
+            }
+            reply.insert(format!("{option}_old"), old.unwrap_or(Bson::Boolean(false)));
+            reply.insert(format!("{option}_new"), value.clone());
+            spec.insert(option.clone(), value.clone());
+        }
+        // Normalizing drops `hidden: false` and checks the new values.
+        let normalized = crate::index::spec::ParsedSpec::parse(&spec)?.normalized();
+        let meta = Catalog::with_index(&locked.collection.meta, &index.name, |index| index.spec = normalized.clone());
+        let command = bson::doc! {"collMod": name, "index": {"name": index.name.clone()}};
+        let entries = self.command_entries(db, command)?;
+        self.replace_meta_logged(engine, &locked.collection, meta, entries)?;
+        Ok(reply)
     }
 
     /// The `__sessions` tree.
@@ -417,6 +469,7 @@ impl Catalog {
     ) -> Result<Arc<Collection>> {
         validate_user_collection(db, name)?;
         crate::compression::requested(&options)?;
+        crate::validation::Validator::from_options(&options)?;
         let mut options = options;
         if let Some(collation) = options.get("collation") {
             // Kept as MongoDB reports it, every field filled in; simple is no collation.

@@ -53,6 +53,8 @@ pub struct Index {
     pub clustering: bool,
     pub partial: Option<(Document, Filter)>,
     pub expire_after_seconds: Option<i64>,
+    /// Maintained, but not for the planner (`hidden: true`).
+    pub hidden: bool,
     pub tree: TreeId,
     pub meta: IndexMeta,
 }
@@ -83,6 +85,7 @@ impl Index {
             clustering: parsed.clustering,
             partial,
             expire_after_seconds: parsed.expire_after_seconds,
+            hidden: parsed.hidden,
             tree,
             meta: meta.clone(),
         })

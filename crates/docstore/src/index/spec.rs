@@ -28,6 +28,8 @@ pub struct ParsedSpec {
     pub expire_after_seconds: Option<i64>,
     /// `storageEngine`, as given (its compression: `crate::compression`).
     pub storage_engine: Option<Document>,
+    /// `hidden`: maintained by writes, never chosen by the planner (MongoDB 4.4+).
+    pub hidden: bool,
 }
 
 impl ParsedSpec {
@@ -54,6 +56,7 @@ impl ParsedSpec {
             partial: None,
             expire_after_seconds: None,
             storage_engine: None,
+            hidden: false,
         };
         for (option, value) in spec {
             parsed.apply_option(option, value)?;
@@ -68,6 +71,10 @@ impl ParsedSpec {
             "unique" => self.unique = query::truthy(value),
             "sparse" => self.sparse = query::truthy(value),
             "clustering" => self.clustering = query::truthy(value),
+            "hidden" => match value {
+                Bson::Boolean(hidden) => self.hidden = *hidden,
+                _ => return Err(Error::TypeMismatch("The 'hidden' field of an index must be a bool".into())),
+            },
             "storageEngine" => {
                 crate::compression::from_storage_engine(value)?;
                 if let Bson::Document(engines) = value {
@@ -123,6 +130,9 @@ impl ParsedSpec {
                 "TTL indexes are single-field indexes, compound indexes do not support TTL".into(),
             ));
         }
+        if self.is_id_index() && self.hidden {
+            return Err(Error::bad_value("can't hide _id index"));
+        }
         if self.is_id_index() && (self.sparse || self.partial.is_some() || self.clustering) {
             return Err(Error::CannotCreateIndex("the _id index cannot be sparse, partial or clustering".into()));
         }
@@ -154,6 +164,9 @@ impl ParsedSpec {
         }
         if let Some(engines) = &self.storage_engine {
             spec.insert("storageEngine", engines.clone());
+        }
+        if self.hidden {
+            spec.insert("hidden", true);
         }
         spec
     }

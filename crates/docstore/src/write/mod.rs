@@ -34,6 +34,8 @@ pub struct Writer<'a> {
     pub durability: Durability,
     pub retry: Option<&'a Retry>,
     pub txn: Option<&'a mut DocumentTransaction>,
+    /// `bypassDocumentValidation`: writes skip the collection's validator.
+    pub bypass_validation: bool,
 }
 
 impl<'a> Writer<'a> {
@@ -42,12 +44,12 @@ impl<'a> Writer<'a> {
         retry: Option<&'a Retry>,
         txn: Option<&'a mut DocumentTransaction>,
     ) -> Writer<'a> {
-        Writer { durability, retry, txn }
+        Writer { durability, retry, txn, bypass_validation: false }
     }
 
     /// A plain writer (internal writes: TTL deletes, `$out`, `$merge`).
     pub fn plain(durability: Durability) -> Writer<'static> {
-        Writer { durability, retry: None, txn: None }
+        Writer { durability, retry: None, txn: None, bypass_validation: false }
     }
 
     /// A document write for `collection`, into the transaction if there is one.
@@ -57,7 +59,9 @@ impl<'a> Writer<'a> {
         catalog: &'s Catalog,
         collection: &Arc<Collection>,
     ) -> DocumentWrite<'s> {
-        DocumentWrite::within(engine, catalog, collection, self.txn.as_deref_mut())
+        let mut write = DocumentWrite::within(engine, catalog, collection, self.txn.as_deref_mut());
+        write.validate = !self.bypass_validation;
+        write
     }
 
     pub fn in_transaction(&self) -> bool {
@@ -116,6 +120,8 @@ pub struct DocumentWrite<'s> {
     entries: Option<Vec<Entry>>,
     /// Log updates as whole replacements (a replacement update) rather than diffs.
     replacement: bool,
+    /// Check the collection's validator (off: `bypassDocumentValidation`, internal writes).
+    validate: bool,
 }
 
 impl<'s> DocumentWrite<'s> {
@@ -131,6 +137,7 @@ impl<'s> DocumentWrite<'s> {
             index_bytes: Vec::new(),
             entries: catalog.logs(&collection.meta.db).then(Vec::new),
             replacement: false,
+            validate: false,
         }
     }
 
@@ -234,6 +241,9 @@ impl<'s> DocumentWrite<'s> {
     /// Inserts a new document (the `_id` must be absent: checked at commit).
     pub fn insert(&mut self, id: &[u8], raw: &RawDocument) -> Result<()> {
         check_stored(raw, "object to insert")?;
+        if let Some(validator) = self.collection.validator.as_ref().filter(|_| self.validate) {
+            validator.check_insert(raw, &self.collection.namespace())?;
+        }
         let collection = Arc::clone(&self.collection);
         let mut all_keys = Vec::with_capacity(collection.indexes.len());
         for index in &collection.indexes {
@@ -282,6 +292,9 @@ impl<'s> DocumentWrite<'s> {
     /// Replaces a stored document (same `_id`), changing only the index entries that differ.
     pub fn replace(&mut self, id: &[u8], old: &RawDocument, new: &RawDocument) -> Result<()> {
         check_stored(new, "resulting document after update")?;
+        if let Some(validator) = self.collection.validator.as_ref().filter(|_| self.validate) {
+            validator.check_update(old, new, &self.collection.namespace())?;
+        }
         let collection = Arc::clone(&self.collection);
         let mut changes = Vec::with_capacity(collection.indexes.len());
         for index in &collection.indexes {

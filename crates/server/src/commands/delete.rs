@@ -33,7 +33,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         let result = parse_statement(raw, &variables).and_then(|request| {
             crate::transactions::with(context, |active| {
                 let transaction = active.and_then(|active| active.txn());
-                let options = docstore::WriteOptions { durability, retry, transaction };
+                let options = docstore::WriteOptions { durability, retry, transaction, bypass_validation: false };
                 Ok(context.shared.store.delete(&command.database, &collection, &request, options)?)
             })
         });

@@ -15,6 +15,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let request = request(context, command)?;
     let store = &context.shared.store;
     let checkout = crate::sessions::checkout(context, command)?;
+    let bypass_validation = command.optional_bool("bypassDocumentValidation")?.unwrap_or(false);
     let recorded = checkout.as_ref().map(|c| c.executed(context, 0)).transpose()?.flatten();
     let outcome = match recorded {
         Some(recorded) => docstore::FindAndModifyOutcome::from_document(&recorded),
@@ -22,7 +23,8 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             let retry = checkout.as_ref().map(|c| c.retry(vec![0], true));
             crate::transactions::with(context, |active| {
                 let transaction = active.and_then(|active| active.txn());
-                let options = docstore::WriteOptions { durability: command.durability(), retry, transaction };
+                let options =
+                    docstore::WriteOptions { durability: command.durability(), retry, transaction, bypass_validation };
                 store.find_and_modify(&command.database, &collection, &request, options)
             })?
         }

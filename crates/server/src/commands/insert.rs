@@ -40,9 +40,10 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         documents = pending;
     }
     let retry = checkout.as_ref().map(|c| c.retry(positions.iter().map(|p| *p as i32).collect(), true));
+    let bypass_validation = command.optional_bool("bypassDocumentValidation")?.unwrap_or(false);
     let mut outcome = crate::transactions::with(context, |active| {
         let transaction = active.and_then(|active| active.txn());
-        let options = WriteOptions { durability: command.durability(), retry, transaction };
+        let options = WriteOptions { durability: command.durability(), retry, transaction, bypass_validation };
         store.insert(&command.database, &collection, documents, ordered, options)
     });
     if checkout.is_some() {

@@ -34,6 +34,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let durability = command.durability();
     let checkout = crate::sessions::checkout(context, command)?;
     let variables = variables(context, command)?;
+    let bypass_validation = command.optional_bool("bypassDocumentValidation")?.unwrap_or(false);
     let (mut n, mut modified) = (0u64, 0u64);
     let mut upserted = Vec::new();
     let mut errors = Vec::new();
@@ -52,7 +53,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         let result = parse_statement(raw, &variables).and_then(|request| {
             crate::transactions::with(context, |active| {
                 let transaction = active.and_then(|active| active.txn());
-                let options = docstore::WriteOptions { durability, retry, transaction };
+                let options = docstore::WriteOptions { durability, retry, transaction, bypass_validation };
                 Ok(context.shared.store.update(&command.database, &collection, &request, options)?)
             })
         });

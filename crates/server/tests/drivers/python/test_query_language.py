@@ -261,3 +261,69 @@ def test_collation_errors_are_mongodbs(db):
         with pytest.raises(OperationFailure) as refused:
             db.command("find", "c", filter={}, collation=bad)
         assert refused.value.code == code, bad
+
+
+def test_validation_levels_actions_and_bypass(db):
+    schema = {"$jsonSchema": {"required": ["name"], "properties": {"age": {"bsonType": "int", "minimum": 0}}}}
+    db.create_collection("people", validator=schema)
+    db.people.insert_one({"_id": 1, "name": "ada", "age": 36})
+    with pytest.raises(WriteError) as refused:
+        db.people.insert_one({"_id": 2, "age": -1})
+    assert refused.value.code == 121
+    info = refused.value.details["errInfo"]
+    assert info["failingDocumentId"] == 2 and info["details"]["operatorName"] == "$jsonSchema"
+    rules = {rule["operatorName"]: rule for rule in info["details"]["schemaRulesNotSatisfied"]}
+    assert rules["required"]["missingProperties"] == ["name"]
+    assert rules["properties"]["propertiesNotSatisfied"][0]["propertyName"] == "age"
+    with pytest.raises(WriteError):
+        db.people.update_one({"_id": 1}, {"$unset": {"name": 1}})
+    with pytest.raises(OperationFailure) as in_fam:
+        db.people.find_one_and_update({"_id": 1}, {"$set": {"age": "old"}})
+    assert in_fam.value.code == 121
+    db.people.insert_one({"_id": 3, "age": -5}, bypass_document_validation=True)
+    db.people.update_one({"_id": 3}, {"$set": {"age": -6}}, bypass_document_validation=True)
+    assert db.people.count_documents({}) == 2
+
+    # moderate: documents already invalid may change; valid ones must stay valid.
+    db.command("collMod", "people", validationLevel="moderate")
+    db.people.update_one({"_id": 3}, {"$set": {"age": -7}})
+    with pytest.raises(WriteError):
+        db.people.update_one({"_id": 1}, {"$set": {"age": -1}})
+    # warn: written, and logged.
+    db.command("collMod", "people", validationAction="warn", validationLevel="strict")
+    db.people.insert_one({"_id": 4})
+    assert db.people.count_documents({}) == 3
+    # A new validator replaces the old one; {} removes it.
+    db.command("collMod", "people", validator={"age": {"$gte": 0}}, validationAction="error")
+    with pytest.raises(WriteError):
+        db.people.insert_one({"_id": 5, "age": -1})
+    db.command("collMod", "people", validator={})
+    db.people.insert_one({"_id": 5, "age": -1})
+    options = db.command("listCollections", filter={"name": "people"})["cursor"]["firstBatch"][0]["options"]
+    assert options["validationLevel"] == "strict" and options["validationAction"] == "error"
+    for bad, code in (({"validator": {"$text": {"$search": "x"}}}, 224), ({"validationLevel": "sometimes"}, 2),
+                      ({"validator": {"a": {"$bogus": 1}}}, 2)):
+        with pytest.raises(OperationFailure) as refused:
+            db.command("collMod", "people", **bad)
+        assert refused.value.code == code, bad
+
+
+def test_coll_mod_hides_indexes_and_changes_ttl(db):
+    db.events.insert_many([{"k": i, "at": datetime.datetime(2020, 1, 1)} for i in range(50)])
+    db.events.create_index("k")
+    db.events.create_index("at", expireAfterSeconds=10**9)
+    plan = db.events.find({"k": 3}).explain()["queryPlanner"]["winningPlan"]
+    assert "IXSCAN" in str(plan)
+    reply = db.command("collMod", "events", index={"keyPattern": {"k": 1}, "hidden": True})
+    assert reply["hidden_old"] is False and reply["hidden_new"] is True
+    assert "IXSCAN" not in str(db.events.find({"k": 3}).explain()["queryPlanner"]["winningPlan"])
+    assert db.events.count_documents({"k": 3}) == 1  # still maintained and answered
+    assert [i.get("hidden") for i in db.events.list_indexes() if i["name"] == "k_1"] == [True]
+    reply = db.command("collMod", "events", index={"name": "at_1", "expireAfterSeconds": 3600})
+    assert reply["expireAfterSeconds_old"] == 10**9 and reply["expireAfterSeconds_new"] == 3600
+    assert [i["expireAfterSeconds"] for i in db.events.list_indexes() if i["name"] == "at_1"] == [3600]
+    db.command("collMod", "events", index={"name": "k_1", "hidden": False})
+    assert "IXSCAN" in str(db.events.find({"k": 3}).explain()["queryPlanner"]["winningPlan"])
+    with pytest.raises(OperationFailure) as missing:
+        db.command("collMod", "events", index={"name": "nope", "hidden": True})
+    assert missing.value.code == 27
