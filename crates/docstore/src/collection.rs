@@ -123,7 +123,38 @@ fn tree_id(engine: &Engine, name: &str) -> Result<TreeId> {
     engine.tree(name).ok_or_else(|| Error::corrupt(format!("the catalog names tree {name}, which does not exist")))
 }
 
-/// The implicit `_id` index as listIndexes shows it.
-pub fn id_index_spec() -> Document {
-    doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_" }
+/// The implicit `_id` index as listIndexes shows it: a collection created with
+/// `clusteredIndex` (which every Strata collection is: its documents live in `_id` order)
+/// shows that index's name and `clustered: true`.
+pub fn id_index_spec(options: &Document) -> Document {
+    match options.get_document("clusteredIndex") {
+        Ok(clustered) => {
+            let name = clustered.get_str("name").unwrap_or("_id_");
+            doc! { "v": 2, "key": { "_id": 1 }, "name": name, "unique": true, "clustered": true }
+        }
+        Err(_) => doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_" },
+    }
+}
+
+/// `create`'s `clusteredIndex` as MongoDB keeps it (`{v: 2, key: {_id: 1}, name, unique:
+/// true}`): only a clustering on `_id`, unique, is possible (and it is what every collection is).
+pub fn clustered_index_option(value: &bson::Bson) -> Result<Document> {
+    let bson::Bson::Document(spec) = value else {
+        return Err(Error::TypeMismatch("'clusteredIndex' must be an object".into()));
+    };
+    if spec.get_document("key").ok() != Some(&doc! {"_id": 1}) {
+        return Err(Error::InvalidOptions("The clusteredIndex option is only supported for key: {_id: 1}".into()));
+    }
+    if spec.get_bool("unique").ok() != Some(true) {
+        return Err(Error::InvalidOptions("The clusteredIndex option requires unique: true".into()));
+    }
+    if let Some(other) = spec.keys().find(|key| !matches!(key.as_str(), "key" | "unique" | "name" | "v")) {
+        return Err(Error::InvalidOptions(format!("'{other}' is not a valid clusteredIndex option")));
+    }
+    let name = match spec.get("name") {
+        None => "_id_".to_string(),
+        Some(bson::Bson::String(name)) if !name.is_empty() => name.clone(),
+        Some(_) => return Err(Error::bad_value("clusteredIndex's name must be a non-empty string")),
+    };
+    Ok(doc! { "v": 2, "key": { "_id": 1 }, "name": name, "unique": true })
 }

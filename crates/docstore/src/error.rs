@@ -33,6 +33,9 @@ pub enum Error {
     /// An index with this name exists with another key pattern (MongoDB 86).
     #[error("{0}")]
     IndexKeySpecsConflict(String),
+    /// A field an index specification may not have (MongoDB 197).
+    #[error("{0}")]
+    InvalidIndexSpecificationOption(String),
     /// An index specification that cannot be built.
     #[error("{0}")]
     CannotCreateIndex(String),
@@ -185,6 +188,7 @@ impl Error {
             Error::IndexOptionsConflict(_) => ErrorCode::IndexOptionsConflict,
             Error::IndexKeySpecsConflict(_) => ErrorCode::IndexKeySpecsConflict,
             Error::CannotCreateIndex(_) => ErrorCode::CannotCreateIndex,
+            Error::InvalidIndexSpecificationOption(_) => ErrorCode::InvalidIndexSpecificationOption,
             Error::InvalidIdField(_) => ErrorCode::InvalidIdField,
             Error::DollarPrefixedFieldName(_) => ErrorCode::DollarPrefixedFieldName,
             Error::DocumentTooLarge(_) => ErrorCode::BSONObjectTooLarge,

@@ -130,6 +130,12 @@ impl SortSpec {
         Ok(self.encode(&self.key_raw(raw)?))
     }
 
+    /// The order bytes of given key values (one per field, in order): bounds to compare
+    /// [`SortSpec::key_bytes`] with.
+    pub fn encode_values(&self, key: &[Bson]) -> Vec<u8> {
+        self.encode(key)
+    }
+
     fn encode(&self, key: &[Bson]) -> Vec<u8> {
         let mut encoder = KeyEncoder::new();
         for (value, (_, direction)) in key.iter().zip(&self.fields) {

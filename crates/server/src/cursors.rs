@@ -45,11 +45,20 @@ pub struct ServerCursor {
     pub owner: Vec<UserName>,
     /// A snapshot read's cluster time, reported with the first batch.
     pub at_cluster_time: Option<bson::Timestamp>,
+    /// `noCursorTimeout`: kept however long it is idle (until read to its end or killed).
+    pub no_timeout: bool,
 }
 
 impl ServerCursor {
     pub fn new(cursor: docstore::Cursor, namespace: String, owner: Vec<UserName>) -> ServerCursor {
-        ServerCursor { cursor: Source::Store(cursor), pending: None, namespace, owner, at_cluster_time: None }
+        ServerCursor {
+            cursor: Source::Store(cursor),
+            pending: None,
+            namespace,
+            owner,
+            at_cluster_time: None,
+            no_timeout: false,
+        }
     }
 
     pub fn change_stream(
@@ -57,7 +66,14 @@ impl ServerCursor {
         namespace: String,
         owner: Vec<UserName>,
     ) -> ServerCursor {
-        ServerCursor { cursor: Source::Changes(stream), pending: None, namespace, owner, at_cluster_time: None }
+        ServerCursor {
+            cursor: Source::Changes(stream),
+            pending: None,
+            namespace,
+            owner,
+            at_cluster_time: None,
+            no_timeout: false,
+        }
     }
 
     /// The change stream's resume token after the last batch (`None`: not a change stream).
@@ -80,6 +96,7 @@ impl ServerCursor {
             namespace,
             owner,
             at_cluster_time: None,
+            no_timeout: false,
         }
     }
 
@@ -158,7 +175,7 @@ impl Cursors {
     /// Park `cursor` and return its id; drops cursors idle past the timeout.
     pub fn park(&self, cursor: ServerCursor) -> i64 {
         let mut open = self.open.lock().unwrap_or_else(|poison| poison.into_inner());
-        open.retain(|_, parked| parked.last_used.elapsed() < IDLE_TIMEOUT);
+        open.retain(|_, parked| parked.cursor.no_timeout || parked.last_used.elapsed() < IDLE_TIMEOUT);
         let mut id = new_id();
         while open.contains_key(&id) {
             id = new_id();

@@ -37,7 +37,8 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
     Counters::add(&context.shared.counters.command, 1);
     let started = Instant::now();
     let mut replaced = false;
-    let admitted = auth::authorize(context, command)
+    let admitted = crate::api_version::check(command)
+        .and_then(|()| auth::authorize(context, command))
         .and_then(|()| check_primary(context, command))
         .and_then(|()| crate::sessions::note(context, command).map(drop))
         .and_then(|()| crate::read_concern::check_supported(command));

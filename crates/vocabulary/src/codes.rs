@@ -147,6 +147,8 @@ error_codes! {
     ChecksumMismatch = 288,
     QueryExceededMemoryLimitNoDiskUseAllowed = 292,
     DataCorruptionDetected = 301,
+    APIVersionError = 322,
+    APIStrictError = 323,
     MechanismUnavailable = 334,
     UnsupportedOpQueryCommand = 352,
     InvalidBSONType = 357,

@@ -471,6 +471,10 @@ impl Catalog {
         crate::compression::requested(&options)?;
         crate::validation::Validator::from_options(&options)?;
         let mut options = options;
+        if let Some(clustered) = options.get("clusteredIndex") {
+            let clustered = crate::collection::clustered_index_option(clustered)?;
+            options.insert("clusteredIndex", clustered);
+        }
         if let Some(collation) = options.get("collation") {
             // Kept as MongoDB reports it, every field filled in; simple is no collation.
             match query::collation::Collation::parse_optional(Some(collation))? {

@@ -194,7 +194,7 @@ fn remove_indexes(
 /// listIndexes' documents, the `_id` index first.
 pub fn list_indexes(catalog: &Catalog, db: &str, name: &str) -> Result<Vec<Document>> {
     let collection = catalog.existing(db, name)?;
-    let mut specs = vec![id_index_spec()];
+    let mut specs = vec![id_index_spec(&collection.meta.options)];
     specs.extend(collection.indexes.iter().map(|i| i.meta.spec.clone()));
     Ok(specs)
 }

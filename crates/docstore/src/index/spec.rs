@@ -110,8 +110,10 @@ impl ParsedSpec {
                 }
                 self.expire_after_seconds = Some(seconds);
             }
+            // MongoDB 7's answer to a field it does not know, legacy ones (`dropDups`,
+            // `safe`) included.
             other => {
-                return Err(Error::CannotCreateIndex(format!(
+                return Err(Error::InvalidIndexSpecificationOption(format!(
                     "The field '{other}' is not valid for an index specification"
                 )));
             }

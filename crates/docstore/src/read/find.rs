@@ -46,6 +46,10 @@ pub struct FindRequest {
     /// The statement's `collation` (`{locale: "simple"}`: the binary order); `None`: the
     /// collection's default.
     pub collation: Option<Collation>,
+    /// `min` (inclusive) and `max` (exclusive): bounds on the hinted index's keys, in its
+    /// order, given as `{field: value, ...}` with its fields in its order.
+    pub min: Option<Document>,
+    pub max: Option<Document>,
     /// `showRecordId` (without `returnKey`): each result gains `$recordId`, its key in the
     /// collection's tree (the encoded `_id`, as a clustered collection's record id is in MongoDB).
     pub show_record_id: bool,
@@ -191,8 +195,10 @@ impl Inner {
         )?;
         prepared.plan.covered = covered.is_some();
         let scan = Scan::new(snapshot, &collection, &prepared.plan.access, covered, Arc::clone(&counters))?;
+        let bounds = KeyBounds::new(request, &prepared.plan)?;
         let filter = prepared.filter.clone();
         let matched = scan.filter_map(move |item| match item {
+            Ok(document) if !bounds.as_ref().is_none_or(|bounds| bounds.admits(&document)) => None,
             Ok(document) => match filter.matches_raw(&document) {
                 Ok(true) => Some(Ok(document)),
                 Ok(false) => None,
@@ -242,8 +248,10 @@ impl Inner {
         mut pipeline: Vec<Document>,
         request: &FindRequest,
     ) -> Result<Cursor> {
-        if request.return_key || request.show_record_id {
-            return Err(Error::InvalidOptions("returnKey and showRecordId are not supported on a view".into()));
+        if request.return_key || request.show_record_id || request.min.is_some() || request.max.is_some() {
+            return Err(Error::InvalidOptions(
+                "returnKey, showRecordId, min and max are not supported on a view".into(),
+            ));
         }
         if !request.filter.is_empty() {
             pipeline.push(bson::doc! {"$match": request.filter.clone()});
@@ -352,6 +360,46 @@ impl Inner {
         values.sort_by(order);
         values.dedup_by(|a, b| order(a, b) == std::cmp::Ordering::Equal);
         Ok(values)
+    }
+}
+
+/// find's `min`/`max`: the hinted index's key of a document must be at least `min` and below
+/// `max`, compared as the index orders keys (its directions included).
+struct KeyBounds {
+    order: SortSpec,
+    min: Option<Vec<u8>>,
+    max: Option<Vec<u8>>,
+}
+
+impl KeyBounds {
+    fn new(request: &FindRequest, plan: &Plan) -> Result<Option<KeyBounds>> {
+        if request.min.is_none() && request.max.is_none() {
+            return Ok(None);
+        }
+        let Access::IndexScan(scan) = &plan.access else {
+            return Err(Error::Query(query::error::fail(
+                51173,
+                "When using min()/max() a hint of which index to use must be provided",
+            )));
+        };
+        let order = SortSpec::parse(&scan.key_pattern)?;
+        let encode = |bound: &Option<Document>| -> Result<Option<Vec<u8>>> {
+            let Some(bound) = bound else { return Ok(None) };
+            if !bound.keys().eq(scan.key_pattern.keys()) {
+                return Err(Error::Query(query::error::fail(
+                    51174,
+                    format!("The index chosen is not consistent with min/max: {} and {bound}", scan.key_pattern),
+                )));
+            }
+            Ok(Some(order.encode_values(&bound.values().cloned().collect::<Vec<_>>())))
+        };
+        let (min, max) = (encode(&request.min)?, encode(&request.max)?);
+        Ok(Some(KeyBounds { order, min, max }))
+    }
+
+    fn admits(&self, document: &RawDocumentBuf) -> bool {
+        let Ok(key) = self.order.key_bytes_raw(document) else { return false };
+        self.min.as_ref().is_none_or(|min| key >= *min) && self.max.as_ref().is_none_or(|max| key < *max)
     }
 }
 

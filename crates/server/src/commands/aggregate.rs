@@ -22,6 +22,11 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let mut pipeline = pipeline(command)?;
     crate::commands::search_indexes::check_pipeline(&pipeline)?;
     list_local_sessions(context, collection.as_deref(), &mut pipeline)?;
+    // `$collStats` makes the input from the collection's statistics, not its documents.
+    let input = match coll_stats(context, command, collection.as_deref(), &mut pipeline)? {
+        true => None,
+        false => collection.clone(),
+    };
     if pipeline.first().is_some_and(|stage| stage.contains_key("$changeStream")) {
         return change_stream(context, command, collection.as_deref(), &pipeline);
     }
@@ -54,7 +59,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         None => DEFAULT_FIRST_BATCH,
     };
     let store = &context.shared.store;
-    let cursor = store.aggregate(&command.database, collection.as_deref(), &pipeline, &options)?;
+    let cursor = store.aggregate(&command.database, input.as_deref(), &pipeline, &options)?;
     let namespace = command.namespace(collection.as_deref().unwrap_or("$cmd.aggregate"));
     let mut cursor = ServerCursor::new(cursor, namespace, auth::owner(context));
     cursor.at_cluster_time = at_cluster_time;
@@ -112,6 +117,64 @@ fn list_local_sessions(
     let sessions: Vec<Bson> = context.shared.sessions.list().into_iter().map(Bson::Document).collect();
     *first = doc! {"$documents": sessions};
     Ok(())
+}
+
+/// `$collStats` (first stage of a collection's pipeline): one document with the collection's
+/// `storageStats` (collStats' figures, `scale` honoured) and/or `count`, fed to the rest of the
+/// pipeline as `$documents`; `true` when it did. Strata keeps no latency histograms or
+/// query-execution counters, so `latencyStats` and `queryExecStats` are refused.
+fn coll_stats(
+    context: &Context,
+    command: &Command,
+    collection: Option<&str>,
+    pipeline: &mut [Document],
+) -> Result<bool, CommandError> {
+    let Some(first) = pipeline.first_mut().filter(|stage| stage.contains_key("$collStats")) else {
+        return Ok(false);
+    };
+    let Some(collection) = collection else {
+        return Err(CommandError::new(
+            wire::ErrorCode::InvalidNamespace,
+            "$collStats must be run against a collection namespace",
+        ));
+    };
+    let spec = match first.get("$collStats") {
+        Some(Bson::Document(spec)) => spec.clone(),
+        Some(other) => return Err(mismatch("$collStats", "object", other)),
+        None => Document::new(),
+    };
+    let store = &context.shared.store;
+    let mut stats = doc! {
+        "ns": command.namespace(collection),
+        "host": context.shared.local_addr.to_string(),
+        "localTime": bson::DateTime::now(),
+    };
+    for (key, value) in &spec {
+        match key.as_str() {
+            "storageStats" => {
+                let scale = match value {
+                    Bson::Document(options) => options.get("scale").and_then(crate::command::as_i64).unwrap_or(1),
+                    _ => 1,
+                };
+                if scale < 1 {
+                    return Err(CommandError::bad_value("scale has to be > 0"));
+                }
+                stats.insert("storageStats", store.coll_stats(&command.database, collection, scale as u64)?);
+            }
+            "count" => {
+                let count = store.estimated_document_count(&command.database, collection)?;
+                stats.insert("count", crate::commands::int(count));
+            }
+            other => {
+                return Err(CommandError::new(
+                    wire::ErrorCode::InvalidOptions,
+                    format!("$collStats option '{other}' is not supported by Strata (it has storageStats and count)"),
+                ));
+            }
+        }
+    }
+    *first = doc! {"$documents": [stats]};
+    Ok(true)
 }
 
 pub fn pipeline(command: &Command) -> Result<Vec<Document>, CommandError> {

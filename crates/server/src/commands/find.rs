@@ -30,6 +30,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let cursor = context.shared.store.find(&command.database, &collection, &request)?;
     let mut cursor = ServerCursor::new(cursor, command.namespace(&collection), auth::owner(context));
     cursor.at_cluster_time = at_cluster_time;
+    cursor.no_timeout = command.optional_bool("noCursorTimeout")?.unwrap_or(false);
     first_batch(&context.shared.cursors, cursor, batch, single_batch)
 }
 
@@ -77,6 +78,8 @@ pub fn find_request(command: &Command) -> Result<(FindRequest, bool), CommandErr
         variables: Default::default(),
         collation: collation(command.get("collation"))?,
         return_key: command.optional_bool("returnKey")?.unwrap_or(false),
+        min: command.optional_document("min")?.cloned(),
+        max: command.optional_document("max")?.cloned(),
         show_record_id: command.optional_bool("showRecordId")?.unwrap_or(false),
     };
     Ok((request, single_batch))

@@ -31,7 +31,8 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             "options": info.options.clone(),
             "info": { "readOnly": info.view },
         };
-        if !info.view {
+        // A clustered collection's `_id` index is its clustered index, reported in its options.
+        if !info.view && !info.options.contains_key("clusteredIndex") {
             full.insert("idIndex", doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_" });
         }
         if filter.as_ref().is_some_and(|filter| !filter.matches(&full)) {

@@ -327,3 +327,76 @@ def test_coll_mod_hides_indexes_and_changes_ttl(db):
     with pytest.raises(OperationFailure) as missing:
         db.command("collMod", "events", index={"name": "nope", "hidden": True})
     assert missing.value.code == 27
+
+
+def test_clustered_index_option_is_reported(db):
+    db.command("create", "clustered", clusteredIndex={"key": {"_id": 1}, "unique": True, "name": "by id"})
+    listed = db.command("listCollections", filter={"name": "clustered"})["cursor"]["firstBatch"][0]
+    assert listed["options"]["clusteredIndex"] == {"v": 2, "key": {"_id": 1}, "name": "by id", "unique": True}
+    assert "idIndex" not in listed
+    assert list(db.clustered.list_indexes()) == [{"v": 2, "key": {"_id": 1}, "name": "by id", "unique": True, "clustered": True}]
+    for bad in ({"key": {"a": 1}, "unique": True}, {"key": {"_id": 1}}, {"key": {"_id": 1}, "unique": True, "x": 1}):
+        with pytest.raises(OperationFailure) as refused:
+            db.command("create", "bad_clustered", clusteredIndex=bad)
+        assert refused.value.code == 72, bad
+
+
+def test_legacy_index_options_are_refused_as_mongodb_7_refuses_them(db):
+    for option in ({"dropDups": True}, {"safe": True}, {"bogus": 1}):
+        with pytest.raises(OperationFailure) as refused:
+            db.legacy.create_index("a", **option)
+        assert refused.value.code == 197 and "is not valid for an index specification" in str(refused.value)
+
+
+def test_find_cursor_options(db):
+    db.pages.insert_many([{"_id": i, "a": i % 5, "b": i} for i in range(40)])
+    db.pages.create_index([("a", 1), ("b", -1)])
+    cursor = db.command("find", "pages", batchSize=0, noCursorTimeout=True, allowPartialResults=True, comment="why")
+    assert cursor["cursor"]["firstBatch"] == [] and cursor["cursor"]["id"] != 0
+    assert len(db.command("getMore", cursor["cursor"]["id"], collection="pages")["cursor"]["nextBatch"]) == 40
+    # Index order is a ascending, then b descending: from (1, 30) up to, not including, (2, 20).
+    hinted = db.pages.find().hint([("a", 1), ("b", -1)]).min([("a", 1), ("b", 30)]).max([("a", 2), ("b", 20)])
+    expected = [(1, b) for b in (26, 21, 16, 11, 6, 1)] + [(2, b) for b in (37, 32, 27, 22)]
+    assert sorted(((d["a"], d["b"]) for d in hinted), key=lambda k: (k[0], -k[1])) == expected
+    with pytest.raises(OperationFailure) as no_hint:  # (pymongo checks this itself: sent raw)
+        db.command("find", "pages", min={"a": 1, "b": 1})
+    assert no_hint.value.code == 51173
+    with pytest.raises(OperationFailure) as wrong_fields:
+        list(db.pages.find().hint([("a", 1), ("b", -1)]).min([("b", 1)]))
+    assert wrong_fields.value.code == 51174
+
+
+def test_coll_stats_stage(db):
+    db.stats_here.insert_many([{"x": "y" * 100} for _ in range(10)])
+    (stats,) = db.stats_here.aggregate([{"$collStats": {"storageStats": {}, "count": {}}}])
+    assert stats["ns"].endswith(".stats_here") and stats["count"] == 10
+    assert stats["storageStats"]["count"] == 10 and stats["storageStats"]["size"] > 1000
+    (projected,) = db.stats_here.aggregate([{"$collStats": {"count": {}}}, {"$project": {"_id": 0, "count": 1}}])
+    assert projected == {"count": 10}
+    with pytest.raises(OperationFailure) as refused:
+        list(db.stats_here.aggregate([{"$collStats": {"latencyStats": {}}}]))
+    assert refused.value.code == 72
+
+
+def test_stable_api_strict_mode(server):
+    from pymongo.server_api import ServerApi
+
+    strict = server.client(server_api=ServerApi("1", strict=True))
+    try:
+        strict.api.things.insert_one({"a": 1})
+        assert strict.api.things.count_documents({}) == 1
+        with pytest.raises(OperationFailure) as refused:
+            strict.admin.command("serverStatus")
+        assert refused.value.code == 323
+    finally:
+        strict.close()
+    plain = server.client()
+    try:
+        with pytest.raises(OperationFailure) as version:
+            plain.admin.command("ping", apiVersion="2")
+        assert version.value.code == 322
+        with pytest.raises(OperationFailure) as without:
+            plain.admin.command("ping", apiStrict=True)
+        assert without.value.code == 72
+    finally:
+        plain.close()
