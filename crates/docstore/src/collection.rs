@@ -27,6 +27,9 @@ pub struct Collection {
     pub collation: Option<query::collation::Collation>,
     /// Its `validator`, `validationLevel` and `validationAction`.
     pub validator: Option<crate::validation::Validator>,
+    /// A capped collection's limits and insertion order ([`crate::capped`]).
+    pub capped: Option<crate::capped::Capped>,
+    pub natural: Option<crate::capped::Natural>,
 }
 
 impl Collection {
@@ -52,7 +55,14 @@ impl Collection {
         let collation = query::collation::Collation::parse_optional(meta.options.get("collation")).unwrap_or(None);
         // Validated at create and collMod.
         let validator = crate::validation::Validator::from_options(&meta.options).unwrap_or(None);
+        let capped = crate::capped::Capped::from_options(&meta.options).unwrap_or(None);
+        let natural = match &meta.natural {
+            Some(name) => Some(crate::capped::Natural::open(engine, tree_id(engine, name)?)?),
+            None => None,
+        };
         Ok(Collection {
+            capped,
+            natural,
             collation,
             validator,
             count_key: count_key(&meta.tree),

@@ -118,6 +118,9 @@ pub enum Error {
     /// A query feature refused where it is used (a validator's `$text`, MongoDB 224).
     #[error("{0}")]
     QueryFeatureNotAllowed(String),
+    /// An operation a multi-document transaction may not contain (MongoDB 263).
+    #[error("{0}")]
+    NotSupportedInTransaction(String),
     /// A write, an index or a rename aimed at a view (MongoDB 166).
     #[error("{0}")]
     CommandNotSupportedOnView(String),
@@ -208,6 +211,7 @@ impl Error {
             Error::ConflictingOperation(_) => ErrorCode::ConflictingOperationInProgress,
             Error::CappedPositionLost(_) => ErrorCode::CappedPositionLost,
             Error::CommandNotSupportedOnView(_) => ErrorCode::CommandNotSupportedOnView,
+            Error::NotSupportedInTransaction(_) => ErrorCode::OperationNotSupportedInTransaction,
             Error::DocumentValidationFailure { .. } => ErrorCode::DocumentValidationFailure,
             Error::QueryFeatureNotAllowed(_) => ErrorCode::QueryFeatureNotAllowed,
             Error::OptionNotSupportedOnView(_) => ErrorCode::OptionNotSupportedOnView,

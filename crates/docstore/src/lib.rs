@@ -66,6 +66,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod aggregate;
+pub mod capped;
 pub mod catalog;
 pub mod change_stream;
 pub mod collection;
@@ -215,6 +216,17 @@ impl Store {
     /// A tailable cursor over the oplog's entries matching `filter` (see [`oplog::tail`]).
     pub fn tail_oplog(&self, filter: &Document) -> Result<oplog::tail::Tail> {
         self.inner.tail_oplog(filter)
+    }
+
+    /// A tailable cursor over a capped collection's documents matching `filter`, in insertion
+    /// order (see [`capped`]).
+    pub fn tail_capped(&self, db: &str, name: &str, filter: &Document) -> Result<oplog::tail::Tail> {
+        self.inner.tail_capped(db, name, filter)
+    }
+
+    /// Registers a callback run after every insert into a capped collection.
+    pub fn on_capped_insert(&self, listener: Box<dyn Fn() + Send + Sync>) {
+        self.inner.catalog.on_capped_insert(listener);
     }
 
     /// Appends a no-op entry to the oplog (if kept), e.g. "initiating set".

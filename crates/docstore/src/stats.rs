@@ -45,7 +45,7 @@ pub fn coll_stats(engine: &Engine, catalog: &Catalog, db: &str, name: &str, scal
         index_compression.insert(index.name.clone(), compression_name(engine, requested(&index.meta.spec)));
     }
     compression.insert("indexes", index_compression);
-    Ok(doc! {
+    let mut stats = doc! {
         "ns": collection.namespace(),
         "count": count,
         "size": size / scale,
@@ -61,7 +61,15 @@ pub fn coll_stats(engine: &Engine, catalog: &Catalog, db: &str, name: &str, scal
             "logicalIndexSizes": logical_index_sizes,
             "idIndex": "the collection's own tree: documents are kept in _id order",
         },
-    })
+        "capped": collection.capped.is_some(),
+    };
+    if let Some(capped) = collection.capped {
+        stats.insert("maxSize", (capped.size / scale as u64) as i64);
+        if let Some(max) = capped.max {
+            stats.insert("max", max as i64);
+        }
+    }
+    Ok(stats)
 }
 
 /// dbStats' figures (without `ok`): the sums of its collections' (logical `dataSize`,

@@ -121,6 +121,55 @@ fn views_read_through_their_definitions_and_survive_restart() {
     assert!(ids(&store, "big_odd", FindRequest::default()).is_empty(), "a view over a missing source is empty");
 }
 
+/// Goal: a capped collection reads in insertion order, keeps within `max` and `size` by
+/// dropping its oldest documents, counts on after a reopen, refuses writes in transactions,
+/// and its natural-order tree goes with a drop; `verify` holds throughout.
+#[test]
+fn capped_collections_keep_insertion_order_and_their_limits() {
+    let dir = tempdir();
+    let ids = |store: &Store| -> Vec<Bson> {
+        let cursor = store.find("db", "cap", &FindRequest::default()).unwrap();
+        cursor.map(|d| Document::try_from(d.unwrap().as_ref()).unwrap().get("_id").cloned().unwrap()).collect()
+    };
+    {
+        let store = Store::open(&dir, StoreOptions::default()).unwrap();
+        store.create_collection("db", "cap", doc! {"capped": true, "size": 1 << 20, "max": 4}).unwrap();
+        for id in [50, 10, 40, 20, 30, 60] {
+            store.insert("db", "cap", vec![raw(doc! {"_id": id})], true, Durability::Immediate);
+        }
+        assert_eq!(ids(&store), [40, 20, 30, 60].map(Bson::Int32).to_vec());
+        assert_eq!(store.delete("db", "cap", &filter_delete(doc! {"_id": 30}), Durability::None).unwrap(), 1);
+        let mut txn = store.begin_transaction();
+        let options = WriteOptions {
+            durability: Durability::None,
+            retry: None,
+            transaction: Some(&mut txn),
+            bypass_validation: false,
+        };
+        let refused = store.insert("db", "cap", vec![raw(doc! {"_id": 99})], true, options);
+        assert_eq!(refused.errors[0].1.code(), 263);
+        store.verify_engine().unwrap();
+        store.close().unwrap();
+    }
+    let store = Store::open(&dir, StoreOptions::default()).unwrap();
+    store.insert("db", "cap", vec![raw(doc! {"_id": 1}), raw(doc! {"_id": 2})], true, Durability::Immediate);
+    assert_eq!(ids(&store), [20, 60, 1, 2].map(Bson::Int32).to_vec(), "numbering goes on after a reopen");
+    let backward = FindRequest { sort: Some(doc! {"$natural": -1}), ..FindRequest::default() };
+    let cursor = store.find("db", "cap", &backward).unwrap();
+    let reversed: Vec<Bson> =
+        cursor.map(|d| Document::try_from(d.unwrap().as_ref()).unwrap().get("_id").cloned().unwrap()).collect();
+    assert_eq!(reversed, [2, 1, 60, 20].map(Bson::Int32).to_vec());
+    assert!(store.drop_collection("db", "cap").unwrap());
+    store.verify_engine().unwrap();
+    drop(store);
+    let store = Store::open(&dir, StoreOptions::default()).unwrap();
+    assert!(store.list_collections("db").is_empty());
+}
+
+fn filter_delete(filter: Document) -> DeleteRequest {
+    DeleteRequest { filter, just_one: true, ..DeleteRequest::default() }
+}
+
 /// Goal: catalog operations and name rules; everything survives a reopen.
 #[test]
 fn catalog_operations_survive_restart() {

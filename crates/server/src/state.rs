@@ -108,6 +108,9 @@ impl Shared {
             next_request_id: AtomicI32::new(1),
         });
         shared.wake_on_oplog();
+        let wakeups = Arc::clone(&shared.oplog_wakeups);
+        // Tailable cursors on capped collections wait as the oplog's do.
+        shared.store.on_capped_insert(Box::new(move || wakeups.send_modify(|generation| *generation += 1)));
         Ok(shared)
     }
 

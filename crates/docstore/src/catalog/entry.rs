@@ -10,6 +10,8 @@
 //!                       expireAfterSeconds?, clustered?}, tree: "i.<n>", multikey, ready } ] }
 //! key "\0next_tree"    value u64 little-endian: the next <n> for a tree name
 //! key "\0view\0db.name" value BSON { db, name, viewOn, pipeline }: a view (`super::view`)
+//! a capped collection's entry also names its natural-order tree: natural: "n.<n>"
+//! (`crate::capped`)
 //! ```
 //!
 //! The `_id` index is implicit: the collection's own tree, keyed by the encoded `_id`.
@@ -31,6 +33,7 @@ pub const NEXT_TREE_KEY: &[u8] = b"\0next_tree";
 pub const COLLECTION_TREE_PREFIX: &str = "c.";
 pub const INDEX_TREE_PREFIX: &str = "i.";
 pub const TEMP_TREE_PREFIX: &str = "t.";
+pub const NATURAL_TREE_PREFIX: &str = "n.";
 const MAX_NAMESPACE_BYTES: usize = 255;
 const MAX_DATABASE_NAME_BYTES: usize = 63;
 
@@ -45,6 +48,8 @@ pub struct CollectionMeta {
     pub options: Document,
     /// Secondary indexes, in creation order (the `_id` index is implicit).
     pub indexes: Vec<IndexMeta>,
+    /// A capped collection's insertion-order tree (`crate::capped`).
+    pub natural: Option<String>,
 }
 
 /// One secondary index in the catalog.
@@ -136,13 +141,17 @@ impl CollectionMeta {
                 })
             })
             .collect();
-        doc! {
+        let mut document = doc! {
             "db": self.db.clone(),
             "name": self.name.clone(),
             "tree": self.tree.clone(),
             "options": self.options.clone(),
             "indexes": indexes,
+        };
+        if let Some(natural) = &self.natural {
+            document.insert("natural", natural.clone());
         }
+        document
     }
 
     pub fn from_document(document: &Document) -> Result<CollectionMeta> {
@@ -171,6 +180,7 @@ impl CollectionMeta {
             tree: text("tree")?,
             options: document.get_document("options").cloned().unwrap_or_default(),
             indexes,
+            natural: document.get_str("natural").ok().map(str::to_string),
         })
     }
 
@@ -187,7 +197,9 @@ impl CollectionMeta {
 
     /// Every tree this collection owns.
     pub fn trees(&self) -> impl Iterator<Item = &str> {
-        std::iter::once(self.tree.as_str()).chain(self.indexes.iter().map(|index| index.tree.as_str()))
+        std::iter::once(self.tree.as_str())
+            .chain(self.indexes.iter().map(|index| index.tree.as_str()))
+            .chain(self.natural.as_deref())
     }
 }
 
@@ -232,8 +244,12 @@ mod tests {
                 multikey: true,
                 ready: true,
             }],
+            natural: None,
         };
         let bytes = meta.encode().unwrap();
         assert_eq!(CollectionMeta::decode(&bytes).unwrap(), meta);
+        let capped = CollectionMeta { natural: Some("n.3".into()), ..meta };
+        assert_eq!(CollectionMeta::decode(&capped.encode().unwrap()).unwrap(), capped);
+        assert_eq!(capped.trees().collect::<Vec<_>>(), vec!["c.1", "i.2", "n.3"]);
     }
 }

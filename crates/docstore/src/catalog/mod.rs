@@ -49,6 +49,8 @@ pub struct Catalog {
     /// `__sessions`: retryable writes' statement records ([`crate::retry`]).
     sessions_tree: TreeId,
     collections: RwLock<CollectionMap>,
+    /// Called after every insert into a capped collection (tailable cursors waiting for data).
+    capped_listeners: RwLock<Vec<Box<dyn Fn() + Send + Sync>>>,
     /// The views' definitions ([`view`]), by (db, name); a name is a collection or a view.
     views: RwLock<BTreeMap<(String, String), ViewMeta>>,
     /// Held by every catalog change (create, drop, rename, tree allocation).
@@ -79,6 +81,7 @@ impl Catalog {
             sessions_tree: ensure_tree(engine, crate::retry::SESSIONS_TREE)?,
             collections: RwLock::new(BTreeMap::new()),
             views: RwLock::new(BTreeMap::new()),
+            capped_listeners: RwLock::new(Vec::new()),
             ddl: Mutex::new(()),
             oplog: RwLock::new(None),
             holds: Arc::default(),
@@ -322,6 +325,17 @@ impl Catalog {
         self.collection(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns does not exist: {db}.{name}")))
     }
 
+    /// Registers a callback run after each insert into a capped collection.
+    pub fn on_capped_insert(&self, listener: Box<dyn Fn() + Send + Sync>) {
+        self.capped_listeners.write().push(listener);
+    }
+
+    pub fn capped_inserted(&self) {
+        for listener in self.capped_listeners.read().iter() {
+            listener();
+        }
+    }
+
     pub fn view(&self, db: &str, name: &str) -> Option<ViewMeta> {
         self.views.read().get(&(db.to_string(), name.to_string())).cloned()
     }
@@ -525,7 +539,11 @@ impl Catalog {
         let mut create = bson::doc! {"create": name};
         create.extend(options.clone());
         let entries = self.command_entries(db, create)?;
-        let meta = CollectionMeta { db: db.into(), name: name.into(), tree, options, indexes: Vec::new() };
+        let natural = match crate::capped::Capped::from_options(&options)? {
+            Some(_) => Some(self.new_tree(engine, entry::NATURAL_TREE_PREFIX)?),
+            None => None,
+        };
+        let meta = CollectionMeta { db: db.into(), name: name.into(), tree, options, indexes: Vec::new(), natural };
         let mut txn = engine.begin();
         txn.put(self.tree, namespace_key(db, name), meta.encode()?);
         self.commit_logged(engine, txn, db, entries, Durability::Immediate)?;
@@ -724,8 +742,9 @@ fn ensure_tree(engine: &Engine, name: &str) -> Result<TreeId> {
 fn drop_garbage_trees(engine: &Engine, metas: &[CollectionMeta]) -> Result<()> {
     let named: HashSet<&str> = metas.iter().flat_map(CollectionMeta::trees).collect();
     for tree in engine.list_trees() {
-        let ours =
-            [COLLECTION_TREE_PREFIX, INDEX_TREE_PREFIX, TEMP_TREE_PREFIX].iter().any(|prefix| tree.starts_with(prefix));
+        let ours = [COLLECTION_TREE_PREFIX, INDEX_TREE_PREFIX, TEMP_TREE_PREFIX, entry::NATURAL_TREE_PREFIX]
+            .iter()
+            .any(|prefix| tree.starts_with(prefix));
         if ours && !named.contains(tree.as_str()) {
             engine.drop_tree(&tree)?;
         }

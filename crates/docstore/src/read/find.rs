@@ -141,7 +141,18 @@ impl Inner {
         let filter = Filter::parse(&request.filter)?
             .with_variables(Arc::clone(&request.variables))
             .with_collation(collation.clone());
-        let sort = request.sort.as_ref().map(SortSpec::parse).transpose()?.filter(|s| !s.is_empty());
+        // `sort: {$natural: ±1}` is a collection scan in (reverse) natural order, not a sort.
+        let natural = request.sort.as_ref().filter(|sort| sort.len() == 1).and_then(|sort| sort.get("$natural"));
+        let natural_hint =
+            natural.map(|direction| Hint::from_bson(&Bson::Document(bson::doc! {"$natural": direction.clone()})));
+        let hint = match natural_hint.transpose()? {
+            Some(natural) => Some(natural),
+            None => request.hint.clone(),
+        };
+        let sort = match natural {
+            Some(_) => None,
+            None => request.sort.as_ref().map(SortSpec::parse).transpose()?.filter(|s| !s.is_empty()),
+        };
         let sort = sort.map(|sort| sort.with_collation(collation.clone()));
         let projection = request.projection.as_ref().filter(|p| !p.is_empty()).map(Projection::parse).transpose()?;
         let mut plan = match &collation {
@@ -150,7 +161,7 @@ impl Inner {
             Some(_) if holds_strings(&Bson::Document(request.filter.clone())) => {
                 Plan { access: Access::CollectionScan { backward: false }, sorted: false, covered: false }
             }
-            _ => plan(collection, &filter, &request.filter, sort.as_ref(), request.hint.as_ref())?,
+            _ => plan(collection, &filter, &request.filter, sort.as_ref(), hint.as_ref())?,
         };
         if collation.is_some() {
             // Nor is any scan's order a collation's: the sort is made here.

@@ -44,6 +44,9 @@ struct ResolvedScan {
     backward: bool,
 }
 
+/// A capped collection's `(seq, _id)` pairs in insertion order.
+type NaturalIds = Box<dyn Iterator<Item = Result<(u64, Vec<u8>)>> + Send>;
+
 /// An index entry as read: which of the plan's scans it came from, its key and its value.
 type RawEntry = (usize, Vec<u8>, Vec<u8>);
 
@@ -61,6 +64,8 @@ pub struct Scan {
     covered: Option<Covered>,
     counters: Arc<ExecutionCounters>,
     failed: bool,
+    /// A capped collection's scan: its documents' ids in insertion order.
+    natural: Option<NaturalIds>,
 }
 
 impl Scan {
@@ -95,7 +100,14 @@ impl Scan {
             Access::IndexScan(scan) => (vec![resolve(scan)?], false, scan.multikey),
             Access::Or(scans) => (scans.iter().map(resolve).collect::<Result<Vec<_>>>()?, false, true),
         };
+        let natural = match (access, &collection.natural) {
+            (Access::CollectionScan { backward }, Some(natural)) => {
+                Some(Box::new(natural.ids(&snapshot, None, *backward)) as NaturalIds)
+            }
+            _ => None,
+        };
         Ok(Scan {
+            natural,
             snapshot,
             collection_tree: collection.tree,
             scans,
@@ -169,6 +181,30 @@ impl Scan {
     }
 }
 
+impl Scan {
+    /// The next document of a capped collection in insertion order.
+    fn next_natural(&mut self) -> Option<Result<RawDocumentBuf>> {
+        loop {
+            let (_, id) = match self.natural.as_mut()?.next()? {
+                Ok(entry) => entry,
+                Err(error) => {
+                    self.failed = true;
+                    return Some(Err(error));
+                }
+            };
+            ExecutionCounters::add(&self.counters.docs_examined);
+            match self.snapshot.get(self.collection_tree, &id) {
+                Ok(Some(bytes)) => return Some(raw(bytes)),
+                Ok(None) => continue,
+                Err(error) => {
+                    self.failed = true;
+                    return Some(Err(error.into()));
+                }
+            }
+        }
+    }
+}
+
 fn as_ref(bound: &std::ops::Bound<Vec<u8>>) -> std::ops::Bound<&[u8]> {
     match bound {
         std::ops::Bound::Included(k) => std::ops::Bound::Included(k.as_slice()),
@@ -187,6 +223,9 @@ impl Iterator for Scan {
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed {
             return None;
+        }
+        if self.natural.is_some() {
+            return self.next_natural();
         }
         loop {
             let result = match self.next_entry()? {

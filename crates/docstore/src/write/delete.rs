@@ -74,7 +74,7 @@ impl Inner {
         Ok(deleted)
     }
 
-    fn remove_group(
+    pub(crate) fn remove_group(
         &self,
         locked: &mut crate::catalog::Locked,
         group: Vec<RawDocumentBuf>,

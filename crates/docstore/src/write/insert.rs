@@ -152,7 +152,20 @@ impl Inner {
         }
         let raws: Vec<&RawDocument> = documents.iter().map(|p| p.raw.as_ref()).collect();
         locked.collection = write.commit(durability, &raws)?;
+        self.after_capped_insert(locked);
         Ok(())
+    }
+
+    /// A capped collection past its limits loses its oldest documents; the documents inserted
+    /// are committed whatever happens here (a failed trim is retried by the next insert).
+    fn after_capped_insert(&self, locked: &mut Locked) {
+        if locked.collection.capped.is_none() {
+            return;
+        }
+        if let Err(error) = self.trim_capped(locked) {
+            tracing::warn!(%error, collection = %locked.collection.namespace(), "trimming a capped collection failed");
+        }
+        self.catalog.capped_inserted();
     }
 
     /// Inserts one decoded document (`$merge`, `$out`) under a lock already held; returns its
@@ -189,6 +202,7 @@ impl Inner {
             write.record(retry, stmt_id, result(&inserted)?)?;
         }
         locked.collection = write.commit(durability, &[prepared.raw.as_ref()])?;
+        self.after_capped_insert(locked);
         Ok(id)
     }
 }

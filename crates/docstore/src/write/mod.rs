@@ -183,6 +183,17 @@ impl<'s> DocumentWrite<'s> {
         }
     }
 
+    /// MongoDB refuses writes to capped collections inside multi-document transactions.
+    fn refuse_capped_in_transaction(&self) -> Result<()> {
+        match (&self.sink, self.collection.capped) {
+            (Sink::Transaction { .. }, Some(_)) => Err(Error::NotSupportedInTransaction(format!(
+                "Collection '{}' is a capped collection. Writes in transactions are not allowed on capped collections.",
+                self.collection.namespace()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// Before a document is written: in a transaction, hold it (or fail with WriteConflict);
     /// outside one, a document an open transaction holds may not be written (the statement
     /// waited for it before, under the same lock).
@@ -253,7 +264,11 @@ impl<'s> DocumentWrite<'s> {
         }
         self.claim(id)?;
         self.check_unique_now(id, raw, &all_keys)?;
+        self.refuse_capped_in_transaction()?;
         self.sink.writes().insert_if_absent(self.collection.tree, id.to_vec(), raw.as_bytes().to_vec());
+        if let Some(natural) = &self.collection.natural {
+            natural.append(self.sink.writes(), id);
+        }
         for (index, keys) in self.collection.indexes.iter().zip(all_keys) {
             let bytes: i64 = keys.iter().map(|k| index.entry_bytes(k, id, raw)).sum();
             add_index_bytes(&mut self.index_bytes, &index.meta.tree, bytes);
@@ -271,7 +286,11 @@ impl<'s> DocumentWrite<'s> {
     /// Removes a stored document and its entries.
     pub fn remove(&mut self, id: &[u8], raw: &RawDocument) -> Result<()> {
         self.claim(id)?;
+        self.refuse_capped_in_transaction()?;
         self.sink.writes().delete(self.collection.tree, id.to_vec());
+        if let Some(natural) = &self.collection.natural {
+            natural.forget(self.sink.writes(), &self.engine.snapshot(), id)?;
+        }
         for index in &self.collection.indexes {
             let (keys, _) = index.keys(raw)?;
             let refs: Vec<&EncodedKey> = keys.iter().collect();
@@ -295,6 +314,7 @@ impl<'s> DocumentWrite<'s> {
         if let Some(validator) = self.collection.validator.as_ref().filter(|_| self.validate) {
             validator.check_update(old, new, &self.collection.namespace())?;
         }
+        self.refuse_capped_in_transaction()?;
         let collection = Arc::clone(&self.collection);
         let mut changes = Vec::with_capacity(collection.indexes.len());
         for index in &collection.indexes {

@@ -34,8 +34,8 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     first_batch(&context.shared.cursors, cursor, batch, single_batch)
 }
 
-/// A tailable cursor: only the oplog is a capped collection in Strata. It stays open when it
-/// has no more entries yet; with `awaitData` an empty getMore waits for them.
+/// A tailable cursor on the oplog or a capped collection. It stays open when it has no more
+/// documents yet; with `awaitData` an empty getMore waits for them.
 fn tailable(
     context: &Context,
     command: &Command,
@@ -43,17 +43,15 @@ fn tailable(
     request: &FindRequest,
     batch: usize,
 ) -> Result<RawDocumentBuf, CommandError> {
-    if (command.database.as_str(), collection) != ("local", "oplog.rs") {
-        return Err(CommandError::bad_value(format!(
-            "error processing query: ns={}: tailable cursor requested on non capped collection",
-            command.namespace(collection)
-        )));
-    }
     if request.sort.is_some() || request.skip > 0 {
         return Err(CommandError::bad_value("tailable cursors read in natural order, without sort or skip"));
     }
     let await_data = command.optional_bool("awaitData")?.unwrap_or(false);
-    let tail = context.shared.store.tail_oplog(&request.filter)?;
+    let store = &context.shared.store;
+    let tail = match (command.database.as_str(), collection) {
+        ("local", "oplog.rs") => store.tail_oplog(&request.filter)?,
+        (db, name) => store.tail_capped(db, name, &request.filter)?,
+    };
     let cursor = ServerCursor::tail(tail, await_data, command.namespace(collection), auth::owner(context));
     first_batch(&context.shared.cursors, cursor, batch, false)
 }

@@ -189,5 +189,5 @@ def test_pre_and_post_images(rs):
         (event,) = drain(stream, 1)
     assert event["fullDocumentBeforeChange"] == {"_id": 3}
     with pytest.raises(pymongo.errors.OperationFailure) as refused:
-        db.command("collMod", "plain", validator={"x": 1})
+        db.command("collMod", "plain", recordPreImages=True)
     assert refused.value.code == 72

@@ -400,3 +400,41 @@ def test_stable_api_strict_mode(server):
         assert without.value.code == 72
     finally:
         plain.close()
+
+
+def test_capped_collections_keep_insertion_order_and_drop_the_oldest(db):
+    db.create_collection("log", capped=True, size=100_000, max=5)
+    for i in (5, 3, 9, 1, 7, 2, 8):  # _ids out of order: natural order is insertion order
+        db.log.insert_one({"_id": i})
+    assert [d["_id"] for d in db.log.find()] == [9, 1, 7, 2, 8]
+    assert [d["_id"] for d in db.log.find().sort("$natural", -1)] == [8, 2, 7, 1, 9]
+    assert db.log.count_documents({}) == 5 and db.log.find_one({"_id": 5}) is None
+    options = db.command("listCollections", filter={"name": "log"})["cursor"]["firstBatch"][0]["options"]
+    assert options["capped"] is True and options["size"] == 100_000 and options["max"] == 5
+    assert db.command("collStats", "log")["capped"] is True
+    db.log.delete_one({"_id": 7})
+    db.log.insert_many([{"_id": 20}, {"_id": 21}])
+    assert [d["_id"] for d in db.log.find()] == [1, 2, 8, 20, 21]
+    # By size: each ~1 KB document, 4 KB allowed.
+    db.create_collection("small", capped=True, size=4096)
+    db.small.insert_many([{"_id": i, "pad": "x" * 1000} for i in range(10)])
+    assert [d["_id"] for d in db.small.find()] == [6, 7, 8, 9]  # 4 x 1,020 bytes fit in 4,096
+    for bad in ({"capped": True}, {"capped": True, "size": -5}):
+        with pytest.raises(OperationFailure) as refused:
+            db.command("create", "bad_capped", **bad)
+        assert refused.value.code == 72, bad
+
+
+def test_tailable_and_await_data_cursors_on_a_capped_collection(db):
+    from pymongo import CursorType
+
+    db.create_collection("feed", capped=True, size=1 << 20)
+    db.feed.insert_many([{"_id": i} for i in range(3)])
+    cursor = db.feed.find(cursor_type=CursorType.TAILABLE_AWAIT).max_await_time_ms(2000)
+    assert [cursor.next()["_id"] for _ in range(3)] == [0, 1, 2]
+    db.feed.insert_one({"_id": 3})
+    assert cursor.next()["_id"] == 3  # woken by the insert, not by the await time
+    assert cursor.alive
+    cursor.close()
+    with pytest.raises(OperationFailure):
+        list(db.plain_not_capped.find(cursor_type=CursorType.TAILABLE))
