@@ -48,33 +48,10 @@ impl Validator {
     /// The collection's validation, from its options (`None`: no validator). Errors are
     /// MongoDB's for a bad `validator`, `validationLevel` or `validationAction`.
     pub fn from_options(options: &Document) -> Result<Option<Validator>> {
-        let level = match options.get("validationLevel") {
-            None => Level::Strict,
-            Some(Bson::String(level)) => match level.as_str() {
-                "off" => Level::Off,
-                "strict" => Level::Strict,
-                "moderate" => Level::Moderate,
-                other => {
-                    return Err(Error::bad_value(format!(
-                        "Enumeration value '{other}' for field 'validationLevel' is not a valid value."
-                    )));
-                }
-            },
-            Some(_) => return Err(Error::TypeMismatch("'validationLevel' must be a string".into())),
-        };
-        let action = match options.get("validationAction") {
-            None => Action::Error,
-            Some(Bson::String(action)) => match action.as_str() {
-                "error" => Action::Error,
-                "warn" => Action::Warn,
-                other => {
-                    return Err(Error::bad_value(format!(
-                        "Enumeration value '{other}' for field 'validationAction' is not a valid value."
-                    )));
-                }
-            },
-            Some(_) => return Err(Error::TypeMismatch("'validationAction' must be a string".into())),
-        };
+        let levels = [("strict", Level::Strict), ("moderate", Level::Moderate), ("off", Level::Off)];
+        let level = enumeration(options, "validationLevel", Level::Strict, &levels)?;
+        let actions = [("error", Action::Error), ("warn", Action::Warn)];
+        let action = enumeration(options, "validationAction", Action::Error, &actions)?;
         let spec = match options.get("validator") {
             None => return Ok(None),
             Some(Bson::Document(spec)) if spec.is_empty() => return Ok(None),
@@ -141,6 +118,18 @@ impl Validator {
                 doc! { "operatorName": "$and", "clausesNotSatisfied": failed }
             }
         })
+    }
+}
+
+/// An option naming one of `choices`; `default` when it is absent.
+fn enumeration<T: Copy>(options: &Document, field: &str, default: T, choices: &[(&str, T)]) -> Result<T> {
+    let Some(value) = options.get(field) else { return Ok(default) };
+    let Bson::String(name) = value else {
+        return Err(Error::TypeMismatch(format!("'{field}' must be a string")));
+    };
+    match choices.iter().find(|(choice, _)| choice == name) {
+        Some((_, chosen)) => Ok(*chosen),
+        None => Err(Error::bad_value(format!("Enumeration value '{name}' for field '{field}' is not a valid value."))),
     }
 }
 

@@ -153,7 +153,9 @@ pub fn compare_values(a: &Bson, b: &Bson, collation: Option<&Collation>) -> Orde
     }
 }
 
-fn holds_text(value: &Bson) -> bool {
+/// Whether a value holds a string at any depth: what a collation changes the comparisons of
+/// (and a filter whose index bounds it changes).
+pub fn holds_text(value: &Bson) -> bool {
     match value {
         Bson::String(_) | Bson::Symbol(_) => true,
         Bson::Array(items) => items.iter().any(holds_text),

@@ -158,7 +158,7 @@ impl Inner {
         let mut plan = match &collation {
             // Indexes hold strings in binary order: bounds made of strings would miss what the
             // collation equates (a known limit: no collation-aware indexes yet).
-            Some(_) if holds_strings(&Bson::Document(request.filter.clone())) => {
+            Some(_) if query::collation::holds_text(&Bson::Document(request.filter.clone())) => {
                 Plan { access: Access::CollectionScan { backward: false }, sorted: false, covered: false }
             }
             _ => plan(collection, &filter, &request.filter, sort.as_ref(), hint.as_ref())?,
@@ -411,16 +411,6 @@ impl KeyBounds {
     fn admits(&self, document: &RawDocumentBuf) -> bool {
         let Ok(key) = self.order.key_bytes_raw(document) else { return false };
         self.min.as_ref().is_none_or(|min| key >= *min) && self.max.as_ref().is_none_or(|max| key < *max)
-    }
-}
-
-/// Whether a value holds a string at any depth (a filter whose bounds a collation changes).
-fn holds_strings(value: &Bson) -> bool {
-    match value {
-        Bson::String(_) | Bson::Symbol(_) => true,
-        Bson::Array(items) => items.iter().any(holds_strings),
-        Bson::Document(fields) => fields.values().any(holds_strings),
-        _ => false,
     }
 }
 
