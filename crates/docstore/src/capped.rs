@@ -154,6 +154,37 @@ impl Natural {
 }
 
 impl crate::store::Inner {
+    /// `convertToCapped`: the collection's documents (in `_id` order) copied into a new capped
+    /// collection of `size` bytes, which then replaces it; as in MongoDB, its secondary
+    /// indexes are not kept, and the oldest documents go if they do not fit. On error the
+    /// original stays as it was.
+    pub fn convert_to_capped(self: &std::sync::Arc<Self>, db: &str, name: &str, size: i64) -> Result<()> {
+        let options = bson::doc! {"capped": true, "size": size};
+        Capped::from_options(&options)?;
+        self.catalog.existing(db, name)?;
+        let temp = format!("tmp.convertToCapped.{}", self.temp_number());
+        self.catalog.create_collection(&self.engine, db, &temp, options)?;
+        let copied = (|| -> Result<()> {
+            let request = crate::read::find::FindRequest::default();
+            let mut documents = self.find_with_counters(db, name, &request, Default::default())?.0;
+            loop {
+                let batch = documents.next_batch(1000, 16 << 20)?;
+                if batch.is_empty() {
+                    break;
+                }
+                let mut writer = crate::write::Writer::plain(storage::Durability::Periodic);
+                if let Some((_, error)) = self.insert(db, &temp, batch, true, &mut writer).errors.into_iter().next() {
+                    return Err(error);
+                }
+            }
+            self.catalog.rename_collection(&self.engine, (db, &temp), (db, name), true)
+        })();
+        if copied.is_err() {
+            let _ = self.catalog.drop_collection(&self.engine, db, &temp);
+        }
+        copied
+    }
+
     /// Removes a capped collection's oldest documents until it is within its limits (after an
     /// insert, under the collection's write lock), in groups of
     /// [`crate::write::delete::DELETE_GROUP`].

@@ -224,6 +224,13 @@ impl Store {
         self.inner.tail_capped(db, name, filter)
     }
 
+    /// `convertToCapped`: replaces the collection by a capped one of `size` bytes holding its
+    /// documents (see [`capped`]).
+    pub fn convert_to_capped(&self, db: &str, name: &str, size: i64) -> Result<()> {
+        self.inner.convert_to_capped(db, name, size)?;
+        self.inner.make_durable(Durability::Immediate)
+    }
+
     /// Registers a callback run after every insert into a capped collection.
     pub fn on_capped_insert(&self, listener: Box<dyn Fn() + Send + Sync>) {
         self.inner.catalog.on_capped_insert(listener);

@@ -44,6 +44,7 @@ pub fn need(command: &Command, current: Option<&UserName>) -> Result<Need, Comma
         "aggregate" => Need::All(aggregate_needs(command)),
         "explain" => explain_need(command, current)?,
         "create" => on_collection(&[CreateCollection]),
+        "convertToCapped" => on_collection(&[ConvertToCapped]),
         "createIndexes" | "createSearchIndexes" | "updateSearchIndex" => on_collection(&[CreateIndex]),
         "drop" => on_collection(&[DropCollection]),
         "dropIndexes" | "deleteIndexes" | "dropSearchIndex" => on_collection(&[DropIndex]),
@@ -139,6 +140,10 @@ fn aggregate_needs(command: &Command) -> Vec<(Target, Action)> {
     if first.is_some_and(|stage| stage.contains_key("$changeStream")) {
         needs.push((collection_target(command), Find));
         needs.push((collection_target(command), ChangeStream));
+    }
+    // `$collStats` reads the collection's statistics, as the collStats command does.
+    if first.is_some_and(|stage| stage.contains_key("$collStats")) {
+        needs.push((collection_target(command), CollStats));
     }
     if let Some(Bson::Array(stages)) = command.get("pipeline") {
         stage_needs(&command.database, stages, &mut needs);

@@ -18,6 +18,7 @@ mod coll_stats;
 mod compact;
 mod configure_fail_point;
 mod connection_status;
+mod convert_to_capped;
 mod count;
 mod create;
 mod create_backup;
@@ -73,6 +74,7 @@ pub static COMMANDS: &[Spec] = &[
     Spec { names: &["collStats"], help: "collection statistics", handler: coll_stats::run },
     Spec { names: &["compact"], help: "give the data file's free space back to the system", handler: compact::run },
     Spec { names: &["count"], help: "count matching documents", handler: count::run },
+    Spec { names: &["convertToCapped"], help: "make a collection capped", handler: convert_to_capped::run },
     Spec { names: &["create"], help: "create a collection", handler: create::run },
     Spec { names: &["createBackup"], help: "copy the whole database to a directory, hot", handler: create_backup::run },
     Spec { names: &["createIndexes"], help: "build indexes", handler: create_indexes::run },

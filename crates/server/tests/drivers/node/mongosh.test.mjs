@@ -23,7 +23,9 @@ const deleted = c.deleteMany({ low: true }).deletedCount;
 const total = c.aggregate([{ $group: { _id: null, n: { $sum: 1 } } }]).toArray()[0].n;
 let duplicate = 0;
 try { c.insertOne({ sku: 's50' }); } catch (e) { duplicate = e.code; }
-print(JSON.stringify({ index, one, updated, deleted, total, duplicate, version: db.version() }));
+const stats = c.stats();
+const counted = stats.count === total && stats.ns === 'shsmoke.items' && stats.nindexes === 2;
+print(JSON.stringify({ index, one, updated, deleted, total, duplicate, counted, version: db.version() }));
 `;
 
 for (const secure of [false, true]) test(`mongosh smoke${secure ? ' (auth + TLS)' : ''}`, async () => {
@@ -35,7 +37,7 @@ for (const secure of [false, true]) test(`mongosh smoke${secure ? ' (auth + TLS)
     });
     const summary = JSON.parse(stdout.trim().split('\n').pop());
     assert.deepEqual(summary, {
-      index: 'sku_1', one: 7, updated: 10, deleted: 10, total: 90, duplicate: 11000, version: '7.0.0',
+      index: 'sku_1', one: 7, updated: 10, deleted: 10, total: 90, duplicate: 11000, counted: true, version: '7.0.0',
     });
   } finally {
     assert.equal(await server.stop(), 0);

@@ -425,6 +425,20 @@ def test_capped_collections_keep_insertion_order_and_drop_the_oldest(db):
         assert refused.value.code == 72, bad
 
 
+def test_convert_to_capped_keeps_the_newest_that_fit(db):
+    db.plain.insert_many([{"_id": i, "pad": "x" * 1000} for i in range(10)])
+    db.plain.create_index("pad")
+    db.command("convertToCapped", "plain", size=4096)
+    assert [d["_id"] for d in db.plain.find()] == [6, 7, 8, 9]
+    assert db.command("collStats", "plain")["capped"] is True
+    assert [i["name"] for i in db.plain.list_indexes()] == ["_id_"]  # as MongoDB: indexes not kept
+    db.plain.insert_one({"_id": 10, "pad": "y" * 1000})
+    assert [d["_id"] for d in db.plain.find()] == [7, 8, 9, 10]
+    with pytest.raises(OperationFailure) as missing:
+        db.command("convertToCapped", "nothing_here", size=4096)
+    assert missing.value.code == 26
+
+
 def test_tailable_and_await_data_cursors_on_a_capped_collection(db):
     from pymongo import CursorType
 
