@@ -475,7 +475,7 @@ impl Store {
     /// The maintained document counter: no scan (on a view, which has none, a count of its
     /// results).
     pub fn estimated_document_count(&self, db: &str, name: &str) -> Result<u64> {
-        if self.inner.catalog.view(db, name).is_some() {
+        if self.inner.catalog.is_view(db, name) {
             return self.count(db, name, &FindRequest::default());
         }
         stats::estimated_document_count(&self.inner.engine, &self.inner.catalog, db, name)

@@ -336,22 +336,18 @@ impl Catalog {
         }
     }
 
-    pub fn view(&self, db: &str, name: &str) -> Option<ViewMeta> {
+    /// Whether `db.name` is a view. Every write asks: without views, the answer costs no key to
+    /// build.
+    pub fn is_view(&self, db: &str, name: &str) -> bool {
         let views = self.views.read();
-        // Every write asks: without views, the answer costs no key to build.
-        if views.is_empty() {
-            return None;
-        }
-        views.get(&(db.to_string(), name.to_string())).cloned()
+        !views.is_empty() && views.contains_key(&(db.to_string(), name.to_string()))
     }
 
     /// CommandNotSupportedOnView for a write, an index or a rename aimed at a view.
     pub fn refuse_view(&self, db: &str, name: &str) -> Result<()> {
-        match self.view(db, name) {
-            Some(_) => {
-                Err(Error::CommandNotSupportedOnView(format!("Namespace {db}.{name} is a view, not a collection")))
-            }
-            None => Ok(()),
+        match self.is_view(db, name) {
+            true => Err(Error::CommandNotSupportedOnView(format!("Namespace {db}.{name} is a view, not a collection"))),
+            false => Ok(()),
         }
     }
 
@@ -367,10 +363,7 @@ impl Catalog {
         let mut chain = vec![view];
         while let Some(inner) = views.get(&(db.to_string(), view.view_on.clone())) {
             if chain.len() >= view::MAX_VIEW_DEPTH {
-                return Err(Error::ViewDepthLimitExceeded(format!(
-                    "View depth too deep or view cycle detected. Maximum depth is {}",
-                    view::MAX_VIEW_DEPTH
-                )));
+                return Err(view::too_deep());
             }
             chain.push(inner);
             view = inner;
@@ -385,7 +378,7 @@ impl Catalog {
         validate_user_collection(db, name)?;
         let view = ViewMeta::from_options(db, name, options)?;
         let _ddl = self.ddl.lock();
-        if self.collection(db, name).is_some() || self.view(db, name).is_some() {
+        if self.collection(db, name).is_some() || self.is_view(db, name) {
             return Err(Error::NamespaceExists(format!("Namespace {db}.{name} already exists")));
         }
         self.check_view_chain(&view)?;
@@ -401,28 +394,26 @@ impl Catalog {
 
     /// A new view may not read itself through its sources, nor sit on more than 20 views.
     fn check_view_chain(&self, view: &ViewMeta) -> Result<()> {
+        let views = self.views.read();
         let mut depth = 1;
-        let mut on = view.view_on.clone();
+        let mut on = &view.view_on;
         loop {
-            if on == view.name {
+            if *on == view.name {
                 let namespace = format!("{}.{}", view.db, view.name);
                 return Err(Error::GraphContainsCycle(format!("View cycle detected: {namespace} reads itself")));
             }
-            let Some(inner) = self.view(&view.db, &on) else { return Ok(()) };
+            let Some(inner) = views.get(&(view.db.clone(), on.clone())) else { return Ok(()) };
             depth += 1;
             if depth > view::MAX_VIEW_DEPTH {
-                return Err(Error::ViewDepthLimitExceeded(format!(
-                    "View depth too deep or view cycle detected. Maximum depth is {}",
-                    view::MAX_VIEW_DEPTH
-                )));
+                return Err(view::too_deep());
             }
-            on = inner.view_on;
+            on = &inner.view_on;
         }
     }
 
     /// Drops a view; `Ok(false)` when there is none of that name.
     fn drop_view(&self, engine: &Engine, db: &str, name: &str) -> Result<bool> {
-        if self.view(db, name).is_none() {
+        if !self.is_view(db, name) {
             return Ok(false);
         }
         let mut txn = engine.begin();
@@ -505,7 +496,7 @@ impl Catalog {
             };
         }
         let _ddl = self.ddl.lock();
-        if self.collection(db, name).is_some() || self.view(db, name).is_some() {
+        if self.collection(db, name).is_some() || self.is_view(db, name) {
             return Err(Error::NamespaceExists(format!("Collection {db}.{name} already exists.")));
         }
         self.create_collection_locked(engine, db, name, options)
@@ -606,7 +597,7 @@ impl Catalog {
     ) -> Result<()> {
         validate_user_collection(to.0, to.1)?;
         self.refuse_view(from.0, from.1)?;
-        if self.view(to.0, to.1).is_some() {
+        if self.is_view(to.0, to.1) {
             return Err(Error::NamespaceExists("target namespace exists (a view)".into()));
         }
         if from == to {

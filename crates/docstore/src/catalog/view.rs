@@ -21,6 +21,13 @@ pub const VIEW_KEY_PREFIX: &[u8] = b"\0view\0";
 /// MongoDB's limit on views defined on views.
 pub const MAX_VIEW_DEPTH: usize = 20;
 
+/// ViewDepthLimitExceeded, in MongoDB's words.
+pub fn too_deep() -> Error {
+    Error::ViewDepthLimitExceeded(format!(
+        "View depth too deep or view cycle detected. Maximum depth is {MAX_VIEW_DEPTH}"
+    ))
+}
+
 /// A view's definition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ViewMeta {
