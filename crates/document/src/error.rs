@@ -14,6 +14,9 @@ pub enum Error {
     /// A compound index key would need the cross product of two arrays.
     #[error("cannot index parallel arrays [{first}] [{second}]")]
     ParallelArrays { first: String, second: String },
+    /// A hashed index field reached an array (MongoDB's assertion 16766).
+    #[error("hashed indexes do not currently support array values")]
+    HashedArray,
     /// An index specification is not a document of `path: 1 | -1` fields.
     #[error("bad index key pattern: {0}")]
     BadIndexSpec(String),
@@ -28,11 +31,16 @@ pub enum Error {
     InvalidBson(String),
 }
 
+/// MongoDB's assertion 16766: a hashed index field holding an array.
+const HASHED_ARRAY: i32 = 16766;
+
 impl Error {
     /// The MongoDB error this is (`vocabulary`'s table).
     pub fn error_code(&self) -> ErrorCode {
         match self {
             Error::ParallelArrays { .. } => ErrorCode::CannotIndexParallelArrays,
+            // An assertion-site code (`code()`); its table entry is the nearest kind.
+            Error::HashedArray => ErrorCode::CannotCreateIndex,
             Error::BadIndexSpec(_) => ErrorCode::CannotCreateIndex,
             Error::InvalidPath(_) => ErrorCode::BadValue,
             Error::CorruptKey(_) | Error::InvalidBson(_) => ErrorCode::InvalidBSON,
@@ -41,11 +49,17 @@ impl Error {
 
     /// MongoDB's numeric error code for this error.
     pub fn code(&self) -> i32 {
-        self.error_code().code()
+        match self {
+            Error::HashedArray => HASHED_ARRAY,
+            _ => self.error_code().code(),
+        }
     }
 
     /// MongoDB's `codeName` for [`Error::code`].
     pub fn code_name(&self) -> &'static str {
-        self.error_code().name()
+        match self {
+            Error::HashedArray => vocabulary::code_name(HASHED_ARRAY),
+            _ => self.error_code().name(),
+        }
     }
 }

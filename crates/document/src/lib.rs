@@ -13,6 +13,7 @@
 /// Fuzz entry point (`fuzz/`, and the corpus replay test): not part of the crate's API.
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod hash;
 pub mod keycodec;
 pub mod number;
 pub mod order;

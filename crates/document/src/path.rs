@@ -13,6 +13,9 @@
 //!   field into `null` (or no key at all for a sparse index when every field is missing);
 //!   compound keys are the cross product of the fields' values, deduplicated; two fields that
 //!   traverse different arrays are the "cannot index parallel arrays" error.
+//!   A `hashed` field (at most one per index) holds MongoDB's hash of the value
+//!   ([`crate::hash`]) instead of the value; it may not reach an array (error 16766), so it
+//!   never makes an index multikey.
 //! - [`get_dotted`]: the one value at a path, no traversal (numeric components index arrays).
 //!
 //! Invariant of [`FieldPath`]: at least one component and no empty component.
@@ -233,6 +236,8 @@ pub enum Sparseness {
 pub struct IndexSpec {
     fields: Vec<(FieldPath, Direction)>,
     sparseness: Sparseness,
+    /// The position of the `"hashed"` field, if any (its direction is ascending).
+    hashed: Option<usize>,
 }
 
 /// The keys one document yields for an index.
@@ -245,14 +250,19 @@ pub struct IndexKeys {
 }
 
 impl IndexSpec {
-    /// Parses a key pattern: positive numbers ascend, negative descend.
+    /// Parses a key pattern: positive numbers ascend, negative descend, `"hashed"` hashes.
     pub fn from_key_pattern(pattern: &Document, sparseness: Sparseness) -> Result<IndexSpec> {
         if pattern.is_empty() {
             return Err(Error::BadIndexSpec("index key pattern is empty".into()));
         }
         let mut fields = Vec::with_capacity(pattern.len());
-        for (name, direction) in pattern {
+        let mut hashed = None;
+        for (position, (name, direction)) in pattern.iter().enumerate() {
             let direction = match direction {
+                Bson::String(kind) if kind == "hashed" && hashed.is_none() => {
+                    hashed = Some(position);
+                    Direction::Ascending
+                }
                 Bson::Int32(i) if *i != 0 => sign_direction(i64::from(*i)),
                 Bson::Int64(i) if *i != 0 => sign_direction(*i),
                 Bson::Double(d) if *d != 0.0 && !d.is_nan() => sign_direction(if *d > 0.0 { 1 } else { -1 }),
@@ -260,7 +270,12 @@ impl IndexSpec {
             };
             fields.push((FieldPath::parse(name)?, direction));
         }
-        Ok(IndexSpec { fields, sparseness })
+        Ok(IndexSpec { fields, sparseness, hashed })
+    }
+
+    /// The position of the hashed field, if the index has one.
+    pub fn hashed(&self) -> Option<usize> {
+        self.hashed
     }
 
     pub fn fields(&self) -> &[(FieldPath, Direction)] {
@@ -273,7 +288,9 @@ impl IndexSpec {
 
     /// The keys of a stored document, decoding only the fields the index reads.
     pub fn keys_raw(&self, raw: &RawDocument) -> Result<IndexKeys> {
-        if let Some(key) = self.top_level_key_raw(raw)? {
+        if self.hashed.is_none()
+            && let Some(key) = self.top_level_key_raw(raw)?
+        {
             return Ok(IndexKeys { keys: vec![key], multikey: false });
         }
         let document = decode_fields(raw, self.fields.iter().map(|(path, _)| path.head()))?;
@@ -314,7 +331,9 @@ impl IndexSpec {
 
     /// The keys of a document (see the module header for MongoDB's rules).
     pub fn keys(&self, document: &Document) -> Result<IndexKeys> {
-        if let Some(key) = self.single_key(document) {
+        if self.hashed.is_none()
+            && let Some(key) = self.single_key(document)
+        {
             return Ok(IndexKeys { keys: vec![key], multikey: false });
         }
         let tuples = self.key_values(document)?;
@@ -355,14 +374,23 @@ impl IndexSpec {
         for (path, _) in &self.fields {
             per_field.push(FieldValues::collect(document, path.parts()));
         }
+        if let Some(position) = self.hashed
+            && !per_field[position].array_paths.is_empty()
+        {
+            return Err(Error::HashedArray);
+        }
         self.check_parallel_arrays(&per_field)?;
         let multikey = per_field.iter().any(|field| !field.array_paths.is_empty());
         if self.sparseness == Sparseness::Sparse && per_field.iter().all(|field| field.values.is_empty()) {
             return Ok(KeyValues { values: Vec::new(), multikey });
         }
         let mut tuples: Vec<Vec<Bson>> = vec![Vec::new()];
-        for field in &per_field {
-            let values = if field.values.is_empty() { vec![Bson::Null] } else { field.values.clone() };
+        for (position, field) in per_field.iter().enumerate() {
+            let mut values = if field.values.is_empty() { vec![Bson::Null] } else { field.values.clone() };
+            if self.hashed == Some(position) {
+                // One value: a hashed path reaches no array (checked above).
+                values = values.iter().map(|value| Bson::Int64(crate::hash::hash_value(value))).collect();
+            }
             tuples = tuples
                 .iter()
                 .flat_map(|prefix| {

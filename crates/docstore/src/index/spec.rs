@@ -1,12 +1,13 @@
 //! Index specifications: parsing what createIndexes receives, normalizing it to what
 //! listIndexes returns, and MongoDB's rules for the same index created twice.
 //!
-//! Supported options: `key` (ascending/descending fields), `name` (default `a_1_b_-1`),
+//! Supported options: `key` (ascending/descending fields, and at most one `"hashed"` field:
+//! `document::hash`), `name` (default `a_1_b_-1`, `a_hashed`),
 //! `unique`, `sparse`, `partialFilterExpression`, `expireAfterSeconds` (TTL, single field),
 //! `clustering` (the entries hold whole documents; TokuMX's name for it), `storageEngine` (the
 //! index's compression, see `crate::compression`). Accepted and ignored:
-//! `v`, `background`, `ns`. Anything else, and special index types (`text`, `hashed`, `2d`...),
-//! is `CannotCreateIndex`.
+//! `v`, `background`, `ns`. Anything else, and the special index types not built yet (`text`,
+//! `2d`, `2dsphere`, wildcard), is `CannotCreateIndex`.
 //!
 //! Same index twice: the same key pattern, name and options is a no-op; the same name with
 //! another key pattern is `IndexKeySpecsConflict` (86); the same key pattern under another name
@@ -132,6 +133,12 @@ impl ParsedSpec {
                 "TTL indexes are single-field indexes, compound indexes do not support TTL".into(),
             ));
         }
+        if self.unique && self.is_hashed() {
+            return Err(Error::Query(query::error::fail(
+                16764,
+                "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.",
+            )));
+        }
         if self.is_id_index() && self.hidden {
             return Err(Error::bad_value("can't hide _id index"));
         }
@@ -171,6 +178,11 @@ impl ParsedSpec {
             spec.insert("hidden", true);
         }
         spec
+    }
+
+    /// Whether one of the key's fields is `"hashed"`.
+    pub fn is_hashed(&self) -> bool {
+        self.key.values().any(is_hashed_kind)
     }
 
     /// `{_id: 1}`: the collection's implicit index.
@@ -222,8 +234,16 @@ fn check_key_pattern(key: &Document) -> Result<()> {
     if key.is_empty() {
         return Err(Error::CannotCreateIndex("Index keys cannot be empty.".into()));
     }
+    let hashed = key.values().filter(|kind| is_hashed_kind(kind)).count();
+    if hashed > 1 {
+        return Err(Error::Query(query::error::fail(
+            31303,
+            format!("A maximum of one index field is allowed to be hashed but found {hashed} for 'key' {key}"),
+        )));
+    }
     for (field, direction) in key {
         match direction {
+            Bson::String(kind) if kind == "hashed" => {}
             Bson::Int32(n) if *n != 0 => {}
             Bson::Int64(n) if *n != 0 => {}
             Bson::Double(d) if *d != 0.0 && d.is_finite() => {}
@@ -244,13 +264,18 @@ fn check_key_pattern(key: &Document) -> Result<()> {
     Ok(())
 }
 
-/// Directions by sign: `{a: 1}` and `{a: 1.0}` are the same pattern.
+fn is_hashed_kind(kind: &Bson) -> bool {
+    matches!(kind, Bson::String(kind) if kind == "hashed")
+}
+
+/// Directions by sign: `{a: 1}` and `{a: 1.0}` are the same pattern (`"hashed"` is its own).
 pub fn same_key_pattern(a: &Document, b: &Document) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|((fa, da), (fb, db))| fa == fb && sign(da) == sign(db))
 }
 
 fn sign(value: &Bson) -> i32 {
     match value {
+        kind if is_hashed_kind(kind) => 2,
         Bson::Int32(n) => n.signum(),
         Bson::Int64(n) => n.signum() as i32,
         Bson::Double(d) if *d > 0.0 => 1,

@@ -153,6 +153,25 @@ pub fn predicate_intervals(predicate: &Predicate, multikey: bool) -> Option<Vec<
     }
 }
 
+/// A hashed field's intervals: the hash of each point (a `null` equality's two values, as
+/// [`equality`] gives them, each hashed), or `None` (unbounded) when any interval is a range:
+/// a hash keeps equality, not order.
+pub fn hashed_intervals(intervals: Vec<Interval>) -> Option<Vec<Interval>> {
+    let null_equality = Interval { low: (Bson::Undefined, true), high: (Bson::Null, true) };
+    let mut points = Vec::with_capacity(intervals.len());
+    for interval in intervals {
+        if interval.is_point() {
+            points.push(interval.low.0);
+        } else if interval == null_equality {
+            points.extend([Bson::Undefined, Bson::Null]);
+        } else {
+            return None;
+        }
+    }
+    let hashes = points.iter().map(|value| Interval::point(Bson::Int64(document::hash::hash_value(value))));
+    Some(union(hashes.collect()))
+}
+
 /// Combines the intervals of predicates that must all hold on one path.
 pub fn combine(lists: impl Iterator<Item = Option<Vec<Interval>>>, multikey: bool) -> Option<Vec<Interval>> {
     let mut result: Option<Vec<Interval>> = None;
@@ -303,6 +322,20 @@ mod tests {
         assert!(intervals(doc! {"a": {"$ne": 1}}).is_none());
         assert!(intervals(doc! {"a": [1, 2]}).is_none());
         assert_eq!(intervals(doc! {"a": {"$gt": 5, "$lt": 2}}).unwrap(), vec![]);
+    }
+
+    /// A hashed field: points become their hashes (3 and 3.0 one hash), ranges unbounded.
+    #[test]
+    fn hashed_fields_keep_points_only() {
+        let hash = |value: Bson| Interval::point(Bson::Int64(document::hash::hash_value(&value)));
+        let points = hashed_intervals(intervals(doc! {"a": {"$in": [3, 3.0]}}).unwrap()).unwrap();
+        assert_eq!(points, vec![hash(Bson::Int32(3))]);
+        let null = hashed_intervals(intervals(doc! {"a": null}).unwrap()).unwrap();
+        assert_eq!(null.len(), 2);
+        assert!(null.contains(&hash(Bson::Null)) && null.contains(&hash(Bson::Undefined)));
+        let same = hashed_intervals(intervals(doc! {"a": {"$gte": 3, "$lte": 3}}).unwrap()).unwrap();
+        assert_eq!(same, vec![hash(Bson::Int32(3))]);
+        assert!(hashed_intervals(intervals(doc! {"a": {"$gt": 3}}).unwrap()).is_none());
     }
 
     /// Byte ranges: a point prefix covers exactly the keys with that component.

@@ -104,6 +104,11 @@ fn index_fields_read(
         paths.extend(sort.into_iter().flat_map(|sort| sort.fields().iter().map(|(path, _)| path.as_str().to_owned())));
     }
     let fields = index.spec.fields();
+    // A hashed field's key is the hash, not the value.
+    let hashed = index.spec.hashed().and_then(|position| fields.get(position));
+    if hashed.is_some_and(|(field, _)| paths.iter().any(|path| path == field.as_str())) {
+        return None;
+    }
     if !paths.iter().all(|path| fields.iter().any(|(field, _)| field.as_str() == path)) {
         return None;
     }

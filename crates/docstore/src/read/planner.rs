@@ -28,7 +28,7 @@ use query::sort::SortSpec;
 use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::read::bounds::{Interval, KeyRange, combine, extend_prefix, key_range, predicate_intervals};
+use crate::read::bounds::{Interval, KeyRange, combine, extend_prefix, hashed_intervals, key_range, predicate_intervals};
 
 /// How many exact prefixes `$in` lists may multiply into before the rest becomes a range.
 const MAX_POINT_PREFIXES: usize = 4096;
@@ -112,6 +112,8 @@ struct IndexChoice<'c> {
     secondary: Option<&'c Index>,
     fields: Vec<(FieldPath, Direction)>,
     key_pattern: Document,
+    /// The position of a `"hashed"` field: equality only, no order.
+    hashed: Option<usize>,
 }
 
 impl<'c> IndexChoice<'c> {
@@ -120,6 +122,7 @@ impl<'c> IndexChoice<'c> {
             secondary: None,
             fields: vec![(FieldPath::parse("_id")?, Direction::Ascending)],
             key_pattern: doc! {"_id": 1},
+            hashed: None,
         })
     }
 
@@ -128,6 +131,7 @@ impl<'c> IndexChoice<'c> {
             secondary: Some(index),
             fields: index.spec.fields().to_vec(),
             key_pattern: index.key_pattern.clone(),
+            hashed: index.spec.hashed(),
         }
     }
 
@@ -349,6 +353,8 @@ fn scan_for(
             let list = predicates.get(path.as_str()).map(|ps| ps.iter().map(|p| predicate_intervals(p, multikey)));
             list.and_then(|lists| combine(lists, multikey))
         };
+        null_excluded |= intervals.as_ref().is_some_and(|list| !list.iter().any(contains_null));
+        let intervals = if choice.hashed == Some(position) { intervals.and_then(hashed_intervals) } else { intervals };
         let Some(mut intervals) = intervals else {
             bounds.insert(path.as_str(), vec![Bson::String(Interval::full().describe(*direction))]);
             if ranges.is_none() {
@@ -356,7 +362,6 @@ fn scan_for(
             }
             continue;
         };
-        null_excluded |= !intervals.iter().any(contains_null);
         if *direction == Direction::Descending {
             intervals.reverse();
         }
@@ -426,6 +431,9 @@ fn sort_direction(choice: &IndexChoice<'_>, sort: &SortSpec, single_points: usiz
     let wanted = sort.fields();
     (0..=single_points).find_map(|start| {
         let fields = choice.fields.get(start..start + wanted.len())?;
+        if choice.hashed.is_some_and(|hashed| (start..start + wanted.len()).contains(&hashed)) {
+            return None;
+        }
         let same_paths = fields.iter().zip(wanted).all(|((a, _), (b, _))| a == b);
         if !same_paths {
             return None;

@@ -1,5 +1,5 @@
 //! Type operators: `$type $isNumber $convert $toString $toInt $toLong $toDouble $toDecimal
-//! $toBool $toDate $toObjectId`.
+//! $toBool $toDate $toObjectId $toHashedIndexKey`.
 //!
 //! One conversion table ([`convert_value`]) serves `$convert` and its shorthands. A failed
 //! conversion is `ConversionFailure` (241) unless `$convert` has `onError`; null or missing
@@ -54,6 +54,10 @@ pub fn lookup(name: &str) -> Option<OpDef> {
         "$toBool" => ("$toBool", Arity::Exact(1), |a| shorthand(a, ConvertTo::Bool)),
         "$toDate" => ("$toDate", Arity::Exact(1), |a| shorthand(a, ConvertTo::Date)),
         "$toObjectId" => ("$toObjectId", Arity::Exact(1), |a| shorthand(a, ConvertTo::ObjectId)),
+        // A hashed index's key of the value (missing hashes as null, as the index keys it).
+        "$toHashedIndexKey" => ("$toHashedIndexKey", Arity::Exact(1), |a| {
+            Ok(Some(Bson::Int64(document::hash::hash_value(a[0].as_ref().unwrap_or(&Bson::Null)))))
+        }),
         "$convert" => return Some(OpDef::Custom("$convert", parse_convert)),
         _ => return None,
     };

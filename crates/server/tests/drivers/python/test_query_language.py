@@ -452,3 +452,42 @@ def test_tailable_and_await_data_cursors_on_a_capped_collection(db):
     cursor.close()
     with pytest.raises(OperationFailure):
         list(db.plain_not_capped.find(cursor_type=CursorType.TAILABLE))
+
+
+def test_hashed_indexes_key_mongodbs_hash_and_serve_equality(db):
+    coll = db.hashed
+    coll.create_index([("a", "hashed")])
+    assert coll.index_information()["a_hashed"]["key"] == [("a", "hashed")]
+    coll.insert_many([{"_id": i, "a": i} for i in range(10)] + [{"_id": 10, "a": 3.1}, {"_id": 11}])
+    # Equal hashes (3 and 3.1) are told apart by the document itself.
+    assert [d["_id"] for d in coll.find({"a": 3.1}).hint("a_hashed")] == [10]
+    assert [d["_id"] for d in coll.find({"a": 3}).hint("a_hashed")] == [3]
+    assert sorted(d["_id"] for d in coll.find({"a": {"$in": [1, 2]}})) == [1, 2]
+    assert [d["_id"] for d in coll.find({"a": None})] == [11]
+    plan = coll.find({"a": 4}).explain()["queryPlanner"]["winningPlan"]
+    assert plan["inputStage"]["indexName"] == "a_hashed", plan
+    # A range cannot use a hash: the collection is scanned.
+    assert "a_hashed" not in str(coll.find({"a": {"$gt": 4}}).explain()["queryPlanner"]["winningPlan"])
+    assert sorted(d["_id"] for d in coll.find({"a": {"$gt": 7}})) == [8, 9]
+    # MongoDB's hash, bit for bit (its hasher_test.cpp), through the index and $toHashedIndexKey.
+    assert coll.aggregate([{"$match": {"_id": 0}}, {"$project": {"h": {"$toHashedIndexKey": 42}}}]).next()["h"] == \
+        -944302157085130861
+    with pytest.raises(WriteError) as error:
+        coll.insert_one({"a": [1, 2]})
+    assert error.value.code == 16766
+    assert coll.count_documents({}) == 12
+    with pytest.raises(OperationFailure) as error:
+        db.other.create_index([("a", "hashed")], unique=True)
+    assert error.value.code == 16764
+    with pytest.raises(OperationFailure) as error:
+        db.other.create_index([("a", "hashed"), ("b", "hashed")])
+    assert error.value.code == 31303
+    db.arrays.insert_one({"a": [1]})
+    with pytest.raises(OperationFailure) as error:
+        db.arrays.create_index([("a", "hashed")])
+    assert error.value.code == 16766
+    # Compound: equality on the hashed field, then the next field's order serves a sort.
+    coll.create_index([("g", "hashed"), ("n", 1)])
+    coll.insert_many([{"g": "x", "n": n} for n in (3, 1, 2)])
+    assert [d["n"] for d in coll.find({"g": "x"}).sort("n", 1)] == [1, 2, 3]
+    assert db.command("validate", "hashed")["valid"]
