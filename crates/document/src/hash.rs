@@ -159,7 +159,8 @@ fn decimal_squashed(number: &Numeric) -> i64 {
             if *exponent > 19 {
                 return if *negative { i64::MIN } else { i64::MAX };
             }
-            let whole = (0..*exponent as usize).fold(0i128, |acc, i| acc * 10 + i128::from(*digits.get(i).unwrap_or(&0)));
+            let whole =
+                (0..*exponent as usize).fold(0i128, |acc, i| acc * 10 + i128::from(*digits.get(i).unwrap_or(&0)));
             let signed = if *negative { -whole } else { whole };
             signed.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
         }
@@ -211,7 +212,10 @@ mod tests {
             (Bson::Document(doc! {}), 7980500913326740417),
             (Bson::Array(vec!["bar".into(), "baz".into(), "qux".into()]), -2938911267422831539),
             (Bson::Array(vec![]), 8849948234993459283),
-            (Bson::Binary(Binary { subtype: BinarySubtype::Generic, bytes: vec![0, 1, 2, 3, 4, 6] }), 7252465090394235301),
+            (
+                Bson::Binary(Binary { subtype: BinarySubtype::Generic, bytes: vec![0, 1, 2, 3, 4, 6] }),
+                7252465090394235301,
+            ),
             (
                 Bson::Binary(Binary { subtype: BinarySubtype::UserDefined(0x80), bytes: vec![0, 1, 2, 3, 4, 6] }),
                 5736670452907618262,
@@ -247,7 +251,10 @@ mod tests {
         let a = Bson::Document(doc! {"a": 3, "b": [3.1, {"c": 3}]});
         let b = Bson::Document(doc! {"a": 3.1, "b": [3, {"c": 3.0}]});
         assert_eq!(hash_value(&a), hash_value(&b));
-        assert_ne!(hash_value(&Bson::Document(doc! {"0": 0, "1": 1})), hash_value(&Bson::Array(vec![0.into(), 1.into()])));
+        assert_ne!(
+            hash_value(&Bson::Document(doc! {"0": 0, "1": 1})),
+            hash_value(&Bson::Array(vec![0.into(), 1.into()]))
+        );
         let decimal: bson::Decimal128 = "42.9".parse().unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(hash_value(&Bson::Decimal128(decimal)), -944302157085130861);
     }

@@ -138,7 +138,8 @@ fn sparse_parallel_and_raw() {
 /// path (16766), and leaves the other fields of a compound index multikey as usual.
 #[test]
 fn hashed_keys() {
-    let spec = IndexSpec::from_key_pattern(&doc! {"a": "hashed", "b": 1}, Sparseness::Dense).unwrap_or_else(|e| panic!("{e}"));
+    let spec =
+        IndexSpec::from_key_pattern(&doc! {"a": "hashed", "b": 1}, Sparseness::Dense).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(spec.hashed(), Some(0));
     let values = |document: bson::Document| spec.key_values(&document).unwrap_or_else(|e| panic!("{e}")).values;
     let hash = |value: Bson| Bson::Int64(document::hash::hash_value(&value));
@@ -148,12 +149,14 @@ fn hashed_keys() {
     for bad in [doc! {"a": [1]}, doc! {"a": []}, doc! {"a": [{"x": 1}]}] {
         assert_eq!(spec.key_values(&bad).err().map(|e| e.code()), Some(16766), "{bad}");
     }
-    let nested = IndexSpec::from_key_pattern(&doc! {"a.x": "hashed"}, Sparseness::Sparse).unwrap_or_else(|e| panic!("{e}"));
+    let nested =
+        IndexSpec::from_key_pattern(&doc! {"a.x": "hashed"}, Sparseness::Sparse).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(nested.key_values(&doc! {"a": [{"x": 1}]}).err().map(|e| e.code()), Some(16766));
     assert!(nested.key_values(&doc! {"b": 1}).unwrap_or_else(|e| panic!("{e}")).values.is_empty());
     let raw = bson::RawDocumentBuf::try_from(&doc! {"a": "s", "b": 2}).unwrap_or_else(|e| panic!("{e}"));
     let keys = spec.keys_raw(&raw).unwrap_or_else(|e| panic!("{e}"));
-    let decoded = decode_key(&keys.keys[0].order, &keys.keys[0].types, &spec.directions()).unwrap_or_else(|e| panic!("{e}"));
+    let decoded =
+        decode_key(&keys.keys[0].order, &keys.keys[0].types, &spec.directions()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(decoded, vec![hash(Bson::String("s".into())), Bson::Int32(2)]);
     assert!(IndexSpec::from_key_pattern(&doc! {"a": "hashed", "b": "hashed"}, Sparseness::Dense).is_err());
 }

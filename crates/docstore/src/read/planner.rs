@@ -28,7 +28,9 @@ use query::sort::SortSpec;
 use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::read::bounds::{Interval, KeyRange, combine, extend_prefix, hashed_intervals, key_range, predicate_intervals};
+use crate::read::bounds::{
+    Interval, KeyRange, combine, extend_prefix, hashed_intervals, key_range, predicate_intervals,
+};
 
 /// How many exact prefixes `$in` lists may multiply into before the rest becomes a range.
 const MAX_POINT_PREFIXES: usize = 4096;
