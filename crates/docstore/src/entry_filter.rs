@@ -1,5 +1,6 @@
 //! `EntryFilter`: a query filter over the small documents that describe the catalog
-//! (listCollections' and listDatabases' entries), so that a server can filter them with
+//! (listCollections' and listDatabases' entries) or the server (currentOp's operations, the
+//! profiler's entries), so that a server can filter them with
 //! MongoDB's semantics without reaching past the docstore into the query crate.
 
 use bson::Document;

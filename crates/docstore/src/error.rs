@@ -76,6 +76,12 @@ pub enum Error {
     /// being made durable; reads go on, and writes resume once space is freed.
     #[error("{0}")]
     OutOfDiskSpace(String),
+    /// The operation was killed (`killOp`, MongoDB 11601): it stopped at its next check.
+    #[error("{0}")]
+    Interrupted(String),
+    /// The operation ran past its `maxTimeMS` (MongoDB 50).
+    #[error("{0}")]
+    MaxTimeExpired(String),
     /// The storage engine failed (I/O, stopped after an I/O failure, ...).
     #[error("storage: {0}")]
     Storage(storage::Error),
@@ -207,6 +213,8 @@ impl Error {
             Error::ChangeStreamHistoryLost(_) => ErrorCode::ChangeStreamHistoryLost,
             Error::ChangeStreamFatal(_) => ErrorCode::ChangeStreamFatalError,
             Error::NoMatchingDocument(_) => ErrorCode::NoMatchingDocument,
+            Error::Interrupted(_) => ErrorCode::Interrupted,
+            Error::MaxTimeExpired(_) => ErrorCode::MaxTimeMSExpired,
             Error::WriteConflict(_) => ErrorCode::WriteConflict,
             Error::ConflictingOperation(_) => ErrorCode::ConflictingOperationInProgress,
             Error::CappedPositionLost(_) => ErrorCode::CappedPositionLost,

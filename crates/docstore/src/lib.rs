@@ -56,6 +56,8 @@
 //!   `CollectionSource` for `$lookup`/`$unionWith`/`$out`/`$merge`), [`spill`] (temporary
 //!   trees for sorts and aggregation stages past their memory limits), [`stats`]
 //!   (collStats/dbStats from counters), [`validate`].
+//! - [`operation`]: the operation a thread runs (entered by the caller): reads stop at their
+//!   next entry once it is killed or past its time limit, and count what they examined.
 //!
 //! Invariants: a document and all its index entries change in one engine transaction; every
 //! write to a collection holds its write lock and maintains every index, ready or building;
@@ -74,6 +76,7 @@ pub mod compression;
 pub mod entry_filter;
 pub mod error;
 pub mod index;
+pub mod operation;
 pub mod oplog;
 pub mod read;
 pub mod retry;
@@ -283,11 +286,11 @@ impl Store {
         self.inner.catalog.create_collection(&self.inner.engine, db, name, options).map(|_| ())
     }
 
-    /// Creates one of the server's own collections (`admin.system.users`, `admin.system.roles`)
-    /// if it does not exist; user writes may not create `system.*` collections, but once one
-    /// exists the ordinary reads and writes reach it.
-    pub fn ensure_system_collection(&self, db: &str, name: &str) -> Result<()> {
-        self.inner.catalog.ensure_system_collection(&self.inner.engine, db, name)
+    /// Creates one of the server's own collections (`admin.system.users`, `admin.system.roles`,
+    /// a database's `system.profile`) with `options` if it does not exist; user writes may not
+    /// create `system.*` collections, but once one exists the ordinary reads and writes reach it.
+    pub fn ensure_system_collection(&self, db: &str, name: &str, options: Document) -> Result<()> {
+        self.inner.catalog.ensure_system_collection(&self.inner.engine, db, name, options)
     }
 
     /// `collMod`: sets collection options (each key to its value).

@@ -47,6 +47,10 @@ pub struct ServerCursor {
     pub at_cluster_time: Option<bson::Timestamp>,
     /// `noCursorTimeout`: kept however long it is idle (until read to its end or killed).
     pub no_timeout: bool,
+    /// What is left of the opening command's `maxTimeMS`: the getMores share it, as in
+    /// MongoDB (time spent working counts, time between getMores does not; tailable cursors
+    /// excepted: there a getMore's `maxTimeMS` is its await time).
+    pub time_left: Option<std::time::Duration>,
 }
 
 impl ServerCursor {
@@ -58,6 +62,7 @@ impl ServerCursor {
             owner,
             at_cluster_time: None,
             no_timeout: false,
+            time_left: None,
         }
     }
 
@@ -73,6 +78,7 @@ impl ServerCursor {
             owner,
             at_cluster_time: None,
             no_timeout: false,
+            time_left: None,
         }
     }
 
@@ -97,6 +103,7 @@ impl ServerCursor {
             owner,
             at_cluster_time: None,
             no_timeout: false,
+            time_left: None,
         }
     }
 
@@ -263,6 +270,9 @@ pub fn first_batch(
     single_batch: bool,
 ) -> Result<RawDocumentBuf, CommandError> {
     let batch = cursor.next_batch(batch_size)?;
+    if matches!(cursor.cursor, Source::Store(_)) {
+        cursor.time_left = docstore::operation::deadline().map(|at| at.saturating_duration_since(Instant::now()));
+    }
     let namespace = cursor.namespace.clone();
     let token = cursor.post_batch_resume_token().cloned();
     let at_cluster_time = cursor.at_cluster_time;

@@ -36,6 +36,8 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
     };
     Counters::add(&context.shared.counters.command, 1);
     let started = Instant::now();
+    // Registered for currentOp/killOp; the store's reads on this thread answer to it.
+    let running = context.shared.operations.begin(context, command);
     let mut replaced = false;
     let admitted = crate::api_version::check(command)
         .and_then(|()| auth::authorize(context, command))
@@ -74,6 +76,7 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
     let elapsed = started.elapsed();
     context.shared.metrics.command(name, ok, elapsed);
     crate::slow::note(context, command, elapsed, ok);
+    crate::profiler::note(context, command, &running.active, &reply, elapsed, ok);
     reply
 }
 

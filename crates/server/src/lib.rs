@@ -39,6 +39,8 @@ mod in_process;
 mod listener;
 pub mod logging;
 pub mod metrics;
+mod operations;
+mod profiler;
 mod read_concern;
 mod replication;
 mod sessions;

@@ -101,7 +101,7 @@ impl Replication {
             return Err(CommandError::new(ErrorCode::AlreadyInitialized, "already initialized"));
         }
         let config = self.checked_config(given)?;
-        store.ensure_system_collection(CONFIG_DB, CONFIG_COLLECTION)?;
+        store.ensure_system_collection(CONFIG_DB, CONFIG_COLLECTION, bson::Document::new())?;
         let oplog = store.enable_oplog(self.oplog_bytes)?;
         let raw = RawDocumentBuf::try_from(&config).map_err(|e| CommandError::bad_value(e.to_string()))?;
         let outcome = store.insert(CONFIG_DB, CONFIG_COLLECTION, vec![raw], true, Durability::Immediate);

@@ -1,5 +1,5 @@
 //! Slow operations: a command that ran longer than `slowms` (`--slowms`, default 100 ms, as
-//! mongod) is logged as mongod logs it — "Slow query", component COMMAND, with the namespace,
+//! mongod; `profile` changes it) is logged as mongod logs it — "Slow query", component COMMAND, with the namespace,
 //! the command (long values cut), its duration, whether it failed, and for the commands that
 //! read by a filter, the plan's summary ("COLLSCAN", "IXSCAN { k: 1 }"), found by asking the
 //! planner again: only slow commands pay for it.
@@ -16,7 +16,7 @@ use crate::state::Context;
 const MAX_COMMAND_CHARS: usize = 1024;
 
 pub fn note(context: &Context, command: &Command, elapsed: Duration, ok: bool) {
-    let threshold = context.shared.config.slow_ms;
+    let threshold = context.shared.profiler.slow_ms();
     if elapsed < Duration::from_millis(threshold) {
         return;
     }
@@ -45,7 +45,7 @@ pub fn note(context: &Context, command: &Command, elapsed: Duration, ok: bool) {
 }
 
 /// The winning plan of a find, count or distinct, as mongod's `planSummary` names it.
-fn plan_summary(context: &Context, command: &Command) -> Option<String> {
+pub fn plan_summary(context: &Context, command: &Command) -> Option<String> {
     if !matches!(command.name.as_str(), "find" | "count" | "distinct") {
         return None;
     }

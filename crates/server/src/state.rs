@@ -39,6 +39,10 @@ pub struct Shared {
     pub sessions: crate::sessions::Sessions,
     /// Replica-set mode (`--replSet`), or `None` for a standalone server.
     pub replication: Option<Replication>,
+    /// The commands running now (`currentOp`, `killOp`, `maxTimeMS`).
+    pub operations: crate::operations::Operations,
+    /// Profiling levels per database, and the slow-operation threshold.
+    pub profiler: crate::profiler::Profiler,
     /// Generation counters bumped by the changes a parked command may wait for: an oplog
     /// entry, a topology change (see `Context::park`).
     oplog_wakeups: Arc<tokio::sync::watch::Sender<u64>>,
@@ -88,6 +92,8 @@ impl Shared {
             .collect();
         let shared = Arc::new(Shared {
             replication,
+            operations: crate::operations::Operations::default(),
+            profiler: crate::profiler::Profiler::new(config.slow_ms),
             fail_points: crate::fail_points::FailPoints::default(),
             held_snapshots: crate::read_concern::HeldSnapshots::default(),
             sessions: crate::sessions::Sessions::new(Duration::from_secs(

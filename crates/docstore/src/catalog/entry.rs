@@ -105,10 +105,11 @@ pub fn validate_collection_name(db: &str, collection: &str) -> Result<()> {
     Ok(())
 }
 
-/// User writes may not create `system.*` collections (they are the server's).
+/// User writes may not create `system.*` collections (they are the server's), except a
+/// database's `system.profile` (made capped by a user who wants another size, as in MongoDB).
 pub fn validate_user_collection(db: &str, collection: &str) -> Result<()> {
     validate_collection_name(db, collection)?;
-    if collection.starts_with("system.") {
+    if collection.starts_with("system.") && collection != PROFILE_COLLECTION {
         return Err(Error::InvalidNamespace(format!("Invalid system namespace: {db}.{collection}")));
     }
     Ok(())
@@ -119,9 +120,12 @@ pub fn validate_user_collection(db: &str, collection: &str) -> Result<()> {
 pub const SERVER_COLLECTIONS: &[(&str, &str)] =
     &[("admin", "system.users"), ("admin", "system.roles"), ("local", "oplog.rs"), ("local", "system.replset")];
 
+/// Every database's profiler collection (the server's `profiler`).
+pub const PROFILE_COLLECTION: &str = "system.profile";
+
 pub fn validate_server_collection(db: &str, collection: &str) -> Result<()> {
     validate_collection_name(db, collection)?;
-    if !SERVER_COLLECTIONS.contains(&(db, collection)) {
+    if !SERVER_COLLECTIONS.contains(&(db, collection)) && collection != PROFILE_COLLECTION {
         return Err(Error::InvalidNamespace(format!("Invalid system namespace: {db}.{collection}")));
     }
     Ok(())

@@ -224,7 +224,7 @@ impl Catalog {
             oplog.set_cap_bytes(cap_bytes);
             return Ok(oplog);
         }
-        self.ensure_system_collection(engine, oplog::DB, oplog::COLLECTION)?;
+        self.ensure_system_collection(engine, oplog::DB, oplog::COLLECTION, Document::new())?;
         let collection = self.existing(oplog::DB, oplog::COLLECTION)?;
         let counters = self.counters(engine, &collection)?;
         let images = ensure_tree(engine, crate::oplog::IMAGES_TREE)?;
@@ -518,11 +518,11 @@ impl Catalog {
 
     /// Creates `db.name` if absent, where it is one of [`SERVER_COLLECTIONS`] (the server's
     /// own `system.*` collections, which user writes may not create).
-    pub fn ensure_system_collection(&self, engine: &Engine, db: &str, name: &str) -> Result<()> {
+    pub fn ensure_system_collection(&self, engine: &Engine, db: &str, name: &str, options: Document) -> Result<()> {
         validate_server_collection(db, name)?;
         let _ddl = self.ddl.lock();
         if self.collection(db, name).is_none() {
-            self.create_collection_locked(engine, db, name, Document::new())?;
+            self.create_collection_locked(engine, db, name, options)?;
         }
         Ok(())
     }

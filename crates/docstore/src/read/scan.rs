@@ -2,7 +2,8 @@
 //! entry's document), and a union of index scans deduplicated by `_id`.
 //!
 //! Everything reads one snapshot, held by the iterator, so a cursor sees the collection as of
-//! its creation whatever commits meanwhile. Counters for explain are shared atomics.
+//! its creation whatever commits meanwhile. Counters for explain are shared atomics; the
+//! operation running the scan (`crate::operation`) counts too, and may stop it at any entry.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use storage::{RangeIter, Snapshot, TreeId};
 use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::index::Index;
+use crate::operation;
 use crate::read::bounds::KeyRange;
 use crate::read::covered::Covered;
 use crate::read::planner::{Access, IndexScan};
@@ -156,11 +158,14 @@ impl Scan {
         let Some(index) = &scan.index else {
             if !self.collection_scan {
                 ExecutionCounters::add(&self.counters.keys_examined);
+                operation::key_examined();
             }
             ExecutionCounters::add(&self.counters.docs_examined);
+            operation::doc_examined();
             return raw(value).map(Some);
         };
         ExecutionCounters::add(&self.counters.keys_examined);
+        operation::key_examined();
         let entry = index.decode_entry(key, value)?;
         if let Some(seen) = &mut self.seen
             && !seen.insert(entry.id.clone())
@@ -171,6 +176,7 @@ impl Scan {
             return Ok(Some(document));
         }
         ExecutionCounters::add(&self.counters.docs_examined);
+        operation::doc_examined();
         if index.clustering {
             return raw(entry.payload).map(Some);
         }
@@ -185,7 +191,11 @@ impl Scan {
     /// The next document of a capped collection in insertion order.
     fn next_natural(&mut self) -> Option<Result<RawDocumentBuf>> {
         loop {
-            let (_, id) = match self.natural.as_mut()?.next()? {
+            let next = match operation::check() {
+                Ok(()) => self.natural.as_mut()?.next()?,
+                Err(error) => Err(error),
+            };
+            let (_, id) = match next {
                 Ok(entry) => entry,
                 Err(error) => {
                     self.failed = true;
@@ -193,6 +203,7 @@ impl Scan {
                 }
             };
             ExecutionCounters::add(&self.counters.docs_examined);
+            operation::doc_examined();
             match self.snapshot.get(self.collection_tree, &id) {
                 Ok(Some(bytes)) => return Some(raw(bytes)),
                 Ok(None) => continue,
@@ -228,6 +239,10 @@ impl Iterator for Scan {
             return self.next_natural();
         }
         loop {
+            if let Err(error) = operation::check() {
+                self.failed = true;
+                return Some(Err(error));
+            }
             let result = match self.next_entry()? {
                 Ok((scan_at, key, value)) => self.document(scan_at, key, value),
                 Err(error) => Err(error),

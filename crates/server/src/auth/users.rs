@@ -383,7 +383,7 @@ impl<'s> Directory<'s> {
         exists: impl Fn() -> String,
         exists_code: i32,
     ) -> Result<(), CommandError> {
-        self.store.ensure_system_collection(ADMIN_DB, collection)?;
+        self.store.ensure_system_collection(ADMIN_DB, collection, bson::Document::new())?;
         let raw = bson::RawDocumentBuf::try_from(&document)?;
         let outcome = self.store.insert(ADMIN_DB, collection, vec![raw], true, Durability::Immediate);
         if let Some(error) = outcome.durability_error {

@@ -22,6 +22,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let mut pipeline = pipeline(command)?;
     crate::commands::search_indexes::check_pipeline(&pipeline)?;
     list_local_sessions(context, collection.as_deref(), &mut pipeline)?;
+    current_op(context, command, collection.as_deref(), &mut pipeline)?;
     // `$collStats` makes the input from the collection's statistics, not its documents.
     let input = match coll_stats(context, command, collection.as_deref(), &mut pipeline)? {
         true => None,
@@ -116,6 +117,37 @@ fn list_local_sessions(
     }
     let sessions: Vec<Bson> = context.shared.sessions.list().into_iter().map(Bson::Document).collect();
     *first = doc! {"$documents": sessions};
+    Ok(())
+}
+
+/// `$currentOp` (first stage of `{aggregate: 1}` on admin): the commands running now, as
+/// currentOp lists them, fed to the rest of the pipeline as `$documents`. `allUsers: false`
+/// (the default) lists the caller's own commands only; idle connections, cursors and sessions
+/// are not listed.
+fn current_op(
+    context: &Context,
+    command: &Command,
+    collection: Option<&str>,
+    pipeline: &mut [Document],
+) -> Result<(), CommandError> {
+    let Some(first) = pipeline.first_mut().filter(|stage| stage.contains_key("$currentOp")) else {
+        return Ok(());
+    };
+    if collection.is_some() || command.database != "admin" {
+        return Err(CommandError::new(
+            wire::ErrorCode::InvalidNamespace,
+            "$currentOp must be run against the 'admin' database with {aggregate: 1}",
+        ));
+    }
+    let all_users = match first.get("$currentOp") {
+        Some(Bson::Document(spec)) => spec.get_bool("allUsers").unwrap_or(false),
+        Some(other) => return Err(mismatch("$currentOp", "object", other)),
+        None => false,
+    };
+    let operations = crate::commands::current_op::documents(context, !all_users);
+    // Literal: a command's fields (`$lookup`, `$set`...) are not expressions to evaluate.
+    let literal = doc! {"$literal": operations.into_iter().map(Bson::Document).collect::<Vec<_>>()};
+    *first = doc! {"$documents": literal};
     Ok(())
 }
 

@@ -46,7 +46,16 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     }
     // Read the wakeup generation before the oplog: an entry committed after it wakes a park.
     let seen = context.shared.wakeup_generation(WakeOn::Oplog);
+    if let Some(left) = cursor.time_left {
+        let deadline = std::time::Instant::now() + left;
+        docstore::operation::limit(deadline);
+        docstore::operation::check_now()?;
+    }
     let batch = cursor.next_batch(size)?;
+    if cursor.time_left.is_some() {
+        cursor.time_left =
+            docstore::operation::deadline().map(|at| at.saturating_duration_since(std::time::Instant::now()));
+    }
     if cursor.awaits_data() && batch.is_empty() && !cursor.is_exhausted() {
         let max_await = match command.optional_i64("maxTimeMS")? {
             Some(ms) => ms,

@@ -23,6 +23,7 @@ mod count;
 mod create;
 mod create_backup;
 mod create_indexes;
+pub mod current_op;
 mod db_stats;
 mod delete;
 mod distinct;
@@ -46,6 +47,7 @@ mod list_databases;
 mod list_indexes;
 mod log_rotate;
 mod ping;
+mod profile;
 mod rename_collection;
 mod repl_set;
 mod roles;
@@ -118,6 +120,9 @@ pub static COMMANDS: &[Spec] = &[
     Spec { names: &["listCommands"], help: "this list", handler: list_commands::run },
     Spec { names: &["logRotate"], help: "rotate the log file", handler: log_rotate::run },
     Spec { names: &["ping"], help: "check the server answers", handler: ping::run },
+    Spec { names: &["currentOp"], help: "the commands running now", handler: current_op::current_op },
+    Spec { names: &["killOp"], help: "stop a running command", handler: current_op::kill_op },
+    Spec { names: &["profile"], help: "a database's profiling level, slowms and filter", handler: profile::run },
     Spec { names: &["commitTransaction"], help: "commit a multi-document transaction", handler: transaction::commit },
     Spec { names: &["abortTransaction"], help: "abort a multi-document transaction", handler: transaction::abort },
     Spec {

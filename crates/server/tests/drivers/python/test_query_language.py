@@ -491,3 +491,90 @@ def test_hashed_indexes_key_mongodbs_hash_and_serve_equality(db):
     coll.insert_many([{"g": "x", "n": n} for n in (3, 1, 2)])
     assert [d["n"] for d in coll.find({"g": "x"}).sort("n", 1)] == [1, 2, 3]
     assert db.command("validate", "hashed")["valid"]
+
+
+def slow_lookup(coll):
+    """An aggregation that reads the collection once per document (N² entries), all of it
+    before its first batch (`$group`)."""
+    return [
+        {"$lookup": {"from": coll.name, "pipeline": [{"$match": {"never": True}}], "as": "none"}},
+        {"$group": {"_id": None, "n": {"$sum": 1}}},
+    ]
+
+
+def test_current_op_lists_a_running_command_and_kill_op_stops_it(server, db):
+    import threading
+
+    db.big.insert_many([{"_id": i, "pad": "x" * 50} for i in range(3000)])
+    admin = server.client(appName="watcher").admin
+    outcome = {}
+
+    def run():
+        try:
+            list(server.client(appName="slowpoke")[db.name].big.aggregate(slow_lookup(db.big)))
+            outcome["result"] = "finished"
+        except OperationFailure as error:
+            outcome["result"] = error.code
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    found = []
+    for _ in range(200):
+        found = admin.command("currentOp", appName="slowpoke")["inprog"]
+        if found:
+            break
+        import time
+        time.sleep(0.02)
+    assert found, "the running aggregate was not listed"
+    op = found[0]
+    assert op["op"] == "command" and op["ns"] == f"{db.name}.big" and op["command"]["aggregate"] == "big"
+    assert op["active"] and op["client"] and op["microsecs_running"] >= 0
+    # The same through the stage, filtered by the rest of the pipeline.
+    staged = list(admin.aggregate([{"$currentOp": {"allUsers": True}}, {"$match": {"appName": "slowpoke"}}]))
+    assert [o["opid"] for o in staged] == [op["opid"]]
+    assert admin.command("killOp", op=op["opid"])["ok"] == 1
+    worker.join(timeout=30)
+    assert outcome["result"] == 11601, outcome
+    assert admin.command("currentOp", appName="slowpoke")["inprog"] == []
+    # maxTimeMS dates the same handle.
+    with pytest.raises(OperationFailure) as error:
+        list(db.big.aggregate(slow_lookup(db.big), maxTimeMS=50))
+    assert error.value.code == 50
+    with pytest.raises(OperationFailure) as error:
+        db.command("currentOp")
+    assert error.value.code == 13
+
+
+def test_profiler_levels_slowms_and_filter(db):
+    assert db.command("profile", -1) == {"was": 0, "slowms": 100, "sampleRate": 1.0, "ok": 1.0}
+    db.command("profile", 2)
+    db.people.insert_many([{"_id": i, "age": i} for i in range(5)])
+    db.people.create_index("age")
+    assert len(list(db.people.find({"age": {"$gte": 3}}))) == 2
+    db.people.update_many({"age": {"$lt": 2}}, {"$set": {"young": True}})
+    db.command("profile", 0)
+    entries = list(db.system.profile.find({}, sort=[("$natural", 1)]))
+    ops = [entry["op"] for entry in entries]
+    assert "insert" in ops and "query" in ops and "update" in ops, ops
+    query = next(entry for entry in entries if entry["op"] == "query")
+    assert query["ns"] == f"{db.name}.people" and query["nreturned"] == 2
+    assert query["keysExamined"] == 2 and query["docsExamined"] == 2
+    assert query["planSummary"] == "IXSCAN { age: 1 }"
+    assert query["command"]["filter"] == {"age": {"$gte": 3}} and query["millis"] >= 0
+    update = next(entry for entry in entries if entry["op"] == "update")
+    assert update["nMatched"] == 2 and update["nModified"] == 2
+    assert db.system.profile.options()["capped"]
+    # Level 0 writes nothing more; level 1 with a filter keeps only what it matches.
+    count = db.system.profile.count_documents({})
+    db.people.find_one()
+    assert db.system.profile.count_documents({}) == count
+    db.command("profile", 1, filter={"op": "insert"})
+    db.people.insert_one({"_id": 99})
+    db.people.find_one({"_id": 99})
+    status = db.command("profile", 0)
+    assert status["was"] == 1 and status["filter"] == {"op": "insert"}
+    recent = list(db.system.profile.find({}, sort=[("$natural", -1)]).limit(2))
+    assert recent[0]["op"] == "insert" and recent[0]["ninserted"] == 1
+    with pytest.raises(OperationFailure) as error:
+        db.command("profile", 5)
+    assert error.value.code == 2
