@@ -524,6 +524,24 @@ impl Store {
 
     // Figures.
 
+    /// `$indexStats`' documents (without `host`): each index's name, key, spec, accesses
+    /// (`index::usage`) and, while it builds, `building: true`.
+    pub fn index_stats(&self, db: &str, name: &str) -> Result<Vec<Document>> {
+        let catalog = &self.inner.catalog;
+        let collection = catalog.existing(db, name)?;
+        let id_spec = collection::id_index_spec(&collection.meta.options);
+        let mut stats =
+            vec![index::usage::stat_document(&id_spec, catalog.index_usage.accesses(&collection.meta.tree), true)];
+        for index in &collection.indexes {
+            stats.push(index::usage::stat_document(
+                &index.meta.spec,
+                catalog.index_usage.accesses(&index.meta.tree),
+                index.meta.ready,
+            ));
+        }
+        Ok(stats)
+    }
+
     pub fn coll_stats(&self, db: &str, name: &str, scale: u64) -> Result<Document> {
         stats::coll_stats(&self.inner.engine, &self.inner.catalog, db, name, scale)
     }

@@ -33,7 +33,8 @@ pub struct Command {
     pub name: String,
     /// `$db` for OP_MSG; the part before `.$cmd` for OP_QUERY.
     pub database: String,
-    pub body: Document,
+    /// Shared, not copied, with the registry of running commands (`operations`).
+    pub body: std::sync::Arc<Document>,
     /// Kind-1 sections: identifier and the raw documents.
     pub sequences: Vec<(String, Vec<RawDocumentBuf>)>,
     /// True when the request came as a legacy OP_QUERY.
@@ -103,7 +104,7 @@ impl Command {
         let Some(name) = body.keys().next().cloned() else {
             return Err(CommandError::new(ErrorCode::FailedToParse, "empty command document"));
         };
-        Ok(Command { name, database, body, sequences, legacy })
+        Ok(Command { name, database, body: std::sync::Arc::new(body), sequences, legacy })
     }
 
     /// The value of the command's first field (`{find: "users"}` → "users").

@@ -17,8 +17,10 @@
 //! a header that claims 48 MB costs nothing until the bytes come); a frame the decoder cannot
 //! cut or a message that cannot be answered closes this connection with a log line and
 //! nothing else; commands of one connection run in order, as the protocol requires. A request
-//! with `moreToCome` runs and gets no reply. On shutdown the connection finishes the request
-//! it is running, then closes (a burst notices within `IDLE_AFTER`).
+//! with `moreToCome` runs and gets no reply. A getMore sent with `exhaustAllowed` is answered by
+//! a stream of replies, each with `moreToCome` until the cursor ends, each answering the one
+//! before (its `responseTo`), as mongod streams an exhaust cursor. On shutdown the connection
+//! finishes the request it is running, then closes (a burst notices within `IDLE_AFTER`).
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -54,6 +56,12 @@ enum Outcome {
     Close,
     /// The command waits (`Context::park`): run it again after a wakeup or its deadline.
     Park(Park),
+    /// An exhaust getMore's first reply: more follow without further requests.
+    Exhaust {
+        request: Request,
+        command: Command,
+        body: RawDocumentBuf,
+    },
 }
 
 /// How a burst ended.
@@ -351,8 +359,52 @@ impl Session {
                 self.parked = Some(frame);
                 Some(Burst::Park(park))
             }
+            Outcome::Exhaust { request, command, body } => self.stream_exhaust(stream, request, &command, body),
         }
     }
+
+    /// Writes an exhaust cursor's replies: each batch with `moreToCome` while the cursor has
+    /// more, answering the previous reply; the getMore runs again for each.
+    fn stream_exhaust(
+        &mut self,
+        stream: &mut Link<'_>,
+        mut request: Request,
+        command: &Command,
+        mut body: RawDocumentBuf,
+    ) -> Option<Burst> {
+        loop {
+            let more = open_cursor(&body);
+            let reply_id = self.context.shared.next_request_id();
+            let kind = if more { ReplyStream::MoreToCome } else { ReplyStream::Last };
+            let bytes = match wire::encode_reply(&request, reply_id, &command.name, body, kind) {
+                Ok(bytes) => bytes,
+                Err(error) => {
+                    warn!(connection = self.context.connection.id, %error, "cannot encode reply; closing connection");
+                    return Some(Burst::Close);
+                }
+            };
+            self.context.shared.metrics.bytes_out(bytes.len());
+            if let Err(error) = stream.write_all(&bytes).and_then(|()| stream.flush()) {
+                debug!(connection = self.context.connection.id, %error, "write failed; closing");
+                return Some(Burst::Close);
+            }
+            if !more || *self.shutdown.borrow() {
+                return None;
+            }
+            request.header.request_id = reply_id;
+            body = dispatch::run(&self.context, command);
+            if self.context.take_park().is_some() {
+                // A tailable cursor waiting for data cannot wait inside a stream of replies.
+                warn!(connection = self.context.connection.id, "exhaust getMore on an awaiting cursor; closing");
+                return Some(Burst::Close);
+            }
+        }
+    }
+}
+
+/// Whether a getMore's reply leaves its cursor open (an error reply does not).
+fn open_cursor(body: &RawDocumentBuf) -> bool {
+    body.get_document("cursor").and_then(|cursor| cursor.get_i64("id")).is_ok_and(|id| id != 0)
 }
 
 /// Largest message a client may send before it has authenticated (with `--auth`): the
@@ -421,12 +473,12 @@ fn handle_frame(context: &Context, frame: &Frame, limits: &Limits) -> Outcome {
         Err(error) => return parse_failure(context, frame, error),
     };
     let mut request = request;
-    let (name, body) = match command_of(&mut request) {
+    let (command, body) = match command_of(&mut request) {
         Ok(command) => {
-            let name = command.name.clone();
-            (name, dispatch::run(context, &command))
+            let body = dispatch::run(context, &command);
+            (Some(command), body)
         }
-        Err(error) => ("unknown".to_owned(), dispatch::error_document(&error)),
+        Err(error) => (None, dispatch::error_document(&error)),
     };
     if let Some(park) = context.take_park() {
         return Outcome::Park(park);
@@ -438,7 +490,14 @@ fn handle_frame(context: &Context, frame: &Frame, limits: &Limits) -> Outcome {
     if !request.expects_reply() {
         return Outcome::NoReply;
     }
-    encode(context, &request, &name, body)
+    let exhaust = matches!(&request.message, Message::Msg(message) if message.flags.exhaust_allowed());
+    match command {
+        Some(command) if exhaust && command.name == "getMore" && open_cursor(&body) => {
+            Outcome::Exhaust { request, command, body }
+        }
+        Some(command) => encode(context, &request, &command.name, body),
+        None => encode(context, &request, "unknown", body),
+    }
 }
 
 /// The command a request carries; OP_QUERY is accepted only on `<db>.$cmd`.

@@ -77,6 +77,9 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
     context.shared.metrics.command(name, ok, elapsed);
     crate::slow::note(context, command, elapsed, ok);
     crate::profiler::note(context, command, &running.active, &reply, elapsed, ok);
+    if let Some(collection) = crate::top::collection_of(&command.name, &command.body) {
+        context.shared.top.record(&command.database, collection, name, elapsed);
+    }
     reply
 }
 
@@ -266,7 +269,7 @@ mod tests {
         let command = Command {
             name: "boom".into(),
             database: "admin".into(),
-            body: doc! { "boom": 1 },
+            body: std::sync::Arc::new(doc! { "boom": 1 }),
             sequences: Vec::new(),
             legacy: false,
         };

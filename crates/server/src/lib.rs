@@ -48,6 +48,7 @@ mod slow;
 mod state;
 mod store_error;
 pub mod tls;
+mod top;
 mod transactions;
 
 pub use config::ServerConfig;

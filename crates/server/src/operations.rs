@@ -26,8 +26,8 @@ pub struct Active {
     pub app_name: Option<String>,
     /// The authenticated users, `user@db` (for `$ownOps`).
     pub users: Vec<String>,
-    pub command: Document,
-    pub name: String,
+    /// The command's body, shared with the running `Command` (not copied).
+    pub command: Arc<Document>,
     pub database: String,
     pub started: Instant,
     pub started_at: bson::DateTime,
@@ -72,8 +72,7 @@ impl Operations {
             client: context.connection.peer,
             app_name: context.app_name(),
             users: crate::auth::owner(context).iter().map(ToString::to_string).collect(),
-            command: command.body.clone(),
-            name: command.name.clone(),
+            command: Arc::clone(&command.body),
             database: command.database.clone(),
             started,
             started_at: bson::DateTime::now(),
@@ -114,14 +113,19 @@ fn time_limit(command: &Command) -> Option<Duration> {
 }
 
 impl Active {
+    /// The command's name: its body's first field.
+    pub fn name(&self) -> &str {
+        self.command.keys().next().map_or("", String::as_str)
+    }
+
     /// MongoDB's name for what the command does (currentOp's and the profiler's `op`).
     pub fn op_type(&self) -> &'static str {
-        op_type(&self.name)
+        op_type(self.name())
     }
 
     /// The namespace the command works on (`db.$cmd` when it names no collection).
     pub fn namespace(&self) -> String {
-        namespace(&self.database, &self.name, &self.command)
+        namespace(&self.database, self.name(), &self.command)
     }
 
     /// The document currentOp lists for this command.
@@ -146,7 +150,7 @@ impl Active {
             "microsecs_running": running.as_micros() as i64,
             "op": self.op_type(),
             "ns": self.namespace(),
-            "command": self.command.clone(),
+            "command": (*self.command).clone(),
             "keysExamined": self.operation.keys_examined() as i64,
             "docsExamined": self.operation.docs_examined() as i64,
             "numYields": 0,

@@ -24,7 +24,7 @@ pub fn note(context: &Context, command: &Command, elapsed: Duration, ok: bool) {
         Some(Bson::String(collection)) => format!("{}.{collection}", command.database),
         _ => format!("{}.$cmd", command.database),
     };
-    let mut text = Bson::Document(command.body.clone()).into_relaxed_extjson().to_string();
+    let mut text = Bson::Document((*command.body).clone()).into_relaxed_extjson().to_string();
     if text.len() > MAX_COMMAND_CHARS {
         let cut = (0..=MAX_COMMAND_CHARS).rev().find(|at| text.is_char_boundary(*at)).unwrap_or(0);
         text.truncate(cut);

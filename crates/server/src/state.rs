@@ -39,10 +39,14 @@ pub struct Shared {
     pub sessions: crate::sessions::Sessions,
     /// Replica-set mode (`--replSet`), or `None` for a standalone server.
     pub replication: Option<Replication>,
+    /// This process's id in a standalone's `topologyVersion`.
+    pub process_id: bson::oid::ObjectId,
     /// The commands running now (`currentOp`, `killOp`, `maxTimeMS`).
     pub operations: crate::operations::Operations,
     /// Profiling levels per database, and the slow-operation threshold.
     pub profiler: crate::profiler::Profiler,
+    /// Time per collection by kind of command (`top`, `latencyStats`).
+    pub top: crate::top::Top,
     /// Generation counters bumped by the changes a parked command may wait for: an oplog
     /// entry, a topology change (see `Context::park`).
     oplog_wakeups: Arc<tokio::sync::watch::Sender<u64>>,
@@ -93,7 +97,9 @@ impl Shared {
         let shared = Arc::new(Shared {
             replication,
             operations: crate::operations::Operations::default(),
+            process_id: bson::oid::ObjectId::new(),
             profiler: crate::profiler::Profiler::new(config.slow_ms),
+            top: crate::top::Top::default(),
             fail_points: crate::fail_points::FailPoints::default(),
             held_snapshots: crate::read_concern::HeldSnapshots::default(),
             sessions: crate::sessions::Sessions::new(Duration::from_secs(

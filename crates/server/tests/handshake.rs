@@ -4,7 +4,7 @@
 
 mod common;
 
-use bson::{Bson, doc};
+use bson::{Bson, Document, doc};
 use common::TestServer;
 use wire::{Compressor, OpCode};
 
@@ -84,6 +84,41 @@ async fn more_to_come_gets_no_reply() {
     client.send(&silent).await;
     let reply = client.command(doc! { "buildInfo": 1, "$db": "admin" }).await;
     assert_eq!(reply.get_str("version").unwrap(), "7.0.0");
+    server.stop().await;
+}
+
+/// Goal: a getMore with `exhaustAllowed` is answered by a stream of replies, each with
+/// `moreToCome` but the last, each answering the reply before it, together every document once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exhaust_get_more_streams_its_batches() {
+    let server = TestServer::start().await;
+    let mut client = server.connect().await;
+    let documents: Vec<Document> = (0..23).map(|i| doc! {"_id": i}).collect();
+    client.command(doc! {"insert": "c", "documents": documents, "$db": "test"}).await;
+    let found = client.command(doc! {"find": "c", "batchSize": 5, "$db": "test"}).await;
+    let cursor = found.get_document("cursor").unwrap().get_i64("id").unwrap();
+    let exhaust_allowed = 1 << 16;
+    let get_more = doc! {"getMore": cursor, "collection": "c", "batchSize": 5, "$db": "test"};
+    let bytes = client.msg_bytes(get_more, exhaust_allowed);
+    let request_id = wire::MsgHeader::parse(&bytes).unwrap().request_id;
+    client.send(&bytes).await;
+    let frames = client.read_frames(4).await;
+    let (mut answering, mut seen) = (request_id, 5);
+    for (position, frame) in frames.iter().enumerate() {
+        assert_eq!(frame.header.response_to, answering, "reply {position} answers the one before");
+        answering = frame.header.request_id;
+        let wire::Message::Msg(message) = wire::Request::parse(frame, &wire::Limits::default()).unwrap().message else {
+            panic!("not OP_MSG");
+        };
+        assert_eq!(message.flags.more_to_come(), position < 3, "moreToCome on reply {position}");
+        let body = Document::try_from(message.body).unwrap();
+        let cursor = body.get_document("cursor").unwrap();
+        seen += cursor.get_array("nextBatch").unwrap().len();
+        assert_eq!(cursor.get_i64("id").unwrap() == 0, position == 3);
+    }
+    assert_eq!(seen, 23);
+    let reply = client.command(doc! {"ping": 1, "$db": "admin"}).await;
+    assert_eq!(reply.get_f64("ok").unwrap(), 1.0);
     server.stop().await;
 }
 

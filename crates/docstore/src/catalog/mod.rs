@@ -63,6 +63,8 @@ pub struct Catalog {
     /// How a collection's documents are compressed when its options do not say (`None`: the
     /// engine's setting, as for indexes).
     document_compression: Option<storage::Compression>,
+    /// How often each index served a query (`$indexStats`).
+    pub index_usage: crate::index::usage::Usage,
 }
 
 /// A write lock held on one collection, with the descriptor current under it.
@@ -76,6 +78,7 @@ impl Catalog {
     /// (named like ours but in no entry: an interrupted create or drop).
     pub fn open(engine: &Engine, document_compression: Option<storage::Compression>) -> Result<Catalog> {
         let catalog = Catalog {
+            index_usage: crate::index::usage::Usage::default(),
             tree: ensure_tree(engine, entry::CATALOG_TREE)?,
             counts_tree: ensure_tree(engine, entry::COUNTS_TREE)?,
             sessions_tree: ensure_tree(engine, crate::retry::SESSIONS_TREE)?,

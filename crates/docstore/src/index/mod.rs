@@ -25,6 +25,7 @@
 pub mod build;
 pub mod spec;
 pub mod ttl;
+pub mod usage;
 
 use bson::{Bson, Document, RawDocument};
 use document::keycodec::{Direction, EncodedKey, decode_key};

@@ -18,6 +18,7 @@ use query::filter::Filter;
 use query::projection::Projection;
 use query::sort::SortSpec;
 
+use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::read::covered::Covered;
 use crate::read::planner::{Access, Hint, Plan, plan};
@@ -170,6 +171,24 @@ impl Inner {
         Ok(Prepared { filter, sort, projection, plan })
     }
 
+    /// Counts the plan's use of each index it scans (`$indexStats`).
+    fn note_index_use(&self, collection: &Collection, plan: &Plan) {
+        let scans = match &plan.access {
+            Access::IndexScan(scan) => std::slice::from_ref(scan),
+            Access::Or(scans) => scans.as_slice(),
+            Access::CollectionScan { .. } => &[],
+        };
+        for scan in scans {
+            let tree = match &scan.index {
+                Some(name) => collection.index(name).map(|index| index.meta.tree.as_str()),
+                None => Some(collection.meta.tree.as_str()),
+            };
+            if let Some(tree) = tree {
+                self.catalog.index_usage.note(tree);
+            }
+        }
+    }
+
     /// Runs a find; the counters fill as the cursor is pulled (explain reads them).
     pub fn find_with_counters(
         self: &Arc<Inner>,
@@ -206,6 +225,7 @@ impl Inner {
         )?;
         prepared.plan.covered = covered.is_some();
         let scan = Scan::new(snapshot, &collection, &prepared.plan.access, covered, Arc::clone(&counters))?;
+        self.note_index_use(&collection, &prepared.plan);
         let bounds = KeyBounds::new(request, &prepared.plan)?;
         let filter = prepared.filter.clone();
         let matched = scan.filter_map(move |item| match item {

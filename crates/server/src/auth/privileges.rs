@@ -68,6 +68,7 @@ actions! {
     GetParameter = "getParameter",
     GrantRole = "grantRole",
     HostInfo = "hostInfo",
+    IndexStats = "indexStats",
     Inprog = "inprog",
     Insert = "insert",
     KillAnyCursor = "killAnyCursor",
@@ -225,6 +226,7 @@ const DB_ADMIN: &[Action] = &[
     DropDatabase,
     DropIndex,
     EnableProfiler,
+    IndexStats,
     ListCollections,
     ListIndexes,
     ReIndex,
@@ -258,7 +260,7 @@ const CLUSTER_MONITOR: &[Action] = &[
     ServerStatus,
     Top,
 ];
-const CLUSTER_MONITOR_ANY_DB: &[Action] = &[CollStats, DbHash, DbStats];
+const CLUSTER_MONITOR_ANY_DB: &[Action] = &[CollStats, DbHash, DbStats, IndexStats];
 const CLUSTER_MANAGER_AND_HOST: &[Action] =
     &[KillAnyCursor, KillAnySession, Killop, LogRotate, ReplSetConfigure, RotateCertificates, SetParameter, Shutdown];
 /// The collections where users and roles live (in `admin`).

@@ -61,6 +61,7 @@ pub fn need(command: &Command, current: Option<&UserName>) -> Result<Need, Comma
         "currentOp" if matches!(command.get("$ownOps"), Some(Bson::Boolean(true))) => Need::Authenticated,
         "currentOp" => on_cluster(Inprog),
         "killOp" => on_cluster(Killop),
+        "top" => on_cluster(Top),
         "profile" => on_db(&[EnableProfiler]),
         "killAllSessions" => on_cluster(KillAnySession),
         "configureFailPoint" => on_cluster(SetParameter),
@@ -148,6 +149,9 @@ fn aggregate_needs(command: &Command) -> Vec<(Target, Action)> {
     // `$collStats` reads the collection's statistics, as the collStats command does.
     if first.is_some_and(|stage| stage.contains_key("$collStats")) {
         needs.push((collection_target(command), CollStats));
+    }
+    if first.is_some_and(|stage| stage.contains_key("$indexStats")) {
+        needs.push((collection_target(command), IndexStats));
     }
     if let Some(Bson::Array(stages)) = command.get("pipeline") {
         stage_needs(&command.database, stages, &mut needs);

@@ -23,8 +23,9 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     crate::commands::search_indexes::check_pipeline(&pipeline)?;
     list_local_sessions(context, collection.as_deref(), &mut pipeline)?;
     current_op(context, command, collection.as_deref(), &mut pipeline)?;
+    let index_stats = index_stats(context, command, collection.as_deref(), &mut pipeline)?;
     // `$collStats` makes the input from the collection's statistics, not its documents.
-    let input = match coll_stats(context, command, collection.as_deref(), &mut pipeline)? {
+    let input = match index_stats || coll_stats(context, command, collection.as_deref(), &mut pipeline)? {
         true => None,
         false => collection.clone(),
     };
@@ -151,10 +152,45 @@ fn current_op(
     Ok(())
 }
 
+/// `$indexStats` (first stage of a collection's pipeline): one document per index with its
+/// accesses (`docstore::index::usage`), fed to the rest of the pipeline; `true` when it did.
+fn index_stats(
+    context: &Context,
+    command: &Command,
+    collection: Option<&str>,
+    pipeline: &mut [Document],
+) -> Result<bool, CommandError> {
+    let Some(first) = pipeline.first_mut().filter(|stage| stage.contains_key("$indexStats")) else {
+        return Ok(false);
+    };
+    let Some(collection) = collection else {
+        return Err(CommandError::new(
+            wire::ErrorCode::InvalidNamespace,
+            "$indexStats must be run against a collection namespace",
+        ));
+    };
+    let host = context.shared.local_addr.to_string();
+    let stats = match context.shared.store.index_stats(&command.database, collection) {
+        Ok(stats) => stats,
+        Err(docstore::Error::NamespaceNotFound(_)) => Vec::new(),
+        Err(error) => return Err(error.into()),
+    };
+    let documents: Vec<Bson> = stats
+        .into_iter()
+        .map(|mut stat| {
+            stat.insert("host", host.clone());
+            Bson::Document(stat)
+        })
+        .collect();
+    *first = doc! {"$documents": {"$literal": documents}};
+    Ok(true)
+}
+
 /// `$collStats` (first stage of a collection's pipeline): one document with the collection's
 /// `storageStats` (collStats' figures, `scale` honoured) and/or `count`, fed to the rest of the
-/// pipeline as `$documents`; `true` when it did. Strata keeps no latency histograms or
-/// query-execution counters, so `latencyStats` and `queryExecStats` are refused.
+/// pipeline as `$documents`; `true` when it did. `latencyStats` comes from the server's
+/// per-collection figures (`crate::top`); Strata keeps no query-execution counters per
+/// collection, so `queryExecStats` is refused.
 fn coll_stats(
     context: &Context,
     command: &Command,
@@ -197,15 +233,22 @@ fn coll_stats(
                 let count = store.estimated_document_count(&command.database, collection)?;
                 stats.insert("count", crate::commands::int(count));
             }
+            "latencyStats" => {
+                let histograms = value.as_document().and_then(|options| options.get_bool("histograms").ok());
+                let latency = context.shared.top.latency_stats(&command.database, collection, histograms == Some(true));
+                stats.insert("latencyStats", latency);
+            }
             other => {
                 return Err(CommandError::new(
                     wire::ErrorCode::InvalidOptions,
-                    format!("$collStats option '{other}' is not supported by Strata (it has storageStats and count)"),
+                    format!(
+                        "$collStats option '{other}' is not supported by Strata (it has storageStats, count and latencyStats)"
+                    ),
                 ));
             }
         }
     }
-    *first = doc! {"$documents": [stats]};
+    *first = doc! {"$documents": {"$literal": [stats]}};
     Ok(true)
 }
 

@@ -1,5 +1,6 @@
 //! `currentOp` and `killOp` (and the documents of the `$currentOp` stage): the commands running
-//! now, from the server's registry (`crate::operations`), and asking one to stop.
+//! now, from the server's registry (`crate::operations`), and asking one to stop; `top`: where
+//! the time went, per collection (`crate::top`).
 //!
 //! currentOp lists running commands only: idle connections, cursors and sessions (`$all`,
 //! `idleConnections`, `idleCursors`, `idleSessions`) are not listed. Its other fields filter
@@ -18,7 +19,7 @@ const OPTIONS: [&str; 3] = ["currentOp", "$all", "$ownOps"];
 pub fn current_op(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     admin_only(command)?;
     let mut filter = Document::new();
-    for (key, value) in &command.body {
+    for (key, value) in command.body.iter() {
         if !OPTIONS.contains(&key.as_str()) && !GENERIC_ARGUMENTS.contains(&key.as_str()) {
             filter.insert(key.clone(), value.clone());
         }
@@ -55,6 +56,14 @@ pub fn kill_op(context: &Context, command: &Command) -> Result<RawDocumentBuf, C
     let killed = context.shared.operations.kill(opid);
     tracing::info!(target: "server::operations", opid, killed, "killOp");
     reply(doc! {"info": "attempting to kill op"})
+}
+
+/// `top`: time and count per collection, by kind of command (`crate::top`).
+pub fn top(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    admin_only(command)?;
+    let mut totals = doc! {"note": "all times in micros"};
+    totals.extend(context.shared.top.totals());
+    reply(doc! {"totals": totals})
 }
 
 fn admin_only(command: &Command) -> Result<(), CommandError> {

@@ -30,7 +30,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let explained = Command {
         name: inner.keys().next().cloned().unwrap_or_default(),
         database: command.database.clone(),
-        body: inner.clone(),
+        body: std::sync::Arc::new(inner.clone()),
         sequences: Vec::new(),
         legacy: command.legacy,
     };

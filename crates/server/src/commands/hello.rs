@@ -6,10 +6,12 @@
 //! `speculativeAuthenticate` (the first SCRAM step, or the whole MONGODB-X509 authentication, in
 //! the handshake, saving a round trip).
 //!
-//! A standalone server sends no `topologyVersion`, so drivers poll with plain `hello`. In
-//! replica-set mode it reports the set (`replication::Replication::hello_fields`) with a
-//! `topologyVersion`, and a `hello` that repeats the current one with `maxAwaitTimeMS` is
-//! awaitable: it parks until the topology changes or the time is up (`Context::park`).
+//! Every reply carries a `topologyVersion` (this process's id and a counter), so drivers monitor
+//! with awaitable `hello`s: one that repeats the current version with `maxAwaitTimeMS` parks
+//! until the topology changes or the time is up (`Context::park`; the connection's task waits,
+//! no thread). A standalone's topology never changes (counter 0): its awaitable `hello`s answer
+//! at their deadline. In replica-set mode the reply reports the set
+//! (`replication::Replication::hello_fields`), whose counter moves at initiation.
 
 use bson::{Bson, DateTime, RawDocumentBuf, doc};
 use tracing::info;
@@ -58,6 +60,8 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     };
     if let Some(set) = replication {
         fields.extend(set.hello_fields(&context.shared.store));
+    } else {
+        fields.insert("topologyVersion", standalone_topology(context));
     }
     let compression = negotiated(command)?;
     if !compression.is_empty() {
@@ -85,7 +89,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
 /// An awaitable `hello` whose `topologyVersion` is current waits (up to `maxAwaitTimeMS`) for
 /// the topology to change: true if it parked.
 fn parked(context: &Context, command: &Command) -> Result<bool, CommandError> {
-    let (Some(set), Some(Bson::Document(asked))) = (&context.shared.replication, command.get("topologyVersion")) else {
+    let Some(Bson::Document(asked)) = command.get("topologyVersion") else {
         return Ok(false);
     };
     let Some(max_await) = command.optional_i64("maxAwaitTimeMS")? else { return Ok(false) };
@@ -93,7 +97,11 @@ fn parked(context: &Context, command: &Command) -> Result<bool, CommandError> {
         return Err(CommandError::bad_value("maxAwaitTimeMS must be a non-negative integer"));
     }
     let seen = context.shared.wakeup_generation(WakeOn::Topology);
-    if !set.is_current(asked) {
+    let current = match &context.shared.replication {
+        Some(set) => set.is_current(asked),
+        None => *asked == standalone_topology(context),
+    };
+    if !current {
         return Ok(false);
     }
     let deadline = context.wait_deadline(std::time::Duration::from_millis(max_await as u64));
@@ -102,6 +110,11 @@ fn parked(context: &Context, command: &Command) -> Result<bool, CommandError> {
     }
     context.park(WakeOn::Topology, seen, deadline);
     Ok(true)
+}
+
+/// A standalone's `topologyVersion`: this process's id, and a counter that never moves.
+fn standalone_topology(context: &Context) -> bson::Document {
+    doc! {"processId": context.shared.process_id, "counter": 0i64}
 }
 
 /// `saslSupportedMechs: "db.user"`: the mechanisms that user has credentials for.

@@ -122,6 +122,7 @@ pub static COMMANDS: &[Spec] = &[
     Spec { names: &["ping"], help: "check the server answers", handler: ping::run },
     Spec { names: &["currentOp"], help: "the commands running now", handler: current_op::current_op },
     Spec { names: &["killOp"], help: "stop a running command", handler: current_op::kill_op },
+    Spec { names: &["top"], help: "time spent per collection", handler: current_op::top },
     Spec { names: &["profile"], help: "a database's profiling level, slowms and filter", handler: profile::run },
     Spec { names: &["commitTransaction"], help: "commit a multi-document transaction", handler: transaction::commit },
     Spec { names: &["abortTransaction"], help: "abort a multi-document transaction", handler: transaction::abort },

@@ -102,6 +102,26 @@ impl Client {
         }
     }
 
+    /// Read `count` whole messages that may arrive in one read (a stream of replies).
+    pub async fn read_frames(&mut self, count: usize) -> Vec<wire::Frame> {
+        let (mut buffer, mut frames) = (Vec::new(), Vec::new());
+        let limits = Limits::default();
+        while frames.len() < count {
+            if let Some((frame, consumed)) = wire::decode_frame(&buffer, &limits).unwrap() {
+                buffer.drain(..consumed);
+                frames.push(frame);
+                continue;
+            }
+            let mut chunk = vec![0u8; 64 * 1024];
+            let read = tokio::time::timeout(Duration::from_secs(5), self.stream.read(&mut chunk)).await;
+            match read {
+                Ok(Ok(n)) if n > 0 => buffer.extend_from_slice(&chunk[..n]),
+                _ => panic!("connection ended after {} of {count} messages", frames.len()),
+            }
+        }
+        frames
+    }
+
     /// Read an OP_MSG reply (decompressing if needed) and return its body.
     pub async fn read_msg_reply(&mut self) -> Option<Document> {
         let frame = self.read_frame().await?;

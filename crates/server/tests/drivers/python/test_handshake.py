@@ -48,3 +48,23 @@ def test_compression(server, compressor):
     assert client.admin.command("ping")["ok"] == 1.0
     assert client.admin.command("serverStatus")["ok"] == 1.0
     client.close()
+
+
+def test_a_standalone_hello_is_awaitable(server, client):
+    """A standalone reports a topologyVersion that never changes: an awaitable hello repeating it
+    waits its maxAwaitTimeMS (drivers' streaming monitor), a stale one is answered at once."""
+    import time
+
+    import bson
+
+    version = client.admin.command("hello")["topologyVersion"]
+    assert set(version) == {"processId", "counter"} and version["counter"] == 0
+    direct = server.client(directConnection=True)
+    started = time.monotonic()
+    reply = direct.admin.command({"hello": 1, "topologyVersion": version, "maxAwaitTimeMS": 500})
+    assert 0.4 <= time.monotonic() - started < 5 and reply["topologyVersion"] == version
+    stale = dict(version, processId=bson.ObjectId())
+    started = time.monotonic()
+    direct.admin.command({"hello": 1, "topologyVersion": stale, "maxAwaitTimeMS": 5000})
+    assert time.monotonic() - started < 1
+    direct.close()

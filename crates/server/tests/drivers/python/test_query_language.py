@@ -373,9 +373,18 @@ def test_coll_stats_stage(db):
     assert stats["storageStats"]["count"] == 10 and stats["storageStats"]["size"] > 1000
     (projected,) = db.stats_here.aggregate([{"$collStats": {"count": {}}}, {"$project": {"_id": 0, "count": 1}}])
     assert projected == {"count": 10}
+    db.stats_here.find_one()
+    (latency,) = db.stats_here.aggregate([{"$collStats": {"latencyStats": {"histograms": True}}}])
+    reads, writes = latency["latencyStats"]["reads"], latency["latencyStats"]["writes"]
+    assert reads["ops"] >= 1 and writes["ops"] == 1 and writes["latency"] > 0
+    assert sum(bucket["count"] for bucket in reads["histogram"]) == reads["ops"]
     with pytest.raises(OperationFailure) as refused:
-        list(db.stats_here.aggregate([{"$collStats": {"latencyStats": {}}}]))
+        list(db.stats_here.aggregate([{"$collStats": {"queryExecStats": {}}}]))
     assert refused.value.code == 72
+    totals = db.client.admin.command("top")["totals"]
+    mine = totals[f"{db.name}.stats_here"]
+    assert mine["insert"]["count"] == 1 and mine["queries"]["count"] >= 3
+    assert mine["total"]["count"] == mine["readLock"]["count"] + mine["writeLock"]["count"] + mine["commands"]["count"]
 
 
 def test_stable_api_strict_mode(server):
@@ -578,3 +587,49 @@ def test_profiler_levels_slowms_and_filter(db):
     with pytest.raises(OperationFailure) as error:
         db.command("profile", 5)
     assert error.value.code == 2
+
+
+def test_index_stats_count_the_plans_that_used_each_index(db):
+    db.things.insert_many([{"_id": i, "a": i % 3, "b": i} for i in range(30)])
+    db.things.create_index("a")
+    db.things.create_index("b")
+    for value in range(3):
+        list(db.things.find({"a": value}))
+    db.things.find_one({"_id": 4})
+    db.things.count_documents({"$or": [{"a": 1}, {"b": 7}]})
+    stats = {s["name"]: s for s in db.things.aggregate([{"$indexStats": {}}])}
+    assert set(stats) == {"_id_", "a_1", "b_1"}
+    assert stats["a_1"]["accesses"]["ops"] == 4 and stats["b_1"]["accesses"]["ops"] == 1
+    assert stats["_id_"]["accesses"]["ops"] == 1 and stats["a_1"]["key"] == {"a": 1}
+    assert stats["a_1"]["spec"]["name"] == "a_1" and stats["a_1"]["host"]
+    assert isinstance(stats["a_1"]["accesses"]["since"], datetime.datetime)
+    unused = list(db.things.aggregate([{"$indexStats": {}}, {"$match": {"accesses.ops": 0}}]))
+    assert unused == []
+
+
+def test_exhaust_cursors_stream_every_batch(db):
+    from pymongo import CursorType
+
+    db.stream.insert_many([{"_id": i} for i in range(250)])
+    found = list(db.stream.find(cursor_type=CursorType.EXHAUST, batch_size=7))
+    assert [d["_id"] for d in found] == list(range(250))
+    # The connection is usable afterwards (the stream ended where the cursor did).
+    assert db.stream.count_documents({}) == 250
+
+
+def test_documents_at_the_16_mib_limit_in_full_batches(db):
+    import bson
+
+    def at_limit(i):
+        document = {"_id": i, "p": ""}
+        document["p"] = "x" * (16 * 1024 * 1024 - len(bson.encode(document)))
+        return document
+
+    documents = [at_limit(i) for i in range(3)]
+    assert all(len(bson.encode(d)) == 16 * 1024 * 1024 for d in documents)
+    assert len(db.huge.insert_many(documents).inserted_ids) == 3
+    assert [len(bson.encode(d)) for d in db.huge.find()] == [16 * 1024 * 1024] * 3
+    with pytest.raises(OperationFailure) as error:
+        db.huge.insert_one({"_id": 9, "p": "x" * (16 * 1024 * 1024)})
+    assert error.value.code == 10334
+    db.huge.drop()
