@@ -24,6 +24,7 @@
 
 pub mod build;
 pub mod spec;
+pub mod text;
 pub mod ttl;
 pub mod usage;
 
@@ -56,6 +57,8 @@ pub struct Index {
     pub expire_after_seconds: Option<i64>,
     /// Maintained, but not for the planner (`hidden: true`).
     pub hidden: bool,
+    /// A text index's settings: its keys are `(term, score)` (`text`), read only by `$text`.
+    pub text: Option<text::TextSpec>,
     pub tree: TreeId,
     pub meta: IndexMeta,
 }
@@ -72,7 +75,10 @@ impl Index {
     pub fn open(meta: &IndexMeta, tree: TreeId) -> Result<Index> {
         let parsed = spec::ParsedSpec::from_normalized(&meta.spec)?;
         let sparseness = if parsed.sparse { Sparseness::Sparse } else { Sparseness::Dense };
-        let spec = IndexSpec::from_key_pattern(&parsed.key, sparseness)?;
+        let spec = match &parsed.text {
+            Some(_) => IndexSpec::from_key_pattern(&bson::doc! {"_fts": 1, "_ftsx": 1}, Sparseness::Dense)?,
+            None => IndexSpec::from_key_pattern(&parsed.key, sparseness)?,
+        };
         let partial = match &parsed.partial {
             Some(filter) => Some((filter.clone(), Filter::parse(filter)?)),
             None => None,
@@ -87,6 +93,7 @@ impl Index {
             partial,
             expire_after_seconds: parsed.expire_after_seconds,
             hidden: parsed.hidden,
+            text: parsed.text,
             tree,
             meta: meta.clone(),
         })
@@ -107,6 +114,9 @@ impl Index {
             && !filter.matches_raw(raw)?
         {
             return Ok((Vec::new(), false));
+        }
+        if let Some(text) = &self.text {
+            return text_keys(text, raw);
         }
         let keys = self.spec.keys_raw(raw)?;
         let multikey = keys.multikey || keys.keys.len() > 1;
@@ -238,6 +248,23 @@ impl Index {
         }
         document
     }
+}
+
+/// A text index's keys: `(term, score)` per distinct term of the document.
+fn text_keys(text: &text::TextSpec, raw: &RawDocument) -> Result<(Vec<EncodedKey>, bool)> {
+    let document = Document::try_from(raw).map_err(|e| Error::corrupt(format!("stored document: {e}")))?;
+    let keys: Vec<EncodedKey> = text
+        .terms(&document)?
+        .into_iter()
+        .map(|(term, score)| {
+            let mut encoder = document::keycodec::KeyEncoder::new();
+            encoder.push(&Bson::String(term), Direction::Ascending);
+            encoder.push(&Bson::Double(score), Direction::Ascending);
+            encoder.finish()
+        })
+        .collect();
+    let multikey = keys.len() > 1;
+    Ok((keys, multikey))
 }
 
 fn length(n: usize) -> u32 {

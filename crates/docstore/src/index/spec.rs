@@ -6,8 +6,10 @@
 //! `unique`, `sparse`, `partialFilterExpression`, `expireAfterSeconds` (TTL, single field),
 //! `clustering` (the entries hold whole documents; TokuMX's name for it), `storageEngine` (the
 //! index's compression, see `crate::compression`). Accepted and ignored:
-//! `v`, `background`, `ns`. Anything else, and the special index types not built yet (`text`,
-//! `2d`, `2dsphere`, wildcard), is `CannotCreateIndex`.
+//! `v`, `background`, `ns`. A text index (`"text"` fields, with `weights`, `default_language`,
+//! `language_override`) is normalized to MongoDB's `{_fts: "text", _ftsx: 1}` (see
+//! `index::text`). Anything else, and the special index types not built yet (`2d`,
+//! `2dsphere`, wildcard), is `CannotCreateIndex`.
 //!
 //! Same index twice: the same key pattern, name and options is a no-op; the same name with
 //! another key pattern is `IndexKeySpecsConflict` (86); the same key pattern under another name
@@ -31,6 +33,8 @@ pub struct ParsedSpec {
     pub storage_engine: Option<Document>,
     /// `hidden`: maintained by writes, never chosen by the planner (MongoDB 4.4+).
     pub hidden: bool,
+    /// A text index's settings (its `key` is then `{_fts: "text", _ftsx: 1}`).
+    pub text: Option<crate::index::text::TextSpec>,
 }
 
 impl ParsedSpec {
@@ -42,6 +46,10 @@ impl ParsedSpec {
             _ => return Err(cannot("The 'key' field is a required property of an index specification".into())),
         };
         check_key_pattern(&key)?;
+        let text = match is_text_key(&key) {
+            true => Some(crate::index::text::TextSpec::from_spec(&key, spec)?),
+            false => None,
+        };
         let name = match spec.get("name") {
             Some(Bson::String(name)) if !name.is_empty() => name.clone(),
             Some(Bson::String(_)) => return Err(cannot("The index name cannot be empty".into())),
@@ -58,7 +66,11 @@ impl ParsedSpec {
             expire_after_seconds: None,
             storage_engine: None,
             hidden: false,
+            text,
         };
+        if parsed.text.is_some() {
+            parsed.key = doc! {"_fts": "text", "_ftsx": 1};
+        }
         for (option, value) in spec {
             parsed.apply_option(option, value)?;
         }
@@ -69,6 +81,8 @@ impl ParsedSpec {
     fn apply_option(&mut self, option: &str, value: &Bson) -> Result<()> {
         match option {
             "key" | "name" | "v" | "background" | "ns" => {}
+            // Read by `TextSpec::from_spec`.
+            "weights" | "default_language" | "language_override" | "textIndexVersion" if self.text.is_some() => {}
             "unique" => self.unique = query::truthy(value),
             "sparse" => self.sparse = query::truthy(value),
             "clustering" => self.clustering = query::truthy(value),
@@ -133,6 +147,9 @@ impl ParsedSpec {
                 "TTL indexes are single-field indexes, compound indexes do not support TTL".into(),
             ));
         }
+        if self.text.is_some() && (self.unique || self.expire_after_seconds.is_some()) {
+            return Err(Error::CannotCreateIndex("a text index cannot be unique or a TTL index".into()));
+        }
         if self.unique && self.is_hashed() {
             return Err(Error::Query(query::error::fail(
                 16764,
@@ -176,6 +193,9 @@ impl ParsedSpec {
         }
         if self.hidden {
             spec.insert("hidden", true);
+        }
+        if let Some(text) = &self.text {
+            spec.extend(text.normalized_fields());
         }
         spec
     }
@@ -225,8 +245,10 @@ impl ParsedSpec {
         Ok(false)
     }
 
-    fn options_without_name(&self) -> (bool, bool, bool, &Option<Document>, Option<i64>) {
-        (self.unique, self.sparse, self.clustering, &self.partial, self.expire_after_seconds)
+    fn options_without_name(
+        &self,
+    ) -> (bool, bool, bool, &Option<Document>, Option<i64>, &Option<crate::index::text::TextSpec>) {
+        (self.unique, self.sparse, self.clustering, &self.partial, self.expire_after_seconds, &self.text)
     }
 }
 
@@ -243,7 +265,7 @@ fn check_key_pattern(key: &Document) -> Result<()> {
     }
     for (field, direction) in key {
         match direction {
-            Bson::String(kind) if kind == "hashed" => {}
+            Bson::String(kind) if kind == "hashed" || kind == "text" => {}
             Bson::Int32(n) if *n != 0 => {}
             Bson::Int64(n) if *n != 0 => {}
             Bson::Double(d) if *d != 0.0 && d.is_finite() => {}
@@ -262,6 +284,11 @@ fn check_key_pattern(key: &Document) -> Result<()> {
             .map_err(|e| Error::CannotCreateIndex(format!("Index key field '{field}' is invalid: {e}")))?;
     }
     Ok(())
+}
+
+/// A text index's key: `"text"` fields (as given), or `_fts` (as stored).
+fn is_text_key(key: &Document) -> bool {
+    key.contains_key("_fts") || key.values().any(|kind| matches!(kind, Bson::String(kind) if kind == "text"))
 }
 
 fn is_hashed_kind(kind: &Bson) -> bool {
@@ -313,7 +340,14 @@ mod tests {
         let spec = ParsedSpec::parse(&doc! {"key": {"a": 1, "b": -1}, "unique": true, "background": true}).unwrap();
         assert_eq!(spec.name, "a_1_b_-1");
         assert_eq!(spec.normalized(), doc! {"v": 2, "key": {"a": 1, "b": -1}, "name": "a_1_b_-1", "unique": true});
-        assert!(ParsedSpec::parse(&doc! {"key": {"a": "text"}}).is_err());
+        assert!(ParsedSpec::parse(&doc! {"key": {"a": "2dsphere"}}).is_err());
+        assert!(ParsedSpec::parse(&doc! {"key": {"a": "text", "b": 1}}).is_err());
+        let text = ParsedSpec::parse(&doc! {"key": {"a": "text"}, "default_language": "fr"}).unwrap();
+        assert_eq!(text.name, "a_text");
+        let normalized = text.normalized();
+        assert_eq!(normalized.get_document("key").unwrap(), &doc! {"_fts": "text", "_ftsx": 1});
+        assert_eq!(normalized.get_str("default_language").unwrap(), "french");
+        assert_eq!(ParsedSpec::from_normalized(&normalized).unwrap(), text);
         assert!(ParsedSpec::parse(&doc! {"key": {}}).is_err());
         assert!(ParsedSpec::parse(&doc! {"key": {"a": 1}, "bogus": 1}).is_err());
         assert!(

@@ -201,10 +201,17 @@ impl Inner {
             if let Some((source, pipeline)) = self.catalog.resolve_view(db, name)? {
                 return Ok((self.find_in_view(db, &source, pipeline, request)?, None));
             }
-            // A missing collection is empty, but its arguments must still be valid.
+            // A missing collection is empty, but its arguments must still be valid; it has no
+            // text index for a `$text`.
+            if crate::read::text::extract(&request.filter)?.is_some() {
+                return Err(Error::IndexNotFound("text index required for $text query".into()));
+            }
             Filter::parse(&request.filter)?;
             return Ok((Cursor::from_documents(Vec::new()), None));
         };
+        if let Some((query, rest)) = crate::read::text::extract(&request.filter)? {
+            return Ok((self.find_text(&collection, request, query, &rest)?, None));
+        }
         let mut prepared = self.prepare_find(&collection, request)?;
         if request.return_key || request.show_record_id {
             // They replace the projection, and need whole documents (never a covered read).

@@ -6,3 +6,4 @@ pub mod explain;
 pub mod find;
 pub mod planner;
 pub mod scan;
+pub mod text;

@@ -257,7 +257,8 @@ fn scored_candidates(
     sort_counts: bool,
 ) -> Result<Vec<(Candidate, Score)>> {
     let mut choices = vec![IndexChoice::id()?];
-    choices.extend(collection.ready_indexes().map(IndexChoice::secondary));
+    // A text index answers `$text` only (`read::text`).
+    choices.extend(collection.ready_indexes().filter(|index| index.text.is_none()).map(IndexChoice::secondary));
     let mut scored = Vec::new();
     for choice in &choices {
         let candidate = scan_for(choice, predicates, sort);

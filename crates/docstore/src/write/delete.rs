@@ -44,7 +44,8 @@ impl Inner {
         // Only a single-document delete is retryable.
         self.catalog.refuse_view(db, name)?;
         let retry = writer.retry.filter(|_| request.just_one && !writer.in_transaction());
-        let filter = query::filter::Filter::parse(&request.filter)?.with_variables(Arc::clone(&request.variables));
+        let filter = query::filter::Filter::parse(&*crate::read::text::without_text(&request.filter)?)?
+            .with_variables(Arc::clone(&request.variables));
         let Some(mut locked) = self.catalog.lock(db, name) else {
             if let Some(retry) = retry {
                 self.record_alone(retry, retry.stmt_id(0), &bson::doc! {"n": 0}, writer.durability)?;

@@ -211,7 +211,8 @@ impl Inner {
                 "multi update is not supported for replacement-style update",
             )));
         }
-        let filter = Filter::parse(&request.filter)?.with_variables(Arc::clone(&request.variables));
+        let filter = Filter::parse(&*crate::read::text::without_text(&request.filter)?)?
+            .with_variables(Arc::clone(&request.variables));
         let mut locked = match (self.catalog.lock(db, name), request.upsert) {
             (Some(locked), _) => locked,
             (None, false) => return Ok(UpdateOutcome::default()),
@@ -369,7 +370,8 @@ impl Inner {
         }
         let projection =
             request.fields.as_ref().filter(|f| !f.is_empty()).map(query::projection::Projection::parse).transpose()?;
-        let filter = Filter::parse(&request.query)?.with_variables(Arc::clone(&request.variables));
+        let filter = Filter::parse(&*crate::read::text::without_text(&request.query)?)?
+            .with_variables(Arc::clone(&request.variables));
         let mut locked = match (self.catalog.lock(db, name), request.upsert) {
             (Some(locked), _) => locked,
             (None, false) => return Ok(FindAndModifyOutcome::default()),

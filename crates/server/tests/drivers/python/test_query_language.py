@@ -633,3 +633,58 @@ def test_documents_at_the_16_mib_limit_in_full_batches(db):
         db.huge.insert_one({"_id": 9, "p": "x" * (16 * 1024 * 1024)})
     assert error.value.code == 10334
     db.huge.drop()
+
+
+def test_text_indexes_search_stem_score_and_negate(db):
+    from pymongo import TEXT
+
+    articles = db.articles
+    articles.insert_many([
+        {"_id": 1, "title": "Coffee shops", "body": "The best coffee in town, roasted daily"},
+        {"_id": 2, "title": "Tea", "body": "Green tea and black tea; no coffee here"},
+        {"_id": 3, "title": "Bakeries", "body": "Bread and pastries, with a cup of coffee"},
+        {"_id": 4, "title": "Cafés", "body": "Les cafés de Paris", "language": "french"},
+        {"_id": 5, "title": "Running", "body": "Runners run; the runner ran"},
+    ])
+    name = articles.create_index([("title", TEXT), ("body", TEXT)], weights={"title": 10})
+    assert name == "title_text_body_text"
+    spec = articles.index_information()[name]
+    assert spec["key"] == [("_fts", "text"), ("_ftsx", 1)] and spec["weights"] == {"body": 1, "title": 10}
+    assert spec["default_language"] == "english" and spec["textIndexVersion"] == 3
+
+    def ids(search, **options):
+        return sorted(d["_id"] for d in articles.find({"$text": {"$search": search, **options}}))
+
+    assert ids("coffee") == [1, 2, 3]
+    assert ids("COFFEE -tea") == [1, 3]
+    assert ids("running") == [5]  # stemmed: runners, run
+    assert ids('"best coffee"') == [1]
+    assert ids("coffee -\"black tea\"") == [1, 3]
+    assert ids("the") == []  # a stop word only
+    assert ids("cafe", **{"$language": "french"}) == [4]  # diacritics folded
+    # Scores: the title weighs 10, so the coffee shop ranks first.
+    ranked = list(articles.find({"$text": {"$search": "coffee"}}, {"score": {"$meta": "textScore"}, "title": 1})
+                  .sort([("score", {"$meta": "textScore"})]))
+    assert ranked[0]["_id"] == 1 and ranked[0]["score"] > ranked[1]["score"] > 0
+    assert set(ranked[0]) == {"_id", "title", "score"}
+    # With the rest of the filter, count and writes.
+    assert articles.count_documents({"$text": {"$search": "coffee"}, "_id": {"$gt": 1}}) == 2
+    articles.update_many({"$text": {"$search": "bread"}}, {"$set": {"bakery": True}})
+    assert articles.find_one({"bakery": True})["_id"] == 3
+    articles.insert_one({"_id": 6, "title": "More coffee", "body": ""})
+    assert ids("coffee") == [1, 2, 3, 6]
+    assert db.command("validate", "articles")["valid"]
+    # MongoDB's errors.
+    with pytest.raises(OperationFailure) as error:
+        list(db.nothing_indexed.find({"$text": {"$search": "x"}}))
+    assert error.value.code == 27
+    db.nothing_indexed.insert_one({"a": 1})
+    with pytest.raises(OperationFailure) as error:
+        list(db.nothing_indexed.find({"$text": {"$search": "x"}}))
+    assert error.value.code == 27
+    with pytest.raises(OperationFailure) as error:
+        articles.create_index([("summary", TEXT)])
+    assert error.value.code == 85
+    with pytest.raises(OperationFailure) as error:
+        articles.insert_one({"title": "x", "language": "klingon"})
+    assert error.value.code == 17262

@@ -1,0 +1,466 @@
+//! Text indexes: what terms a document gives, and how a `$search` string reads.
+//!
+//! A text index (`{title: "text", body: "text"}`, or `{"$**": "text"}` for every string) is
+//! stored as MongoDB shows it: key `{_fts: "text", _ftsx: 1}`, with `weights`,
+//! `default_language`, `language_override` and `textIndexVersion: 3` beside it. Its entries are
+//! ordinary standard-layout entries whose key is `(term, score)`: one per distinct term of a
+//! document, so a search scans one key prefix per term.
+//!
+//! Analysis, for documents and searches alike: the text is cut into words at every character
+//! that is not a letter or a digit, each word lower-cased and stripped of diacritics (Unicode
+//! NFD, combining marks dropped: `café` is `cafe`), the language's stop words dropped
+//! (NLTK's lists, through the `stop-words` crate), and the rest stemmed by the language's
+//! Snowball stemmer (`rust-stemmers`). Language `none` keeps every word and stems none.
+//!
+//! A term's score in a document follows MongoDB's shape: per field, the term's occurrences
+//! weigh 1, 1/2, 1/4... (so repetition saturates), times `0.5 + 0.5 × share of the field's
+//! words`, times the field's weight; fields add up. Scores are relative (for sorting by
+//! `{$meta: "textScore"}`), not MongoDB's to the last digit.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+use bson::{Bson, Document, doc};
+use unicode_normalization::UnicodeNormalization;
+
+use crate::error::{Error, Result};
+
+/// The languages MongoDB's text search knows, with their ISO 639-1 codes.
+const LANGUAGES: &[(&str, &str)] = &[
+    ("danish", "da"),
+    ("dutch", "nl"),
+    ("english", "en"),
+    ("finnish", "fi"),
+    ("french", "fr"),
+    ("german", "de"),
+    ("hungarian", "hu"),
+    ("italian", "it"),
+    ("norwegian", "nb"),
+    ("portuguese", "pt"),
+    ("romanian", "ro"),
+    ("russian", "ru"),
+    ("spanish", "es"),
+    ("swedish", "sv"),
+    ("turkish", "tr"),
+    ("none", "none"),
+];
+
+/// A text-search language (an index into `LANGUAGES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Language(usize);
+
+impl Language {
+    /// By name (`"english"`) or ISO code (`"en"`); MongoDB's error 17262 for others.
+    pub fn parse(name: &str) -> Result<Language> {
+        let lower = name.to_lowercase();
+        LANGUAGES
+            .iter()
+            .position(|(full, code)| *full == lower || *code == lower)
+            .map(Language)
+            .ok_or_else(|| Error::Query(query::error::fail(17262, format!("language override unsupported: {name}"))))
+    }
+
+    pub fn name(self) -> &'static str {
+        LANGUAGES.get(self.0).map_or("none", |(name, _)| name)
+    }
+
+    fn stemmer(self) -> Option<rust_stemmers::Stemmer> {
+        use rust_stemmers::Algorithm::*;
+        let algorithm = match self.name() {
+            "danish" => Danish,
+            "dutch" => Dutch,
+            "english" => English,
+            "finnish" => Finnish,
+            "french" => French,
+            "german" => German,
+            "hungarian" => Hungarian,
+            "italian" => Italian,
+            "norwegian" => Norwegian,
+            "portuguese" => Portuguese,
+            "romanian" => Romanian,
+            "russian" => Russian,
+            "spanish" => Spanish,
+            "swedish" => Swedish,
+            "turkish" => Turkish,
+            _ => return None,
+        };
+        Some(rust_stemmers::Stemmer::create(algorithm))
+    }
+
+    /// The language's stop words, folded as words are (read once per language).
+    fn stop_words(self) -> &'static HashSet<String> {
+        static LISTS: OnceLock<Vec<HashSet<String>>> = OnceLock::new();
+        let lists = LISTS.get_or_init(|| {
+            LANGUAGES
+                .iter()
+                .map(|(name, code)| match *name {
+                    "none" => HashSet::new(),
+                    // The crate's NLTK list is keyed by ISO code; Norwegian's is "no".
+                    _ => stop_words::get(if *code == "nb" { "no" } else { code }).iter().map(|w| fold(w)).collect(),
+                })
+                .collect()
+        });
+        static EMPTY: OnceLock<HashSet<String>> = OnceLock::new();
+        lists.get(self.0).unwrap_or_else(|| EMPTY.get_or_init(HashSet::new))
+    }
+
+    /// The terms of a text: words folded, stop words dropped, stems.
+    pub fn terms(self, text: &str) -> Vec<String> {
+        let stemmer = self.stemmer();
+        let stop_words = self.stop_words();
+        words(text)
+            .filter(|word| !stop_words.contains(word))
+            .map(|word| match &stemmer {
+                Some(stemmer) => stemmer.stem(&word).into_owned(),
+                None => word,
+            })
+            .collect()
+    }
+}
+
+/// The words of a text, lower-cased and without diacritics.
+pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()).map(fold)
+}
+
+/// Lower case, diacritics dropped.
+pub fn fold(word: &str) -> String {
+    word.nfd().filter(|c| !unicode_normalization::char::is_combining_mark(*c)).flat_map(char::to_lowercase).collect()
+}
+
+/// A text index's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextSpec {
+    /// Field path → weight (`$**`: every string field, weight 1 unless listed).
+    pub weights: Vec<(String, f64)>,
+    pub wildcard: bool,
+    pub default_language: Language,
+    pub language_override: String,
+}
+
+impl TextSpec {
+    /// From a createIndexes spec: the `"text"` fields of `key`, and the text options.
+    pub fn from_spec(key: &Document, spec: &Document) -> Result<TextSpec> {
+        let cannot = |message: String| Error::CannotCreateIndex(message);
+        let mut weights: Vec<(String, f64)> = Vec::new();
+        let mut wildcard = false;
+        let normalized = key.get("_fts").is_some();
+        for (field, kind) in key {
+            match (field.as_str(), kind) {
+                ("_fts", Bson::String(text)) if text == "text" => {}
+                ("_ftsx", _) => {}
+                ("$**", Bson::String(text)) if text == "text" => wildcard = true,
+                (_, Bson::String(text)) if text == "text" && !normalized => weights.push((field.clone(), 1.0)),
+                _ => {
+                    return Err(cannot(format!(
+                        "text indexes with other fields are not supported (field '{field}'): index only text fields"
+                    )));
+                }
+            }
+        }
+        if let Some(given) = spec.get("weights") {
+            let Bson::Document(given) = given else {
+                return Err(cannot("weights must be an object".into()));
+            };
+            for (field, weight) in given {
+                let weight = match weight {
+                    Bson::Int32(n) => f64::from(*n),
+                    Bson::Int64(n) => *n as f64,
+                    Bson::Double(d) => *d,
+                    _ => return Err(cannot(format!("weight for text index field '{field}' must be a number"))),
+                };
+                if !(weight > 0.0 && weight < 100_000.0) {
+                    return Err(cannot(format!(
+                        "text index weight must be in the exclusive interval (0,99999) but found: {weight}"
+                    )));
+                }
+                if field == "$**" {
+                    wildcard = true;
+                    continue;
+                }
+                match weights.iter_mut().find(|(name, _)| name == field) {
+                    Some(existing) => existing.1 = weight,
+                    None => weights.push((field.clone(), weight)),
+                }
+            }
+        }
+        weights.sort_by(|a, b| a.0.cmp(&b.0));
+        let default_language = match spec.get("default_language") {
+            None => Language::parse("english")?,
+            Some(Bson::String(name)) => Language::parse(name)
+                .map_err(|_| Error::bad_value(format!("default_language \"{name}\" is not supported")))?,
+            Some(_) => return Err(cannot("default_language must be a string".into())),
+        };
+        let language_override = match spec.get("language_override") {
+            None => "language".to_owned(),
+            Some(Bson::String(name)) if !name.is_empty() => name.clone(),
+            Some(_) => return Err(cannot("language_override must be a non-empty string".into())),
+        };
+        if weights.is_empty() && !wildcard {
+            return Err(cannot("a text index needs at least one text field".into()));
+        }
+        Ok(TextSpec { weights, wildcard, default_language, language_override })
+    }
+
+    /// The fields listIndexes shows beside the key `{_fts: "text", _ftsx: 1}`.
+    pub fn normalized_fields(&self) -> Document {
+        let mut weights = Document::new();
+        if self.wildcard {
+            weights.insert("$**", 1);
+        }
+        for (field, weight) in &self.weights {
+            if weight.fract() == 0.0 {
+                weights.insert(field.clone(), *weight as i32);
+            } else {
+                weights.insert(field.clone(), *weight);
+            }
+        }
+        doc! {
+            "weights": weights,
+            "default_language": self.default_language.name(),
+            "language_override": self.language_override.clone(),
+            "textIndexVersion": 3,
+        }
+    }
+
+    /// The document's language: its `language_override` field, else the index's default.
+    pub fn language_of(&self, document: &Document) -> Result<Language> {
+        match document.get(&self.language_override) {
+            Some(Bson::String(name)) => Language::parse(name),
+            _ => Ok(self.default_language),
+        }
+    }
+
+    /// The strings the index reads from a document, each with its field's weight.
+    pub fn strings<'d>(&self, document: &'d Document) -> Vec<(&'d str, f64)> {
+        let mut found = Vec::new();
+        if self.wildcard {
+            collect_strings(document, "", &mut |path, text| {
+                let weight = self.weights.iter().find(|(field, _)| field == path).map_or(1.0, |(_, w)| *w);
+                found.push((text, weight));
+            });
+            return found;
+        }
+        for (field, weight) in &self.weights {
+            let parts: Vec<String> = field.split('.').map(str::to_owned).collect();
+            for value in document_values(document, &parts) {
+                found.push((value, *weight));
+            }
+        }
+        found
+    }
+
+    /// Each distinct term of a document with its score (see the module header).
+    pub fn terms(&self, document: &Document) -> Result<Vec<(String, f64)>> {
+        let language = self.language_of(document)?;
+        let mut scores: HashMap<String, f64> = HashMap::new();
+        for (text, weight) in self.strings(document) {
+            let terms = language.terms(text);
+            let mut occurrences: HashMap<&str, (f64, f64)> = HashMap::new();
+            for term in &terms {
+                let (frequency, count) = occurrences.entry(term).or_insert((0.0, 0.0));
+                *frequency += 0.5f64.powf(*count);
+                *count += 1.0;
+            }
+            for (term, (frequency, count)) in occurrences {
+                let coefficient = 0.5 * count / terms.len() as f64 + 0.5;
+                *scores.entry(term.to_owned()).or_default() += weight * frequency * coefficient;
+            }
+        }
+        let mut terms: Vec<(String, f64)> = scores.into_iter().collect();
+        terms.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(terms)
+    }
+}
+
+/// Every string at any depth (arrays' elements included), with its dotted path (array
+/// positions left out, as a text index's paths name fields).
+fn collect_strings<'d>(document: &'d Document, prefix: &str, each: &mut impl FnMut(&str, &'d str)) {
+    for (name, value) in document {
+        let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+        collect_value(value, &path, each);
+    }
+}
+
+fn collect_value<'d>(value: &'d Bson, path: &str, each: &mut impl FnMut(&str, &'d str)) {
+    match value {
+        Bson::String(text) => each(path, text),
+        Bson::Document(inner) => collect_strings(inner, path, each),
+        Bson::Array(items) => items.iter().for_each(|item| collect_value(item, path, each)),
+        _ => {}
+    }
+}
+
+/// The strings at a dotted path, through arrays.
+fn document_values<'d>(document: &'d Document, parts: &[String]) -> Vec<&'d str> {
+    let mut out = Vec::new();
+    if let Some((head, rest)) = parts.split_first()
+        && let Some(value) = document.get(head)
+    {
+        value_strings(value, rest, &mut out);
+    }
+    out
+}
+
+fn value_strings<'d>(value: &'d Bson, rest: &[String], out: &mut Vec<&'d str>) {
+    match (value, rest.split_first()) {
+        (Bson::String(text), None) => out.push(text),
+        (Bson::Array(items), _) => items.iter().for_each(|item| value_strings(item, rest, out)),
+        (Bson::Document(inner), Some((head, tail))) => {
+            if let Some(next) = inner.get(head) {
+                value_strings(next, tail, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A `$text` query: `$search` read into terms, negated terms and phrases.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextQuery {
+    /// Stemmed terms; a document matches if it has any.
+    pub terms: Vec<String>,
+    /// Stemmed terms a matching document must not have.
+    pub negated: Vec<String>,
+    /// Phrases a matching document must contain (folded), and ones it must not.
+    pub phrases: Vec<String>,
+    pub negated_phrases: Vec<String>,
+    /// `$language`, if given (else the index's default).
+    pub language: Option<Language>,
+}
+
+impl TextQuery {
+    /// Parses `{$search, $language, $caseSensitive, $diacriticSensitive}`.
+    pub fn parse(spec: &Bson) -> Result<TextQuery> {
+        let Bson::Document(spec) = spec else {
+            return Err(Error::bad_value("$text expects an object"));
+        };
+        let mut search = None;
+        let mut language = None;
+        for (key, value) in spec {
+            match (key.as_str(), value) {
+                ("$search", Bson::String(text)) => search = Some(text.clone()),
+                ("$language", Bson::String(name)) => language = Some(Language::parse(name)?),
+                ("$caseSensitive" | "$diacriticSensitive", Bson::Boolean(false)) => {}
+                ("$caseSensitive" | "$diacriticSensitive", Bson::Boolean(true)) => {
+                    return Err(Error::bad_value(format!("{key}: true is not supported by Strata's text search")));
+                }
+                _ => return Err(Error::bad_value(format!("bad $text field: {key}"))),
+            }
+        }
+        let Some(search) = search else {
+            return Err(Error::bad_value("$search required for $text"));
+        };
+        let mut query = TextQuery {
+            terms: Vec::new(),
+            negated: Vec::new(),
+            phrases: Vec::new(),
+            negated_phrases: Vec::new(),
+            language,
+        };
+        query.read_search(&search);
+        Ok(query)
+    }
+
+    /// Splits `$search`: `"..."` phrases, `-` before a word or phrase negates it. Words are
+    /// kept raw here and analyzed against the index's language by [`TextQuery::analyzed`].
+    fn read_search(&mut self, search: &str) {
+        let mut rest = search;
+        while let Some(start) = rest.find(|c: char| !c.is_whitespace()) {
+            rest = &rest[start..];
+            let negated = rest.starts_with('-');
+            let body = if negated { &rest[1..] } else { rest };
+            if let Some(after_quote) = body.strip_prefix('"') {
+                let end = after_quote.find('"').unwrap_or(after_quote.len());
+                let phrase = fold_phrase(&after_quote[..end]);
+                if negated {
+                    self.negated_phrases.push(phrase.clone())
+                } else {
+                    self.phrases.push(phrase.clone())
+                }
+                // A phrase's words are also terms (the index finds its candidates by them).
+                if !negated {
+                    self.terms.push(after_quote[..end].to_owned());
+                }
+                rest = after_quote.get(end + 1..).unwrap_or("");
+            } else {
+                let end = body.find(char::is_whitespace).unwrap_or(body.len());
+                let word = body[..end].to_owned();
+                if negated {
+                    self.negated.push(word)
+                } else {
+                    self.terms.push(word)
+                }
+                rest = &body[end..];
+            }
+        }
+    }
+
+    /// The query with its words analyzed in `language`: stemmed, stop words dropped.
+    pub fn analyzed(&self, language: Language) -> TextQuery {
+        let analyze = |raw: &[String]| {
+            let mut terms: Vec<String> = raw.iter().flat_map(|text| language.terms(text)).collect();
+            terms.sort();
+            terms.dedup();
+            terms
+        };
+        TextQuery {
+            terms: analyze(&self.terms),
+            negated: analyze(&self.negated),
+            phrases: self.phrases.clone(),
+            negated_phrases: self.negated_phrases.clone(),
+            language: Some(language),
+        }
+    }
+}
+
+/// A phrase as it is compared: folded words separated by single spaces.
+pub fn fold_phrase(text: &str) -> String {
+    words(text).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn english() -> Language {
+        Language::parse("en").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Words are folded, stop words dropped, the rest stemmed.
+    #[test]
+    fn analysis_folds_drops_and_stems() {
+        assert_eq!(english().terms("The Cafés are RUNNING, and running!"), vec!["cafe", "run", "run"]);
+        let none = Language::parse("none").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(none.terms("The runners"), vec!["the", "runners"]);
+        assert_eq!(Language::parse("klingon").err().map(|e| e.code()), Some(17262));
+        assert_eq!(Language::parse("es").map(Language::name).ok(), Some("spanish"));
+    }
+
+    /// Scores: more occurrences and heavier fields score higher; terms are distinct.
+    #[test]
+    fn document_terms_and_scores() {
+        let spec = TextSpec::from_spec(&doc! {"title": "text", "body": "text"}, &doc! {"weights": {"title": 10}})
+            .unwrap_or_else(|e| panic!("{e}"));
+        let terms =
+            spec.terms(&doc! {"title": "coffee", "body": "tea and coffee, tea, tea"}).unwrap_or_else(|e| panic!("{e}"));
+        let score = |term: &str| terms.iter().find(|(t, _)| t == term).map(|(_, s)| *s).unwrap_or(0.0);
+        assert!(score("coffe") > score("tea") && score("tea") > 0.0, "{terms:?}");
+        assert_eq!(terms.len(), 2);
+        let french = spec.terms(&doc! {"title": "les chats", "language": "french"}).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(french.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(), vec!["chat"]);
+        assert_eq!(spec.normalized_fields().get_document("weights").ok(), Some(&doc! {"body": 1, "title": 10}));
+    }
+
+    /// `$search`: words, `-negations`, `"phrases"` and `-"negated phrases"`.
+    #[test]
+    fn search_strings() {
+        let query = TextQuery::parse(&Bson::Document(doc! {"$search": "coffee -tea \"dark roast\" -\"decaf blend\""}))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .analyzed(english());
+        assert_eq!(query.terms, vec!["coffe", "dark", "roast"]);
+        assert_eq!(query.negated, vec!["tea"]);
+        assert_eq!(query.phrases, vec!["dark roast"]);
+        assert_eq!(query.negated_phrases, vec!["decaf blend"]);
+    }
+}

@@ -1,0 +1,226 @@
+//! `$text` queries: the collection's text index finds the documents with any of the search's
+//! terms, each scored by the sum of its terms' scores (`index::text`); the rest of the filter,
+//! the negated terms and the phrases are then checked on each document; `{$meta: "textScore"}`
+//! in the projection or the sort reads the score.
+//!
+//! `$text` is read at the top level of the filter (or in its top-level `$and`); elsewhere the
+//! filter parser refuses it. Results are materialized (a search's matches, not a collection),
+//! in `_id` order unless sorted. Known limits: `$caseSensitive`/`$diacriticSensitive: true`
+//! are refused; `{$meta: "textScore"}` works in find (projection, sort) but not in an
+//! aggregation's expressions; explain does not describe text plans.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bson::{Bson, Document, RawDocumentBuf};
+use document::keycodec::{Direction, KeyEncoder, decode_key};
+use query::filter::Filter;
+use query::projection::Projection;
+use query::sort::SortSpec;
+
+use crate::collection::Collection;
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::index::text::{TextQuery, fold_phrase};
+use crate::operation;
+use crate::read::bounds::prefix_end;
+use crate::read::find::{Cursor, FindRequest};
+use crate::read::scan::raw;
+use crate::store::Inner;
+
+/// Splits a filter into its `$text` query and the rest; `None` without `$text`.
+pub fn extract(filter: &Document) -> Result<Option<(TextQuery, Document)>> {
+    if let Some(spec) = filter.get("$text") {
+        let mut rest = filter.clone();
+        rest.remove("$text");
+        return Ok(Some((TextQuery::parse(spec)?, rest)));
+    }
+    let Some(Bson::Array(clauses)) = filter.get("$and") else { return Ok(None) };
+    let Some(position) = clauses.iter().position(|c| matches!(c, Bson::Document(c) if c.contains_key("$text"))) else {
+        return Ok(None);
+    };
+    let mut clauses = clauses.clone();
+    let Bson::Document(clause) = clauses.remove(position) else { return Ok(None) };
+    let Some((query, clause_rest)) = extract(&clause)? else { return Ok(None) };
+    if !clause_rest.is_empty() {
+        clauses.push(Bson::Document(clause_rest));
+    }
+    let mut rest = filter.clone();
+    if clauses.is_empty() {
+        rest.remove("$and");
+    } else {
+        rest.insert("$and", clauses);
+    }
+    Ok(Some((query, rest)))
+}
+
+/// The filter without its `$text` (checked): what a write re-checks on a document it is about
+/// to change (the text part chose the document through the index).
+pub fn without_text(filter: &Document) -> Result<std::borrow::Cow<'_, Document>> {
+    match extract(filter)? {
+        Some((_, rest)) => Ok(std::borrow::Cow::Owned(rest)),
+        None => Ok(std::borrow::Cow::Borrowed(filter)),
+    }
+}
+
+fn is_text_score(value: &Bson) -> bool {
+    matches!(value, Bson::Document(meta) if meta.get_str("$meta").is_ok_and(|kind| kind == "textScore"))
+}
+
+impl Inner {
+    /// Runs a find whose filter has `$text` (see the module header).
+    pub fn find_text(
+        self: &Arc<Inner>,
+        collection: &Collection,
+        request: &FindRequest,
+        query: TextQuery,
+        rest: &Document,
+    ) -> Result<Cursor> {
+        let index = collection
+            .indexes
+            .iter()
+            .find(|index| index.text.is_some() && index.meta.ready)
+            .ok_or_else(|| Error::IndexNotFound("text index required for $text query".into()))?;
+        let Some(spec) = &index.text else { return Ok(Cursor::from_documents(Vec::new())) };
+        let query = query.analyzed(query.language.unwrap_or(spec.default_language));
+        let snapshot = match &request.read_at {
+            Some(view) => view.0.clone(),
+            None => self.engine.snapshot(),
+        };
+        self.catalog.index_usage.note(&index.meta.tree);
+        let scores = term_scores(&snapshot, index, &query.terms)?;
+        let filter = Filter::parse(rest)?.with_variables(Arc::clone(&request.variables));
+        let mut found: Vec<(RawDocumentBuf, f64)> = Vec::new();
+        for (id, score) in scores {
+            operation::check()?;
+            let Some(bytes) = snapshot.get(collection.tree, &id)? else { continue };
+            operation::doc_examined();
+            let document = raw(bytes)?;
+            if filter.matches_raw(&document)? && text_holds(spec, &query, &document)? {
+                found.push((document, score));
+            }
+        }
+        if let Some(sort) = &request.sort {
+            sort_found(sort, &mut found)?;
+        }
+        let skip = usize::try_from(request.skip).unwrap_or(usize::MAX);
+        let limit =
+            request.limit.filter(|limit| *limit > 0).map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        let shown = found.into_iter().skip(skip).take(limit);
+        let documents = match &request.projection {
+            Some(projection) => project(projection, shown)?,
+            None => shown.map(|(document, _)| document).collect(),
+        };
+        Ok(Cursor::from_documents(documents))
+    }
+}
+
+/// Each document with any of the terms, by its encoded `_id`, with the sum of the terms'
+/// scores; in `_id` order.
+fn term_scores(snapshot: &storage::Snapshot, index: &Index, terms: &[String]) -> Result<Vec<(Vec<u8>, f64)>> {
+    let mut scores: HashMap<Vec<u8>, f64> = HashMap::new();
+    for term in terms {
+        let mut encoder = KeyEncoder::new();
+        encoder.push(&Bson::String(term.clone()), Direction::Ascending);
+        let prefix = encoder.finish().order;
+        let upper = prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
+        let range = (Bound::Included(prefix.as_slice()), upper.as_ref().map(Vec::as_slice));
+        for item in snapshot.range::<(Bound<&[u8]>, Bound<&[u8]>)>(index.tree, range) {
+            operation::check()?;
+            operation::key_examined();
+            let (key, value) = item?;
+            let entry = index.decode_entry(key, value)?;
+            let values = decode_key(&entry.order, &entry.payload, &index.directions())
+                .map_err(|e| Error::corrupt(format!("index {}: {e}", index.name)))?;
+            let score = match values.get(1) {
+                Some(Bson::Double(score)) => *score,
+                _ => 0.0,
+            };
+            *scores.entry(entry.id).or_default() += score;
+        }
+    }
+    let mut scores: Vec<(Vec<u8>, f64)> = scores.into_iter().collect();
+    scores.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(scores)
+}
+
+/// The negations and phrases: no negated term, every phrase, no negated phrase.
+fn text_holds(spec: &crate::index::text::TextSpec, query: &TextQuery, raw: &RawDocumentBuf) -> Result<bool> {
+    if query.negated.is_empty() && query.phrases.is_empty() && query.negated_phrases.is_empty() {
+        return Ok(true);
+    }
+    let document = Document::try_from(raw.as_ref()).map_err(|e| Error::corrupt(format!("stored document: {e}")))?;
+    if !query.negated.is_empty() {
+        let terms = spec.terms(&document)?;
+        if terms.iter().any(|(term, _)| query.negated.contains(term)) {
+            return Ok(false);
+        }
+    }
+    let texts: Vec<String> = spec.strings(&document).into_iter().map(|(text, _)| fold_phrase(text)).collect();
+    let contains = |phrase: &String| texts.iter().any(|text| text.contains(phrase.as_str()));
+    Ok(query.phrases.iter().all(contains) && !query.negated_phrases.iter().any(contains))
+}
+
+/// Sorts by the sort's keys in order: `{$meta: "textScore"}` by score, highest first; the
+/// others as a find sorts them.
+fn sort_found(sort: &Document, found: &mut [(RawDocumentBuf, f64)]) -> Result<()> {
+    let mut keys: Vec<Option<SortSpec>> = Vec::with_capacity(sort.len());
+    for (field, direction) in sort {
+        keys.push(match direction {
+            meta if is_text_score(meta) => None,
+            _ => Some(SortSpec::parse(&bson::doc! {field.clone(): direction.clone()})?),
+        });
+    }
+    let mut sort_keys: Vec<Vec<Vec<Bson>>> = Vec::with_capacity(found.len());
+    for (document, _) in found.iter() {
+        let mut per_key = Vec::with_capacity(keys.len());
+        for key in keys.iter().flatten() {
+            per_key.push(key.key_raw(document)?);
+        }
+        sort_keys.push(per_key);
+    }
+    let mut order: Vec<usize> = (0..found.len()).collect();
+    order.sort_by(|&a, &b| {
+        let mut field = 0;
+        for key in &keys {
+            let ordering = match key {
+                None => found[b].1.total_cmp(&found[a].1),
+                Some(spec) => {
+                    let ordering = spec.compare_keys(&sort_keys[a][field], &sort_keys[b][field]);
+                    field += 1;
+                    ordering
+                }
+            };
+            if ordering.is_ne() {
+                return ordering;
+            }
+        }
+        std::cmp::Ordering::Equal
+    });
+    let sorted: Vec<(RawDocumentBuf, f64)> = order.iter().map(|&i| found[i].clone()).collect();
+    found.clone_from_slice(&sorted);
+    Ok(())
+}
+
+/// The projection without its `{$meta: "textScore"}` fields, then those fields set to the
+/// score.
+fn project(spec: &Document, found: impl Iterator<Item = (RawDocumentBuf, f64)>) -> Result<Vec<RawDocumentBuf>> {
+    let meta: Vec<&String> = spec.iter().filter(|(_, value)| is_text_score(value)).map(|(name, _)| name).collect();
+    let rest: Document =
+        spec.iter().filter(|(_, value)| !is_text_score(value)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let projection = if rest.is_empty() { None } else { Some(Projection::parse(&rest)?) };
+    let mut out = Vec::new();
+    for (raw_document, score) in found {
+        let document = Document::try_from(raw_document.as_ref()).map_err(|e| Error::corrupt(e.to_string()))?;
+        let mut shown = match &projection {
+            Some(projection) => projection.apply(&document, None)?,
+            None => document,
+        };
+        for name in &meta {
+            shown.insert((*name).clone(), score);
+        }
+        out.push(RawDocumentBuf::try_from(&shown).map_err(|e| Error::corrupt(e.to_string()))?);
+    }
+    Ok(out)
+}
