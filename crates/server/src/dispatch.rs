@@ -76,7 +76,8 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
     let elapsed = started.elapsed();
     context.shared.metrics.command(name, ok, elapsed);
     crate::slow::note(context, command, elapsed, ok);
-    crate::profiler::note(context, command, &running.active, &reply, elapsed, ok);
+    let ran = crate::profiler::Ran { command, active: &running.active, reply: &reply, elapsed, ok };
+    crate::profiler::note(context, &ran);
     if let Some(collection) = crate::top::collection_of(&command.name, &command.body) {
         context.shared.top.record(&command.database, collection, name, elapsed);
     }

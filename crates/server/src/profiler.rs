@@ -125,21 +125,23 @@ impl Profiler {
     }
 }
 
+/// A command that just ran, as the profiler sees it.
+pub struct Ran<'a> {
+    pub command: &'a Command,
+    pub active: &'a Active,
+    pub reply: &'a RawDocumentBuf,
+    pub elapsed: Duration,
+    pub ok: bool,
+}
+
 /// Writes the profile entry of a command that just ran, if its database profiles it.
-pub fn note(
-    context: &Context,
-    command: &Command,
-    active: &Active,
-    reply: &RawDocumentBuf,
-    elapsed: Duration,
-    ok: bool,
-) {
-    let profiler = &context.shared.profiler;
+pub fn note(context: &Context, ran: &Ran<'_>) {
+    let (profiler, command) = (&context.shared.profiler, ran.command);
     let Some(settings) = profiler.wanted(&command.database) else { return };
-    if settings.filter.is_none() && !profiler.slow_enough(&settings, elapsed) {
+    if settings.filter.is_none() && !profiler.slow_enough(&settings, ran.elapsed) {
         return;
     }
-    let entry = entry(context, command, active, reply, elapsed, ok);
+    let entry = entry(context, ran);
     if let Some((_, filter)) = &settings.filter
         && !filter.matches(&entry)
     {
@@ -162,14 +164,8 @@ fn write(context: &Context, db: &str, entry: &Document) -> docstore::Result<()> 
 }
 
 /// The profile entry of a command, in MongoDB's shape.
-fn entry(
-    context: &Context,
-    command: &Command,
-    active: &Active,
-    reply: &RawDocumentBuf,
-    elapsed: Duration,
-    ok: bool,
-) -> Document {
+fn entry(context: &Context, ran: &Ran<'_>) -> Document {
+    let Ran { command, active, reply, elapsed, ok } = *ran;
     let mut entry = doc! {
         "op": active.op_type(),
         "ns": active.namespace(),

@@ -152,6 +152,23 @@ fn current_op(
     Ok(())
 }
 
+/// The pipeline's first stage if it is `stage`, one that describes a collection (an error on
+/// `{aggregate: 1}`), with the collection.
+fn collection_stage<'p, 'c>(
+    pipeline: &'p mut [Document],
+    stage: &str,
+    collection: Option<&'c str>,
+) -> Result<Option<(&'p mut Document, &'c str)>, CommandError> {
+    let Some(first) = pipeline.first_mut().filter(|first| first.contains_key(stage)) else { return Ok(None) };
+    let Some(collection) = collection else {
+        return Err(CommandError::new(
+            wire::ErrorCode::InvalidNamespace,
+            format!("{stage} must be run against a collection namespace"),
+        ));
+    };
+    Ok(Some((first, collection)))
+}
+
 /// `$indexStats` (first stage of a collection's pipeline): one document per index with its
 /// accesses (`docstore::index::usage`), fed to the rest of the pipeline; `true` when it did.
 fn index_stats(
@@ -160,15 +177,7 @@ fn index_stats(
     collection: Option<&str>,
     pipeline: &mut [Document],
 ) -> Result<bool, CommandError> {
-    let Some(first) = pipeline.first_mut().filter(|stage| stage.contains_key("$indexStats")) else {
-        return Ok(false);
-    };
-    let Some(collection) = collection else {
-        return Err(CommandError::new(
-            wire::ErrorCode::InvalidNamespace,
-            "$indexStats must be run against a collection namespace",
-        ));
-    };
+    let Some((first, collection)) = collection_stage(pipeline, "$indexStats", collection)? else { return Ok(false) };
     let host = context.shared.local_addr.to_string();
     let stats = match context.shared.store.index_stats(&command.database, collection) {
         Ok(stats) => stats,
@@ -197,15 +206,7 @@ fn coll_stats(
     collection: Option<&str>,
     pipeline: &mut [Document],
 ) -> Result<bool, CommandError> {
-    let Some(first) = pipeline.first_mut().filter(|stage| stage.contains_key("$collStats")) else {
-        return Ok(false);
-    };
-    let Some(collection) = collection else {
-        return Err(CommandError::new(
-            wire::ErrorCode::InvalidNamespace,
-            "$collStats must be run against a collection namespace",
-        ));
-    };
+    let Some((first, collection)) = collection_stage(pipeline, "$collStats", collection)? else { return Ok(false) };
     let spec = match first.get("$collStats") {
         Some(Bson::Document(spec)) => spec.clone(),
         Some(other) => return Err(mismatch("$collStats", "object", other)),
