@@ -72,7 +72,11 @@ pub fn create_indexes(
     let collection = catalog.collection_or_create(engine, db, name)?;
     let before = 1 + collection.indexes.len();
     let mut new_specs: Vec<ParsedSpec> = Vec::new();
-    for spec in parsed {
+    for (mut spec, given) in parsed.into_iter().zip(specs) {
+        // An index without a `collation` takes the collection's default, as in MongoDB.
+        if !given.contains_key("collation") && spec.text.is_none() {
+            spec.collation = collection.collation.as_ref().map(|collation| collation.spec().clone());
+        }
         if spec.is_id_index() {
             if spec.name != "_id_" {
                 return Err(Error::IndexOptionsConflict(format!(

@@ -59,6 +59,8 @@ pub struct Index {
     pub hidden: bool,
     /// A text index's settings: its keys are `(term, score)` (`text`), read only by `$text`.
     pub text: Option<text::TextSpec>,
+    /// A non-simple collation: the keys hold its surrogates of strings, not the strings.
+    pub collation: Option<query::collation::Collation>,
     pub tree: TreeId,
     pub meta: IndexMeta,
 }
@@ -94,6 +96,11 @@ impl Index {
             expire_after_seconds: parsed.expire_after_seconds,
             hidden: parsed.hidden,
             text: parsed.text,
+            collation: parsed
+                .collation
+                .as_ref()
+                .map(|spec| query::collation::Collation::parse(&Bson::Document(spec.clone())))
+                .transpose()?,
             tree,
             meta: meta.clone(),
         })
@@ -118,7 +125,26 @@ impl Index {
         if let Some(text) = &self.text {
             return text_keys(text, raw);
         }
+        if let Some(collation) = &self.collation {
+            return self.collated_keys(collation, raw);
+        }
         let keys = self.spec.keys_raw(raw)?;
+        let multikey = keys.multikey || keys.keys.len() > 1;
+        Ok((keys.keys, multikey))
+    }
+
+    /// The keys of a collated index: the indexed fields' strings replaced by the collation's
+    /// surrogates (ordered and equal as it orders and equates them) before the keys are made.
+    fn collated_keys(
+        &self,
+        collation: &query::collation::Collation,
+        raw: &RawDocument,
+    ) -> Result<(Vec<EncodedKey>, bool)> {
+        let heads = self.spec.fields().iter().map(|(path, _)| path.head());
+        let fields = document::path::decode_fields(raw, heads)?;
+        let surrogates: Document =
+            fields.iter().map(|(name, value)| (name.clone(), collation.surrogate(value).into_owned())).collect();
+        let keys = self.spec.keys(&surrogates)?;
         let multikey = keys.multikey || keys.keys.len() > 1;
         Ok((keys.keys, multikey))
     }

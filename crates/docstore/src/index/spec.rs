@@ -8,7 +8,8 @@
 //! index's compression, see `crate::compression`). Accepted and ignored:
 //! `v`, `background`, `ns`. A text index (`"text"` fields, with `weights`, `default_language`,
 //! `language_override`) is normalized to MongoDB's `{_fts: "text", _ftsx: 1}` (see
-//! `index::text`). Anything else, and the special index types not built yet (`2d`,
+//! `index::text`). A non-simple `collation` (inherited from the collection's default unless
+//! given) makes the index hold strings in that collation's order. Anything else, and the special index types not built yet (`2d`,
 //! `2dsphere`, wildcard), is `CannotCreateIndex`.
 //!
 //! Same index twice: the same key pattern, name and options is a no-op; the same name with
@@ -35,6 +36,9 @@ pub struct ParsedSpec {
     pub hidden: bool,
     /// A text index's settings (its `key` is then `{_fts: "text", _ftsx: 1}`).
     pub text: Option<crate::index::text::TextSpec>,
+    /// A non-simple `collation`, filled in as MongoDB reports it: the index holds strings as
+    /// the collation orders them (`Index::keys`).
+    pub collation: Option<Document>,
 }
 
 impl ParsedSpec {
@@ -67,6 +71,7 @@ impl ParsedSpec {
             storage_engine: None,
             hidden: false,
             text,
+            collation: None,
         };
         if parsed.text.is_some() {
             parsed.key = doc! {"_fts": "text", "_ftsx": 1};
@@ -97,14 +102,8 @@ impl ParsedSpec {
                 }
             }
             "collation" => {
-                if query::collation::Collation::parse_optional(Some(value))?.is_some() {
-                    // Keys would have to be the collation's sort keys (a known limit).
-                    return Err(Error::CannotCreateIndex(
-                        "an index with a collation other than simple is not supported yet: queries with a \
-                         collation scan the collection"
-                            .into(),
-                    ));
-                }
+                let collation = query::collation::Collation::parse_optional(Some(value))?;
+                self.collation = collation.map(|collation| collation.spec().clone());
             }
             "partialFilterExpression" => match value {
                 Bson::Document(filter) => {
@@ -197,6 +196,9 @@ impl ParsedSpec {
         if let Some(text) = &self.text {
             spec.extend(text.normalized_fields());
         }
+        if let Some(collation) = &self.collation {
+            spec.insert("collation", collation.clone());
+        }
         spec
     }
 
@@ -236,7 +238,7 @@ impl ParsedSpec {
             }
             return Ok(true);
         }
-        if same_key && self.partial == existing.partial {
+        if same_key && self.partial == existing.partial && self.collation == existing.collation {
             return Err(Error::IndexOptionsConflict(format!(
                 "Index already exists with a different name: {}",
                 existing.name
@@ -245,12 +247,29 @@ impl ParsedSpec {
         Ok(false)
     }
 
-    fn options_without_name(
-        &self,
-    ) -> (bool, bool, bool, &Option<Document>, Option<i64>, &Option<crate::index::text::TextSpec>) {
-        (self.unique, self.sparse, self.clustering, &self.partial, self.expire_after_seconds, &self.text)
+    fn options_without_name(&self) -> Options<'_> {
+        (
+            self.unique,
+            self.sparse,
+            self.clustering,
+            &self.partial,
+            self.expire_after_seconds,
+            &self.text,
+            &self.collation,
+        )
     }
 }
+
+/// The options two specs of one key pattern must share to be the same index.
+type Options<'s> = (
+    bool,
+    bool,
+    bool,
+    &'s Option<Document>,
+    Option<i64>,
+    &'s Option<crate::index::text::TextSpec>,
+    &'s Option<Document>,
+);
 
 fn check_key_pattern(key: &Document) -> Result<()> {
     if key.is_empty() {

@@ -53,7 +53,11 @@ impl Covered {
     ) -> Result<Option<Covered>> {
         let Some(index) = scanned_index(&plan.access).and_then(|name| collection.index(name)) else { return Ok(None) };
         let Some(read) = index_fields_read(index, plan, filter, sort, projection) else { return Ok(None) };
-        if index.clustering || multikey_in_snapshot(catalog, snapshot, collection, &index.name)? {
+        // A collated index holds the collation's surrogates, not the strings.
+        if index.clustering
+            || index.collation.is_some()
+            || multikey_in_snapshot(catalog, snapshot, collection, &index.name)?
+        {
             return Ok(None);
         }
         Ok(Some(Covered { index: index.clone(), read }))

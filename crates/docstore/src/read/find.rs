@@ -156,18 +156,9 @@ impl Inner {
         };
         let sort = sort.map(|sort| sort.with_collation(collation.clone()));
         let projection = request.projection.as_ref().filter(|p| !p.is_empty()).map(Projection::parse).transpose()?;
-        let mut plan = match &collation {
-            // Indexes hold strings in binary order: bounds made of strings would miss what the
-            // collation equates (a known limit: no collation-aware indexes yet).
-            Some(_) if query::collation::holds_text(&Bson::Document(request.filter.clone())) => {
-                Plan { access: Access::CollectionScan { backward: false }, sorted: false, covered: false }
-            }
-            _ => plan(collection, &filter, &request.filter, sort.as_ref(), hint.as_ref())?,
-        };
-        if collation.is_some() {
-            // Nor is any scan's order a collation's: the sort is made here.
-            plan.sorted = false;
-        }
+        // The planner reads the filter's collation: only an index of the same collation takes
+        // bounds from strings or gives the sort order.
+        let plan = plan(collection, &filter, &request.filter, sort.as_ref(), hint.as_ref())?;
         Ok(Prepared { filter, sort, projection, plan })
     }
 

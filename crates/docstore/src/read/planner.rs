@@ -16,13 +16,19 @@
 //! by `_id`). A hint forces its index, with bounds from the filter or the whole index, even
 //! sparse or partial ones (as MongoDB does). Every plan re-applies the whole filter to each
 //! document, so bounds only need to be supersets.
+//!
+//! Collation: an index whose collation is the query's (both simple, or the same spec) gets
+//! bounds from every predicate, strings turned into the collation's surrogates as its keys
+//! hold them, and may give the sort order. Any other index gets bounds only from predicates
+//! without strings (numbers order alike under every collation) and never gives the order.
 
 use std::collections::HashMap;
 
 use bson::{Bson, Document, doc};
 use document::keycodec::Direction;
 use document::path::FieldPath;
-use query::filter::{Filter, MatchExpr, Predicate};
+use query::collation::Collation;
+use query::filter::{Filter, InItem, MatchExpr, Predicate};
 use query::sort::SortSpec;
 
 use crate::collection::Collection;
@@ -116,24 +122,33 @@ struct IndexChoice<'c> {
     key_pattern: Document,
     /// The position of a `"hashed"` field: equality only, no order.
     hashed: Option<usize>,
+    /// The index's collation, when it is the query's (strings in bounds become surrogates).
+    collation: Option<&'c Collation>,
+    /// Whether the index's collation is the query's (else strings give no bounds, no order).
+    same_collation: bool,
 }
 
 impl<'c> IndexChoice<'c> {
-    fn id() -> Result<IndexChoice<'c>> {
+    /// The `_id` index: its keys are binary.
+    fn id(query: Option<&Collation>) -> Result<IndexChoice<'c>> {
         Ok(IndexChoice {
             secondary: None,
             fields: vec![(FieldPath::parse("_id")?, Direction::Ascending)],
             key_pattern: doc! {"_id": 1},
             hashed: None,
+            collation: None,
+            same_collation: query.is_none(),
         })
     }
 
-    fn secondary(index: &'c Index) -> IndexChoice<'c> {
+    fn secondary(index: &'c Index, query: Option<&Collation>) -> IndexChoice<'c> {
         IndexChoice {
             secondary: Some(index),
             fields: index.spec.fields().to_vec(),
             key_pattern: index.key_pattern.clone(),
             hashed: index.spec.hashed(),
+            collation: index.collation.as_ref(),
+            same_collation: index.collation.as_ref() == query,
         }
     }
 
@@ -153,14 +168,15 @@ pub fn plan(
     if let Some(hint) = hint {
         return plan_hinted(collection, filter, sort, hint);
     }
+    let collation = filter.collation();
     let sort = sort.filter(|s| !s.is_empty());
     if let MatchExpr::Or(branches) = filter.root()
-        && let Some(scans) = plan_or(collection, branches, filter_document)?
+        && let Some(scans) = plan_or(collection, branches, filter_document, collation)?
     {
         return Ok(Plan { access: Access::Or(scans), sorted: sort.is_none(), covered: false });
     }
     let predicates = top_level_predicates(filter.root());
-    match best_candidate(collection, &predicates, filter_document, sort, true)? {
+    match best_candidate(collection, &predicates, filter_document, sort, true, collation)? {
         Some(candidate) => Ok(Plan {
             sorted: candidate.sorted || sort.is_none(),
             access: Access::IndexScan(candidate.scan),
@@ -178,11 +194,12 @@ fn plan_or(
     collection: &Collection,
     branches: &[MatchExpr],
     filter_document: &Document,
+    collation: Option<&Collation>,
 ) -> Result<Option<Vec<IndexScan>>> {
     let mut per_branch = Vec::with_capacity(branches.len());
     for branch in branches {
         let predicates = top_level_predicates(branch);
-        let candidates = scored_candidates(collection, &predicates, filter_document, None, false)?;
+        let candidates = scored_candidates(collection, &predicates, filter_document, None, false, collation)?;
         if candidates.is_empty() {
             return Ok(None);
         }
@@ -243,8 +260,9 @@ fn best_candidate(
     filter_document: &Document,
     sort: Option<&SortSpec>,
     sort_counts: bool,
+    collation: Option<&Collation>,
 ) -> Result<Option<Candidate>> {
-    Ok(best_of(scored_candidates(collection, predicates, filter_document, sort, sort_counts)?))
+    Ok(best_of(scored_candidates(collection, predicates, filter_document, sort, sort_counts, collation)?))
 }
 
 /// Every useful, eligible scan of the `_id` index and the ready indexes, with its score, in
@@ -255,10 +273,12 @@ fn scored_candidates(
     filter_document: &Document,
     sort: Option<&SortSpec>,
     sort_counts: bool,
+    collation: Option<&Collation>,
 ) -> Result<Vec<(Candidate, Score)>> {
-    let mut choices = vec![IndexChoice::id()?];
+    let mut choices = vec![IndexChoice::id(collation)?];
     // A text index answers `$text` only (`read::text`).
-    choices.extend(collection.ready_indexes().filter(|index| index.text.is_none()).map(IndexChoice::secondary));
+    let secondary = collection.ready_indexes().filter(|index| index.text.is_none());
+    choices.extend(secondary.map(|index| IndexChoice::secondary(index, collation)));
     let mut scored = Vec::new();
     for choice in &choices {
         let candidate = scan_for(choice, predicates, sort);
@@ -294,6 +314,7 @@ fn eligible(choice: &IndexChoice<'_>, candidate: &Candidate, filter_document: &D
 
 fn plan_hinted(collection: &Collection, filter: &Filter, sort: Option<&SortSpec>, hint: &Hint) -> Result<Plan> {
     let sort = sort.filter(|s| !s.is_empty());
+    let collation = filter.collation();
     let choice = match hint {
         Hint::Natural { backward } => {
             return Ok(Plan {
@@ -302,17 +323,19 @@ fn plan_hinted(collection: &Collection, filter: &Filter, sort: Option<&SortSpec>
                 covered: false,
             });
         }
-        Hint::Name(name) if name == "_id_" => IndexChoice::id()?,
+        Hint::Name(name) if name == "_id_" => IndexChoice::id(collation)?,
         Hint::KeyPattern(pattern) if crate::index::spec::same_key_pattern(pattern, &doc! {"_id": 1}) => {
-            IndexChoice::id()?
+            IndexChoice::id(collation)?
         }
-        Hint::Name(name) => {
-            collection.ready_indexes().find(|i| &i.name == name).map(IndexChoice::secondary).ok_or_else(bad_hint)?
-        }
+        Hint::Name(name) => collection
+            .ready_indexes()
+            .find(|i| &i.name == name)
+            .map(|index| IndexChoice::secondary(index, collation))
+            .ok_or_else(bad_hint)?,
         Hint::KeyPattern(pattern) => collection
             .ready_indexes()
             .find(|i| crate::index::spec::same_key_pattern(&i.key_pattern, pattern))
-            .map(IndexChoice::secondary)
+            .map(|index| IndexChoice::secondary(index, collation))
             .ok_or_else(bad_hint)?,
     };
     let predicates = top_level_predicates(filter.root());
@@ -353,8 +376,15 @@ fn scan_for(
         let intervals = if ranges.is_some() {
             None
         } else {
-            let list = predicates.get(path.as_str()).map(|ps| ps.iter().map(|p| predicate_intervals(p, multikey)));
-            list.and_then(|lists| combine(lists, multikey))
+            let usable = |p: &&&Predicate| choice.same_collation || !predicate_has_text(p);
+            let list = predicates
+                .get(path.as_str())
+                .map(|ps| ps.iter().filter(usable).map(|p| predicate_intervals(p, multikey)));
+            let intervals = list.and_then(|lists| combine(lists, multikey));
+            match choice.collation {
+                Some(collation) => intervals.map(|list| list.into_iter().map(|i| collated(i, collation)).collect()),
+                None => intervals,
+            }
         };
         null_excluded |= intervals.as_ref().is_some_and(|list| !list.iter().any(contains_null));
         let intervals = if choice.hashed == Some(position) { intervals.and_then(hashed_intervals) } else { intervals };
@@ -391,7 +421,7 @@ fn scan_for(
         }
     }
     let ranges = ranges.unwrap_or_else(|| prefixes.iter().map(|p| key_range(p, None, Direction::Ascending)).collect());
-    let sort_direction = sort.and_then(|s| sort_direction(choice, s, single_points));
+    let sort_direction = sort.filter(|_| choice.same_collation).and_then(|s| sort_direction(choice, s, single_points));
     let sorted = sort_direction.is_some() && !multikey;
     let backward = sorted && sort_direction == Some(true);
     let mut scan = IndexScan {
@@ -410,6 +440,25 @@ fn scan_for(
         scan.ranges.reverse();
     }
     Candidate { scan, equality_fields, ranged, sorted, null_excluded }
+}
+
+/// Whether a predicate compares with a string (its bounds differ between collations).
+fn predicate_has_text(predicate: &Predicate) -> bool {
+    match predicate {
+        Predicate::Eq(value) | Predicate::Compare(_, value) => query::collation::holds_text(value),
+        Predicate::In(items) => {
+            items.iter().any(|item| matches!(item, InItem::Value(value) if query::collation::holds_text(value)))
+        }
+        Predicate::And(predicates) => predicates.iter().any(predicate_has_text),
+        // The others give no bounds.
+        _ => false,
+    }
+}
+
+/// An interval of values as a collated index holds them: strings as the collation's surrogates.
+fn collated(interval: Interval, collation: &Collation) -> Interval {
+    let convert = |(value, inclusive): (Bson, bool)| (collation.surrogate(&value).into_owned(), inclusive);
+    Interval { low: convert(interval.low), high: convert(interval.high) }
 }
 
 fn contains_null(interval: &Interval) -> bool {

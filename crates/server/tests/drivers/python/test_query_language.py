@@ -247,11 +247,38 @@ def test_a_collections_default_collation_and_its_override(db):
     db.names.insert_many([{"n": "Ada"}, {"n": "ada"}, {"n": "ADA"}, {"n": "Bob"}])
     assert db.names.count_documents({"n": "ada"}) == 3
     assert db.names.count_documents({"n": "ada"}, collation=Collation(locale="simple")) == 1
-    db.names.create_index("n")  # a simple-collation index: the collated query must not use it
+    db.names.create_index("n")  # inherits the collection's collation, as in MongoDB
+    assert db.names.index_information()["n_1"]["collation"]["strength"] == 2
     assert db.names.count_documents({"n": "ADA"}) == 3
-    with pytest.raises(OperationFailure) as refused:
-        db.names.create_index("m", collation=CASELESS)
-    assert refused.value.code == 67
+    assert db.names.count_documents({"n": "ada"}, collation=Collation(locale="simple")) == 1
+
+
+def test_collated_indexes_serve_the_queries_of_their_collation(db):
+    db.people.insert_many([{"_id": i, "name": name} for i, name in
+                           enumerate(["Ada", "ada", "ADA", "Bob", "bob", "Éve", "eve", "Zed"])])
+    db.people.create_index("name", collation=CASELESS, name="name_caseless")
+    db.people.create_index("name", name="name_binary")
+    assert db.people.index_information()["name_caseless"]["collation"]["locale"] == "en"
+
+    def winning(cursor):
+        return cursor.explain()["queryPlanner"]["winningPlan"]
+
+    query = db.people.find({"name": "ada"}, collation=CASELESS)
+    assert sorted(d["_id"] for d in query.clone()) == [0, 1, 2]
+    assert "name_caseless" in str(winning(query)) and "FETCH" in str(winning(query))
+    binary = db.people.find({"name": "ada"})
+    assert [d["_id"] for d in binary.clone()] == [1] and "name_binary" in str(winning(binary))
+    # A range, and the sort read from the index in the collation's order.
+    ranged = db.people.find({"name": {"$gte": "b", "$lt": "f"}}, collation=CASELESS).sort("name", 1)
+    assert [d["name"] for d in ranged.clone()] == ["Bob", "bob", "eve", "Éve"]  # accents count at strength 2
+    assert "SORT" not in str(winning(ranged)) and "name_caseless" in str(winning(ranged))
+    # A unique collated index equates what its collation equates.
+    db.logins.create_index("user", unique=True, collation=CASELESS)
+    db.logins.insert_one({"user": "Grace"})
+    with pytest.raises(WriteError) as duplicate:
+        db.logins.insert_one({"user": "GRACE"})
+    assert duplicate.value.code == 11000
+    assert db.command("validate", "people")["valid"] and db.command("validate", "logins")["valid"]
 
 
 def test_collation_errors_are_mongodbs(db):
