@@ -72,12 +72,29 @@ impl Inner {
             _ => (collection.map(str::to_owned), std::borrow::Cow::Borrowed(pipeline)),
         };
         let collection = collection.as_deref();
-        let (find, stages) = push_down_match(&pipeline, options);
-        let parsed = Pipeline::parse(&stages)?;
-        let input: DocumentStream<'static> = match collection {
-            Some(name) => decoded(self.find_with_counters(db, name, &find, Arc::default())?.0),
-            None => Box::new(std::iter::empty()),
+        if pipeline.iter().skip(1).any(|stage| stage.contains_key("$geoNear")) {
+            return Err(Error::Query(query::error::fail(
+                40602,
+                "$geoNear is only valid as the first stage in a pipeline",
+            )));
+        }
+        let geo_near = pipeline.first().and_then(|stage| stage.get("$geoNear"));
+        let (input, stages): (DocumentStream<'static>, Vec<Bson>) = match (geo_near, collection) {
+            (Some(spec), Some(name)) => {
+                let input = self.geo_near(db, name, spec, options)?;
+                (Box::new(input.into_iter().map(Ok)), pipeline.iter().skip(1).cloned().map(Bson::Document).collect())
+            }
+            (Some(_), None) => return Err(Error::bad_value("$geoNear needs a collection")),
+            (None, _) => {
+                let (find, stages) = push_down_match(&pipeline, options);
+                let input: DocumentStream<'static> = match collection {
+                    Some(name) => decoded(self.find_with_counters(db, name, &find, Arc::default())?.0),
+                    None => Box::new(std::iter::empty()),
+                };
+                (input, stages)
+            }
         };
+        let parsed = Pipeline::parse(&stages)?;
         let source = Arc::new(StoreSource { inner: Arc::downgrade(self) });
         let limits = MemoryLimits {
             sort_bytes: self.options.sort_memory_limit_bytes,
@@ -97,6 +114,44 @@ impl Inner {
         let output =
             parsed.stream(input, &context).map(|item| item.map_err(Error::from).and_then(|document| encode(&document)));
         Cursor::new(Box::new(output)).started()
+    }
+
+    /// `$geoNear` (the first stage): the collection's documents near the point, nearest
+    /// first, each with its distance (× `distanceMultiplier`) and, with `includeLocs`, its
+    /// location (`read::geo`).
+    fn geo_near(
+        self: &Arc<Inner>,
+        db: &str,
+        name: &str,
+        spec: &Bson,
+        options: &AggregateOptions,
+    ) -> Result<Vec<Document>> {
+        let stage = crate::read::geo::GeoNear::parse(spec)?;
+        let Some(collection) = self.catalog.collection(db, name) else { return Ok(Vec::new()) };
+        let key = match &stage.key {
+            Some(key) => key.clone(),
+            None => crate::read::geo::only_geo_field(&collection)?,
+        };
+        let filter =
+            query::filter::Filter::parse(&stage.filter_on(&key))?.with_variables(Arc::new(options.variables.clone()));
+        let Some((path, near)) = crate::read::geo::near_of(&filter) else { return Ok(Vec::new()) };
+        let snapshot = match &options.read_at {
+            Some(view) => view.0.clone(),
+            None => self.engine.snapshot(),
+        };
+        let found = self.find_near(&collection, &snapshot, &filter, &path, &near)?;
+        let mut documents = Vec::with_capacity(found.len());
+        for (raw, distance) in found {
+            let mut document = decode(&raw)?;
+            if let Some(field) = &stage.include_locs {
+                let location = crate::index::geo::values_at(&document, path.parts()).first().map(|v| (*v).clone());
+                query::pipeline::set_path(&mut document, &dotted(field), location.unwrap_or(Bson::Null));
+            }
+            let distance = Bson::Double(distance * stage.multiplier);
+            query::pipeline::set_path(&mut document, &dotted(&stage.distance_field), distance);
+            documents.push(document);
+        }
+        Ok(documents)
     }
 
     fn read_documents(self: &Arc<Inner>, db: &str, name: &str, find: &FindRequest) -> Result<Vec<Document>> {
@@ -153,6 +208,10 @@ fn push_down_match(pipeline: &[Document], options: &AggregateOptions) -> (FindRe
 }
 
 /// A find cursor's documents, decoded one at a time as the pipeline pulls them.
+fn dotted(path: &str) -> Vec<String> {
+    path.split('.').map(str::to_owned).collect()
+}
+
 fn decoded(cursor: Cursor) -> DocumentStream<'static> {
     Box::new(cursor.map(|item| item.and_then(|raw| decode(&raw)).map_err(to_query)))
 }

@@ -329,7 +329,7 @@ fn index_catalog_rules() {
     assert_eq!(again.note.as_deref(), Some("all indexes already exist"));
     assert_eq!(store.create_indexes("db", "c", &[doc! {"key": {"a": 1}, "unique": true}]).unwrap_err().code(), 85);
     assert_eq!(store.create_indexes("db", "c", &[doc! {"key": {"b": 1}, "name": "a_1"}]).unwrap_err().code(), 86);
-    assert_eq!(store.create_indexes("db", "c", &[doc! {"key": {"a": "2dsphere"}}]).unwrap_err().code(), 67);
+    assert_eq!(store.create_indexes("db", "c", &[doc! {"key": {"a": "geoHaystack"}}]).unwrap_err().code(), 67);
     assert_eq!(
         store.list_indexes("db", "c").unwrap(),
         vec![doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}, doc! {"v": 2, "key": {"a": 1}, "name": "a_1"}]

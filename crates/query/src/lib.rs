@@ -17,6 +17,7 @@ pub mod filter;
 /// Fuzz entry points (`fuzz/`, and the corpus replay test): not part of the crate's API.
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod geo;
 pub mod number;
 pub mod pipeline;
 pub mod projection;

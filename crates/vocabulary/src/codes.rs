@@ -145,6 +145,7 @@ error_codes! {
     ChangeStreamFatalError = 280,
     ChangeStreamHistoryLost = 286,
     ChecksumMismatch = 288,
+    NoQueryExecutionPlans = 291,
     QueryExceededMemoryLimitNoDiskUseAllowed = 292,
     DataCorruptionDetected = 301,
     APIVersionError = 322,

@@ -23,6 +23,7 @@
 //! pointing at its document's `_id` ([`crate::validate`] checks this after every test step).
 
 pub mod build;
+pub mod geo;
 pub mod spec;
 pub mod text;
 pub mod ttl;
@@ -61,6 +62,8 @@ pub struct Index {
     pub text: Option<text::TextSpec>,
     /// A non-simple collation: the keys hold its surrogates of strings, not the strings.
     pub collation: Option<query::collation::Collation>,
+    /// A geospatial index's kind: its keys are cells (`geo`), read only by `$near`/`$geoNear`.
+    pub geo: Option<geo::GeoKind>,
     pub tree: TreeId,
     pub meta: IndexMeta,
 }
@@ -77,9 +80,14 @@ impl Index {
     pub fn open(meta: &IndexMeta, tree: TreeId) -> Result<Index> {
         let parsed = spec::ParsedSpec::from_normalized(&meta.spec)?;
         let sparseness = if parsed.sparse { Sparseness::Sparse } else { Sparseness::Dense };
-        let spec = match &parsed.text {
-            Some(_) => IndexSpec::from_key_pattern(&bson::doc! {"_fts": 1, "_ftsx": 1}, Sparseness::Dense)?,
-            None => IndexSpec::from_key_pattern(&parsed.key, sparseness)?,
+        let spec = match (&parsed.text, &parsed.geo) {
+            (Some(_), _) => IndexSpec::from_key_pattern(&bson::doc! {"_fts": 1, "_ftsx": 1}, Sparseness::Dense)?,
+            // The location field, ascending: its keys are cells (`geo_keys`).
+            (None, Some(_)) => {
+                let field = parsed.key.keys().next().cloned().unwrap_or_default();
+                IndexSpec::from_key_pattern(&bson::doc! {field: 1}, Sparseness::Sparse)?
+            }
+            (None, None) => IndexSpec::from_key_pattern(&parsed.key, sparseness)?,
         };
         let partial = match &parsed.partial {
             Some(filter) => Some((filter.clone(), Filter::parse(filter)?)),
@@ -96,6 +104,7 @@ impl Index {
             expire_after_seconds: parsed.expire_after_seconds,
             hidden: parsed.hidden,
             text: parsed.text,
+            geo: parsed.geo.map(|(kind, _)| kind),
             collation: parsed
                 .collation
                 .as_ref()
@@ -128,6 +137,9 @@ impl Index {
         if let Some(collation) = &self.collation {
             return self.collated_keys(collation, raw);
         }
+        if let Some(kind) = &self.geo {
+            return self.geo_keys(kind, raw);
+        }
         let keys = self.spec.keys_raw(raw)?;
         let multikey = keys.multikey || keys.keys.len() > 1;
         Ok((keys.keys, multikey))
@@ -147,6 +159,33 @@ impl Index {
         let keys = self.spec.keys(&surrogates)?;
         let multikey = keys.multikey || keys.keys.len() > 1;
         Ok((keys.keys, multikey))
+    }
+
+    /// A geospatial index's keys: the cell of each location at its path (none when absent).
+    fn geo_keys(&self, kind: &geo::GeoKind, raw: &RawDocument) -> Result<(Vec<EncodedKey>, bool)> {
+        let Some((path, _)) = self.spec.fields().first() else { return Ok((Vec::new(), false)) };
+        let fields = document::path::decode_fields(raw, [path.head()])?;
+        let mut cells = Vec::new();
+        for value in geo::values_at(&fields, path.parts()) {
+            cells.extend(kind.locations(value)?.iter().map(|found| kind.cell(found)));
+        }
+        cells.sort_unstable();
+        cells.dedup();
+        let keys: Vec<EncodedKey> = cells
+            .into_iter()
+            .map(|cell| {
+                let mut encoder = document::keycodec::KeyEncoder::new();
+                encoder.push(&Bson::Int64(cell), Direction::Ascending);
+                encoder.finish()
+            })
+            .collect();
+        let multikey = keys.len() > 1;
+        Ok((keys, multikey))
+    }
+
+    /// Whether only its own operator reads this index (`$text`, `$near`): never the planner.
+    pub fn is_special(&self) -> bool {
+        self.text.is_some() || self.geo.is_some()
     }
 
     fn payload<'a>(&self, key: &'a EncodedKey, raw: &'a RawDocument) -> &'a [u8] {

@@ -8,9 +8,10 @@
 //! index's compression, see `crate::compression`). Accepted and ignored:
 //! `v`, `background`, `ns`. A text index (`"text"` fields, with `weights`, `default_language`,
 //! `language_override`) is normalized to MongoDB's `{_fts: "text", _ftsx: 1}` (see
-//! `index::text`). A non-simple `collation` (inherited from the collection's default unless
-//! given) makes the index hold strings in that collation's order. Anything else, and the special index types not built yet (`2d`,
-//! `2dsphere`, wildcard), is `CannotCreateIndex`.
+//! `index::text`). A `2dsphere` or `2d` field (alone: compound geo indexes are refused) makes a
+//! geospatial index (`index::geo`). A non-simple `collation` (inherited from the collection's default unless
+//! given) makes the index hold strings in that collation's order. Anything else, and the
+//! special index types not built yet (wildcard `$**`, `geoHaystack`), is `CannotCreateIndex`.
 //!
 //! Same index twice: the same key pattern, name and options is a no-op; the same name with
 //! another key pattern is `IndexKeySpecsConflict` (86); the same key pattern under another name
@@ -39,6 +40,9 @@ pub struct ParsedSpec {
     /// A non-simple `collation`, filled in as MongoDB reports it: the index holds strings as
     /// the collation orders them (`Index::keys`).
     pub collation: Option<Document>,
+    /// A geospatial index's kind (`2dsphere`, `2d` with its bounds) and the options it was
+    /// given (shown again by listIndexes).
+    pub geo: Option<(crate::index::geo::GeoKind, Document)>,
 }
 
 impl ParsedSpec {
@@ -54,6 +58,7 @@ impl ParsedSpec {
             true => Some(crate::index::text::TextSpec::from_spec(&key, spec)?),
             false => None,
         };
+        let geo = geo_kind(&key, spec)?;
         let name = match spec.get("name") {
             Some(Bson::String(name)) if !name.is_empty() => name.clone(),
             Some(Bson::String(_)) => return Err(cannot("The index name cannot be empty".into())),
@@ -72,6 +77,7 @@ impl ParsedSpec {
             hidden: false,
             text,
             collation: None,
+            geo,
         };
         if parsed.text.is_some() {
             parsed.key = doc! {"_fts": "text", "_ftsx": 1};
@@ -88,6 +94,8 @@ impl ParsedSpec {
             "key" | "name" | "v" | "background" | "ns" => {}
             // Read by `TextSpec::from_spec`.
             "weights" | "default_language" | "language_override" | "textIndexVersion" if self.text.is_some() => {}
+            // Read by `GeoKind::from_spec`.
+            "2dsphereIndexVersion" | "min" | "max" | "bits" if self.geo.is_some() => {}
             "unique" => self.unique = query::truthy(value),
             "sparse" => self.sparse = query::truthy(value),
             "clustering" => self.clustering = query::truthy(value),
@@ -199,6 +207,9 @@ impl ParsedSpec {
         if let Some(collation) = &self.collation {
             spec.insert("collation", collation.clone());
         }
+        if let Some((kind, given)) = &self.geo {
+            spec.extend(kind.normalized_fields(given));
+        }
         spec
     }
 
@@ -284,7 +295,7 @@ fn check_key_pattern(key: &Document) -> Result<()> {
     }
     for (field, direction) in key {
         match direction {
-            Bson::String(kind) if kind == "hashed" || kind == "text" => {}
+            Bson::String(kind) if matches!(kind.as_str(), "hashed" | "text" | "2dsphere" | "2d") => {}
             Bson::Int32(n) if *n != 0 => {}
             Bson::Int64(n) if *n != 0 => {}
             Bson::Double(d) if *d != 0.0 && d.is_finite() => {}
@@ -303,6 +314,27 @@ fn check_key_pattern(key: &Document) -> Result<()> {
             .map_err(|e| Error::CannotCreateIndex(format!("Index key field '{field}' is invalid: {e}")))?;
     }
     Ok(())
+}
+
+/// A geospatial index's kind, if its key names one (one geo field, alone).
+fn geo_kind(key: &Document, spec: &Document) -> Result<Option<(crate::index::geo::GeoKind, Document)>> {
+    let Some(kind) = key.values().find_map(|kind| match kind {
+        Bson::String(kind) if kind == "2dsphere" || kind == "2d" => Some(kind.as_str()),
+        _ => None,
+    }) else {
+        return Ok(None);
+    };
+    if key.len() > 1 {
+        return Err(Error::CannotCreateIndex(format!(
+            "compound {kind} indexes are not supported yet: index the location field alone"
+        )));
+    }
+    let given: Document = spec
+        .iter()
+        .filter(|(name, _)| matches!(name.as_str(), "min" | "max" | "bits"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    Ok(Some((crate::index::geo::GeoKind::from_spec(kind, spec)?, given)))
 }
 
 /// A text index's key: `"text"` fields (as given), or `_fts` (as stored).
@@ -359,7 +391,8 @@ mod tests {
         let spec = ParsedSpec::parse(&doc! {"key": {"a": 1, "b": -1}, "unique": true, "background": true}).unwrap();
         assert_eq!(spec.name, "a_1_b_-1");
         assert_eq!(spec.normalized(), doc! {"v": 2, "key": {"a": 1, "b": -1}, "name": "a_1_b_-1", "unique": true});
-        assert!(ParsedSpec::parse(&doc! {"key": {"a": "2dsphere"}}).is_err());
+        assert!(ParsedSpec::parse(&doc! {"key": {"a": "geoHaystack"}}).is_err());
+        assert!(ParsedSpec::parse(&doc! {"key": {"a": "2dsphere", "b": 1}}).is_err());
         assert!(ParsedSpec::parse(&doc! {"key": {"a": "text", "b": 1}}).is_err());
         let text = ParsedSpec::parse(&doc! {"key": {"a": "text"}, "default_language": "fr"}).unwrap();
         assert_eq!(text.name, "a_text");

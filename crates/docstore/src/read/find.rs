@@ -204,6 +204,14 @@ impl Inner {
             return Ok((self.find_text(&collection, request, query, &rest)?, None));
         }
         let mut prepared = self.prepare_find(&collection, request)?;
+        if let Some((path, near)) = crate::read::geo::near_of(&prepared.filter) {
+            let snapshot = match &request.read_at {
+                Some(view) => view.0.clone(),
+                None => self.engine.snapshot(),
+            };
+            let found = self.find_near(&collection, &snapshot, &prepared.filter, &path, &near)?;
+            return Ok((nearest_first(found, request, &prepared)?, None));
+        }
         if request.return_key || request.show_record_id {
             // They replace the projection, and need whole documents (never a covered read).
             prepared.projection = None;
@@ -496,4 +504,28 @@ impl IntoIterator for SortedResults {
             SortedResults::Disk(records) => Box::new(records.map(|item| item.and_then(|(_, value)| raw(value)))),
         }
     }
+}
+
+/// A near query's documents, nearest first (unless the find sorts), skipped, limited and
+/// projected as any find's.
+fn nearest_first(found: Vec<(RawDocumentBuf, f64)>, request: &FindRequest, prepared: &Prepared) -> Result<Cursor> {
+    let mut documents: Vec<Document> = found
+        .into_iter()
+        .map(|(raw, _)| Document::try_from(raw.as_ref()).map_err(|e| Error::corrupt(e.to_string())))
+        .collect::<Result<_>>()?;
+    if let Some(sort) = &prepared.sort {
+        sort.sort(&mut documents);
+    }
+    let skip = usize::try_from(request.skip).unwrap_or(usize::MAX);
+    let limit =
+        request.limit.filter(|limit| *limit > 0).map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    let mut out = Vec::new();
+    for document in documents.into_iter().skip(skip).take(limit) {
+        let shown = match &prepared.projection {
+            Some(projection) => projection.apply_with(&document, None, &request.variables)?,
+            None => document,
+        };
+        out.push(RawDocumentBuf::try_from(&shown).map_err(|e| Error::corrupt(e.to_string()))?);
+    }
+    Ok(Cursor::from_documents(out))
 }

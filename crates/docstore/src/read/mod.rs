@@ -4,6 +4,7 @@ pub mod bounds;
 pub mod covered;
 pub mod explain;
 pub mod find;
+pub mod geo;
 pub mod planner;
 pub mod scan;
 pub mod text;

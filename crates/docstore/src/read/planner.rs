@@ -276,8 +276,8 @@ fn scored_candidates(
     collation: Option<&Collation>,
 ) -> Result<Vec<(Candidate, Score)>> {
     let mut choices = vec![IndexChoice::id(collation)?];
-    // A text index answers `$text` only (`read::text`).
-    let secondary = collection.ready_indexes().filter(|index| index.text.is_none());
+    // A text index answers `$text` only (`read::text`), a geo index `$near` (`read::geo`).
+    let secondary = collection.ready_indexes().filter(|index| !index.is_special());
     choices.extend(secondary.map(|index| IndexChoice::secondary(index, collation)));
     let mut scored = Vec::new();
     for choice in &choices {

@@ -97,6 +97,18 @@ pub fn holds(predicate: &Predicate, candidates: &[Located<'_>], env: Env<'_>) ->
             let number = candidate.value().filter(|v| is_number(v)).and_then(truncated);
             number.is_some_and(|n| n.wrapping_rem(*divisor) == *remainder)
         }),
+        Predicate::GeoWithin(shape) => {
+            first(&|candidate| candidate.value().and_then(crate::geo::location).is_some_and(|at| shape.contains(&at)))
+        }
+        Predicate::GeoIntersects(geometry) => first(&|candidate| {
+            candidate
+                .value()
+                .and_then(crate::geo::location)
+                .is_some_and(|at| geo::Intersects::intersects(&**geometry, &at.geometry))
+        }),
+        Predicate::Near(near) => first(&|candidate| {
+            candidate.value().and_then(crate::geo::location).is_some_and(|at| near.admits(near.distance(&at)))
+        }),
         Predicate::Size(size) => {
             first(&|candidate| matches!(candidate, Candidate::Value(Bson::Array(array)) if array.len() as i64 == *size))
         }

@@ -85,6 +85,13 @@ pub enum Predicate {
     And(Vec<Predicate>),
     /// `$ne`, `$nin`, `$not`: the negation of the whole path predicate.
     Not(Box<Predicate>),
+    /// `$geoWithin` (or its old name `$within`): some location lies wholly inside the shape.
+    GeoWithin(Box<crate::geo::Shape>),
+    /// `$geoIntersects`: some location meets the geometry.
+    GeoIntersects(Box<geo::Geometry<f64>>),
+    /// `$near`/`$nearSphere`: some location within the distances (the order by distance is
+    /// the reader's: it needs a geospatial index).
+    Near(Box<crate::geo::Near>),
 }
 
 /// `$gt`, `$gte`, `$lt`, `$lte`.

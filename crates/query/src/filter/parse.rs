@@ -102,6 +102,15 @@ fn is_operator_document(document: &Document) -> bool {
 
 /// `{$gt: 1, $lt: 5}`: all must hold. `$regex` and `$options` combine into one predicate.
 pub fn parse_operators(operators: &Document) -> Result<Predicate> {
+    if let Some(name) = ["$near", "$nearSphere"].into_iter().find(|name| operators.contains_key(*name)) {
+        if let Some(other) = operators
+            .keys()
+            .find(|key| !matches!(key.as_str(), "$near" | "$nearSphere" | "$minDistance" | "$maxDistance"))
+        {
+            return Err(QueryError::bad_value(format!("{name} cannot be combined with {other} on one field")));
+        }
+        return Ok(Predicate::Near(Box::new(crate::geo::Near::parse(name, operators)?)));
+    }
     let mut predicates = Vec::with_capacity(operators.len());
     for (name, operand) in operators {
         match name.as_str() {
@@ -139,6 +148,11 @@ fn parse_operator(name: &str, operand: &Bson) -> Result<Predicate> {
         "$size" => Predicate::Size(parse_size(operand)?),
         "$elemMatch" => parse_elem_match(operand)?,
         "$not" => parse_not(operand)?,
+        "$geoWithin" | "$within" => Predicate::GeoWithin(Box::new(crate::geo::Shape::parse(operand)?)),
+        "$geoIntersects" => Predicate::GeoIntersects(Box::new(crate::geo::parse_intersects(operand)?)),
+        "$minDistance" | "$maxDistance" => {
+            return Err(QueryError::bad_value(format!("{name} needs $near or $nearSphere beside it")));
+        }
         _ => return Err(QueryError::bad_value(format!("unknown operator: {name}"))),
     })
 }

@@ -32,6 +32,7 @@ mod source;
 mod spill;
 mod stage;
 mod unwind;
+pub use unwind::set_path;
 mod update;
 
 use std::sync::{Arc, Mutex};

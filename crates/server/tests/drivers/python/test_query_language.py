@@ -715,3 +715,58 @@ def test_text_indexes_search_stem_score_and_negate(db):
     with pytest.raises(OperationFailure) as error:
         articles.insert_one({"title": "x", "language": "klingon"})
     assert error.value.code == 17262
+
+
+def test_geospatial_queries_and_indexes(db):
+    from pymongo import GEO2D, GEOSPHERE
+
+    places = db.places
+    places.insert_many([
+        {"_id": "louvre", "loc": {"type": "Point", "coordinates": [2.3376, 48.8606]}},
+        {"_id": "eiffel", "loc": {"type": "Point", "coordinates": [2.2945, 48.8584]}},
+        {"_id": "versailles", "loc": {"type": "Point", "coordinates": [2.1204, 48.8049]}},
+        {"_id": "london", "loc": [-0.1276, 51.5072]},
+        {"_id": "seine", "loc": {"type": "LineString", "coordinates": [[2.25, 48.84], [2.40, 48.86]]}},
+        {"_id": "nowhere"},
+    ])
+    paris = {"type": "Polygon", "coordinates": [[[2.2, 48.8], [2.5, 48.8], [2.5, 48.9], [2.2, 48.9], [2.2, 48.8]]]}
+
+    def ids(query, **options):
+        return sorted(d["_id"] for d in places.find(query, **options))
+
+    # $geoWithin and $geoIntersects need no index.
+    assert ids({"loc": {"$geoWithin": {"$geometry": paris}}}) == ["eiffel", "louvre", "seine"]
+    assert ids({"loc": {"$geoWithin": {"$centerSphere": [[2.3376, 48.8606], 10 / 6378.1]}}}) == ["eiffel", "louvre", "seine"]
+    assert ids({"loc": {"$geoWithin": {"$box": [[-1, 51], [0, 52]]}}}) == ["london"]
+    crossing = {"type": "LineString", "coordinates": [[2.3, 48.8], [2.3, 48.9]]}
+    assert ids({"loc": {"$geoIntersects": {"$geometry": crossing}}}) == ["seine"]
+    # $near needs a geospatial index.
+    point = {"type": "Point", "coordinates": [2.3376, 48.8606]}
+    with pytest.raises(OperationFailure) as error:
+        list(places.find({"loc": {"$near": {"$geometry": point}}}))
+    assert error.value.code == 291
+    places.create_index([("loc", GEOSPHERE)])
+    assert places.index_information()["loc_2dsphere"]["2dsphereIndexVersion"] == 3
+    nearest = [d["_id"] for d in places.find({"loc": {"$near": {"$geometry": point, "$maxDistance": 20000}}})]
+    assert nearest == ["louvre", "seine", "eiffel", "versailles"]
+    assert [d["_id"] for d in places.find({"loc": {"$nearSphere": {"$geometry": point}}}).limit(1)] == ["louvre"]
+    far = places.find({"loc": {"$near": {"$geometry": point, "$minDistance": 100000}}})
+    assert [d["_id"] for d in far] == ["london"]
+    # $geoNear: distances in meters, the rest of the pipeline after it.
+    staged = list(places.aggregate([
+        {"$geoNear": {"near": point, "distanceField": "dist.m", "maxDistance": 20000, "query": {"_id": {"$ne": "seine"}}}},
+        {"$project": {"dist": 1}},
+    ]))
+    assert [d["_id"] for d in staged] == ["louvre", "eiffel", "versailles"]
+    assert staged[0]["dist"]["m"] == 0 and 3000 < staged[1]["dist"]["m"] < 3500
+    # A bad location is refused by the index, and nothing is written.
+    with pytest.raises(WriteError) as error:
+        places.insert_one({"_id": "bad", "loc": {"type": "Point", "coordinates": [200, 0]}})
+    assert error.value.code == 16755
+    assert places.count_documents({"_id": "bad"}) == 0
+    # 2d: legacy pairs on a flat square, distances in its units.
+    grid = db.grid
+    grid.insert_many([{"_id": i, "xy": [i, i]} for i in range(5)])
+    grid.create_index([("xy", GEO2D)])
+    assert [d["_id"] for d in grid.find({"xy": {"$near": [3.2, 3.2], "$maxDistance": 1.8}})] == [3, 4, 2]
+    assert db.command("validate", "places")["valid"] and db.command("validate", "grid")["valid"]

@@ -1,0 +1,198 @@
+//! `$near`, `$nearSphere` and the `$geoNear` stage: the documents a geospatial index holds,
+//! each measured from the query's point (`query::geo::Near`), those within the distances and
+//! the rest of the filter returned nearest first.
+//!
+//! As in MongoDB these need a geo index on the queried field: `2dsphere` for GeoJSON points
+//! and `$nearSphere`, `2d` for a flat `$near` (a `2d` index also serves a legacy
+//! `$nearSphere`); without one the query fails with NoQueryExecutionPlans (291). Every entry of
+//! the index is read (its cells order places, but no ring of cells is pruned yet), so the cost
+//! is that of the located documents, not of the collection.
+
+use std::collections::HashSet;
+use std::ops::Bound;
+
+use bson::{Bson, Document, RawDocumentBuf};
+use document::path::FieldPath;
+use query::filter::{Filter, MatchExpr, Predicate};
+use query::geo::Near;
+
+use crate::collection::Collection;
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::index::geo::{GeoKind, values_at};
+use crate::operation;
+use crate::read::scan::raw;
+use crate::store::Inner;
+
+/// The `$near`/`$nearSphere` of a filter's top-level conjunction, with its field.
+pub fn near_of(filter: &Filter) -> Option<(FieldPath, Near)> {
+    let mut stack = vec![filter.root()];
+    while let Some(expression) = stack.pop() {
+        match expression {
+            MatchExpr::And(children) => stack.extend(children.iter()),
+            MatchExpr::Path { path, predicate: Predicate::Near(near) } => {
+                return Some((path.clone(), (**near).clone()));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The error of a `$near` without the index it needs.
+fn no_index() -> Error {
+    Error::Query(query::error::fail(
+        vocabulary::ErrorCode::NoQueryExecutionPlans,
+        "error processing query: planner returned error :: caused by :: unable to find index for $geoNear query",
+    ))
+}
+
+/// The geo index that serves a near query on `path`.
+pub fn near_index<'c>(collection: &'c Collection, path: &FieldPath, near: &Near) -> Result<&'c Index> {
+    collection
+        .indexes
+        .iter()
+        .filter(|index| index.meta.ready)
+        .find(|index| {
+            let on_path = index.spec.fields().first().is_some_and(|(field, _)| field == path);
+            let serves = match &index.geo {
+                Some(GeoKind::Sphere) => near.spherical,
+                Some(GeoKind::Flat { .. }) => !near.meters,
+                None => false,
+            };
+            on_path && serves
+        })
+        .ok_or_else(no_index)
+}
+
+impl Inner {
+    /// The documents of a near query that match `filter` (which holds the `$near`), nearest
+    /// first (ties in `_id` order), each with its distance in the query's units.
+    pub fn find_near(
+        &self,
+        collection: &Collection,
+        snapshot: &storage::Snapshot,
+        filter: &Filter,
+        path: &FieldPath,
+        near: &Near,
+    ) -> Result<Vec<(RawDocumentBuf, f64)>> {
+        let index = near_index(collection, path, near)?;
+        let Some(kind) = &index.geo else { return Err(no_index()) };
+        self.catalog.index_usage.note(&index.meta.tree);
+        let mut seen = HashSet::new();
+        let mut found = Vec::new();
+        for item in snapshot.range::<(Bound<&[u8]>, Bound<&[u8]>)>(index.tree, (Bound::Unbounded, Bound::Unbounded)) {
+            operation::check()?;
+            operation::key_examined();
+            let (key, value) = item?;
+            let entry = index.decode_entry(key, value)?;
+            if !seen.insert(entry.id.clone()) {
+                continue;
+            }
+            let Some(bytes) = snapshot.get(collection.tree, &entry.id)? else { continue };
+            operation::doc_examined();
+            let document = raw(bytes)?;
+            if !filter.matches_raw(&document)? {
+                continue;
+            }
+            if let Some(distance) = nearest(kind, &document, path, near)? {
+                found.push((entry.id, document, distance));
+            }
+        }
+        found.sort_by(|a, b| a.2.total_cmp(&b.2).then_with(|| a.0.cmp(&b.0)));
+        Ok(found.into_iter().map(|(_, document, distance)| (document, distance)).collect())
+    }
+}
+
+/// The distance from the query's point to the document's nearest location at `path`.
+fn nearest(kind: &GeoKind, raw: &RawDocumentBuf, path: &FieldPath, near: &Near) -> Result<Option<f64>> {
+    let fields = document::path::decode_fields(raw, [path.head()])?;
+    let mut best: Option<f64> = None;
+    for value in values_at(&fields, path.parts()) {
+        for found in kind.locations(value)? {
+            let distance = near.distance(&found);
+            best = Some(best.map_or(distance, |b| b.min(distance)));
+        }
+    }
+    Ok(best)
+}
+
+/// A `$geoNear` stage's options.
+pub struct GeoNear {
+    /// The filter to run: the stage's `query` and the near condition on its key.
+    pub filter: Document,
+    pub distance_field: String,
+    pub multiplier: f64,
+    pub include_locs: Option<String>,
+    pub key: Option<String>,
+}
+
+impl GeoNear {
+    /// Parses `{near, distanceField, spherical, maxDistance, minDistance, query, key,
+    /// distanceMultiplier, includeLocs}`; the key may be found later (`with_key`).
+    pub fn parse(spec: &Bson) -> Result<GeoNear> {
+        let Bson::Document(spec) = spec else { return Err(Error::bad_value("$geoNear needs an object")) };
+        let text = |name: &str| match spec.get(name) {
+            None => Ok(None),
+            Some(Bson::String(value)) => Ok(Some(value.clone())),
+            Some(_) => Err(Error::bad_value(format!("$geoNear: {name} must be a string"))),
+        };
+        let Some(distance_field) = text("distanceField")? else {
+            return Err(Error::bad_value("$geoNear requires a 'distanceField' option as a String"));
+        };
+        let Some(near) = spec.get("near") else { return Err(Error::bad_value("$geoNear requires a 'near' option")) };
+        let spherical = matches!(spec.get("spherical"), Some(Bson::Boolean(true)));
+        let geojson = matches!(near, Bson::Document(point) if point.contains_key("type"));
+        let operator = if spherical || geojson { "$nearSphere" } else { "$near" };
+        let mut condition = match geojson {
+            true => bson::doc! {operator: {"$geometry": near.clone()}},
+            false => bson::doc! {operator: near.clone()},
+        };
+        for (option, operator) in [("maxDistance", "$maxDistance"), ("minDistance", "$minDistance")] {
+            if let Some(value) = spec.get(option) {
+                condition.insert(operator, value.clone());
+            }
+        }
+        let multiplier = match spec.get("distanceMultiplier") {
+            None => 1.0,
+            Some(Bson::Int32(n)) => f64::from(*n),
+            Some(Bson::Int64(n)) => *n as f64,
+            Some(Bson::Double(d)) if *d >= 0.0 => *d,
+            Some(_) => return Err(Error::bad_value("$geoNear: distanceMultiplier must be a non-negative number")),
+        };
+        let query = match spec.get("query") {
+            None => Document::new(),
+            Some(Bson::Document(query)) => query.clone(),
+            Some(_) => return Err(Error::bad_value("$geoNear: query must be an object")),
+        };
+        let mut filter = Document::new();
+        filter.insert("$and", vec![Bson::Document(query), Bson::Document(bson::doc! {"__key__": condition})]);
+        Ok(GeoNear { filter, distance_field, multiplier, include_locs: text("includeLocs")?, key: text("key")? })
+    }
+
+    /// The filter with the near condition on `key`.
+    pub fn filter_on(&self, key: &str) -> Document {
+        let mut filter = self.filter.clone();
+        if let Ok(clauses) = filter.get_array_mut("$and")
+            && let Some(Bson::Document(condition)) = clauses.get_mut(1)
+            && let Some(near) = condition.remove("__key__")
+        {
+            condition.insert(key, near);
+        }
+        filter
+    }
+}
+
+/// The one geo index's field, when the stage names no `key`.
+pub fn only_geo_field(collection: &Collection) -> Result<String> {
+    let mut fields = collection
+        .indexes
+        .iter()
+        .filter(|index| index.geo.is_some())
+        .filter_map(|index| index.spec.fields().first().map(|(path, _)| path.as_str().to_owned()));
+    match (fields.next(), fields.next()) {
+        (Some(field), None) => Ok(field),
+        (None, _) => Err(no_index()),
+        (Some(_), Some(_)) => Err(Error::bad_value("There is more than one geospatial index: $geoNear needs a 'key'")),
+    }
+}
