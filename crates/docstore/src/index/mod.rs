@@ -28,6 +28,7 @@ pub mod spec;
 pub mod text;
 pub mod ttl;
 pub mod usage;
+pub mod wildcard;
 
 use bson::{Bson, Document, RawDocument};
 use document::keycodec::{Direction, EncodedKey, decode_key};
@@ -64,6 +65,8 @@ pub struct Index {
     pub collation: Option<query::collation::Collation>,
     /// A geospatial index's kind: its keys are cells (`geo`), read only by `$near`/`$geoNear`.
     pub geo: Option<geo::GeoKind>,
+    /// A wildcard index's scope: its keys are `(path, value)` (`wildcard`).
+    pub wildcard: Option<wildcard::Wildcard>,
     pub tree: TreeId,
     pub meta: IndexMeta,
 }
@@ -82,6 +85,11 @@ impl Index {
         let sparseness = if parsed.sparse { Sparseness::Sparse } else { Sparseness::Dense };
         let spec = match (&parsed.text, &parsed.geo) {
             (Some(_), _) => IndexSpec::from_key_pattern(&bson::doc! {"_fts": 1, "_ftsx": 1}, Sparseness::Dense)?,
+            // `(path, value)`, in the direction the pattern gives.
+            (None, None) if parsed.wildcard.is_some() => {
+                let direction = parsed.key.values().next().cloned().unwrap_or(Bson::Int32(1));
+                IndexSpec::from_key_pattern(&bson::doc! {"$_path": 1, "$_value": direction}, Sparseness::Sparse)?
+            }
             // The location field, ascending: its keys are cells (`geo_keys`).
             (None, Some(_)) => {
                 let field = parsed.key.keys().next().cloned().unwrap_or_default();
@@ -105,6 +113,7 @@ impl Index {
             hidden: parsed.hidden,
             text: parsed.text,
             geo: parsed.geo.map(|(kind, _)| kind),
+            wildcard: parsed.wildcard.map(|(scope, _)| scope),
             collation: parsed
                 .collation
                 .as_ref()
@@ -139,6 +148,9 @@ impl Index {
         }
         if let Some(kind) = &self.geo {
             return self.geo_keys(kind, raw);
+        }
+        if let Some(scope) = &self.wildcard {
+            return self.wildcard_keys(scope, raw);
         }
         let keys = self.spec.keys_raw(raw)?;
         let multikey = keys.multikey || keys.keys.len() > 1;
@@ -179,6 +191,26 @@ impl Index {
                 encoder.finish()
             })
             .collect();
+        let multikey = keys.len() > 1;
+        Ok((keys, multikey))
+    }
+
+    /// A wildcard index's keys: `(path, value)` for each leaf in its scope.
+    fn wildcard_keys(&self, scope: &wildcard::Wildcard, raw: &RawDocument) -> Result<(Vec<EncodedKey>, bool)> {
+        let document = Document::try_from(raw).map_err(|e| Error::corrupt(format!("stored document: {e}")))?;
+        let direction = self.spec.fields().get(1).map_or(Direction::Ascending, |(_, direction)| *direction);
+        let mut keys: Vec<EncodedKey> = scope
+            .keys(&document)
+            .into_iter()
+            .map(|(path, value)| {
+                let mut encoder = document::keycodec::KeyEncoder::new();
+                encoder.push(&Bson::String(path), Direction::Ascending);
+                encoder.push(&value, direction);
+                encoder.finish()
+            })
+            .collect();
+        keys.sort_by(|a, b| a.order.cmp(&b.order));
+        keys.dedup_by(|a, b| a.order == b.order);
         let multikey = keys.len() > 1;
         Ok((keys, multikey))
     }

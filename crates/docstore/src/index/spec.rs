@@ -11,7 +11,9 @@
 //! `index::text`). A `2dsphere` or `2d` field (alone: compound geo indexes are refused) makes a
 //! geospatial index (`index::geo`). A non-simple `collation` (inherited from the collection's default unless
 //! given) makes the index hold strings in that collation's order. Anything else, and the
-//! special index types not built yet (wildcard `$**`, `geoHaystack`), is `CannotCreateIndex`.
+//! special index types not built yet (`geoHaystack`, compound wildcard), is `CannotCreateIndex`.
+//! A `$**` field (alone) makes a wildcard index (`index::wildcard`), with its
+//! `wildcardProjection`.
 //!
 //! Same index twice: the same key pattern, name and options is a no-op; the same name with
 //! another key pattern is `IndexKeySpecsConflict` (86); the same key pattern under another name
@@ -43,6 +45,8 @@ pub struct ParsedSpec {
     /// A geospatial index's kind (`2dsphere`, `2d` with its bounds) and the options it was
     /// given (shown again by listIndexes).
     pub geo: Option<(crate::index::geo::GeoKind, Document)>,
+    /// A wildcard index's scope, and its `wildcardProjection` as given.
+    pub wildcard: Option<(crate::index::wildcard::Wildcard, Option<Document>)>,
 }
 
 impl ParsedSpec {
@@ -59,6 +63,8 @@ impl ParsedSpec {
             false => None,
         };
         let geo = geo_kind(&key, spec)?;
+        let projection = spec.get_document("wildcardProjection").ok().cloned();
+        let wildcard = crate::index::wildcard::Wildcard::from_spec(&key, spec)?.map(|scope| (scope, projection));
         let name = match spec.get("name") {
             Some(Bson::String(name)) if !name.is_empty() => name.clone(),
             Some(Bson::String(_)) => return Err(cannot("The index name cannot be empty".into())),
@@ -78,6 +84,7 @@ impl ParsedSpec {
             text,
             collation: None,
             geo,
+            wildcard,
         };
         if parsed.text.is_some() {
             parsed.key = doc! {"_fts": "text", "_ftsx": 1};
@@ -96,6 +103,7 @@ impl ParsedSpec {
             "weights" | "default_language" | "language_override" | "textIndexVersion" if self.text.is_some() => {}
             // Read by `GeoKind::from_spec`.
             "2dsphereIndexVersion" | "min" | "max" | "bits" if self.geo.is_some() => {}
+            "wildcardProjection" if self.wildcard.is_some() => {}
             "unique" => self.unique = query::truthy(value),
             "sparse" => self.sparse = query::truthy(value),
             "clustering" => self.clustering = query::truthy(value),
@@ -154,6 +162,9 @@ impl ParsedSpec {
                 "TTL indexes are single-field indexes, compound indexes do not support TTL".into(),
             ));
         }
+        if self.wildcard.is_some() && (self.unique || self.sparse || self.expire_after_seconds.is_some()) {
+            return Err(Error::CannotCreateIndex("a wildcard index cannot be unique, sparse or a TTL index".into()));
+        }
         if self.text.is_some() && (self.unique || self.expire_after_seconds.is_some()) {
             return Err(Error::CannotCreateIndex("a text index cannot be unique or a TTL index".into()));
         }
@@ -209,6 +220,9 @@ impl ParsedSpec {
         }
         if let Some((kind, given)) = &self.geo {
             spec.extend(kind.normalized_fields(given));
+        }
+        if let Some((_, Some(projection))) = &self.wildcard {
+            spec.insert("wildcardProjection", projection.clone());
         }
         spec
     }

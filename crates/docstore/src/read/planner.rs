@@ -21,6 +21,10 @@
 //! bounds from every predicate, strings turned into the collation's surrogates as its keys
 //! hold them, and may give the sort order. Any other index gets bounds only from predicates
 //! without strings (numbers order alike under every collation) and never gives the order.
+//!
+//! A wildcard index is a candidate once per queried path it covers (`IndexChoice::wildcard`):
+//! its keys for that path are those starting with the path, so the path is a fixed key prefix
+//! and the path's predicates bound the value; scalar predicates only, never `null`, no sort.
 
 use std::collections::HashMap;
 
@@ -126,6 +130,8 @@ struct IndexChoice<'c> {
     collation: Option<&'c Collation>,
     /// Whether the index's collation is the query's (else strings give no bounds, no order).
     same_collation: bool,
+    /// A wildcard index's candidate for one path: the encoded path every key starts with.
+    key_prefix: Option<Vec<u8>>,
 }
 
 impl<'c> IndexChoice<'c> {
@@ -138,6 +144,7 @@ impl<'c> IndexChoice<'c> {
             hashed: None,
             collation: None,
             same_collation: query.is_none(),
+            key_prefix: None,
         })
     }
 
@@ -149,11 +156,22 @@ impl<'c> IndexChoice<'c> {
             hashed: index.spec.hashed(),
             collation: index.collation.as_ref(),
             same_collation: index.collation.as_ref() == query,
+            key_prefix: None,
         }
     }
 
+    /// A wildcard index read for one path: keys `(path, value)` with the path fixed.
+    fn wildcard(index: &'c Index, path: &str, query: Option<&Collation>) -> Result<IndexChoice<'c>> {
+        let direction = index.spec.fields().get(1).map_or(Direction::Ascending, |(_, direction)| *direction);
+        Ok(IndexChoice {
+            fields: vec![(FieldPath::parse(path)?, direction)],
+            key_prefix: Some(extend_prefix(&[], &Bson::String(path.to_owned()), Direction::Ascending)),
+            ..IndexChoice::secondary(index, query)
+        })
+    }
+
     fn multikey(&self) -> bool {
-        self.secondary.is_some_and(|i| i.meta.multikey)
+        self.key_prefix.is_some() || self.secondary.is_some_and(|i| i.meta.multikey)
     }
 }
 
@@ -277,8 +295,14 @@ fn scored_candidates(
 ) -> Result<Vec<(Candidate, Score)>> {
     let mut choices = vec![IndexChoice::id(collation)?];
     // A text index answers `$text` only (`read::text`), a geo index `$near` (`read::geo`).
-    let secondary = collection.ready_indexes().filter(|index| !index.is_special());
+    let secondary = collection.ready_indexes().filter(|index| !index.is_special() && index.wildcard.is_none());
     choices.extend(secondary.map(|index| IndexChoice::secondary(index, collation)));
+    for index in collection.ready_indexes() {
+        let Some(scope) = &index.wildcard else { continue };
+        for path in predicates.keys().filter(|path| scope.covers(path)) {
+            choices.push(IndexChoice::wildcard(index, path, collation)?);
+        }
+    }
     let mut scored = Vec::new();
     for choice in &choices {
         let candidate = scan_for(choice, predicates, sort);
@@ -303,7 +327,8 @@ fn eligible(choice: &IndexChoice<'_>, candidate: &Candidate, filter_document: &D
     let Some(index) = choice.secondary else {
         return true;
     };
-    if index.sparse && !candidate.null_excluded {
+    // A wildcard index has no key for a missing field, as a sparse one.
+    if (index.sparse || choice.key_prefix.is_some()) && !candidate.null_excluded {
         return false;
     }
     match &index.partial {
@@ -368,7 +393,7 @@ fn scan_for(
     sort: Option<&SortSpec>,
 ) -> Candidate {
     let multikey = choice.multikey();
-    let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
+    let mut prefixes: Vec<Vec<u8>> = vec![choice.key_prefix.clone().unwrap_or_default()];
     let mut ranges: Option<Vec<KeyRange>> = None;
     let mut bounds = Document::new();
     let (mut equality_fields, mut single_points, mut ranged, mut null_excluded) = (0, 0, false, false);
@@ -376,7 +401,9 @@ fn scan_for(
         let intervals = if ranges.is_some() {
             None
         } else {
-            let usable = |p: &&&Predicate| choice.same_collation || !predicate_has_text(p);
+            let usable = |p: &&&Predicate| {
+                (choice.same_collation || !predicate_has_text(p)) && (choice.key_prefix.is_none() || scalar_only(p))
+            };
             let list = predicates
                 .get(path.as_str())
                 .map(|ps| ps.iter().filter(usable).map(|p| predicate_intervals(p, multikey)));
@@ -440,6 +467,18 @@ fn scan_for(
         scan.ranges.reverse();
     }
     Candidate { scan, equality_fields, ranged, sorted, null_excluded }
+}
+
+/// Whether a predicate compares with scalars only (a wildcard index has leaves, no documents or
+/// arrays to find).
+fn scalar_only(predicate: &Predicate) -> bool {
+    let scalar = |value: &Bson| !matches!(value, Bson::Document(_) | Bson::Array(_));
+    match predicate {
+        Predicate::Eq(value) | Predicate::Compare(_, value) => scalar(value),
+        Predicate::In(items) => items.iter().all(|item| matches!(item, InItem::Value(value) if scalar(value))),
+        Predicate::And(predicates) => predicates.iter().all(scalar_only),
+        _ => true,
+    }
 }
 
 /// Whether a predicate compares with a string (its bounds differ between collations).

@@ -770,3 +770,39 @@ def test_geospatial_queries_and_indexes(db):
     grid.create_index([("xy", GEO2D)])
     assert [d["_id"] for d in grid.find({"xy": {"$near": [3.2, 3.2], "$maxDistance": 1.8}})] == [3, 4, 2]
     assert db.command("validate", "places")["valid"] and db.command("validate", "grid")["valid"]
+
+
+def test_wildcard_indexes_serve_any_field(db):
+    things = db.things
+    things.insert_many([
+        {"_id": 1, "attrs": {"color": "red", "size": 3}},
+        {"_id": 2, "attrs": {"color": "blue", "tags": ["x", "y"]}},
+        {"_id": 3, "attrs": {"weight": 10, "parts": [{"size": 3}, {"size": 4}]}},
+        {"_id": 4, "other": {"color": "red"}},
+    ])
+    things.create_index([("attrs.$**", 1)])
+    assert things.index_information()["attrs.$**_1"]["key"] == [("attrs.$**", 1)]
+
+    def plan(query):
+        return str(things.find(query).explain()["queryPlanner"]["winningPlan"])
+
+    assert sorted(d["_id"] for d in things.find({"attrs.color": "red"})) == [1]
+    assert "attrs.$**_1" in plan({"attrs.color": "red"})
+    assert sorted(d["_id"] for d in things.find({"attrs.tags": "y"})) == [2]
+    assert sorted(d["_id"] for d in things.find({"attrs.parts.size": {"$gte": 4}})) == [3]
+    assert sorted(d["_id"] for d in things.find({"attrs.size": {"$in": [3, 5]}})) == [1]
+    # Outside its scope, a null, or a whole document: not from the index (and still right).
+    assert "attrs.$**_1" not in plan({"other.color": "red"})
+    assert sorted(d["_id"] for d in things.find({"attrs.color": None})) == [3, 4]
+    assert "attrs.$**_1" not in plan({"attrs.color": None})
+    assert sorted(d["_id"] for d in things.find({"attrs": {"color": "blue", "tags": ["x", "y"]}})) == [2]
+    everything = db.everything
+    everything.insert_many([{"_id": 1, "a": 1, "b": {"c": 2}}, {"_id": 2, "a": 2, "secret": 1}])
+    everything.create_index([("$**", 1)], wildcardProjection={"secret": 0})
+    assert [d["_id"] for d in everything.find({"b.c": 2})] == [1]
+    assert "$**_1" in str(everything.find({"a": 2}).explain()["queryPlanner"]["winningPlan"])
+    assert "$**_1" not in str(everything.find({"secret": 1}).explain()["queryPlanner"]["winningPlan"])
+    assert db.command("validate", "things")["valid"] and db.command("validate", "everything")["valid"]
+    with pytest.raises(OperationFailure) as error:
+        db.other.create_index([("$**", 1)], unique=True)
+    assert error.value.code == 67
