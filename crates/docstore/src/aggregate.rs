@@ -111,8 +111,12 @@ impl Inner {
         if options.allow_disk_use {
             context = context.with_spill(source);
         }
-        let output =
-            parsed.stream(input, &context).map(|item| item.map_err(Error::from).and_then(|document| encode(&document)));
+        let output = parsed.stream(input, &context).map(|item| {
+            item.map_err(Error::from).and_then(|mut document| {
+                document.remove(query::meta::TEXT_SCORE_FIELD);
+                encode(&document)
+            })
+        });
         Cursor::new(Box::new(output)).started()
     }
 
@@ -202,16 +206,20 @@ fn push_down_match(pipeline: &[Document], options: &AggregateOptions) -> (FindRe
         && !filter.contains_key("$expr")
     {
         find.filter = filter.clone();
+        // A text search's score rides along for `{$meta: "textScore"}` (`query::meta`).
+        if crate::read::text::extract(filter).is_ok_and(|text| text.is_some()) {
+            find.projection = Some(doc! {query::meta::TEXT_SCORE_FIELD: {"$meta": "textScore"}});
+        }
         stages.remove(0);
     }
     (find, stages)
 }
 
-/// A find cursor's documents, decoded one at a time as the pipeline pulls them.
 fn dotted(path: &str) -> Vec<String> {
     path.split('.').map(str::to_owned).collect()
 }
 
+/// A find cursor's documents, decoded one at a time as the pipeline pulls them.
 fn decoded(cursor: Cursor) -> DocumentStream<'static> {
     Box::new(cursor.map(|item| item.and_then(|raw| decode(&raw)).map_err(to_query)))
 }

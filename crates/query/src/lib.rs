@@ -18,6 +18,7 @@ pub mod filter;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod geo;
+pub mod meta;
 pub mod number;
 pub mod pipeline;
 pub mod projection;

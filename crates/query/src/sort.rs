@@ -52,11 +52,12 @@ impl SortSpec {
     pub fn parse(spec: &Document) -> Result<SortSpec> {
         let mut fields = Vec::with_capacity(spec.len());
         for (name, value) in spec {
-            let direction = match value {
+            // `{$meta: "textScore"}`: the hidden score field, highest first (`crate::meta`).
+            let (name, direction) = match value {
                 Bson::Document(meta) if meta.contains_key("$meta") => {
-                    return Err(QueryError::bad_value("$meta sort is not supported"));
+                    (crate::meta::field(meta.get("$meta").unwrap_or(&Bson::Null))?, Direction::Descending)
                 }
-                other => direction(other)?,
+                other => (name.as_str(), direction(other)?),
             };
             let path = FieldPath::parse(name).map_err(|e| QueryError::bad_value(e.to_string()))?;
             if fields.iter().any(|(existing, _)| existing == &path) {
@@ -77,9 +78,12 @@ impl SortSpec {
         }
         let mut fields = Vec::with_capacity(spec.len());
         for (name, value) in spec {
-            let direction = match value {
+            let (name, direction) = match value {
+                Bson::Document(meta) if meta.contains_key("$meta") => {
+                    (crate::meta::field(meta.get("$meta").unwrap_or(&Bson::Null))?, Direction::Descending)
+                }
                 Bson::Document(_) => return Err(fail(17312, format!("$meta sort by '{name}' is not supported"))),
-                other => direction(other)?,
+                other => (name.as_str(), direction(other)?),
             };
             let path =
                 FieldPath::parse(name).map_err(|_| fail(40352, "FieldPath cannot be constructed with empty string"))?;

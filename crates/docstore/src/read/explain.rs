@@ -65,6 +65,12 @@ impl Inner {
                     "executionStages": winning,
                 },
             );
+            if verbosity == Verbosity::AllPlansExecution
+                && let Ok(stats) = explain.get_document_mut("executionStats")
+            {
+                // Each rejected plan's trial run; there are none (one plan is chosen by score).
+                stats.insert("allPlansExecution", Vec::<Bson>::new());
+            }
         }
         Ok(explain)
     }

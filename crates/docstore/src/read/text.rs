@@ -5,9 +5,10 @@
 //!
 //! `$text` is read at the top level of the filter (or in its top-level `$and`); elsewhere the
 //! filter parser refuses it. Results are materialized (a search's matches, not a collection),
-//! in `_id` order unless sorted. Known limits: `$caseSensitive`/`$diacriticSensitive: true`
-//! are refused; `{$meta: "textScore"}` works in find (projection, sort) but not in an
-//! aggregation's expressions; explain does not describe text plans.
+//! in `_id` order unless sorted. An aggregation whose first `$match` has `$text` gets each
+//! score in a hidden field (`query::meta`) for its `$meta` expressions and sorts. Known limits:
+//! `$caseSensitive`/`$diacriticSensitive: true` are refused; explain does not describe text
+//! plans.
 
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -62,10 +63,6 @@ pub fn without_text(filter: &Document) -> Result<std::borrow::Cow<'_, Document>>
         Some((_, rest)) => Ok(std::borrow::Cow::Owned(rest)),
         None => Ok(std::borrow::Cow::Borrowed(filter)),
     }
-}
-
-fn is_text_score(value: &Bson) -> bool {
-    matches!(value, Bson::Document(meta) if meta.get_str("$meta").is_ok_and(|kind| kind == "textScore"))
 }
 
 impl Inner {
@@ -168,7 +165,7 @@ fn sort_found(sort: &Document, found: &mut [(RawDocumentBuf, f64)]) -> Result<()
     let mut keys: Vec<Option<SortSpec>> = Vec::with_capacity(sort.len());
     for (field, direction) in sort {
         keys.push(match direction {
-            meta if is_text_score(meta) => None,
+            meta if query::meta::is_text_score(meta) => None,
             _ => Some(SortSpec::parse(&bson::doc! {field.clone(): direction.clone()})?),
         });
     }
@@ -206,9 +203,13 @@ fn sort_found(sort: &Document, found: &mut [(RawDocumentBuf, f64)]) -> Result<()
 /// The projection without its `{$meta: "textScore"}` fields, then those fields set to the
 /// score.
 fn project(spec: &Document, found: impl Iterator<Item = (RawDocumentBuf, f64)>) -> Result<Vec<RawDocumentBuf>> {
-    let meta: Vec<&String> = spec.iter().filter(|(_, value)| is_text_score(value)).map(|(name, _)| name).collect();
-    let rest: Document =
-        spec.iter().filter(|(_, value)| !is_text_score(value)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let meta: Vec<&String> =
+        spec.iter().filter(|(_, value)| query::meta::is_text_score(value)).map(|(name, _)| name).collect();
+    let rest: Document = spec
+        .iter()
+        .filter(|(_, value)| !query::meta::is_text_score(value))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let projection = if rest.is_empty() { None } else { Some(Projection::parse(&rest)?) };
     let mut out = Vec::new();
     for (raw_document, score) in found {

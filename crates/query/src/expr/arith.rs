@@ -35,6 +35,7 @@ pub fn lookup(name: &str) -> Option<OpDef> {
         "$log" => ("$log", Arity::Exact(2), log),
         "$log10" => ("$log10", Arity::Exact(1), log10),
         "$rand" => return Some(OpDef::Custom("$rand", parse_rand)),
+        "$meta" => return Some(OpDef::Custom("$meta", parse_meta)),
         _ => return None,
     };
     Some(OpDef::Strict { name, arity, func })
@@ -46,6 +47,11 @@ fn parse_rand(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
         Bson::Document(spec) if spec.is_empty() => Ok(Expr::Call(Call { name, func: rand, args: Vec::new() })),
         _ => Err(fail(10065, "$rand does not currently accept arguments")),
     }
+}
+
+/// `{$meta: "textScore"}`: the document's hidden score field (`crate::meta`).
+fn parse_meta(_: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
+    Ok(Expr::FieldPath(vec![crate::meta::field(arg)?.to_owned()]))
 }
 
 fn rand(_: &[Value]) -> EvalResult {

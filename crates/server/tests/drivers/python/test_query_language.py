@@ -694,6 +694,13 @@ def test_text_indexes_search_stem_score_and_negate(db):
                   .sort([("score", {"$meta": "textScore"})]))
     assert ranked[0]["_id"] == 1 and ranked[0]["score"] > ranked[1]["score"] > 0
     assert set(ranked[0]) == {"_id", "title", "score"}
+    # The score in an aggregation: $meta in expressions and sorts, never in the output unasked.
+    pipeline = [{"$match": {"$text": {"$search": "coffee"}}}, {"$sort": {"s": {"$meta": "textScore"}}},
+                {"$addFields": {"s": {"$meta": "textScore"}}}, {"$project": {"title": 1, "s": 1}}]
+    staged = list(articles.aggregate(pipeline))
+    assert [d["_id"] for d in staged] == [d["_id"] for d in ranked] and staged[0]["s"] == ranked[0]["score"]
+    plain = list(articles.aggregate([{"$match": {"$text": {"$search": "coffee"}}}]))
+    assert all(set(d) <= {"_id", "title", "body", "language"} for d in plain)
     # With the rest of the filter, count and writes.
     assert articles.count_documents({"$text": {"$search": "coffee"}, "_id": {"$gt": 1}}) == 2
     articles.update_many({"$text": {"$search": "bread"}}, {"$set": {"bakery": True}})
