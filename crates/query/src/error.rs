@@ -117,6 +117,10 @@ impl From<i32> for Code {
     }
 }
 
+/// `$where`'s refusal: Strata runs no server-side JavaScript (`$function`, `$accumulator` and
+/// `mapReduce` say the same).
+pub const NO_JAVASCRIPT_WHERE: &str = "$where is not supported: Strata runs no server-side JavaScript (use $expr)";
+
 /// An error with a MongoDB code that has no variant of its own; its `codeName` comes from the
 /// table (`Location<code>` for an assertion-site code).
 pub fn fail(code: impl Into<Code>, message: impl Into<String>) -> QueryError {

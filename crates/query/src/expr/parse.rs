@@ -136,6 +136,10 @@ fn parse_operator(name: &str, arg: &Bson) -> Result<Expr, QueryError> {
             Ok(Expr::Call(Call { name, func, args }))
         }
         Some(OpDef::Custom(name, parser)) => parser(name, arg),
+        None if matches!(name, "$function" | "$accumulator") => Err(fail(
+            crate::error::ErrorCode::InvalidPipelineOperator,
+            format!("{name} is not supported: Strata runs no server-side JavaScript (write it as an expression)"),
+        )),
         None => {
             Err(fail(crate::error::ErrorCode::InvalidPipelineOperator, format!("Unrecognized expression '{name}'")))
         }

@@ -55,8 +55,16 @@ fn parse_top_level(operator: &str, value: &Bson, level: Level) -> Result<Option<
             Bson::Document(schema) => MatchExpr::JsonSchema(Box::new(Schema::parse(schema)?)),
             _ => return Err(QueryError::failed_to_parse("$jsonSchema must be an object")),
         },
-        "where" | "text" | "near" | "geoWithin" => {
-            return Err(QueryError::bad_value(format!("${operator} is not supported")));
+        "where" => return Err(QueryError::bad_value(crate::error::NO_JAVASCRIPT_WHERE)),
+        "text" => {
+            return Err(QueryError::bad_value(
+                "$text is allowed only at the top level of a filter or in its top-level $and",
+            ));
+        }
+        "near" | "geoWithin" => {
+            return Err(QueryError::bad_value(format!(
+                "${operator} is an operator of a field: {{field: {{${operator}: ...}}}}"
+            )));
         }
         _ => {
             return Err(QueryError::bad_value(format!(

@@ -100,8 +100,10 @@ pub(super) fn parse_accumulator(name: &str, value: &Bson) -> Result<AccumulatorS
             expr: Expr::Literal(Bson::Int32(1)),
         });
     }
-    let kind = AccumulatorKind::from_name(operator)
-        .ok_or_else(|| fail(15952, format!("unknown group operator '{operator}'")))?;
+    let kind = AccumulatorKind::from_name(operator).ok_or_else(|| match operator.as_str() {
+        "$accumulator" => fail(15952, "$accumulator is not supported: Strata runs no server-side JavaScript"),
+        _ => fail(15952, format!("unknown group operator '{operator}'")),
+    })?;
     if let Bson::Array(_) = argument {
         return Err(fail(40237, format!("The {operator} accumulator is a unary operator")));
     }

@@ -35,7 +35,7 @@ pub fn need(command: &Command, current: Option<&UserName>) -> Result<Need, Comma
         "hello" | "isMaster" | "ismaster" | "buildInfo" | "buildinfo" | "ping" | "saslStart" | "saslContinue"
         | "authenticate" | "logout" | "connectionStatus" | "whatsmyuri" => Need::Nothing,
         "listCommands" | "endSessions" | "killSessions" | "refreshSessions" | "getMore" | "killCursors"
-        | "listDatabases" | "commitTransaction" | "abortTransaction" => Need::Authenticated,
+        | "listDatabases" | "commitTransaction" | "abortTransaction" | "mapReduce" | "mapreduce" => Need::Authenticated,
         "find" | "count" | "distinct" => on_collection(&[Find]),
         "insert" => on_collection(&[Insert]),
         "delete" => on_collection(&[Remove]),

@@ -53,6 +53,7 @@ mod repl_set;
 mod roles;
 mod rotate_certificates;
 mod search_indexes;
+mod server_javascript;
 mod server_status;
 mod sessions;
 mod transaction;
@@ -120,6 +121,11 @@ pub static COMMANDS: &[Spec] = &[
     Spec { names: &["listCommands"], help: "this list", handler: list_commands::run },
     Spec { names: &["logRotate"], help: "rotate the log file", handler: log_rotate::run },
     Spec { names: &["ping"], help: "check the server answers", handler: ping::run },
+    Spec {
+        names: &["mapReduce", "mapreduce"],
+        help: "refused: Strata runs no server-side JavaScript (use aggregate)",
+        handler: server_javascript::map_reduce,
+    },
     Spec { names: &["currentOp"], help: "the commands running now", handler: current_op::current_op },
     Spec { names: &["killOp"], help: "stop a running command", handler: current_op::kill_op },
     Spec { names: &["top"], help: "time spent per collection", handler: current_op::top },

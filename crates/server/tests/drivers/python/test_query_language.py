@@ -813,3 +813,17 @@ def test_wildcard_indexes_serve_any_field(db):
     with pytest.raises(OperationFailure) as error:
         db.other.create_index([("$**", 1)], unique=True)
     assert error.value.code == 67
+
+
+def test_server_side_javascript_is_refused_with_its_reason(db):
+    db.js.insert_one({"a": 1})
+    attempts = [
+        lambda: list(db.js.find({"$where": "this.a == 1"})),
+        lambda: list(db.js.aggregate([{"$project": {"x": {"$function": {"body": "1", "args": [], "lang": "js"}}}}])),
+        lambda: list(db.js.aggregate([{"$group": {"_id": None, "x": {"$accumulator": {}}}}])),
+        lambda: db.command("mapReduce", "js", map="function(){}", reduce="function(){}", out={"inline": 1}),
+    ]
+    for attempt in attempts:
+        with pytest.raises(OperationFailure) as error:
+            attempt()
+        assert "no server-side JavaScript" in str(error.value), error.value
