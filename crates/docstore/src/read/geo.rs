@@ -4,14 +4,16 @@
 //!
 //! As in MongoDB these need a geo index on the queried field: `2dsphere` for GeoJSON points
 //! and `$nearSphere`, `2d` for a flat `$near` (a `2d` index also serves a legacy
-//! `$nearSphere`); without one the query fails with NoQueryExecutionPlans (291). Every entry of
-//! the index is read (its cells order places, but no ring of cells is pruned yet), so the cost
-//! is that of the located documents, not of the collection.
+//! `$nearSphere`); without one the query fails with NoQueryExecutionPlans (291). With a
+//! `$maxDistance`, only the cells of the box around the circle are read ([`near_box`],
+//! `GeoKind::covering`), with the non-point locations; without one (or a box that would cross
+//! a pole or the antimeridian) every entry of the index is.
 
 use std::collections::HashSet;
 use std::ops::Bound;
 
 use bson::{Bson, Document, RawDocumentBuf};
+use document::keycodec::Direction;
 use document::path::FieldPath;
 use query::filter::{Filter, MatchExpr, Predicate};
 use query::geo::Near;
@@ -19,8 +21,9 @@ use query::geo::Near;
 use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::index::geo::{GeoKind, values_at};
+use crate::index::geo::{GeoKind, UNBOXED, values_at};
 use crate::operation;
+use crate::read::bounds::{Interval, KeyRange, key_range};
 use crate::read::scan::raw;
 use crate::store::Inner;
 
@@ -81,27 +84,78 @@ impl Inner {
         self.catalog.index_usage.note(&index.meta.tree);
         let mut seen = HashSet::new();
         let mut found = Vec::new();
-        for item in snapshot.range::<(Bound<&[u8]>, Bound<&[u8]>)>(index.tree, (Bound::Unbounded, Bound::Unbounded)) {
-            operation::check()?;
-            operation::key_examined();
-            let (key, value) = item?;
-            let entry = index.decode_entry(key, value)?;
-            if !seen.insert(entry.id.clone()) {
-                continue;
-            }
-            let Some(bytes) = snapshot.get(collection.tree, &entry.id)? else { continue };
-            operation::doc_examined();
-            let document = raw(bytes)?;
-            if !filter.matches_raw(&document)? {
-                continue;
-            }
-            if let Some(distance) = nearest(kind, &document, path, near)? {
-                found.push((entry.id, document, distance));
+        for range in key_ranges(kind, near) {
+            let bounds = (as_slice(&range.lower), as_slice(&range.upper));
+            for item in snapshot.range::<(Bound<&[u8]>, Bound<&[u8]>)>(index.tree, bounds) {
+                operation::check()?;
+                operation::key_examined();
+                let (key, value) = item?;
+                let entry = index.decode_entry(key, value)?;
+                if !seen.insert(entry.id.clone()) {
+                    continue;
+                }
+                let Some(bytes) = snapshot.get(collection.tree, &entry.id)? else { continue };
+                operation::doc_examined();
+                let document = raw(bytes)?;
+                if !filter.matches_raw(&document)? {
+                    continue;
+                }
+                if let Some(distance) = nearest(kind, &document, path, near)? {
+                    found.push((entry.id, document, distance));
+                }
             }
         }
         found.sort_by(|a, b| a.2.total_cmp(&b.2).then_with(|| a.0.cmp(&b.0)));
         Ok(found.into_iter().map(|(_, document, distance)| (document, distance)).collect())
     }
+}
+
+/// The key ranges a near query reads: its box's cells and the non-point locations, or all.
+fn key_ranges(kind: &GeoKind, near: &Near) -> Vec<KeyRange> {
+    let Some((low, high)) = near_box(near) else {
+        return vec![KeyRange { lower: Bound::Unbounded, upper: Bound::Unbounded }];
+    };
+    let cells = kind.covering(low, high).into_iter().chain([(UNBOXED, UNBOXED)]);
+    cells
+        .map(|(first, last)| {
+            let interval = Interval { low: (Bson::Int64(first), true), high: (Bson::Int64(last), true) };
+            key_range(&[], Some(&interval), Direction::Ascending)
+        })
+        .collect()
+}
+
+/// The box around the circle a `$maxDistance` draws (`None`: no distance, or a circle that
+/// reaches a pole or crosses the antimeridian).
+pub fn near_box(near: &Near) -> Option<((f64, f64), (f64, f64))> {
+    let max = near.max?;
+    let (x, y) = (near.point.x(), near.point.y());
+    if !near.spherical {
+        return Some(((x - max, y - max), (x + max, y + max)));
+    }
+    let angle = if near.meters { max / query::geo::EARTH_RADIUS_METERS } else { max };
+    if !(0.0..1.0).contains(&angle) {
+        return None;
+    }
+    let (south, north) = (y - angle.to_degrees(), y + angle.to_degrees());
+    if south <= -90.0 || north >= 90.0 {
+        return None;
+    }
+    // The widest longitude span is at the latitude farthest from the equator (asin is
+    // increasing): wider than the circle's, never narrower.
+    let widest = south.abs().max(north.abs()).to_radians().cos();
+    let ratio = angle.sin() / widest;
+    if ratio >= 1.0 {
+        return None;
+    }
+    let span = ratio.asin().to_degrees() + 1e-9;
+    if x - span < -180.0 || x + span > 180.0 {
+        return None;
+    }
+    Some(((x - span, south), (x + span, north)))
+}
+
+fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    bound.as_ref().map(Vec::as_slice)
 }
 
 /// The distance from the query's point to the document's nearest location at `path`.

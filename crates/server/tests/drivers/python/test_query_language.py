@@ -771,6 +771,14 @@ def test_geospatial_queries_and_indexes(db):
         places.insert_one({"_id": "bad", "loc": {"type": "Point", "coordinates": [200, 0]}})
     assert error.value.code == 16755
     assert places.count_documents({"_id": "bad"}) == 0
+    # With a $maxDistance only the cells around the circle are read: the profiler shows it.
+    places.insert_many([{"loc": [-100 + i * 0.01, -40 + i * 0.01]} for i in range(2000)])
+    db.command("profile", 2)
+    near_paris = list(places.find({"loc": {"$near": {"$geometry": point, "$maxDistance": 5000}}}))
+    db.command("profile", 0)
+    assert [d["_id"] for d in near_paris] == ["louvre", "seine", "eiffel"]
+    entry = db.system.profile.find_one({"op": "query", "command.filter.loc": {"$exists": True}})
+    assert entry["keysExamined"] < 50, entry
     # 2d: legacy pairs on a flat square, distances in its units.
     grid = db.grid
     grid.insert_many([{"_id": i, "xy": [i, i]} for i in range(5)])
