@@ -148,7 +148,7 @@ impl Inner {
         for (raw, distance) in found {
             let mut document = decode(&raw)?;
             if let Some(field) = &stage.include_locs {
-                let location = crate::index::geo::values_at(&document, path.parts()).first().map(|v| (*v).clone());
+                let location = crate::index::path_values(&document, path.parts()).first().map(|v| (*v).clone());
                 query::pipeline::set_path(&mut document, &dotted(field), location.unwrap_or(Bson::Null));
             }
             let distance = Bson::Double(distance * stage.multiplier);

@@ -197,34 +197,6 @@ fn interleave(x: u64, y: u64) -> u64 {
     (0..CELL_BITS).fold(0u64, |cell, bit| cell | ((x >> bit) & 1) << (2 * bit + 1) | ((y >> bit) & 1) << (2 * bit))
 }
 
-/// The values at a dotted path, through arrays of documents on the way (the last value is
-/// kept whole: a legacy pair is an array).
-pub fn values_at<'d>(document: &'d Document, parts: &[String]) -> Vec<&'d Bson> {
-    let mut out = Vec::new();
-    if let Some((head, rest)) = parts.split_first()
-        && let Some(value) = document.get(head)
-    {
-        walk(value, rest, &mut out);
-    }
-    out
-}
-
-fn walk<'d>(value: &'d Bson, rest: &[String], out: &mut Vec<&'d Bson>) {
-    let Some((head, tail)) = rest.split_first() else {
-        out.push(value);
-        return;
-    };
-    match value {
-        Bson::Document(inner) => {
-            if let Some(next) = inner.get(head) {
-                walk(next, tail, out);
-            }
-        }
-        Bson::Array(items) => items.iter().for_each(|item| walk(item, rest, out)),
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

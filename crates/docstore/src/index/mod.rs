@@ -178,7 +178,7 @@ impl Index {
         let Some((path, _)) = self.spec.fields().first() else { return Ok((Vec::new(), false)) };
         let fields = document::path::decode_fields(raw, [path.head()])?;
         let mut cells = Vec::new();
-        for value in geo::values_at(&fields, path.parts()) {
+        for value in path_values(&fields, path.parts()) {
             cells.extend(kind.locations(value)?.iter().map(|found| kind.cell(found)));
         }
         cells.sort_unstable();
@@ -373,6 +373,34 @@ fn split_length(value: &[u8]) -> Result<(usize, &[u8])> {
     match value.split_first_chunk::<4>() {
         Some((head, rest)) => Ok((u32::from_le_bytes(*head) as usize, rest)),
         None => Err(Error::corrupt("index entry value shorter than 4 bytes")),
+    }
+}
+
+/// The values at a dotted path, through arrays of documents on the way; the last value is kept
+/// whole (a legacy pair is an array; a text field may hold an array of strings).
+pub fn path_values<'d>(document: &'d Document, parts: &[String]) -> Vec<&'d Bson> {
+    let mut out = Vec::new();
+    if let Some((head, rest)) = parts.split_first()
+        && let Some(value) = document.get(head)
+    {
+        walk_path(value, rest, &mut out);
+    }
+    out
+}
+
+fn walk_path<'d>(value: &'d Bson, rest: &[String], out: &mut Vec<&'d Bson>) {
+    let Some((head, tail)) = rest.split_first() else {
+        out.push(value);
+        return;
+    };
+    match value {
+        Bson::Document(inner) => {
+            if let Some(next) = inner.get(head) {
+                walk_path(next, tail, out);
+            }
+        }
+        Bson::Array(items) => items.iter().for_each(|item| walk_path(item, rest, out)),
+        _ => {}
     }
 }
 

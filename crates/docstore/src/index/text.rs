@@ -243,8 +243,14 @@ impl TextSpec {
         }
         for (field, weight) in &self.weights {
             let parts: Vec<String> = field.split('.').map(str::to_owned).collect();
-            for value in document_values(document, &parts) {
-                found.push((value, *weight));
+            for value in super::path_values(document, &parts) {
+                match value {
+                    Bson::String(text) => found.push((text.as_str(), *weight)),
+                    Bson::Array(items) => {
+                        found.extend(items.iter().filter_map(Bson::as_str).map(|text| (text, *weight)))
+                    }
+                    _ => {}
+                }
             }
         }
         found
@@ -287,30 +293,6 @@ fn collect_value<'d>(value: &'d Bson, path: &str, each: &mut impl FnMut(&str, &'
         Bson::String(text) => each(path, text),
         Bson::Document(inner) => collect_strings(inner, path, each),
         Bson::Array(items) => items.iter().for_each(|item| collect_value(item, path, each)),
-        _ => {}
-    }
-}
-
-/// The strings at a dotted path, through arrays.
-fn document_values<'d>(document: &'d Document, parts: &[String]) -> Vec<&'d str> {
-    let mut out = Vec::new();
-    if let Some((head, rest)) = parts.split_first()
-        && let Some(value) = document.get(head)
-    {
-        value_strings(value, rest, &mut out);
-    }
-    out
-}
-
-fn value_strings<'d>(value: &'d Bson, rest: &[String], out: &mut Vec<&'d str>) {
-    match (value, rest.split_first()) {
-        (Bson::String(text), None) => out.push(text),
-        (Bson::Array(items), _) => items.iter().for_each(|item| value_strings(item, rest, out)),
-        (Bson::Document(inner), Some((head, tail))) => {
-            if let Some(next) = inner.get(head) {
-                value_strings(next, tail, out);
-            }
-        }
         _ => {}
     }
 }

@@ -21,7 +21,8 @@ use query::geo::Near;
 use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::index::geo::{GeoKind, UNBOXED, values_at};
+use crate::index::geo::{GeoKind, UNBOXED};
+use crate::index::path_values;
 use crate::operation;
 use crate::read::bounds::{Interval, KeyRange, key_range};
 use crate::read::scan::raw;
@@ -162,7 +163,7 @@ fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 fn nearest(kind: &GeoKind, raw: &RawDocumentBuf, path: &FieldPath, near: &Near) -> Result<Option<f64>> {
     let fields = document::path::decode_fields(raw, [path.head()])?;
     let mut best: Option<f64> = None;
-    for value in values_at(&fields, path.parts()) {
+    for value in path_values(&fields, path.parts()) {
         for found in kind.locations(value)? {
             let distance = near.distance(&found);
             best = Some(best.map_or(distance, |b| b.min(distance)));
