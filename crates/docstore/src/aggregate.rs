@@ -139,10 +139,7 @@ impl Inner {
         let filter =
             query::filter::Filter::parse(&stage.filter_on(&key))?.with_variables(Arc::new(options.variables.clone()));
         let Some((path, near)) = crate::read::geo::near_of(&filter) else { return Ok(Vec::new()) };
-        let snapshot = match &options.read_at {
-            Some(view) => view.0.clone(),
-            None => self.engine.snapshot(),
-        };
+        let snapshot = self.snapshot_for(options.read_at.as_ref());
         let found = self.find_near(&collection, &snapshot, &filter, &path, &near)?;
         let mut documents = Vec::with_capacity(found.len());
         for (raw, distance) in found {

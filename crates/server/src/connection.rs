@@ -333,26 +333,26 @@ impl Session {
         }
         let body = dispatch::error_document(&error);
         match encode(&self.context, &request, "unknown", body) {
-            Outcome::Reply(bytes) => {
-                self.context.shared.metrics.bytes_out(bytes.len());
-                stream.write_all(&bytes).and_then(|()| stream.flush()).err().map(|_| Burst::Close)
-            }
+            Outcome::Reply(bytes) => self.send(stream, &bytes),
             _ => Some(Burst::Close),
         }
+    }
+
+    /// Writes one reply; `Some(Close)` if the client cannot take it.
+    fn send(&self, stream: &mut Link<'_>, bytes: &[u8]) -> Option<Burst> {
+        self.context.shared.metrics.bytes_out(bytes.len());
+        if let Err(error) = stream.write_all(bytes).and_then(|()| stream.flush()) {
+            debug!(connection = self.context.connection.id, %error, "write failed; closing");
+            return Some(Burst::Close);
+        }
+        None
     }
 
     /// Runs one message and writes its reply; `Some` if the burst must end (the connection
     /// closes, or the command parked).
     fn answer(&mut self, stream: &mut Link<'_>, frame: Frame) -> Option<Burst> {
         match handle_frame(&self.context, &frame, &self.limits()) {
-            Outcome::Reply(bytes) => {
-                self.context.shared.metrics.bytes_out(bytes.len());
-                if let Err(error) = stream.write_all(&bytes).and_then(|()| stream.flush()) {
-                    debug!(connection = self.context.connection.id, %error, "write failed; closing");
-                    return Some(Burst::Close);
-                }
-                None
-            }
+            Outcome::Reply(bytes) => self.send(stream, &bytes),
             Outcome::NoReply => None,
             Outcome::Close => Some(Burst::Close),
             Outcome::Park(park) => {
@@ -374,19 +374,12 @@ impl Session {
     ) -> Option<Burst> {
         loop {
             let more = open_cursor(&body);
-            let reply_id = self.context.shared.next_request_id();
             let kind = if more { ReplyStream::MoreToCome } else { ReplyStream::Last };
-            let bytes = match wire::encode_reply(&request, reply_id, &command.name, body, kind) {
-                Ok(bytes) => bytes,
-                Err(error) => {
-                    warn!(connection = self.context.connection.id, %error, "cannot encode reply; closing connection");
-                    return Some(Burst::Close);
-                }
-            };
-            self.context.shared.metrics.bytes_out(bytes.len());
-            if let Err(error) = stream.write_all(&bytes).and_then(|()| stream.flush()) {
-                debug!(connection = self.context.connection.id, %error, "write failed; closing");
+            let Some((reply_id, bytes)) = encoded(&self.context, &request, &command.name, body, kind) else {
                 return Some(Burst::Close);
+            };
+            if let Some(end) = self.send(stream, &bytes) {
+                return Some(end);
             }
             if !more || *self.shutdown.borrow() {
                 return None;
@@ -514,11 +507,27 @@ fn command_of(request: &mut Request) -> Result<Command, CommandError> {
 }
 
 fn encode(context: &Context, request: &Request, name: &str, body: RawDocumentBuf) -> Outcome {
-    match wire::encode_reply(request, context.shared.next_request_id(), name, body, ReplyStream::Last) {
-        Ok(bytes) => Outcome::Reply(bytes),
+    match encoded(context, request, name, body, ReplyStream::Last) {
+        Some((_, bytes)) => Outcome::Reply(bytes),
+        None => Outcome::Close,
+    }
+}
+
+/// A reply's bytes and its request id (a following exhaust reply answers it); `None` (logged)
+/// if it cannot be encoded.
+fn encoded(
+    context: &Context,
+    request: &Request,
+    name: &str,
+    body: RawDocumentBuf,
+    kind: ReplyStream,
+) -> Option<(i32, Vec<u8>)> {
+    let reply_id = context.shared.next_request_id();
+    match wire::encode_reply(request, reply_id, name, body, kind) {
+        Ok(bytes) => Some((reply_id, bytes)),
         Err(error) => {
             warn!(connection = context.connection.id, %error, "cannot encode reply; closing connection");
-            Outcome::Close
+            None
         }
     }
 }

@@ -24,8 +24,8 @@ pub struct Active {
     pub connection: i64,
     pub client: SocketAddr,
     pub app_name: Option<String>,
-    /// The authenticated users, `user@db` (for `$ownOps`).
-    pub users: Vec<String>,
+    /// The authenticated users (for `$ownOps`, `effectiveUsers`, the profiler's `allUsers`).
+    pub users: Vec<crate::auth::users::UserName>,
     /// The command's body, shared with the running `Command` (not copied).
     pub command: Arc<Document>,
     pub database: String,
@@ -71,7 +71,7 @@ impl Operations {
             connection: context.connection.id,
             client: context.connection.peer,
             app_name: context.app_name(),
-            users: crate::auth::owner(context).iter().map(ToString::to_string).collect(),
+            users: crate::auth::owner(context),
             command: Arc::clone(&command.body),
             database: command.database.clone(),
             started,
@@ -161,7 +161,7 @@ impl Active {
             op.insert("lsid", lsid.clone());
         }
         if !self.users.is_empty() {
-            let users: Vec<Bson> = self.users.iter().map(|user| Bson::String(user.clone())).collect();
+            let users: Vec<Bson> = self.users.iter().map(|user| Bson::String(user.to_string())).collect();
             op.insert("effectiveUsers", users);
         }
         op

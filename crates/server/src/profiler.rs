@@ -189,10 +189,9 @@ fn entry(context: &Context, ran: &Ran<'_>) -> Document {
     let users: Vec<Bson> = active
         .users
         .iter()
-        .filter_map(|name| name.split_once('@'))
-        .map(|(user, db)| Bson::Document(doc! {"user": user, "db": db}))
+        .map(|name| Bson::Document(doc! {"user": name.user.clone(), "db": name.db.clone()}))
         .collect();
-    entry.insert("user", active.users.first().cloned().unwrap_or_default());
+    entry.insert("user", active.users.first().map(ToString::to_string).unwrap_or_default());
     entry.insert("allUsers", users);
     if !ok {
         entry.insert("ok", 0.0);

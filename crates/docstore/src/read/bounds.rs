@@ -241,6 +241,13 @@ pub struct KeyRange {
     pub upper: Bound<Vec<u8>>,
 }
 
+impl KeyRange {
+    /// The range as the engine's `range` takes it.
+    pub fn bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (self.lower.as_ref().map(Vec::as_slice), self.upper.as_ref().map(Vec::as_slice))
+    }
+}
+
 /// The first byte string after every string that starts with `prefix` (`None`: there is none).
 pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();

@@ -56,6 +56,15 @@ pub struct FindRequest {
     pub show_record_id: bool,
 }
 
+impl FindRequest {
+    /// `skip` and `limit` as counts to skip and take (no limit: all).
+    pub fn window(&self) -> (usize, usize) {
+        let skip = usize::try_from(self.skip).unwrap_or(usize::MAX);
+        let limit = self.limit.filter(|l| *l > 0).map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        (skip, limit)
+    }
+}
+
 /// Query results, pulled lazily; holds its snapshot. `Send`, so a server can park it between
 /// getMore calls.
 pub struct Cursor {
@@ -137,6 +146,14 @@ pub struct Prepared {
 }
 
 impl Inner {
+    /// What a read reads: the transaction's view it is given, else the latest commit.
+    pub fn snapshot_for(&self, read_at: Option<&crate::transaction::ReadAt>) -> storage::Snapshot {
+        match read_at {
+            Some(view) => view.0.clone(),
+            None => self.engine.snapshot(),
+        }
+    }
+
     pub fn prepare_find(&self, collection: &crate::collection::Collection, request: &FindRequest) -> Result<Prepared> {
         let collation = collection.collation_for(request.collation.as_ref());
         let filter = Filter::parse(&request.filter)?
@@ -205,10 +222,7 @@ impl Inner {
         }
         let mut prepared = self.prepare_find(&collection, request)?;
         if let Some((path, near)) = crate::read::geo::near_of(&prepared.filter) {
-            let snapshot = match &request.read_at {
-                Some(view) => view.0.clone(),
-                None => self.engine.snapshot(),
-            };
+            let snapshot = self.snapshot_for(request.read_at.as_ref());
             let found = self.find_near(&collection, &snapshot, &prepared.filter, &path, &near)?;
             return Ok((nearest_first(found, request, &prepared)?, None));
         }
@@ -216,10 +230,7 @@ impl Inner {
             // They replace the projection, and need whole documents (never a covered read).
             prepared.projection = None;
         }
-        let snapshot = match &request.read_at {
-            Some(view) => view.0.clone(),
-            None => self.engine.snapshot(),
-        };
+        let snapshot = self.snapshot_for(request.read_at.as_ref());
         let covered = Covered::for_find(
             &self.catalog,
             &snapshot,
@@ -247,8 +258,7 @@ impl Inner {
         if let (Some(sort), false) = (&prepared.sort, prepared.plan.sorted) {
             stream = Box::new(self.sorted(stream, sort, request.allow_disk_use)?.into_iter());
         }
-        let skip = usize::try_from(request.skip).unwrap_or(usize::MAX);
-        let limit = request.limit.filter(|l| *l > 0).map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        let (skip, limit) = request.window();
         stream = Box::new(stream.skip(skip).take(limit));
         if request.return_key || request.show_record_id {
             let key_pattern = match (&prepared.plan.access, request.return_key) {
@@ -516,9 +526,7 @@ fn nearest_first(found: Vec<(RawDocumentBuf, f64)>, request: &FindRequest, prepa
     if let Some(sort) = &prepared.sort {
         sort.sort(&mut documents);
     }
-    let skip = usize::try_from(request.skip).unwrap_or(usize::MAX);
-    let limit =
-        request.limit.filter(|limit| *limit > 0).map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    let (skip, limit) = request.window();
     let mut out = Vec::new();
     for document in documents.into_iter().skip(skip).take(limit) {
         let shown = match &prepared.projection {

@@ -86,8 +86,7 @@ impl Inner {
         let mut seen = HashSet::new();
         let mut found = Vec::new();
         for range in key_ranges(kind, near) {
-            let bounds = (as_slice(&range.lower), as_slice(&range.upper));
-            for item in snapshot.range::<(Bound<&[u8]>, Bound<&[u8]>)>(index.tree, bounds) {
+            for item in snapshot.range::<(Bound<&[u8]>, Bound<&[u8]>)>(index.tree, range.bounds()) {
                 operation::check()?;
                 operation::key_examined();
                 let (key, value) = item?;
@@ -153,10 +152,6 @@ pub fn near_box(near: &Near) -> Option<((f64, f64), (f64, f64))> {
         return None;
     }
     Some(((x - span, south), (x + span, north)))
-}
-
-fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    bound.as_ref().map(Vec::as_slice)
 }
 
 /// The distance from the query's point to the document's nearest location at `path`.

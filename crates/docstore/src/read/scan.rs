@@ -133,10 +133,9 @@ impl Scan {
                     self.position = (scan_at + 1, 0);
                     continue;
                 };
-                self.current = Some(self.snapshot.range::<(std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>)>(
-                    scan.tree,
-                    (as_ref(&range.lower), as_ref(&range.upper)),
-                ));
+                self.current = Some(
+                    self.snapshot.range::<(std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>)>(scan.tree, range.bounds()),
+                );
             }
             let backward = scan.backward;
             let item = self.current.as_mut().and_then(|iter| if backward { iter.next_back() } else { iter.next() });
@@ -213,14 +212,6 @@ impl Scan {
                 }
             }
         }
-    }
-}
-
-fn as_ref(bound: &std::ops::Bound<Vec<u8>>) -> std::ops::Bound<&[u8]> {
-    match bound {
-        std::ops::Bound::Included(k) => std::ops::Bound::Included(k.as_slice()),
-        std::ops::Bound::Excluded(k) => std::ops::Bound::Excluded(k.as_slice()),
-        std::ops::Bound::Unbounded => std::ops::Bound::Unbounded,
     }
 }
 

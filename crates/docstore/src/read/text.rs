@@ -15,7 +15,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocumentBuf};
-use document::keycodec::{Direction, KeyEncoder, decode_key};
+use document::keycodec::{Direction, decode_key};
 use query::filter::Filter;
 use query::projection::Projection;
 use query::sort::SortSpec;
@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::index::text::{TextQuery, fold_phrase};
 use crate::operation;
-use crate::read::bounds::prefix_end;
+use crate::read::bounds::{extend_prefix, key_range};
 use crate::read::find::{Cursor, FindRequest};
 use crate::read::scan::raw;
 use crate::store::Inner;
@@ -74,17 +74,14 @@ impl Inner {
         query: TextQuery,
         rest: &Document,
     ) -> Result<Cursor> {
-        let index = collection
+        let (index, spec) = collection
             .indexes
             .iter()
-            .find(|index| index.text.is_some() && index.meta.ready)
+            .filter(|index| index.meta.ready)
+            .find_map(|index| index.text.as_ref().map(|spec| (index, spec)))
             .ok_or_else(|| Error::IndexNotFound("text index required for $text query".into()))?;
-        let Some(spec) = &index.text else { return Ok(Cursor::from_documents(Vec::new())) };
         let query = query.analyzed(query.language.unwrap_or(spec.default_language));
-        let snapshot = match &request.read_at {
-            Some(view) => view.0.clone(),
-            None => self.engine.snapshot(),
-        };
+        let snapshot = self.snapshot_for(request.read_at.as_ref());
         self.catalog.index_usage.note(&index.meta.tree);
         let scores = term_scores(&snapshot, index, &query.terms)?;
         let filter = Filter::parse(rest)?.with_variables(Arc::clone(&request.variables));
@@ -101,9 +98,7 @@ impl Inner {
         if let Some(sort) = &request.sort {
             sort_found(sort, &mut found)?;
         }
-        let skip = usize::try_from(request.skip).unwrap_or(usize::MAX);
-        let limit =
-            request.limit.filter(|limit| *limit > 0).map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        let (skip, limit) = request.window();
         let shown = found.into_iter().skip(skip).take(limit);
         let documents = match &request.projection {
             Some(projection) => project(projection, shown)?,
@@ -118,12 +113,9 @@ impl Inner {
 fn term_scores(snapshot: &storage::Snapshot, index: &Index, terms: &[String]) -> Result<Vec<(Vec<u8>, f64)>> {
     let mut scores: HashMap<Vec<u8>, f64> = HashMap::new();
     for term in terms {
-        let mut encoder = KeyEncoder::new();
-        encoder.push(&Bson::String(term.clone()), Direction::Ascending);
-        let prefix = encoder.finish().order;
-        let upper = prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
-        let range = (Bound::Included(prefix.as_slice()), upper.as_ref().map(Vec::as_slice));
-        for item in snapshot.range::<(Bound<&[u8]>, Bound<&[u8]>)>(index.tree, range) {
+        let prefix = extend_prefix(&[], &Bson::String(term.clone()), Direction::Ascending);
+        let range = key_range(&prefix, None, Direction::Ascending);
+        for item in snapshot.range::<(Bound<&[u8]>, Bound<&[u8]>)>(index.tree, range.bounds()) {
             operation::check()?;
             operation::key_examined();
             let (key, value) = item?;

@@ -34,7 +34,7 @@ pub fn current_op(context: &Context, command: &Command) -> Result<RawDocumentBuf
 /// The operation documents, `own_only`: of the commands this connection's users run.
 pub fn documents(context: &Context, own_only: bool) -> Vec<Document> {
     let host = context.shared.local_addr.to_string();
-    let users: Vec<String> = crate::auth::owner(context).iter().map(ToString::to_string).collect();
+    let users = crate::auth::owner(context);
     let shared = &context.shared;
     let mine = |active: &crate::operations::Active| !shared.security.enabled || active.users == users;
     shared
