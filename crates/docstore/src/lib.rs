@@ -47,11 +47,13 @@
 //!   [`collection`]: the descriptors. [`store`]: the shared state (engine, options, catalog)
 //!   and open.
 //! - [`index`]: entry layout (`index/mod.rs` header), specs and conflicts (`spec`), builds and
-//!   drop/list (`build`), the TTL monitor (`ttl`).
+//!   drop/list (`build`), the TTL monitor (`ttl`), the keys of text, geospatial and wildcard
+//!   indexes (`text`, `geo`, `wildcard`), access counters for `$indexStats` (`usage`).
 //! - [`write`]: one engine transaction per document (or per group of whole documents) with its
 //!   index entries and counters (`write/mod.rs`); `insert`, `update` (+ findAndModify), `delete`.
 //! - [`read`]: `bounds` (filters to key ranges), `planner`, `scan` (access methods), `find`
-//!   (cursor, sort with spilling, count, distinct), `explain`.
+//!   (cursor, sort with spilling, count, distinct), `explain`, `$text` (`text`) and
+//!   `$near`/`$geoNear` (`geo`) queries.
 //! - [`aggregate`] (pipelines streamed from a find cursor into a lazy cursor, and the
 //!   `CollectionSource` for `$lookup`/`$unionWith`/`$out`/`$merge`), [`spill`] (temporary
 //!   trees for sorts and aggregation stages past their memory limits), [`stats`]
