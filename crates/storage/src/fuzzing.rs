@@ -181,11 +181,11 @@ fn thin_node(file: &DataFile, addr: BlockAddr, id: NodeId) -> crate::Result<()> 
     }
     let Some(layout) = codec::decode_layout(id, head.get(..head_len).unwrap_or_default())? else { return Ok(()) };
     route(&layout);
-    for section in &layout.sections {
+    for (index, section) in layout.sections.iter().enumerate() {
         let bytes = file.read_payload_range(addr, id.0, section.offset as usize, section.len as usize)?;
-        match &layout.head {
-            Head::Leaf { .. } => read_basement(&codec::decode_basement_section(id, &bytes, section)?),
-            Head::Internal { .. } => read_buffer(&codec::decode_buffer_section(id, &bytes, section)?),
+        match codec::decode_section_alone(id, &layout.head, index, &bytes, section)? {
+            codec::Section::Basement(basement) => read_basement(&basement),
+            codec::Section::Buffer(buffer) => read_buffer(&buffer),
         }
     }
     Ok(())

@@ -231,6 +231,14 @@ impl Buffer {
         &self.ranges
     }
 
+    /// The smallest and the greatest key of the point messages, if any (each run and the head
+    /// are sorted, so only their ends are read).
+    pub fn key_span(&self) -> Option<(&[u8], &[u8])> {
+        let runs = self.runs.iter().filter(|run| run.len() > 0).map(|run| (run.key(0), run.key(run.len() - 1)));
+        let head = (!self.head.is_empty()).then(|| (self.head.key(0), self.head.key(self.head.len() - 1)));
+        runs.chain(head).reduce(|(lo, hi), (first, last)| (lo.min(first), hi.max(last)))
+    }
+
     /// Empties the buffer into one run (its runs and `head` merged, pruned against `horizon`)
     /// and its range deletes: what a flush applies to a leaf, decoding one key at a time, so
     /// that a flush holds the buffer's bytes once rather than a map of decoded messages (about

@@ -243,6 +243,35 @@ pub fn decode_buffer_section(id: NodeId, bytes: &[u8], section: &SectionRef) -> 
     decode_buffer(&open_section(id, bytes, section)?)
 }
 
+/// One section read without the rest of its node (a thin node's partial fetch).
+pub enum Section {
+    Basement(Basement),
+    Buffer(Buffer),
+}
+
+/// Decodes section `index` of a node whose head is `head`, and checks its keys against the
+/// bounds the head gives it (its neighbours are not read).
+pub fn decode_section_alone(
+    id: NodeId,
+    head: &Head,
+    index: usize,
+    bytes: &[u8],
+    section: &SectionRef,
+) -> Result<Section> {
+    match head {
+        Head::Leaf { first_keys } => {
+            let basement = decode_basement_section(id, bytes, section)?;
+            check_basement_bounds(first_keys, index, &basement)?;
+            Ok(Section::Basement(basement))
+        }
+        Head::Internal { pivots, .. } => {
+            let buffer = decode_buffer_section(id, bytes, section)?;
+            check_buffer_bounds(pivots, index, &buffer)?;
+            Ok(Section::Buffer(buffer))
+        }
+    }
+}
+
 /// Decodes a whole node; with a layout when it has one (not a node of the first format).
 pub fn decode_node(id: NodeId, bytes: &[u8]) -> Result<(Node, Option<Layout>)> {
     let Some(layout) = decode_layout(id, bytes)? else { return Ok((decode_node_v1(bytes)?, None)) };
@@ -258,9 +287,7 @@ pub fn decode_node(id: NodeId, bytes: &[u8]) -> Result<(Node, Option<Layout>)> {
             let mut basements = Vec::with_capacity(layout.sections.len());
             for (index, section) in layout.sections.iter().enumerate() {
                 let basement = decode_basement_section(id, section_bytes(section), section)?;
-                if index > 0 && basement.first_key() != first_keys.get(index - 1).map(Vec::as_slice) {
-                    return Err(corrupt("a basement's first key differs from its head".into()));
-                }
+                check_basement_bounds(first_keys, index, &basement)?;
                 basements.push(basement);
             }
             check_basements(&basements)?;
@@ -268,8 +295,10 @@ pub fn decode_node(id: NodeId, bytes: &[u8]) -> Result<(Node, Option<Layout>)> {
         }
         Head::Internal { height, pivots, children } => {
             let mut buffers = Vec::with_capacity(layout.sections.len());
-            for section in &layout.sections {
-                buffers.push(decode_buffer_section(id, section_bytes(section), section)?);
+            for (index, section) in layout.sections.iter().enumerate() {
+                let buffer = decode_buffer_section(id, section_bytes(section), section)?;
+                check_buffer_bounds(pivots, index, &buffer)?;
+                buffers.push(buffer);
             }
             Node::Internal(Internal { height: *height, pivots: pivots.clone(), children: children.clone(), buffers })
         }
@@ -319,6 +348,36 @@ fn check_basements(basements: &[Basement]) -> Result<()> {
         {
             return Err(corrupt("basements out of key order".into()));
         }
+    }
+    Ok(())
+}
+
+/// A leaf's basement `index` against the keys its head routes by (`first_keys`, the first key
+/// of each basement after the first): a basement after the first starts at its head key, and
+/// every basement ends below the next one's. Checked for a whole node and for a section read
+/// alone into a thin node, whose neighbours are not read: a section whose checksum holds but
+/// whose keys lie outside its head's bounds would hide them from readers routed by the head.
+pub fn check_basement_bounds(first_keys: &[Vec<u8>], index: usize, basement: &Basement) -> Result<()> {
+    let lower = index.checked_sub(1).and_then(|i| first_keys.get(i)).map(Vec::as_slice);
+    if lower.is_some() && basement.first_key() != lower {
+        return Err(corrupt("a basement's first key differs from its head".into()));
+    }
+    if let (Some(upper), Some(last)) = (first_keys.get(index), basement.last_key())
+        && last >= upper.as_slice()
+    {
+        return Err(corrupt("a basement's keys reach past the next basement's first key".into()));
+    }
+    Ok(())
+}
+
+/// An internal node's buffer `index` against its child's key range, `[pivots[index - 1],
+/// pivots[index])`: every point message buffered for a child lies in that child's range.
+pub fn check_buffer_bounds(pivots: &[Vec<u8>], index: usize, buffer: &Buffer) -> Result<()> {
+    let Some((lowest, highest)) = buffer.key_span() else { return Ok(()) };
+    let lower = index.checked_sub(1).and_then(|i| pivots.get(i));
+    let upper = pivots.get(index);
+    if lower.is_some_and(|lower| lowest < lower.as_slice()) || upper.is_some_and(|upper| highest >= upper.as_slice()) {
+        return Err(corrupt("a buffer holds messages outside its child's key range".into()));
     }
     Ok(())
 }
@@ -545,6 +604,32 @@ mod tests {
     }
 
     /// Blocks of the first format (no head, no section checksums) still read, without a layout.
+    #[test]
+    fn a_section_read_alone_is_checked_against_its_heads_bounds() {
+        let Node::Leaf(leaf) = sample_leaf() else { unreachable!() };
+        let [first, second] = leaf.basements() else { unreachable!() };
+        // The head says the second basement starts at "c": the first ends at "b", below it.
+        let keys = vec![b"c".to_vec()];
+        assert!(check_basement_bounds(&keys, 0, first).is_ok() && check_basement_bounds(&keys, 1, second).is_ok());
+        // A head whose bound falls inside the first basement, or past the second's first key.
+        assert!(check_basement_bounds(&[b"b".to_vec()], 0, first).is_err(), "keys past the next basement");
+        assert!(check_basement_bounds(&[b"a".to_vec()], 1, second).is_err(), "first key is not the head's");
+        let Node::Internal(internal) = sample_internal() else { unreachable!() };
+        let [left, right] = internal.buffers.as_slice() else { unreachable!() };
+        let pivots = vec![b"m".to_vec()];
+        assert!(check_buffer_bounds(&pivots, 0, left).is_ok() && check_buffer_bounds(&pivots, 1, right).is_ok());
+        assert!(check_buffer_bounds(&[b"b".to_vec()], 0, left).is_err(), "a message at the pivot");
+        assert!(check_buffer_bounds(&[b"b".to_vec()], 1, left).is_err(), "messages below the child's range");
+        // Through the decoder a thin node uses: the encoded leaf's sections under a forged head.
+        let bytes = encode_node(ID, &Node::Leaf(leaf.clone()), Compression::Lz4);
+        let layout = decode_layout(ID, &bytes).expect("layout").expect("a layout");
+        let forged = Head::Leaf { first_keys: vec![b"b".to_vec()] };
+        let section = &layout.sections[0];
+        let at = section.offset as usize..(section.offset + section.len) as usize;
+        assert!(decode_section_alone(ID, &layout.head, 0, &bytes[at.clone()], section).is_ok());
+        assert!(decode_section_alone(ID, &forged, 0, &bytes[at], section).is_err());
+    }
+
     #[test]
     fn first_format_nodes_still_decode() {
         let Node::Leaf(leaf) = sample_leaf() else { unreachable!() };

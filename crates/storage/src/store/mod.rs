@@ -38,7 +38,7 @@ use parking_lot::Mutex;
 use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::file::{BlockAddr, DataFile};
-use crate::node::codec::{self, Head, Layout, decode_node};
+use crate::node::codec::{self, Layout, decode_node};
 use crate::node::{Internal, Node, NodeId};
 use crate::stats::TRACKED_LEVELS;
 use crate::thin::{Part, Thin, View};
@@ -419,9 +419,9 @@ impl NodeStore {
         let disk = self.disk.as_ref().ok_or_else(|| missing(thin.id))?;
         let bytes =
             disk.file.read_payload_range(thin.block, thin.id.0, section.offset as usize, section.len as usize)?;
-        let part = match &thin.layout.head {
-            Head::Leaf { .. } => Part::Basement(Arc::new(codec::decode_basement_section(thin.id, &bytes, section)?)),
-            Head::Internal { .. } => Part::Buffer(Arc::new(codec::decode_buffer_section(thin.id, &bytes, section)?)),
+        let part = match codec::decode_section_alone(thin.id, &thin.layout.head, index, &bytes, section)? {
+            codec::Section::Basement(basement) => Part::Basement(Arc::new(basement)),
+            codec::Section::Buffer(buffer) => Part::Buffer(Arc::new(buffer)),
         };
         self.counters.section_loads.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes_read.fetch_add(bytes.len() as u64, Ordering::Relaxed);
