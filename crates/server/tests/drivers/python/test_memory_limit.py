@@ -1,7 +1,7 @@
 """Goal: in a memory cgroup smaller than the cache asked for plus working memory, the server fits
 itself to the limit instead of being OOM-killed: it shrinks its cache, a sort or group past its
 memory limit fails cleanly (292) or spills with allowDiskUse, and 2,000 connections, 1,000 open
-cursors and a 48 MB message at once do not take it down (10,000 connections do not yet fit: see
+cursors and a 48 MB message at once do not take it down, and `validate` runs within the limit (10,000 connections do not yet fit: see
 CONNECTIONS).
 
 Method: the real server runs under ../shared/memcap (a cgroup capping its memory, page cache
@@ -139,8 +139,11 @@ def test_the_server_fits_a_memory_limit_smaller_than_its_cache(capped_server):
     for cursor in cursors:
         cursor.close()
     assert collection.count_documents({}) == 150_000 + inserted
-    # (validate is left out: it holds a collection's index entries in memory, more than this
-    # limit leaves for 150,000 documents; docs/RELIABILITY.md lists it as a known limit.)
     assert collection.count_documents({"a": {"$gte": 0}}, hint="a_1") == 150_000
+    # validate streams the documents and each index once (it used to hold every index entry in
+    # memory, and OOM-killed this server).
+    report = client.pressure.command("validate", "docs")
+    assert report["valid"] is True, report
+    assert report["nrecords"] == 150_000 + inserted
     assert capped_server.process.poll() is None, "the server was killed"
     client.close()
