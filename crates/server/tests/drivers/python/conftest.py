@@ -32,13 +32,14 @@ def no_server_outlives_the_session():
 
 
 class StrataProcess:
-    """`wrapper` runs the server under another command (e.g. memcap's memory cgroup)."""
+    """`wrapper` runs the server under another command (e.g. memcap's memory cgroup); the log
+    goes to `log_path`, by default beside the dbpath (DBPATH.log)."""
 
-    def __init__(self, dbpath, port=0, extra_args=(), wrapper=(), cache_size="64MiB"):
+    def __init__(self, dbpath, port=0, extra_args=(), wrapper=(), cache_size="64MiB", log_path=None):
         STARTED.append(self)
         self.dbpath = dbpath
         os.makedirs(dbpath, exist_ok=True)
-        self.log = open(dbpath.rstrip("/") + ".log", "ab")
+        self.log = open(log_path or dbpath.rstrip("/") + ".log", "ab")
         self.process = subprocess.Popen(
             [*wrapper, BIN, "serve", "--dbpath", dbpath, "--port", str(port), "--cache-size", cache_size, *extra_args],
             stdout=subprocess.PIPE,
