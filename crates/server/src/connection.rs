@@ -7,7 +7,10 @@
 //! (`dispatch::run`, on the same thread) and writes each reply, with no hand-off between
 //! threads per command, until the client has sent nothing for `IDLE_AFTER`; then the socket
 //! goes back to the task. A command that waits (a `j:true` commit for its log sync, a long
-//! scan) blocks only its own connection's thread; other connections have their own.
+//! scan) blocks only its own connection's thread; other connections have their own. When more
+//! than `LINGERING_BURSTS` run, a burst ends as soon as its client has nothing pending, and the
+//! idle task notices a client that left (a peek) without starting a burst, so crowds of clients
+//! arriving or leaving at once do not become crowds of threads.
 //!
 //! A client speaking TLS (see `tls`) keeps its rustls session in the connection's state across
 //! idle periods; a burst reads and writes through it (`Link`), so the handshake, too, is served
@@ -24,6 +27,7 @@
 
 use std::io::{Read, Write};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bson::RawDocumentBuf;
@@ -48,6 +52,13 @@ const LARGE_BUFFER_BYTES: usize = 1 << 20;
 /// A burst ends after this long without a request: the thread goes back to the pool. Clients
 /// sending one command per call send the next within a round trip, far sooner.
 const IDLE_AFTER: Duration = Duration::from_millis(50);
+
+/// With more bursts than this running, a burst whose client has sent nothing more ends at once
+/// instead of waiting `IDLE_AFTER` for it. Waiting keeps a thread per connection that called
+/// in the last 50 ms; ten thousand clients connecting at once made that hundreds of threads
+/// (about 160 KB of memory each), past a tight memory limit. Beyond this many, a client's next
+/// command pays a hand-off to a thread instead, which is what a thread per core would cost.
+const LINGERING_BURSTS: u64 = 64;
 
 /// What to do after one frame.
 enum Outcome {
@@ -96,6 +107,33 @@ struct Session {
 enum Link<'a> {
     Plain(&'a std::net::TcpStream),
     Tls(rustls::Stream<'a, rustls::ServerConnection, &'a std::net::TcpStream>),
+}
+
+impl Link<'_> {
+    /// Whether a read would find something now: plaintext TLS already decrypted, or bytes on the
+    /// socket (a peek that does not wait).
+    fn has_pending(&mut self) -> bool {
+        let socket = match self {
+            Link::Plain(stream) => *stream,
+            Link::Tls(stream) => {
+                if stream.conn.process_new_packets().is_ok_and(|state| state.plaintext_bytes_to_read() > 0) {
+                    return true;
+                }
+                &**stream.sock
+            }
+        };
+        // A peek on the socket made non-blocking for it (three system calls, paid only when
+        // crowded). An error other than "nothing yet" is left for the read to meet and report,
+        // and so is a socket that cannot be switched.
+        if socket.set_nonblocking(true).is_err() {
+            return true;
+        }
+        let peeked = socket.peek(&mut [0u8; 1]);
+        if socket.set_nonblocking(false).is_err() {
+            return true;
+        }
+        !matches!(peeked, Err(error) if error.kind() == std::io::ErrorKind::WouldBlock)
+    }
 }
 
 impl Read for Link<'_> {
@@ -158,9 +196,15 @@ pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionI
                 }
             }
             None => tokio::select! {
-                ready = stream.readable() => if let Err(error) = ready {
-                    debug!(connection = session.context.connection.id, %error, "socket failed; closing");
-                    return;
+                ready = stream.readable() => match ready {
+                    Err(error) => {
+                        debug!(connection = session.context.connection.id, %error, "socket failed; closing");
+                        return;
+                    }
+                    // A client that went away (closed, or reset) needs no thread to say so: ten
+                    // thousand leaving at once would otherwise start ten thousand bursts.
+                    Ok(()) if session.buffer.is_empty() && gone(&stream).await => return,
+                    Ok(()) => {}
                 },
                 _ = session.shutdown.changed() => return,
             },
@@ -173,7 +217,10 @@ pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionI
             }
         };
         let burst = tokio::task::spawn_blocking(move || {
+            let active = &session.context.shared.counters.connections_active;
+            active.fetch_add(1, Ordering::Relaxed);
             let end = session.burst(&blocking);
+            session.context.shared.counters.connections_active.fetch_sub(1, Ordering::Relaxed);
             (session, blocking, end)
         });
         let (returned, blocking, end) = match burst.await {
@@ -198,6 +245,15 @@ pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionI
                 }
             },
         }
+    }
+}
+
+/// Whether a readable socket's peer has closed or reset the connection (a peek that finds no
+/// bytes, or an error other than "nothing yet").
+async fn gone(stream: &TcpStream) -> bool {
+    match stream.peek(&mut [0u8; 1]).await {
+        Ok(received) => received == 0,
+        Err(error) => error.kind() != std::io::ErrorKind::WouldBlock,
     }
 }
 
@@ -252,6 +308,10 @@ impl Session {
             if *self.shutdown.borrow() {
                 return Burst::Close;
             }
+            if self.buffer.is_empty() && self.crowded() && !stream.has_pending() {
+                self.buffer = BytesMut::new();
+                return Burst::Idle;
+            }
             let limits = self.limits();
             reserve_for_next(&mut self.buffer, &limits);
             match read_some(stream, &mut self.buffer) {
@@ -280,6 +340,11 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Whether so many bursts run that this one should not wait for its client's next request.
+    fn crowded(&self) -> bool {
+        self.context.shared.counters.connections_active.load(Ordering::Relaxed) > LINGERING_BURSTS
     }
 
     /// Answers every whole message in the buffer; `Some` if the connection must end.

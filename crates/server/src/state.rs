@@ -59,6 +59,8 @@ pub struct Shared {
 pub struct Counters {
     pub connections_current: AtomicU64,
     pub connections_total: AtomicU64,
+    /// Connections served by a thread now (in a burst: see `connection`); `connections.active`.
+    pub connections_active: AtomicU64,
     pub insert: AtomicU64,
     pub query: AtomicU64,
     pub update: AtomicU64,

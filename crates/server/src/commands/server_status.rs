@@ -31,6 +31,7 @@ pub fn run(context: &Context, _command: &Command) -> Result<RawDocumentBuf, Comm
             "current": current,
             "available": (max - current).max(0),
             "totalCreated": counters.connections_total.load(Relaxed) as i64,
+            "active": counters.connections_active.load(Relaxed) as i64,
         },
         "opcounters": {
             "insert": counters.insert.load(Relaxed) as i64,

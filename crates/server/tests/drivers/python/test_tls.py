@@ -4,6 +4,7 @@ rotateCertificates switches new connections to new files without a restart. The 
 runs with --auth here, so users log in with SCRAM over TLS, as in production."""
 
 import os
+import threading
 
 import pytest
 import trustme
@@ -156,3 +157,45 @@ def test_x509_authentication(tls_server, pki):
     assert failure.value.code == 18
     stale.close()
     root.close()
+
+
+def test_many_tls_clients_at_once(tls_server, pki):
+    """150 connections calling at once: more bursts than the server lets linger (64), so bursts
+    end as soon as a client has nothing pending, which over TLS means nothing decrypted and
+    nothing on the socket; no request may be lost or stall in between."""
+    client = tls_server.client(
+        tls=True, tlsCAFile=pki["ca_file"], username="admin", password="secret", maxPoolSize=200
+    )
+    collection = client.crowd.c
+    collection.drop()
+    errors = []
+
+    def work(worker):
+        try:
+            for i in range(30):
+                collection.insert_one({"_id": worker * 1000 + i, "w": worker})
+                assert collection.find_one({"_id": worker * 1000 + i})["w"] == worker
+        except Exception as error:  # reported below with the worker's number
+            errors.append(f"worker {worker}: {error!r}")
+
+    busiest, done = [0], threading.Event()
+
+    def watch():  # the most bursts seen running at once (serverStatus.connections.active)
+        while not done.is_set():
+            active = client.admin.command("serverStatus")["connections"]["active"]
+            busiest[0] = max(busiest[0], active)
+
+    threads = [threading.Thread(target=work, args=(worker,)) for worker in range(150)]
+    watcher = threading.Thread(target=watch)
+    for thread in [watcher, *threads]:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    done.set()
+    watcher.join(timeout=30)
+    print(f"at most {busiest[0]} bursts running at once")
+    assert not errors, errors[:5]
+    assert collection.count_documents({}) == 150 * 30
+    connections = client.admin.command("serverStatus")["connections"]
+    assert 1 <= connections["active"] <= connections["current"]
+    client.close()
