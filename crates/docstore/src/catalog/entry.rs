@@ -28,6 +28,10 @@ use bson::{Bson, Document, doc};
 use crate::error::{Error, Result};
 
 pub const CATALOG_TREE: &str = "__catalog";
+/// The catalog's copy: every entry written to `__catalog` is written here in the same
+/// transaction, so that `strata repair` can still name the collections when `__catalog`'s
+/// blocks are damaged.
+pub const CATALOG_COPY_TREE: &str = "__catalog_copy";
 pub const COUNTS_TREE: &str = "__counts";
 pub const NEXT_TREE_KEY: &[u8] = b"\0next_tree";
 pub const COLLECTION_TREE_PREFIX: &str = "c.";

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use bson::{Bson, Document};
 use parking_lot::{Mutex, MutexGuard, RwLock};
-use storage::{Durability, Engine, Snapshot, TreeId};
+use storage::{Durability, Engine, Salvaged, Snapshot, Transaction, TreeId};
 
 pub use entry::{
     COLLECTION_TREE_PREFIX, CollectionMeta, INDEX_TREE_PREFIX, IndexMeta, SERVER_COLLECTIONS, TEMP_TREE_PREFIX,
@@ -44,6 +44,8 @@ type CollectionMap = BTreeMap<(String, String), Arc<Collection>>;
 pub struct Catalog {
     /// `__catalog`: the entries.
     tree: TreeId,
+    /// `__catalog_copy`: the same entries, written with them (read only by a salvage).
+    copy_tree: TreeId,
     /// `__counts`: documents and bytes per collection, logical bytes per index.
     counts_tree: TreeId,
     /// `__sessions`: retryable writes' statement records ([`crate::retry`]).
@@ -80,6 +82,7 @@ impl Catalog {
         let catalog = Catalog {
             index_usage: crate::index::usage::Usage::default(),
             tree: ensure_tree(engine, entry::CATALOG_TREE)?,
+            copy_tree: ensure_copy_tree(engine)?,
             counts_tree: ensure_tree(engine, entry::COUNTS_TREE)?,
             sessions_tree: ensure_tree(engine, crate::retry::SESSIONS_TREE)?,
             collections: RwLock::new(BTreeMap::new()),
@@ -103,9 +106,13 @@ impl Catalog {
 
     fn load(&self, engine: &Engine) -> Result<(Vec<CollectionMeta>, Vec<ViewMeta>)> {
         let snapshot = engine.snapshot();
+        let entries = if engine.options().salvage {
+            salvage_entries(snapshot.salvage(self.tree), snapshot.salvage(self.copy_tree))?
+        } else {
+            snapshot.iter(self.tree).collect::<storage::Result<Vec<_>>>()?
+        };
         let (mut metas, mut views) = (Vec::new(), Vec::new());
-        for item in snapshot.iter(self.tree) {
-            let (key, value) = item?;
+        for (key, value) in entries {
             if key.starts_with(view::VIEW_KEY_PREFIX) {
                 views.push(ViewMeta::decode(&value)?);
             } else if key.first() != Some(&0) {
@@ -115,9 +122,27 @@ impl Catalog {
         Ok((metas, views))
     }
 
-    /// The `__catalog` tree, for a write that commits a catalog entry with its own messages.
+    /// The `__catalog` tree, to read an entry (writes go through [`Catalog::put_meta`], which
+    /// keeps the copy).
     pub fn tree(&self) -> TreeId {
         self.tree
+    }
+
+    /// Adds a collection's entry to `txn`, in the catalog and its copy (a write that commits a
+    /// catalog change with its own messages).
+    pub fn put_meta(&self, txn: &mut Transaction<'_>, meta: &CollectionMeta) -> Result<()> {
+        self.put_entry(txn, namespace_key(&meta.db, &meta.name), meta.encode()?);
+        Ok(())
+    }
+
+    fn put_entry(&self, txn: &mut Transaction<'_>, key: Vec<u8>, value: Vec<u8>) {
+        txn.put(self.copy_tree, key.clone(), value.clone());
+        txn.put(self.tree, key, value);
+    }
+
+    fn delete_entry(&self, txn: &mut Transaction<'_>, key: Vec<u8>) {
+        txn.delete(self.copy_tree, key.clone());
+        txn.delete(self.tree, key);
     }
 
     /// The `__counts` tree.
@@ -312,7 +337,7 @@ impl Catalog {
             None => 1,
         };
         let mut txn = engine.begin();
-        txn.put(self.tree, entry::NEXT_TREE_KEY.to_vec(), (next + 1).to_le_bytes().to_vec());
+        self.put_entry(&mut txn, entry::NEXT_TREE_KEY.to_vec(), (next + 1).to_le_bytes().to_vec());
         txn.commit(Durability::Immediate)?;
         let name = format!("{prefix}{next}");
         engine.create_tree(&name)?;
@@ -389,7 +414,7 @@ impl Catalog {
         create.extend(view.options());
         let entries = self.command_entries(db, create)?;
         let mut txn = engine.begin();
-        txn.put(self.tree, ViewMeta::key(db, name), view.encode()?);
+        self.put_entry(&mut txn, ViewMeta::key(db, name), view.encode()?);
         self.commit_logged(engine, txn, db, entries, Durability::Immediate)?;
         self.views.write().insert((db.into(), name.into()), view);
         Ok(())
@@ -420,7 +445,7 @@ impl Catalog {
             return Ok(false);
         }
         let mut txn = engine.begin();
-        txn.delete(self.tree, ViewMeta::key(db, name));
+        self.delete_entry(&mut txn, ViewMeta::key(db, name));
         let entries = self.command_entries(db, bson::doc! {"drop": name})?;
         self.commit_logged(engine, txn, db, entries, Durability::Immediate)?;
         self.views.write().remove(&(db.to_string(), name.to_string()));
@@ -547,7 +572,7 @@ impl Catalog {
         };
         let meta = CollectionMeta { db: db.into(), name: name.into(), tree, options, indexes: Vec::new(), natural };
         let mut txn = engine.begin();
-        txn.put(self.tree, namespace_key(db, name), meta.encode()?);
+        self.put_meta(&mut txn, &meta)?;
         self.commit_logged(engine, txn, db, entries, Durability::Immediate)?;
         let collection = Arc::new(Collection::open(engine, meta, Arc::new(Mutex::new(())), self.document_compression)?);
         self.collections.write().insert((db.into(), name.into()), Arc::clone(&collection));
@@ -564,7 +589,7 @@ impl Catalog {
         let _write = lock.lock();
         self.check_not_held(&collection)?;
         let mut txn = engine.begin();
-        txn.delete(self.tree, namespace_key(db, name));
+        self.delete_entry(&mut txn, namespace_key(db, name));
         txn.delete(self.counts_tree, collection.count_key.clone());
         txn.delete(self.counts_tree, collection.size_key.clone());
         let entries = self.command_entries(db, bson::doc! {"drop": name})?;
@@ -626,8 +651,8 @@ impl Catalog {
         meta.db = to.0.into();
         meta.name = to.1.into();
         let mut txn = engine.begin();
-        txn.delete(self.tree, namespace_key(from.0, from.1));
-        txn.put(self.tree, namespace_key(to.0, to.1), meta.encode()?);
+        self.delete_entry(&mut txn, namespace_key(from.0, from.1));
+        self.put_meta(&mut txn, &meta)?;
         let rename = bson::doc! {
             "renameCollection": format!("{}.{}", from.0, from.1),
             "to": format!("{}.{}", to.0, to.1),
@@ -703,7 +728,7 @@ impl Catalog {
         entries: Vec<Entry>,
     ) -> Result<Arc<Collection>> {
         let mut txn = engine.begin();
-        txn.put(self.tree, namespace_key(&meta.db, &meta.name), meta.encode()?);
+        self.put_meta(&mut txn, &meta)?;
         self.commit_logged(engine, txn, &meta.db, entries, Durability::Immediate)?;
         self.install(engine, old, meta)
     }
@@ -734,6 +759,60 @@ impl Catalog {
     }
 }
 
+/// The catalog's copy. An empty copy beside a catalog with entries (a directory from before
+/// the copy existed, or a crash right after the copy's tree was created) is filled from
+/// `__catalog` in one transaction; a copy with any entry is whole, since every change writes
+/// both. A salvage writes nothing: it reads the copy as it finds it.
+fn ensure_copy_tree(engine: &Engine) -> Result<TreeId> {
+    let copy = ensure_tree(engine, entry::CATALOG_COPY_TREE)?;
+    let Some(catalog) = engine.tree(entry::CATALOG_TREE) else { return Ok(copy) };
+    let snapshot = engine.snapshot();
+    if engine.options().salvage || snapshot.iter(copy).next().is_some() {
+        return Ok(copy);
+    }
+    let mut txn = engine.begin();
+    for item in snapshot.iter(catalog) {
+        let (key, value) = item?;
+        txn.put(copy, key, value);
+    }
+    txn.commit(Durability::Immediate)?;
+    Ok(copy)
+}
+
+/// A salvage's catalog: every entry readable in `__catalog`, and from its copy those that a
+/// damaged part of `__catalog` hides. Refused when a damaged part of the catalog is not covered
+/// by an undamaged copy: a collection missing from the salvage would be lost without a word.
+fn salvage_entries(
+    catalog: impl Iterator<Item = storage::Result<Salvaged>>,
+    copy: impl Iterator<Item = storage::Result<Salvaged>>,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let (entries, damage) = readable(catalog);
+    let Some(damage) = damage else { return Ok(entries.into_iter().collect()) };
+    let (copied, copy_damage) = readable(copy);
+    if copied.is_empty() || copy_damage.is_some() {
+        let copy = copy_damage.map_or("it has no copy".to_owned(), |error| format!("its copy is damaged too: {error}"));
+        return Err(Error::corrupt(format!("the catalog is damaged ({damage}) and {copy}")));
+    }
+    let mut merged = copied;
+    merged.extend(entries);
+    Ok(merged.into_iter().collect())
+}
+
+/// The entries of a salvaged tree, and the first damage met, if any.
+fn readable(items: impl Iterator<Item = storage::Result<Salvaged>>) -> (BTreeMap<Vec<u8>, Vec<u8>>, Option<String>) {
+    let (mut entries, mut damage) = (BTreeMap::new(), None);
+    for item in items {
+        match item {
+            Ok(Salvaged::Entry(key, value)) => {
+                entries.insert(key, value);
+            }
+            Ok(Salvaged::Lost { error, .. }) => damage = damage.or(Some(error.to_string())),
+            Err(error) => damage = damage.or(Some(error.to_string())),
+        }
+    }
+    (entries, damage)
+}
+
 fn ensure_tree(engine: &Engine, name: &str) -> Result<TreeId> {
     match engine.tree(name) {
         Some(id) => Ok(id),
@@ -752,4 +831,59 @@ fn drop_garbage_trees(engine: &Engine, metas: &[CollectionMeta]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Store, StoreOptions};
+
+    fn entry(key: &str) -> storage::Result<Salvaged> {
+        Ok(Salvaged::Entry(key.as_bytes().to_vec(), format!("value of {key}").into_bytes()))
+    }
+
+    fn lost() -> storage::Result<Salvaged> {
+        Ok(Salvaged::Lost { from: None, to: None, error: storage::Error::Corruption("a flipped bit".into()) })
+    }
+
+    fn keys(entries: Result<Vec<(Vec<u8>, Vec<u8>)>>) -> Vec<String> {
+        entries.expect("salvaged").into_iter().map(|(key, _)| String::from_utf8(key).expect("utf-8")).collect()
+    }
+
+    #[test]
+    fn a_salvage_reads_what_the_damaged_catalog_hides_from_its_copy() {
+        let whole = || vec![entry("a"), entry("b"), entry("c")].into_iter();
+        assert_eq!(keys(salvage_entries(whole(), std::iter::empty())), ["a", "b", "c"], "no damage: the catalog alone");
+        let damaged = || vec![entry("a"), lost(), entry("c")].into_iter();
+        assert_eq!(keys(salvage_entries(damaged(), whole())), ["a", "b", "c"], "b comes from the copy");
+        assert!(salvage_entries(damaged(), std::iter::empty()).is_err(), "no copy: refused, not silently short");
+        assert!(salvage_entries(damaged(), damaged()).is_err(), "both damaged: refused");
+    }
+
+    /// Every change to the catalog reaches its copy in the same transaction, and a directory
+    /// without a copy (made before it existed) gets one when it is opened.
+    #[test]
+    fn the_copy_follows_every_catalog_change() {
+        let store = Store::open_in_memory(StoreOptions::default()).expect("store");
+        store.create_collection("db", "a", bson::doc! {}).expect("create");
+        store.create_indexes("db", "a", &[bson::doc! {"key": {"x": 1}, "name": "x_1"}]).expect("index");
+        store.create_collection("db", "b", bson::doc! {"capped": true, "size": 4096}).expect("capped");
+        store.create_collection("db", "v", bson::doc! {"viewOn": "a", "pipeline": []}).expect("view");
+        store.rename_collection(("db", "b"), ("db", "c"), false).expect("rename");
+        store.drop_collection("db", "a").expect("drop");
+        let same = |store: &Store| {
+            let (engine, catalog) = (&store.inner.engine, &store.inner.catalog);
+            let read = |tree| engine.snapshot().iter(tree).collect::<storage::Result<Vec<_>>>().expect("read");
+            let entries = read(catalog.tree);
+            assert!(entries.len() >= 3, "the tree counter, c and the view");
+            assert_eq!(entries, read(catalog.copy_tree));
+        };
+        same(&store);
+        store.inner.engine.drop_tree(entry::CATALOG_COPY_TREE).expect("drop the copy");
+        assert!(ensure_copy_tree(&store.inner.engine).is_ok());
+        let copy = store.inner.engine.tree(entry::CATALOG_COPY_TREE).expect("made again");
+        let copied = store.inner.engine.snapshot().iter(copy).count();
+        let catalog = store.inner.engine.snapshot().iter(store.inner.catalog.tree).count();
+        assert_eq!(copied, catalog, "a missing copy is made from the catalog");
+    }
 }

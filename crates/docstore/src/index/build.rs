@@ -183,7 +183,7 @@ fn remove_indexes(
     entries: Vec<crate::oplog::Entry>,
 ) -> Result<()> {
     let mut txn = engine.begin();
-    txn.put(catalog.tree(), catalog::namespace_key(&meta.db, &meta.name), meta.encode()?);
+    catalog.put_meta(&mut txn, &meta)?;
     for tree in trees {
         txn.delete(catalog.counts_tree(), catalog::size_key(tree));
     }

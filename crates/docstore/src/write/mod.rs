@@ -20,7 +20,7 @@ use bson::{Bson, Document, RawDocument};
 use document::keycodec::EncodedKey;
 use storage::{Durability, Engine, Transaction, Writes};
 
-use crate::catalog::{Catalog, CollectionMeta, namespace_key};
+use crate::catalog::{Catalog, CollectionMeta};
 use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::index::{Index, id_key};
@@ -408,7 +408,7 @@ impl<'s> DocumentWrite<'s> {
         };
         let mut txn = txn;
         if let Some(meta) = &new_meta {
-            txn.put(self.catalog.tree(), namespace_key(&meta.db, &meta.name), meta.encode()?);
+            self.catalog.put_meta(&mut txn, meta)?;
         }
         let db = self.collection.meta.db.clone();
         match self.catalog.commit_logged(self.engine, txn, &db, entries, under_lock(durability)) {
