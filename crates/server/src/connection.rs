@@ -217,10 +217,9 @@ pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionI
             }
         };
         let burst = tokio::task::spawn_blocking(move || {
-            let active = &session.context.shared.counters.connections_active;
-            active.fetch_add(1, Ordering::Relaxed);
+            let shared = Arc::clone(&session.context.shared);
+            let _active = Active::enter(&shared.counters.connections_active);
             let end = session.burst(&blocking);
-            session.context.shared.counters.connections_active.fetch_sub(1, Ordering::Relaxed);
             (session, blocking, end)
         });
         let (returned, blocking, end) = match burst.await {
@@ -245,6 +244,22 @@ pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionI
                 }
             },
         }
+    }
+}
+
+/// A burst running, counted in `connections.active` (`crowded`) until it ends, however it ends.
+struct Active<'a>(&'a std::sync::atomic::AtomicU64);
+
+impl<'a> Active<'a> {
+    fn enter(counter: &'a std::sync::atomic::AtomicU64) -> Active<'a> {
+        counter.fetch_add(1, Ordering::Relaxed);
+        Active(counter)
+    }
+}
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
