@@ -405,8 +405,10 @@ fn decode_node_v1(bytes: &[u8]) -> Result<Node> {
 fn decode_internal_v1(r: &mut Reader<'_>) -> Result<Internal> {
     let (height, children, pivots) = read_routing(r)?;
     let mut buffers = Vec::with_capacity(children.len());
-    for _ in 0..children.len() {
-        buffers.push(decode_buffer(&decompress(r.bytes()?)?)?);
+    for index in 0..children.len() {
+        let buffer = decode_buffer(&decompress(r.bytes()?)?)?;
+        check_buffer_bounds(&pivots, index, &buffer)?;
+        buffers.push(buffer);
     }
     Ok(Internal { height, pivots, children, buffers })
 }
