@@ -32,8 +32,7 @@ use crate::tree::Tree;
 /// What the engine remembers between checkpoints.
 pub(crate) struct CheckpointState {
     pub generation: u64,
-    /// The last checkpoint's catalog block and its copy, freed once the next one is durable.
-    pub catalog_blocks: Vec<BlockAddr>,
+    pub catalog_block: Option<BlockAddr>,
     pub last_finished: Instant,
     pub log_position_at_last: u64,
     /// A checkpoint is wanted now, whatever the policy says (after a recovery that replayed
@@ -43,10 +42,10 @@ pub(crate) struct CheckpointState {
 }
 
 impl CheckpointState {
-    pub fn new(generation: u64, catalog_blocks: Vec<BlockAddr>) -> CheckpointState {
+    pub fn new(generation: u64, catalog_block: Option<BlockAddr>) -> CheckpointState {
         CheckpointState {
             generation,
-            catalog_blocks,
+            catalog_block,
             last_finished: Instant::now(),
             log_position_at_last: 0,
             requested: false,
@@ -117,9 +116,9 @@ pub(crate) fn checkpoint_holding(shared: &Shared, durable: &Durable, state: &mut
     let captured = capture(shared, durable)?;
     let release = captured.release.clone();
     match write_and_commit(shared, durable, state, captured) {
-        Ok((bytes, catalog_blocks)) => {
+        Ok((bytes, catalog_block)) => {
             shared.store.free_blocks(release);
-            for previous in std::mem::replace(&mut state.catalog_blocks, catalog_blocks) {
+            if let Some(previous) = state.catalog_block.replace(catalog_block) {
                 durable.data.free(previous);
             }
             // What was freed at the end of the file goes back to the operating system.
@@ -186,14 +185,13 @@ fn capture(shared: &Shared, durable: &Durable) -> Result<Captured> {
     })
 }
 
-/// Steps 2 and 3 (and the log half of 4); returns the bytes written and the new catalog's two
-/// blocks (the catalog and its copy: one damaged block must not make the file unopenable).
+/// Steps 2 and 3 (and the log half of 4); returns the bytes written and the new catalog block.
 fn write_and_commit(
     shared: &Shared,
     durable: &Durable,
     state: &mut CheckpointState,
     captured: Captured,
-) -> Result<(u64, Vec<BlockAddr>)> {
+) -> Result<(u64, BlockAddr)> {
     let mut blocks = captured.nodes.clean;
     let mut bytes = 0u64;
     for (id, node, version, compression) in captured.nodes.dirty {
@@ -204,10 +202,8 @@ fn write_and_commit(
     let catalog =
         Catalog { trees: captured.trees, blocks: blocks.into_iter().map(|(id, addr)| (id.0, addr)).collect() };
     debug_assert!(names_every_root_once(&catalog), "a checkpoint's block table misses a root or names a node twice");
-    let encoded = catalog.encode();
-    let catalog_addr = durable.data.write_block(0, &encoded)?;
-    let copy_addr = durable.data.write_block(0, &encoded)?;
-    bytes += u64::from(catalog_addr.len) + u64::from(copy_addr.len);
+    let catalog_addr = durable.data.write_block(0, &catalog.encode())?;
+    bytes += u64::from(catalog_addr.len);
     durable.data.sync()?;
     let header = Header {
         generation: state.generation + 1,
@@ -217,7 +213,6 @@ fn write_and_commit(
         next_tree_id: captured.next_tree_id,
         catalog_offset: catalog_addr.offset,
         catalog_len: catalog_addr.len,
-        catalog_copy_offset: copy_addr.offset,
         shape: Some(shared.options.shape()),
     };
     debug_assert!(captured.seq <= shared.visible.load(Ordering::Acquire), "a checkpoint of commits not yet visible");
@@ -226,5 +221,5 @@ fn write_and_commit(
     state.log_position_at_last = captured.log_position;
     // The checkpoint is durable; a segment that cannot be removed now is removed by the next.
     let _ = durable.log.remove_segments_before(captured.segment);
-    Ok((bytes, vec![catalog_addr, copy_addr]))
+    Ok((bytes, catalog_addr))
 }
