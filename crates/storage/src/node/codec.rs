@@ -605,7 +605,9 @@ mod tests {
         }
     }
 
-    /// Blocks of the first format (no head, no section checksums) still read, without a layout.
+    /// A section read alone (a thin node's partial fetch) and each section of a whole node is
+    /// checked against the key bounds its head gives: basements by the head's first keys,
+    /// buffers by the pivots.
     #[test]
     fn a_section_read_alone_is_checked_against_its_heads_bounds() {
         let Node::Leaf(leaf) = sample_leaf() else { unreachable!() };
@@ -632,6 +634,7 @@ mod tests {
         assert!(decode_section_alone(ID, &forged, 0, &bytes[at], section).is_err());
     }
 
+    /// Blocks of the first format (no head, no section checksums) still read, without a layout.
     #[test]
     fn first_format_nodes_still_decode() {
         let Node::Leaf(leaf) = sample_leaf() else { unreachable!() };

@@ -16,6 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+import pytest
 from pymongo.errors import PyMongoError
 from pymongo.write_concern import WriteConcern
 
@@ -374,3 +375,13 @@ def log_tail(log_path, lines=40):
             return "\n".join(log.read().decode(errors="replace").splitlines()[-lines:])
     except OSError as error:
         return f"(no log: {error})"
+
+
+def fail_cycle(what, problems, seed, cycle, evidence, log_path):
+    """Fails the test with the problems found in `cycle` (at most 30 listed), how to replay its
+    choices, where the evidence was kept (`evidence` says what and where) and the log's tail."""
+    listing = "\n  ".join(problems[:30]) + (f"\n  ... {len(problems) - 30} more" if len(problems) > 30 else "")
+    pytest.fail(
+        f"{what} (seed {seed}, cycle {cycle}; STRATA_SEED={seed} replays the choices):\n  {listing}\n"
+        f"{evidence}\nserver log tail:\n{log_tail(log_path)}"
+    )

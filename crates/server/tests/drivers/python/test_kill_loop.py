@@ -34,7 +34,6 @@ import statistics
 import tempfile
 import time
 
-import pytest
 from pymongo.errors import PyMongoError
 
 from crash_workload import (
@@ -43,7 +42,7 @@ from crash_workload import (
     RestartFailed,
     Tally,
     check_after_restart,
-    log_tail,
+    fail_cycle,
     run_cycle,
     start_server,
 )
@@ -75,11 +74,7 @@ def fail(what, problems, seed, cycle, dbpath, server):
     if server is not None and server.process.poll() is None:
         server.kill()  # not stop(): a clean shutdown would checkpoint over the evidence
     kept = keep_evidence(dbpath)
-    listing = "\n  ".join(problems[:30]) + (f"\n  ... {len(problems) - 30} more" if len(problems) > 30 else "")
-    pytest.fail(
-        f"{what} (seed {seed}, cycle {cycle}; STRATA_SEED={seed} replays the choices):\n  {listing}\n"
-        f"dbpath and log kept in {kept}\nserver log tail:\n{log_tail(dbpath.rstrip('/') + '.log')}"
-    )
+    fail_cycle(what, problems, seed, cycle, f"dbpath and log kept in {kept}", dbpath.rstrip("/") + ".log")
 
 
 def directory_bytes(path):

@@ -37,7 +37,7 @@ import time
 import pytest
 from pymongo.errors import PyMongoError
 
-from crash_workload import DATABASE, Model, RestartFailed, Tally, check_after_restart, log_tail, run_cycle, start_server
+from crash_workload import DATABASE, Model, RestartFailed, Tally, check_after_restart, fail_cycle, run_cycle, start_server
 
 CYCLES = int(os.environ.get("STRATA_POWER_CYCLES", "8"))
 IMAGE_BYTES = 256 << 20
@@ -143,12 +143,8 @@ def keep_evidence(disk, log_path):
 
 def fail(what, problems, seed, cycle, disk, log_path):
     kept = keep_evidence(disk, log_path)
-    listing = "\n  ".join(problems[:30]) + (f"\n  ... {len(problems) - 30} more" if len(problems) > 30 else "")
-    pytest.fail(
-        f"{what} (seed {seed}, cycle {cycle}; STRATA_SEED={seed} replays the choices):\n  {listing}\n"
-        f"ext4 image as the cut left it (mount it with -o loop) and log kept in {kept}\n"
-        f"server log tail:\n{log_tail(log_path)}"
-    )
+    evidence = f"ext4 image as the cut left it (mount it with -o loop) and log kept in {kept}"
+    fail_cycle(what, problems, seed, cycle, evidence, log_path)
 
 
 def test_power_cut_loop_keeps_acknowledged_writes(workdir, disk):
