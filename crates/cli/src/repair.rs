@@ -95,6 +95,9 @@ fn salvage(scratch: &Path, out: &Path) -> anyhow::Result<Vec<CollectionReport>> 
     };
     let source = Store::open(scratch, source_options)
         .context("the damaged directory cannot be opened even for salvage (its header or catalog is unreadable)")?;
+    if let Some(damage) = &source.engine_stats().recovery.catalog_damage {
+        println!("checkpoint catalog: damaged, read from its copy: {damage}");
+    }
     if let Some(damage) = &source.engine_stats().recovery.log_damage {
         println!("log: replay stopped at damage; commits logged after it are lost: {damage}");
     }

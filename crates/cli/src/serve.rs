@@ -11,7 +11,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use bson::doc;
 use docstore::{Store, StoreOptions};
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::options::{Resolved, ServeArgs};
 
@@ -130,6 +130,9 @@ async fn open_store(options: &Resolved) -> anyhow::Result<Arc<Store>> {
         recovery.micros / 1000,
         if recovery.replayed_records > 0 { "; checkpointing them in the background" } else { "" },
     );
+    if let Some(damage) = &recovery.catalog_damage {
+        warn!(%damage, "the checkpoint's catalog block is damaged: it was read from its copy (the next checkpoint writes both again); run validate on every collection");
+    }
     Ok(Arc::new(store))
 }
 

@@ -32,7 +32,8 @@ use crate::tree::Tree;
 /// What the engine remembers between checkpoints.
 pub(crate) struct CheckpointState {
     pub generation: u64,
-    pub catalog_block: Option<BlockAddr>,
+    /// The last checkpoint's catalog block and its copy, freed once the next one is durable.
+    pub catalog_blocks: Vec<BlockAddr>,
     pub last_finished: Instant,
     pub log_position_at_last: u64,
     /// A checkpoint is wanted now, whatever the policy says (after a recovery that replayed
@@ -42,10 +43,10 @@ pub(crate) struct CheckpointState {
 }
 
 impl CheckpointState {
-    pub fn new(generation: u64, catalog_block: Option<BlockAddr>) -> CheckpointState {
+    pub fn new(generation: u64, catalog_blocks: Vec<BlockAddr>) -> CheckpointState {
         CheckpointState {
             generation,
-            catalog_block,
+            catalog_blocks,
             last_finished: Instant::now(),
             log_position_at_last: 0,
             requested: false,
@@ -80,13 +81,16 @@ struct Captured {
     release: Vec<BlockAddr>,
 }
 
-/// Runs one checkpoint (one at a time), and then, if the data file has become more than a
-/// fifth free space, a bounded compaction step (`compact::step`); a no-op for an in-memory
+/// Runs one checkpoint (one at a time), and then, while the data file is more than a fifth
+/// free space, bounded compaction steps (`compact::step`, at most `AUTO_STEPS`); a no-op for an in-memory
 /// engine. A failed checkpoint is counted: the one before it stays the file's, and the log
 /// keeps growing until one succeeds.
 pub(crate) fn checkpoint(shared: &Shared) -> Result<()> {
     checkpoint_once(shared)?;
-    if crate::compact::wanted(shared) {
+    for _ in 0..crate::compact::AUTO_STEPS {
+        if !crate::compact::wanted(shared) {
+            break;
+        }
         crate::compact::step(shared)?;
     }
     Ok(())
@@ -116,9 +120,9 @@ pub(crate) fn checkpoint_holding(shared: &Shared, durable: &Durable, state: &mut
     let captured = capture(shared, durable)?;
     let release = captured.release.clone();
     match write_and_commit(shared, durable, state, captured) {
-        Ok((bytes, catalog_block)) => {
+        Ok((bytes, catalog_blocks)) => {
             shared.store.free_blocks(release);
-            if let Some(previous) = state.catalog_block.replace(catalog_block) {
+            for previous in std::mem::replace(&mut state.catalog_blocks, catalog_blocks) {
                 durable.data.free(previous);
             }
             // What was freed at the end of the file goes back to the operating system.
@@ -185,25 +189,23 @@ fn capture(shared: &Shared, durable: &Durable) -> Result<Captured> {
     })
 }
 
-/// Steps 2 and 3 (and the log half of 4); returns the bytes written and the new catalog block.
+/// Steps 2 and 3 (and the log half of 4); returns the bytes written and the new catalog's two
+/// blocks (the catalog and its copy: one damaged block must not make the file unopenable).
 fn write_and_commit(
     shared: &Shared,
     durable: &Durable,
     state: &mut CheckpointState,
     captured: Captured,
-) -> Result<(u64, BlockAddr)> {
-    let mut blocks = captured.nodes.clean;
-    let mut bytes = 0u64;
-    for (id, node, version, compression) in captured.nodes.dirty {
-        let written = shared.store.write_node(id, &node, compression)?;
-        bytes += u64::from(written.addr.len);
-        blocks.push((id, shared.store.mark_written(id, version, written)));
-    }
-    let catalog =
-        Catalog { trees: captured.trees, blocks: blocks.into_iter().map(|(id, addr)| (id.0, addr)).collect() };
-    debug_assert!(names_every_root_once(&catalog), "a checkpoint's block table misses a root or names a node twice");
-    let catalog_addr = durable.data.write_block(0, &catalog.encode())?;
-    bytes += u64::from(catalog_addr.len);
+) -> Result<(u64, Vec<BlockAddr>)> {
+    // The catalog's two blocks take the lowest holes first: the nodes written after them are
+    // clean blocks that compaction can move down, the catalog's are not, and a catalog left at
+    // the end of the file would keep the file that long until the next checkpoint.
+    let block_count = captured.nodes.clean.len() + captured.nodes.dirty.len();
+    let catalog_len = Catalog::encoded_len(&captured.trees, block_count);
+    let reserved = [durable.data.reserve_block(catalog_len)?, durable.data.reserve_block(catalog_len)?];
+    let written = write_nodes_and_catalog(shared, durable, captured.trees, captured.nodes, reserved);
+    let bytes = written.inspect_err(|_| reserved.into_iter().for_each(|addr| durable.data.free(addr)))?;
+    let [catalog_addr, copy_addr] = reserved;
     durable.data.sync()?;
     let header = Header {
         generation: state.generation + 1,
@@ -213,13 +215,41 @@ fn write_and_commit(
         next_tree_id: captured.next_tree_id,
         catalog_offset: catalog_addr.offset,
         catalog_len: catalog_addr.len,
+        catalog_copy_offset: copy_addr.offset,
         shape: Some(shared.options.shape()),
     };
     debug_assert!(captured.seq <= shared.visible.load(Ordering::Acquire), "a checkpoint of commits not yet visible");
     durable.data.write_header(&header)?;
     state.generation += 1;
     state.log_position_at_last = captured.log_position;
+    durable.data.write_header_copy(&header)?;
     // The checkpoint is durable; a segment that cannot be removed now is removed by the next.
     let _ = durable.log.remove_segments_before(captured.segment);
-    Ok((bytes, catalog_addr))
+    Ok((bytes, vec![catalog_addr, copy_addr]))
+}
+
+/// Writes the dirty nodes, then the catalog naming every node's block into both reserved
+/// blocks, and syncs nothing; returns the bytes written.
+fn write_nodes_and_catalog(
+    shared: &Shared,
+    durable: &Durable,
+    trees: Vec<CatalogTree>,
+    nodes: Capture,
+    reserved: [BlockAddr; 2],
+) -> Result<u64> {
+    let mut blocks = nodes.clean;
+    let mut bytes = 0u64;
+    for (id, node, version, compression) in nodes.dirty {
+        let written = shared.store.write_node(id, &node, compression)?;
+        bytes += u64::from(written.addr.len);
+        blocks.push((id, shared.store.mark_written(id, version, written)));
+    }
+    let catalog = Catalog { trees, blocks: blocks.into_iter().map(|(id, addr)| (id.0, addr)).collect() };
+    debug_assert!(names_every_root_once(&catalog), "a checkpoint's block table misses a root or names a node twice");
+    let encoded = catalog.encode();
+    for addr in reserved {
+        durable.data.write_reserved(addr, 0, &encoded)?;
+        bytes += u64::from(addr.len);
+    }
+    Ok(bytes)
 }

@@ -14,8 +14,8 @@
 //! 3. A checkpoint, which names the copies; once it is durable the originals are free.
 //! 4. The file is cut at the end of its last block (`DataFile::trim_tail`).
 //!
-//! A checkpoint that leaves the file more than a fifth free runs one bounded pass of 2-4 (see
-//! `step`), so churn does not grow the file for long. `compact` repeats 2-4 while a pass moves
+//! A checkpoint that leaves the file more than a fifth free runs bounded passes of 2-4 (see
+//! `step`; at most `AUTO_STEPS`, fewer once the file is no longer a fifth free), so churn does not grow the file for long. `compact` repeats 2-4 while a pass moves
 //! or frees something (a copy may land where the one before could not, once the catalog and
 //! the freed originals have moved; dirty nodes move by being checkpointed into holes, and
 //! their old blocks are free one checkpoint later), at most a few times. A crash at
@@ -29,12 +29,19 @@ use crate::engine::{Shared, elapsed_micros};
 use crate::error::{Error, Result};
 use crate::store::Moved;
 
+/// Compaction steps a checkpoint runs at most (each moves at most an eighth of the file): one
+/// step after a burst of churn left the file just past the fifth-free mark it is meant to end
+/// under (the moved blocks' originals are free only after the step's checkpoint).
+pub(crate) const AUTO_STEPS: usize = 2;
+
 /// Passes of relocation at most: each moves every block that has a hole below it.
 const MAX_PASSES: usize = 4;
 
-/// A checkpoint compacts a file only when at least this many nodes' worth of it is free (and
-/// more than a fifth of it): a small file's slack is not worth a second checkpoint.
-const AUTO_MIN_FREE_NODES: u64 = 2;
+/// A checkpoint compacts a file only when at least this much of it is free (and more than a
+/// fifth of it): a small file's slack is not worth a second checkpoint. A fixed size, not a
+/// number of nodes: nodes are written compressed, often to a fraction of the node size, and a
+/// floor of two 4 MiB nodes left a small database's file at up to twice its data.
+const AUTO_MIN_FREE_BYTES: u64 = 256 << 10;
 
 /// What a compaction did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,18 +79,14 @@ pub(crate) fn compact(shared: &Shared) -> Result<CompactReport> {
     Ok(report)
 }
 
-/// Whether the file is more than a fifth free space (and that is more than a couple of
-/// nodes' worth): a checkpoint then runs a compaction `step`. So a file settles at no more than
+/// Whether the file is more than a fifth free space (and that is at least
+/// `AUTO_MIN_FREE_BYTES`): a checkpoint then runs a compaction `step`. So a file settles at no more than
 /// about 5/4 of what it holds.
 pub(crate) fn wanted(shared: &Shared) -> bool {
     let Some(durable) = shared.durable.get() else { return false };
     let free = durable.data.free_bytes();
     let len = durable.data.len().unwrap_or(0);
-    free * 5 > len && free >= min_free_bytes(shared)
-}
-
-fn min_free_bytes(shared: &Shared) -> u64 {
-    AUTO_MIN_FREE_NODES * shared.options.node_size_bytes as u64
+    free * 5 > len && free >= AUTO_MIN_FREE_BYTES
 }
 
 /// One bounded pass after a checkpoint: moves at most an eighth of the file's length of
@@ -92,7 +95,8 @@ fn min_free_bytes(shared: &Shared) -> u64 {
 /// the whole file at once.
 pub(crate) fn step(shared: &Shared) -> Result<()> {
     let Some(durable) = shared.durable.get() else { return Ok(()) };
-    let budget = (durable.data.len()? / 8).max(min_free_bytes(shared));
+    // At least two nodes' worth, so that a step can always move a whole block of the largest size.
+    let budget = (durable.data.len()? / 8).max(2 * shared.options.node_size_bytes as u64);
     relocate_and_checkpoint(shared, budget).map(|_| ())
 }
 

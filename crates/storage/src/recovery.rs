@@ -24,6 +24,7 @@ use crate::engine::{Durable, Shared};
 use crate::error::{Error, Result};
 use crate::file::allocator::Allocator;
 use crate::file::catalog::Catalog;
+use crate::file::header::Header;
 use crate::file::{BlockAddr, DataFile};
 use crate::io::{FileSystem, Lock, LockGuard};
 use crate::node::NodeId;
@@ -51,6 +52,8 @@ pub struct RecoveryReport {
     /// In a salvage (`Options::salvage`), the damage replay stopped at: the log after it is
     /// lost.
     pub log_damage: Option<String>,
+    /// The damage found in the checkpoint's catalog block, which was read from its copy.
+    pub catalog_damage: Option<String>,
 }
 
 pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Result<Shared> {
@@ -74,17 +77,18 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> 
         options.partial_eviction,
     );
     let shared = Shared::new(options, store);
+    let mut catalog_damage = None;
     let (checkpoint, from_segment) = match header {
         Some(header) => {
-            let catalog_addr = BlockAddr { offset: header.catalog_offset, len: header.catalog_len };
-            let catalog = Catalog::decode(&data.read_block(catalog_addr, 0)?)?;
-            load_checkpoint(&shared, &data, &catalog, catalog_addr)?;
+            let (catalog, catalog_blocks, damage) = read_catalog(&data, &header)?;
+            catalog_damage = damage;
+            load_checkpoint(&shared, &data, &catalog, &catalog_blocks)?;
             shared.store.set_next_id(header.next_node_id);
             shared.catalog.write().next_id = header.next_tree_id;
             shared.publish(header.checkpoint_seq);
-            (CheckpointState::new(header.generation, Some(catalog_addr)), header.log_segment)
+            (CheckpointState::new(header.generation, catalog_blocks), header.log_segment)
         }
-        None => (CheckpointState::new(0, None), 0),
+        None => (CheckpointState::new(0, Vec::new()), 0),
     };
     let mut replayed_records = 0;
     let salvage = shared.options.salvage;
@@ -109,6 +113,7 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> 
         replayed_bytes: end.bytes,
         micros: crate::engine::elapsed_micros(started),
         log_damage: end.stopped_at_damage,
+        catalog_damage,
     };
     let durable = Durable { data, log, checkpoint: Mutex::new(checkpoint), recovery: report, _lock: lock, fs };
     if shared.durable.set(durable).is_err() {
@@ -137,10 +142,30 @@ fn lock_directory(fs: &dyn FileSystem, dir: &Path) -> Result<LockGuard> {
     }
 }
 
-fn load_checkpoint(shared: &Shared, data: &DataFile, catalog: &Catalog, catalog_addr: BlockAddr) -> Result<()> {
+/// The checkpoint's catalog, from its block or, if that block is damaged, from its copy (with
+/// the damage); and both blocks (in use until the next checkpoint frees them).
+fn read_catalog(data: &DataFile, header: &Header) -> Result<(Catalog, Vec<BlockAddr>, Option<String>)> {
+    let primary = BlockAddr { offset: header.catalog_offset, len: header.catalog_len };
+    let copy = (header.catalog_copy_offset != 0)
+        .then_some(BlockAddr { offset: header.catalog_copy_offset, len: header.catalog_len });
+    let blocks: Vec<BlockAddr> = std::iter::once(primary).chain(copy).collect();
+    let read = |addr: BlockAddr| data.read_block(addr, 0).and_then(|bytes| Catalog::decode(&bytes));
+    match (read(primary), copy) {
+        (Ok(catalog), _) => Ok((catalog, blocks, None)),
+        (Err(damage), Some(copy)) => {
+            let catalog = read(copy).map_err(|also| {
+                Error::Corruption(format!("the checkpoint's catalog and its copy are damaged: {damage}; {also}"))
+            })?;
+            Ok((catalog, blocks, Some(damage.to_string())))
+        }
+        (Err(damage), None) => Err(damage),
+    }
+}
+
+fn load_checkpoint(shared: &Shared, data: &DataFile, catalog: &Catalog, catalog_blocks: &[BlockAddr]) -> Result<()> {
     shared.store.load_blocks(&catalog.blocks);
     let mut used: Vec<(u64, u64)> = catalog.blocks.iter().map(|(_, a)| (a.offset, u64::from(a.len))).collect();
-    used.push((catalog_addr.offset, u64::from(catalog_addr.len)));
+    used.extend(catalog_blocks.iter().map(|addr| (addr.offset, u64::from(addr.len))));
     data.set_allocator(Allocator::from_used(used));
     let mut registry = shared.catalog.write();
     for tree in &catalog.trees {

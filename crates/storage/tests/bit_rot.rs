@@ -2,7 +2,8 @@
 //! checksums and never returned as data: opening fails, or every read gives the right value or
 //! an error, never a wrong value; what the checkpoint holds never vanishes without an error;
 //! damage in the log loses at most the commits from the damage on; and a salvage
-//! (`Snapshot::salvage`) yields only right entries, naming the key range of everything else.
+//! (`Snapshot::salvage`) yields only right entries, naming the key range of everything else;
+//! and a directory that refuses to open opens for salvage (what `strata repair` does).
 //!
 //! Method: one real data directory is built (two trees, keys written once each, with values
 //! that name their key; checkpoints, then `Immediate` commits left in the log; then a crash).
@@ -264,5 +265,108 @@ fn a_flipped_bit_or_zeroed_sector_is_never_returned_as_data() {
         one_case(&pristine, &written, first.wrapping_add(case), &scratch, &mut tally);
     }
     println!("{tally:?}");
+    // One damaged spot never leaves a directory that even a salvage refuses: the header and the
+    // checkpoint catalog are each written twice.
+    assert_eq!(
+        tally.opened_for_salvage, tally.refused_to_open,
+        "a damaged directory refused to open for salvage (STRATA_VERBOSE=1 names the seed)"
+    );
+    let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// The newest valid header slot's (catalog offset, catalog length, catalog copy offset), read
+/// as `file/header.rs` lays a slot out: magic(8) checksum(4) body, where the body holds format(4),
+/// generation, checkpoint_seq, log_segment, next_node_id, next_tree_id, catalog_offset (u64 each),
+/// catalog_len (u32) and catalog_copy_offset (u64).
+fn newest_catalog(dir: &Path) -> (u64, u32, u64) {
+    let bytes = std::fs::read(dir.join("data.strata")).expect("data file");
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let slots = [0usize, 4096].into_iter().filter(|slot| &bytes[*slot..*slot + 8] == b"STRATA\0\x01");
+    let slot = slots.max_by_key(|slot| u64_at(slot + 16)).expect("a written header slot");
+    let body = slot + 12;
+    let len = u32::from_le_bytes(bytes[body + 52..body + 56].try_into().expect("4 bytes"));
+    (u64_at(body + 44), len, u64_at(body + 56))
+}
+
+fn zero(dir: &Path, offset: u64, len: u64) {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut file = std::fs::OpenOptions::new().write(true).open(dir.join("data.strata")).expect("open");
+    file.seek(SeekFrom::Start(offset)).expect("seek");
+    file.write_all(&vec![0; len as usize]).expect("zero");
+}
+
+/// A checkpoint writes its catalog (every tree's root and every node's block) twice: with the
+/// catalog block zeroed the directory opens from the copy and every key reads back; with both
+/// zeroed it refuses, naming both.
+#[test]
+fn a_damaged_checkpoint_catalog_is_read_from_its_copy() {
+    let scratch = std::env::temp_dir().join(format!("strata-catalog-copy-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let pristine = scratch.join("pristine");
+    let written = build(&pristine);
+    let (catalog, len, copy) = newest_catalog(&pristine);
+    assert!(copy != 0 && copy != catalog, "the header names a copy of the catalog");
+
+    let one = scratch.join("catalog-zeroed");
+    copy_dir(&pristine, &one);
+    zero(&one, catalog, u64::from(len));
+    let engine = Engine::open(&one, options()).expect("opens from the catalog's copy");
+    assert!(engine.stats().recovery.catalog_damage.is_some(), "the damage is reported");
+    let (read_errors, lost_log_keys, lost_ranges) = check_reads(&engine, &written, false, "catalog zeroed");
+    assert_eq!((read_errors, lost_log_keys, lost_ranges), (0, 0, 0));
+    engine.checkpoint().expect("a checkpoint writes both again");
+    drop(engine);
+    let (again, _, again_copy) = newest_catalog(&one);
+    assert!(again != catalog && again_copy != copy, "the next checkpoint wrote a new catalog and copy");
+
+    let both = scratch.join("both-zeroed");
+    copy_dir(&pristine, &both);
+    zero(&both, catalog, u64::from(len));
+    zero(&both, copy, u64::from(len));
+    let refused = Engine::open(&both, options()).err().expect("refused with both damaged");
+    assert!(refused.to_string().contains("catalog and its copy"), "{refused}");
+    let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// A checkpoint writes its header into both slots (the second once the first is durable): with
+/// either slot zeroed the directory opens from the other, at the same checkpoint, and every key
+/// reads back. (Before, the other slot named the previous checkpoint, whose blocks and log the
+/// rewrites below had reused and removed.)
+#[test]
+fn a_damaged_header_slot_leaves_the_other_naming_the_same_checkpoint() {
+    let scratch = std::env::temp_dir().join(format!("strata-header-copy-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let pristine = scratch.join("pristine");
+    let written = build(&pristine);
+    let rewritten = scratch.join("rewritten");
+    // A copy: `build` leaves its engine open, as a crash would.
+    copy_dir(&pristine, &rewritten);
+    {
+        // Checkpoints that rewrite every node: each reuses the blocks the one before freed.
+        let engine = Engine::open(&rewritten, options()).expect("reopen");
+        let trees = TREES.map(|name| engine.tree(name).expect("tree"));
+        for round in 0..4 {
+            let mut txn = engine.begin();
+            for (&i, &tree) in &written.tree_of {
+                txn.put(trees[tree], key(i), value(i));
+            }
+            txn.commit(Durability::Immediate).expect("rewrite");
+            // The last round is not checkpointed: its evictions reuse the blocks the last
+            // checkpoint freed, and the process dies.
+            if round < 3 {
+                engine.checkpoint().expect("checkpoint");
+            }
+        }
+        std::mem::forget(engine);
+    }
+    for slot in [0u64, 1] {
+        let dir = scratch.join(format!("slot-{slot}-zeroed"));
+        copy_dir(&rewritten, &dir);
+        zero(&dir, slot * 4096, 4096);
+        let what = format!("header slot {slot} zeroed");
+        let engine = Engine::open(&dir, options()).unwrap_or_else(|e| panic!("{what}: refused to open: {e}"));
+        let (read_errors, lost_log_keys, lost_ranges) = check_reads(&engine, &written, false, &what);
+        assert_eq!((read_errors, lost_log_keys, lost_ranges), (0, 0, 0), "{what}");
+    }
     let _ = std::fs::remove_dir_all(&scratch);
 }

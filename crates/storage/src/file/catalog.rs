@@ -10,6 +10,9 @@ use crate::error::Result;
 use crate::file::BlockAddr;
 use crate::node::codec::Reader;
 
+/// node_id:u64 offset:u64 len:u32
+const BLOCK_ENTRY_BYTES: usize = 20;
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Catalog {
     pub trees: Vec<CatalogTree>,
@@ -25,7 +28,7 @@ pub struct CatalogTree {
 
 impl Catalog {
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(16 + self.blocks.len() * 20);
+        let mut out = Vec::with_capacity(Catalog::encoded_len(&self.trees, self.blocks.len()));
         out.extend_from_slice(&(self.trees.len() as u32).to_le_bytes());
         for tree in &self.trees {
             out.extend_from_slice(&tree.id.to_le_bytes());
@@ -42,6 +45,13 @@ impl Catalog {
         out
     }
 
+    /// The length of `encode`'s bytes for these trees and this many blocks: a checkpoint
+    /// reserves the catalog's space before it knows the blocks' addresses.
+    pub fn encoded_len(trees: &[CatalogTree], block_count: usize) -> usize {
+        let trees: usize = trees.iter().map(|tree| 8 + 4 + tree.name.len() + 8).sum();
+        4 + trees + 4 + block_count * BLOCK_ENTRY_BYTES
+    }
+
     pub fn decode(bytes: &[u8]) -> Result<Catalog> {
         let mut r = Reader::new(bytes);
         let tree_count = r.count(20)?;
@@ -51,7 +61,7 @@ impl Catalog {
             let name = String::from_utf8_lossy(r.bytes()?).into_owned();
             trees.push(CatalogTree { id, name, root: r.u64()? });
         }
-        let block_count = r.count(20)?;
+        let block_count = r.count(BLOCK_ENTRY_BYTES)?;
         let mut blocks = Vec::with_capacity(block_count);
         for _ in 0..block_count {
             let node = r.u64()?;
@@ -74,6 +84,7 @@ mod tests {
             blocks: vec![(17, BlockAddr { offset: 8192, len: 100 }), (18, BlockAddr { offset: 12288, len: 9000 })],
         };
         let bytes = catalog.encode();
+        assert_eq!(bytes.len(), Catalog::encoded_len(&catalog.trees, catalog.blocks.len()));
         assert_eq!(Catalog::decode(&bytes), Ok(catalog));
         for len in 0..bytes.len() {
             assert!(Catalog::decode(&bytes[..len]).is_err());

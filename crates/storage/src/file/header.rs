@@ -8,10 +8,14 @@
 //! body, format 3 (80 bytes; format 2, the same, names a file that may hold node blocks of the
 //! first node format only — see `node::codec`; a binary that reads only those refuses format 3):
 //!   format:u32 generation:u64 checkpoint_seq:u64 log_segment:u64 next_node_id:u64
-//!   next_tree_id:u64 catalog_offset:u64 catalog_len:u32 reserved(8)
+//!   next_tree_id:u64 catalog_offset:u64 catalog_len:u32 catalog_copy_offset:u64
 //!   node_size:u32 basement_size:u32 fanout:u32 reserved(4)
 //! body, format 1 (64 bytes): the same without the tree shape (files of before 2026-11-23)
 //! ```
+//!
+//! `catalog_copy_offset` names a second block holding the same catalog bytes (0: none, as in
+//! the files written before 2026-11-26, where these bytes were reserved and zero): a catalog
+//! block that fails its checksum is read from its copy instead of leaving the file unopenable.
 //!
 //! The tree shape is a property of the file, not of the process that opens it: nodes written
 //! with one node size must be read, flushed and verified with it.
@@ -46,6 +50,8 @@ pub struct Header {
     pub next_tree_id: u64,
     pub catalog_offset: u64,
     pub catalog_len: u32,
+    /// Where the catalog's copy lies (same length); 0 when the file has none.
+    pub catalog_copy_offset: u64,
     /// `None` in a format 1 header.
     pub shape: Option<Shape>,
 }
@@ -62,6 +68,7 @@ impl Header {
             next_tree_id: 5,
             catalog_offset: 8192,
             catalog_len: 300,
+            catalog_copy_offset: 12288,
             shape,
         }
     }
@@ -84,7 +91,8 @@ impl Header {
             body.extend_from_slice(&n.to_le_bytes());
         }
         body.extend_from_slice(&self.catalog_len.to_le_bytes());
-        body.resize(FORMAT_1_BODY_BYTES, 0);
+        body.extend_from_slice(&self.catalog_copy_offset.to_le_bytes());
+        debug_assert_eq!(body.len(), FORMAT_1_BODY_BYTES);
         if let Some(shape) = self.shape {
             for n in [shape.node_size_bytes, shape.basement_size_bytes, shape.fanout] {
                 body.extend_from_slice(&n.to_le_bytes());
@@ -129,10 +137,10 @@ impl Header {
             next_tree_id: r.u64()?,
             catalog_offset: r.u64()?,
             catalog_len: r.u32()?,
+            catalog_copy_offset: r.u64()?,
             shape: None,
         };
         if format != 1 {
-            r.take(8)?;
             header.shape = Some(Shape { node_size_bytes: r.u32()?, basement_size_bytes: r.u32()?, fanout: r.u32()? });
         }
         Ok(Some(header))
@@ -158,7 +166,10 @@ mod tests {
         slot.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
         slot.extend_from_slice(&body);
         slot.resize(PAGE_BYTES as usize, 0);
-        assert_eq!(Header::decode(&slot), Ok(Some(Header { shape: None, ..Header::example() })));
+        assert_eq!(
+            Header::decode(&slot),
+            Ok(Some(Header { shape: None, catalog_copy_offset: 0, ..Header::example() }))
+        );
     }
 
     #[test]

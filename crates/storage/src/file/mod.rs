@@ -100,22 +100,35 @@ impl DataFile {
     }
 
     pub fn write_block(&self, node_id: u64, payload: &[u8]) -> Result<BlockAddr> {
-        let len = BLOCK_HEADER_BYTES + payload.len();
+        let addr = self.reserve_block(payload.len())?;
+        self.write_reserved(addr, node_id, payload).inspect_err(|_| self.free(addr))?;
+        Ok(addr)
+    }
+
+    /// Takes the space of a block with a payload of `payload_len` bytes (the lowest hole that
+    /// fits), to be written by `write_reserved` or given back by `free`. A checkpoint reserves
+    /// its catalog's blocks before it writes its nodes: blocks no compaction can move must not
+    /// be the ones left at the end of the file.
+    pub fn reserve_block(&self, payload_len: usize) -> Result<BlockAddr> {
+        let len = BLOCK_HEADER_BYTES + payload_len;
         let len32 = u32::try_from(len).map_err(|_| Error::TooLarge(format!("block of {len} bytes")))?;
+        Ok(BlockAddr { offset: self.allocator.lock().allocate_best_fit(len as u64), len: len32 })
+    }
+
+    /// Writes a block into space `reserve_block` took for exactly this payload's length.
+    pub fn write_reserved(&self, addr: BlockAddr, node_id: u64, payload: &[u8]) -> Result<()> {
+        assert_eq!(
+            addr.len as usize,
+            BLOCK_HEADER_BYTES + payload.len(),
+            "a block written into space reserved for another length"
+        );
         // The header and the payload are written as two pieces rather than copied into one
         // buffer: a node's payload is megabytes, and that copy was memory outside the budget.
         // A block is named by nothing until a sync covers it, and its checksum covers both.
         let header = block_header(node_id, payload);
-        let offset = self.allocator.lock().allocate(len as u64);
-        let written = self
-            .file
-            .write_all_at(&header, offset)
-            .and_then(|()| self.file.write_all_at(payload, offset + BLOCK_HEADER_BYTES as u64));
-        if let Err(error) = written {
-            self.allocator.lock().free(offset, len as u64);
-            return Err(error.into());
-        }
-        Ok(BlockAddr { offset, len: len32 })
+        self.file.write_all_at(&header, addr.offset)?;
+        self.file.write_all_at(payload, addr.offset + BLOCK_HEADER_BYTES as u64)?;
+        Ok(())
     }
 
     /// Copies a block, checked, to the lowest hole before it; the copy's address, or `None`
@@ -224,6 +237,15 @@ impl DataFile {
     /// Writes the header slot of its generation and syncs it: the checkpoint's commit point.
     pub fn write_header(&self, header: &Header) -> Result<()> {
         self.file.write_all_at(&header.encode(), Header::slot_offset(header.generation))?;
+        self.sync()
+    }
+
+    /// Writes the same header into the other slot and syncs it, once `write_header` has made it
+    /// durable: the previous checkpoint's header, which it overwrites, names blocks that may now
+    /// be reused, so after this a damaged slot leaves the other naming the same checkpoint. A
+    /// crash or a torn write here leaves the first slot valid.
+    pub fn write_header_copy(&self, header: &Header) -> Result<()> {
+        self.file.write_all_at(&header.encode(), Header::slot_offset(header.generation + 1))?;
         self.sync()
     }
 
