@@ -214,3 +214,44 @@ fn spilling_gives_the_in_memory_answer() {
         }
     }
 }
+
+/// Goal: under a collation, `$group` tells keys apart by the collation (each group named by the
+/// first key met), the same in memory and spilled.
+/// Method: 3,000 documents whose keys are 40 words in three spellings each, grouped under a
+/// case-insensitive collation (40 groups) and without one (120); past a tiny limit, spilled.
+#[test]
+fn group_keys_compare_under_the_collation_in_memory_and_spilled() {
+    let collation =
+        query::collation::Collation::parse(&Bson::Document(doc! {"locale": "en", "strength": 2})).expect("collation");
+    let spellings = |word: usize, i: usize| match i % 3 {
+        0 => format!("word{word}"),
+        1 => format!("WORD{word}"),
+        _ => format!("Word{word}"),
+    };
+    // Each word's documents together, so that most groups first appear after the limit is met.
+    let input: Vec<Document> = (0..3_000).map(|i| doc! {"_id": i as i64, "k": spellings(i / 75, i)}).collect();
+    let stages: Vec<Bson> =
+        vec![Bson::Document(doc! {"$group": {"_id": "$k", "n": {"$sum": 1}, "all": {"$push": "$_id"}}})];
+    let pipeline = Pipeline::parse(&stages).expect("pipeline");
+    let source = InMemorySource::new();
+    let run = |context: Context<'_>| -> Vec<Document> {
+        pipeline.stream(Box::new(input.iter().cloned().map(Ok)), &context).collect::<Result<_, _>>().expect("run")
+    };
+    let collated = run(Context::new("test", &source).with_collation(Some(collation.clone())));
+    assert_eq!(collated.len(), 40, "one group per word, whatever its case");
+    for group in &collated {
+        assert_eq!(group.get_i32("n").ok(), Some(75));
+        let first = group.get_array("all").expect("all")[0].as_i64().expect("id") as usize;
+        assert_eq!(group.get_str("_id").ok(), input[first].get_str("k").ok(), "named by the first key met");
+    }
+    let spilled = run(Context::new("test", &source)
+        .with_limits(TINY)
+        .with_spill(Arc::new(InMemorySpill))
+        .with_collation(Some(collation)));
+    assert_eq!(spilled, collated, "spilling changes nothing");
+    let within_limit = pipeline
+        .stream(Box::new(input.iter().cloned().map(Ok)), &Context::new("test", &source).with_limits(TINY))
+        .collect::<Result<Vec<_>, _>>();
+    assert!(within_limit.is_err(), "the tiny limit is met, so the run above spilled");
+    assert_eq!(run(Context::new("test", &source)).len(), 120, "without a collation every spelling is a group");
+}

@@ -9,10 +9,13 @@
 //! maps over the array's documents (skipping non-documents and missing results), and numeric
 //! path components are field names, never array indexes.
 
+use std::borrow::Cow;
+
 use bson::{Bson, DateTime, Document};
 
 use super::value::{EvalResult, Value, fail};
 use super::{Expr, control};
+use crate::collation::Collation;
 use crate::error::QueryError;
 
 /// Variables supplied by the caller: `$$NOW`, `$$CLUSTER_TIME` and user variables (a
@@ -25,6 +28,8 @@ pub struct Variables {
     /// `$$CLUSTER_TIME`.
     cluster_time: Option<bson::Timestamp>,
     bindings: Vec<(String, Bson)>,
+    /// The statement's collation: comparison operators compare strings under it.
+    collation: Option<Collation>,
 }
 
 impl Default for Variables {
@@ -41,7 +46,18 @@ impl Variables {
 
     /// A fixed `$$NOW`, for tests and for one statement's consistent clock.
     pub fn with_now(now: DateTime) -> Variables {
-        Variables { now, cluster_time: None, bindings: Vec::new() }
+        Variables { now, cluster_time: None, bindings: Vec::new(), collation: None }
+    }
+
+    /// The same variables with the statement's collation, under which `$eq`, `$cmp`, `$in` and
+    /// the other operators whose result is a comparison's compare strings (`None`: binary).
+    pub fn with_collation(mut self, collation: Option<Collation>) -> Variables {
+        self.collation = collation.filter(|collation| !collation.is_simple());
+        self
+    }
+
+    pub fn collation(&self) -> Option<&Collation> {
+        self.collation.as_ref()
     }
 
     /// `$$CLUSTER_TIME`'s value (a replica set member's latest optime).
@@ -86,11 +102,19 @@ pub struct Scope<'a> {
     root: &'a Document,
     vars: &'a Variables,
     locals: Vec<(String, Value)>,
+    collation: Option<&'a Collation>,
 }
 
 impl<'a> Scope<'a> {
     pub fn new(root: &'a Document, vars: &'a Variables) -> Scope<'a> {
-        Scope { root, vars, locals: Vec::new() }
+        Scope { root, vars, locals: Vec::new(), collation: vars.collation() }
+    }
+
+    /// Comparisons under `collation` rather than the variables' (a filter's `$expr`: the
+    /// filter carries the statement's collation, its variables may not).
+    pub fn with_collation(mut self, collation: Option<&'a Collation>) -> Scope<'a> {
+        self.collation = collation.or(self.collation);
+        self
     }
 
     pub fn push_local(&mut self, name: &str, value: Value) {
@@ -126,6 +150,16 @@ impl<'a> Scope<'a> {
                 let mut args = Vec::with_capacity(call.args.len());
                 for arg in &call.args {
                     args.push(self.eval(arg)?);
+                }
+                if let Some(collation) = self.collation.filter(|_| compares(call.name)) {
+                    // Strings become their collation surrogates, whose binary order is the
+                    // collation's; these operators return a comparison's result, never an
+                    // argument, so no surrogate leaves.
+                    for arg in args.iter_mut().flatten() {
+                        if let Cow::Owned(surrogate) = collation.surrogate(arg) {
+                            *arg = surrogate;
+                        }
+                    }
                 }
                 (call.func)(&args)
             }
@@ -205,4 +239,24 @@ pub fn get_path(value: &Bson, path: &[String]) -> Value {
         }
         _ => None,
     }
+}
+
+/// The operators whose result is a comparison of their arguments (a boolean, an order or a
+/// position), which a collation changes; `$max`, `$setUnion` and the like return an argument,
+/// which a surrogate must not replace.
+fn compares(name: &str) -> bool {
+    matches!(
+        name,
+        "$eq"
+            | "$ne"
+            | "$gt"
+            | "$gte"
+            | "$lt"
+            | "$lte"
+            | "$cmp"
+            | "$in"
+            | "$indexOfArray"
+            | "$setEquals"
+            | "$setIsSubset"
+    )
 }

@@ -133,3 +133,14 @@ pub fn evaluate_value(expr: &Expr, root: &Document, vars: &Variables) -> Result<
 pub fn evaluate_truthy(expr: &Expr, root: &Document, vars: &Variables) -> Result<bool, QueryError> {
     Ok(value::value_truthy(&evaluate_value(expr, root, vars)?))
 }
+
+/// `$expr`'s test under a filter's collation (which the variables may not carry).
+pub fn evaluate_truthy_collated(
+    expr: &Expr,
+    root: &Document,
+    vars: &Variables,
+    collation: Option<&crate::collation::Collation>,
+) -> Result<bool, QueryError> {
+    let mut scope = Scope::new(root, vars).with_collation(collation);
+    Ok(value::value_truthy(&scope.eval(expr)?))
+}

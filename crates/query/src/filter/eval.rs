@@ -14,7 +14,7 @@ use super::parse::truncated;
 use super::{Comparison, InItem, MatchExpr, Predicate};
 use crate::collation::{Collation, compare_values};
 use crate::error::Result;
-use crate::expr::{Variables, evaluate_truthy};
+use crate::expr::{Variables, evaluate_truthy_collated};
 
 /// `Some(position)` when the document matches.
 pub type MatchResult = Option<Option<usize>>;
@@ -61,10 +61,15 @@ pub fn matches(expr: &MatchExpr, document: &Document, env: Env<'_>) -> Result<Ma
         }
         MatchExpr::JsonSchema(schema) => schema.matches(document).then_some(None),
         MatchExpr::Expr(expression) => {
-            let truthy = match env.variables {
-                Some(variables) => evaluate_truthy(expression, document, variables)?,
-                None => evaluate_truthy(expression, document, &Variables::new())?,
+            let fresh;
+            let variables = match env.variables {
+                Some(variables) => variables,
+                None => {
+                    fresh = Variables::new();
+                    &fresh
+                }
             };
+            let truthy = evaluate_truthy_collated(expression, document, variables, env.collation)?;
             truthy.then_some(None)
         }
         MatchExpr::AlwaysTrue => Some(None),

@@ -20,6 +20,7 @@
 //! Known limit: groups in memory when spilling starts keep growing in memory (a `$push` into
 //! them is not bounded).
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -31,6 +32,7 @@ use document::keycodec::encode_value;
 use super::group::GroupSpec;
 use super::spill::{SortedDocuments, SpillStore, arrival_suffix, memory_exceeded};
 use super::{Context, DocumentStream, Fold};
+use crate::collation::Collation;
 use crate::error::QueryError;
 use crate::expr::accumulator::Accumulator;
 use crate::expr::{Scope, Variables, approximate_bytes};
@@ -40,6 +42,9 @@ const GROUP_OVERHEAD_BYTES: usize = std::mem::size_of::<Group>() + 4 * std::mem:
 
 struct Group {
     key: Bson,
+    /// The key under the statement's collation (its surrogate), when that differs from the
+    /// key: groups are told apart by it, and output with the first key seen.
+    identity: Option<Bson>,
     first_arrival: u64,
     accumulators: Vec<Accumulator>,
 }
@@ -54,17 +59,20 @@ struct Groups {
 }
 
 impl Groups {
-    fn find(&self, key: &Bson, hash: u64) -> Option<usize> {
+    fn find(&self, identity: &Bson, hash: u64) -> Option<usize> {
         let candidates = self.by_hash.get(&hash)?;
         candidates.iter().copied().find(|&i| {
-            self.entries.get(i).is_some_and(|group| document::compare_values(&group.key, key) == Ordering::Equal)
+            self.entries
+                .get(i)
+                .is_some_and(|group| document::compare_values(group.identity(), identity) == Ordering::Equal)
         })
     }
 
-    fn insert(&mut self, key: Bson, hash: u64, arrival: u64, spec: &GroupSpec) -> usize {
+    fn insert(&mut self, key: Bson, identity: Option<Bson>, hash: u64, arrival: u64, spec: &GroupSpec) -> usize {
         let accumulators = spec.fresh_accumulators();
-        self.bytes += GROUP_OVERHEAD_BYTES + approximate_bytes(&key) + accumulators_bytes(&accumulators);
-        self.entries.push(Group { key, first_arrival: arrival, accumulators });
+        let keys_bytes = approximate_bytes(&key) + identity.as_ref().map_or(0, approximate_bytes);
+        self.bytes += GROUP_OVERHEAD_BYTES + keys_bytes + accumulators_bytes(&accumulators);
+        self.entries.push(Group { key, identity, first_arrival: arrival, accumulators });
         let index = self.entries.len() - 1;
         self.by_hash.entry(hash).or_default().push(index);
         index
@@ -130,11 +138,12 @@ impl Fold for GroupFold {
         self.arrivals += 1;
         let mut scope = Scope::new(&document, &self.vars);
         let key = scope.eval(&self.spec.id)?.unwrap_or(Bson::Null);
-        let hash = key_hash(&key);
-        let index = match (self.groups.find(&key, hash), &mut self.spilled) {
+        let identity = identity_of(&key, self.vars.collation());
+        let hash = key_hash(identity.as_ref().unwrap_or(&key));
+        let index = match (self.groups.find(identity.as_ref().unwrap_or(&key), hash), &mut self.spilled) {
             (Some(index), _) => index,
-            (None, Some(spilled)) => return spill_document(spilled, &self.spec, key, arrival, &mut scope),
-            (None, None) => self.groups.insert(key, hash, arrival, &self.spec),
+            (None, Some(spilled)) => return spill_document(spilled, &self.spec, key, identity, arrival, &mut scope),
+            (None, None) => self.groups.insert(key, identity, hash, arrival, &self.spec),
         };
         self.groups.accumulate(index, &self.spec, &mut scope)?;
         if self.groups.bytes > self.limit_bytes && self.spilled.is_none() {
@@ -144,9 +153,9 @@ impl Fold for GroupFold {
     }
 
     fn finish(self: Box<Self>) -> Result<DocumentStream<'static>, QueryError> {
-        let GroupFold { spec, groups, spilled, store, .. } = *self;
+        let GroupFold { spec, groups, spilled, store, vars, .. } = *self;
         let spilled_groups = match (spilled, &store) {
-            (Some(spilled), Some(store)) => Some(finish_spilled(&spec, spilled, store)?),
+            (Some(spilled), Some(store)) => Some(finish_spilled(&spec, spilled, store, vars.collation())?),
             _ => None,
         };
         let in_memory = groups
@@ -157,6 +166,21 @@ impl Fold for GroupFold {
             None => Ok(Box::new(in_memory.map(|(_, document)| Ok(document)))),
             Some(spilled_groups) => Ok(Box::new(merge_by_arrival(in_memory, spilled_groups))),
         }
+    }
+}
+
+/// A group key's surrogate under `collation`, if it differs from the key (it holds strings).
+fn identity_of(key: &Bson, collation: Option<&Collation>) -> Option<Bson> {
+    match collation?.surrogate(key) {
+        Cow::Owned(surrogate) => Some(surrogate),
+        Cow::Borrowed(_) => None,
+    }
+}
+
+impl Group {
+    /// What tells this group from others: its key's surrogate, or its key.
+    fn identity(&self) -> &Bson {
+        self.identity.as_ref().unwrap_or(&self.key)
     }
 }
 
@@ -204,10 +228,11 @@ fn spill_document(
     spilled: &mut SortedDocuments,
     spec: &GroupSpec,
     key: Bson,
+    identity: Option<Bson>,
     arrival: u64,
     scope: &mut Scope<'_>,
 ) -> Result<(), QueryError> {
-    let mut sort_key = encode_value(&key);
+    let mut sort_key = encode_value(identity.as_ref().unwrap_or(&key));
     arrival_suffix(&mut sort_key, arrival);
     let mut record = Document::new();
     record.insert("k", key);
@@ -236,17 +261,23 @@ fn finish_spilled(
     spec: &GroupSpec,
     spilled: SortedDocuments,
     store: &Arc<dyn SpillStore>,
+    collation: Option<&Collation>,
 ) -> Result<Arrived, QueryError> {
     let mut by_arrival = SortedDocuments::spilled("$group", store);
     let mut current: Option<Group> = None;
     for record in spilled.into_sorted()? {
         let mut record = record?;
         let key = record.remove("k").unwrap_or(Bson::Null);
-        if current.as_ref().is_none_or(|group| document::compare_values(&group.key, &key) != Ordering::Equal) {
+        let identity = identity_of(&key, collation);
+        let same_group = |group: &Group| {
+            document::compare_values(group.identity(), identity.as_ref().unwrap_or(&key)) == Ordering::Equal
+        };
+        if !current.as_ref().is_some_and(same_group) {
             if let Some(done) = current.take() {
                 push_finished(&mut by_arrival, spec, done)?;
             }
-            current = Some(Group { key, first_arrival: arrival_of(&record), accumulators: spec.fresh_accumulators() });
+            let first_arrival = arrival_of(&record);
+            current = Some(Group { key, identity, first_arrival, accumulators: spec.fresh_accumulators() });
         }
         if let Some(group) = current.as_mut() {
             for (i, accumulator) in group.accumulators.iter_mut().enumerate() {

@@ -81,7 +81,8 @@ pub struct Context<'a> {
     pub limits: MemoryLimits,
     /// Where blocking stages spill past their limits (`allowDiskUse: true`); `None`: they fail.
     pub spill: Option<Arc<dyn SpillStore>>,
-    /// The command's collation: `$match` and `$sort` compare strings under it (`None`: binary).
+    /// The command's collation: `$match`, `$sort`, `$group` and expressions' comparisons compare
+    /// strings under it (`None`: binary). `vars` carries it too, for the expressions.
     pub collation: Option<crate::collation::Collation>,
     rng: Arc<Mutex<StdRng>>,
 }
@@ -124,15 +125,17 @@ impl<'a> Context<'a> {
         self
     }
 
-    /// Strings compare under `collation` in `$match` and `$sort`.
+    /// Strings compare under `collation` in `$match`, `$sort`, `$group`'s keys and the
+    /// comparison operators of expressions (`$eq`, `$cmp`, `$in`, ...).
     pub fn with_collation(mut self, collation: Option<crate::collation::Collation>) -> Context<'a> {
+        self.vars = self.vars.with_collation(collation.clone());
         self.collation = collation;
         self
     }
 
-    /// The same context with other variables (sub-pipelines with `let`).
+    /// The same context with other variables (sub-pipelines with `let`), under its collation.
     pub fn with_vars(&self, vars: Variables) -> Context<'a> {
-        Context { vars, ..self.clone() }
+        Context { vars: vars.with_collation(self.collation.clone()), ..self.clone() }
     }
 }
 

@@ -240,6 +240,32 @@ def test_collation_on_every_read_and_write(db):
     assert db.words.count_documents({}) == 6
 
 
+def test_collation_in_group_keys_and_expression_comparisons(db):
+    db.fruit.insert_many([{"_id": i, "w": w, "n": i} for i, w in
+                          enumerate(["Apple", "apple", "banana", "APPLE", "Banana", "cherry"])])
+    by_word = [{"$group": {"_id": "$w", "n": {"$sum": 1}, "ids": {"$push": "$_id"}}}, {"$sort": {"_id": 1}}]
+    # Under the collation, the groups are the collation's equal keys, each named by the first met.
+    assert list(db.fruit.aggregate(by_word, collation=CASELESS)) == [
+        {"_id": "Apple", "n": 3, "ids": [0, 1, 3]},
+        {"_id": "banana", "n": 2, "ids": [2, 4]},
+        {"_id": "cherry", "n": 1, "ids": [5]},
+    ]
+    assert len(list(db.fruit.aggregate(by_word))) == 6  # binary: every spelling its own group
+    # Comparison operators in $expr and in expressions compare under the collation too.
+    assert db.fruit.count_documents({"$expr": {"$eq": ["$w", "APPLE"]}}, collation=CASELESS) == 3
+    assert db.fruit.count_documents({"$expr": {"$eq": ["$w", "APPLE"]}}) == 1
+    assert db.fruit.count_documents({"$expr": {"$lt": ["$w", "B"]}}, collation=CASELESS) == 3
+    flagged = db.fruit.aggregate([{"$project": {"apple": {"$eq": ["$w", "apple"]},
+                                                 "fruit": {"$in": ["$w", ["APPLE", "BANANA"]]},
+                                                 "order": {"$cmp": ["$w", "BANANA"]}}},
+                                  {"$sort": {"_id": 1}}], collation=CASELESS)
+    assert [(d["apple"], d["fruit"], d["order"]) for d in flagged] == [
+        (True, True, -1), (True, True, -1), (False, True, 0), (True, True, -1), (False, True, 0), (False, False, 1)]
+    # A value an operator returns is never replaced by its collation key.
+    assert [d["top"] for d in db.fruit.aggregate([{"$group": {"_id": None, "top": {"$max": "$w"}}}],
+                                                  collation=CASELESS)] == ["cherry"]
+
+
 def test_a_collections_default_collation_and_its_override(db):
     db.create_collection("names", collation=CASELESS)
     listed = db.command("listCollections", filter={"name": "names"})["cursor"]["firstBatch"][0]
