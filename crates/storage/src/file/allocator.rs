@@ -1,5 +1,4 @@
-//! Space in the data file: extents of whole pages, first fit (best fit for the blocks a
-//! checkpoint reserves for its catalog), coalesced on free.
+//! Space in the data file: extents of whole pages, first fit, coalesced on free.
 //!
 //! Invariants: free extents never overlap each other or a used block, are page-aligned, and lie
 //! below `end` (the first byte no block has used). The allocator does not decide *when* a block
@@ -65,27 +64,6 @@ impl Allocator {
         }
     }
 
-    /// Returns the offset of `round_up(len)` free bytes from the smallest hole that holds them
-    /// (the lowest of equals), so that a small block does not split a hole a node could use.
-    pub fn allocate_best_fit(&mut self, len: u64) -> u64 {
-        let len = round_up(len.max(1));
-        let best = self
-            .free
-            .iter()
-            .filter(|(_, free_len)| **free_len >= len)
-            .min_by_key(|(offset, free_len)| (**free_len, **offset));
-        match best.map(|(o, l)| (*o, *l)) {
-            Some((offset, free_len)) => {
-                self.free.remove(&offset);
-                if free_len > len {
-                    self.free.insert(offset + len, free_len - len);
-                }
-                offset
-            }
-            None => self.allocate(len),
-        }
-    }
-
     /// Takes `round_up(len)` free bytes that lie wholly before `before`, lowest first; `None`
     /// if no hole there is large enough (compaction moves blocks only towards the start).
     pub fn allocate_before(&mut self, len: u64, before: u64) -> Option<u64> {
@@ -135,8 +113,7 @@ impl Allocator {
 
 #[cfg(test)]
 mod tests {
-    //! Goal: allocations never overlap and freed space is reused and coalesced; each placement
-    //! rule takes the hole it promises.
+    //! Goal: allocations never overlap and freed space is reused and coalesced.
     use super::*;
 
     #[test]
@@ -167,18 +144,6 @@ mod tests {
         assert_eq!(a.allocate_before(2 * 4096, z), None, "one page free below z, two wanted");
         assert_eq!(a.allocate_before(4096, z), Some(y));
         assert_eq!(a.end(), z + 2 * 4096);
-    }
-
-    #[test]
-    fn best_fit_takes_the_smallest_hole_that_holds_the_block() {
-        let mut a = Allocator::new();
-        let blocks: Vec<u64> = [3, 1, 1, 2, 1].iter().map(|pages| a.allocate(pages * PAGE_BYTES)).collect();
-        a.free(blocks[0], 3 * PAGE_BYTES);
-        a.free(blocks[3], 2 * PAGE_BYTES);
-        assert_eq!(a.allocate_best_fit(PAGE_BYTES + 1), blocks[3], "two pages wanted: the two-page hole");
-        assert_eq!(a.allocate_best_fit(PAGE_BYTES), blocks[0], "only the three-page hole is left");
-        assert_eq!(a.allocate_best_fit(4 * PAGE_BYTES), a.end() - 4 * PAGE_BYTES, "no hole holds four pages");
-        assert_eq!(a.free_bytes(), 2 * PAGE_BYTES);
     }
 
     #[test]

@@ -107,12 +107,12 @@ impl DataFile {
 
     /// Takes the space of a block with a payload of `payload_len` bytes (the lowest hole that
     /// fits), to be written by `write_reserved` or given back by `free`. A checkpoint reserves
-    /// its catalog's blocks before it writes its nodes: blocks no compaction can move must not
-    /// be the ones left at the end of the file.
+    /// its catalog's blocks before it writes its nodes: blocks no compaction can move must take
+    /// the lowest holes, not be the ones left at the end of the file.
     pub fn reserve_block(&self, payload_len: usize) -> Result<BlockAddr> {
         let len = BLOCK_HEADER_BYTES + payload_len;
         let len32 = u32::try_from(len).map_err(|_| Error::TooLarge(format!("block of {len} bytes")))?;
-        Ok(BlockAddr { offset: self.allocator.lock().allocate_best_fit(len as u64), len: len32 })
+        Ok(BlockAddr { offset: self.allocator.lock().allocate(len as u64), len: len32 })
     }
 
     /// Writes a block into space `reserve_block` took for exactly this payload's length.
