@@ -1,10 +1,10 @@
 //! `{$meta: "textScore"}`: a document's text-search score, which MongoDB keeps as metadata
 //! beside the document. Here it travels as a hidden field of the document ([`TEXT_SCORE_FIELD`]),
 //! set by a `$text` query whose caller asks for it and read by the `$meta` expression and
-//! `{$meta: "textScore"}` sorts; the reader removes it before a document leaves. Known
-//! difference: an inclusion `$project` drops it (MongoDB's metadata survives), so sort or
-//! project the score before such a stage. Other metadata (`searchScore`, `indexKey`, ...) is
-//! refused (17308).
+//! `{$meta: "textScore"}` sorts; the reader removes it before a document leaves. `$project`
+//! (inclusion or exclusion) carries it over, as MongoDB's metadata survives a projection;
+//! `$group` makes new documents without it. Other metadata (`searchScore`,
+//! `indexKey`, ...) is refused (17308).
 
 use bson::Bson;
 

@@ -1,6 +1,6 @@
 //! explain in MongoDB's shape: `queryPlanner.winningPlan` as a tree of stages (COLLSCAN, IXSCAN
 //! with indexBounds, OR, FETCH, SORT, SKIP, LIMIT, PROJECTION_DEFAULT, and PROJECTION_COVERED
-//! over a bare IXSCAN for a covered find) and, for the
+//! over a bare IXSCAN for a covered find; TEXT_MATCH for `$text`) and, for the
 //! executionStats verbosities, the counts of a full run (nReturned, totalKeysExamined,
 //! totalDocsExamined, executionTimeMillis). The plan is the one a find would use; there are
 //! never rejected plans because the planner does not race candidates.
@@ -35,9 +35,10 @@ impl Inner {
         let counters = Arc::new(ExecutionCounters::default());
         let started = Instant::now();
         let (cursor, plan) = self.find_with_counters(db, name, request, Arc::clone(&counters))?;
-        let winning = match &plan {
-            Some(plan) => winning_plan(plan, request),
-            None => doc! { "stage": "EOF" },
+        let winning = match (&plan, self.text_plan(db, name, request)?) {
+            (Some(plan), _) => winning_plan(plan, request),
+            (None, Some(text)) => text,
+            (None, None) => doc! { "stage": "EOF" },
         };
         let mut explain = doc! {
             "explainVersion": "1",

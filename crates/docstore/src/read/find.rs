@@ -218,7 +218,7 @@ impl Inner {
             return Ok((Cursor::from_documents(Vec::new()), None));
         };
         if let Some((query, rest)) = crate::read::text::extract(&request.filter)? {
-            return Ok((self.find_text(&collection, request, query, &rest)?, None));
+            return Ok((self.find_text(&collection, request, query, &rest, &counters)?, None));
         }
         let mut prepared = self.prepare_find(&collection, request)?;
         if let Some((path, near)) = crate::read::geo::near_of(&prepared.filter) {

@@ -7,14 +7,14 @@
 //! filter parser refuses it. Results are materialized (a search's matches, not a collection),
 //! in `_id` order unless sorted. An aggregation whose first `$match` has `$text` gets each
 //! score in a hidden field (`query::meta`) for its `$meta` expressions and sorts. Known limits:
-//! `$caseSensitive`/`$diacriticSensitive: true` are refused; explain does not describe text
-//! plans.
+//! `$caseSensitive`/`$diacriticSensitive: true` are refused. explain shows MongoDB's
+//! TEXT_MATCH plan (`text_plan`) with the run's counts.
 
 use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use bson::{Bson, Document, RawDocumentBuf};
+use bson::{Bson, Document, RawDocumentBuf, doc};
 use document::keycodec::{Direction, decode_key};
 use query::filter::Filter;
 use query::projection::Projection;
@@ -27,7 +27,7 @@ use crate::index::text::{TextQuery, fold_phrase};
 use crate::operation;
 use crate::read::bounds::{extend_prefix, key_range};
 use crate::read::find::{Cursor, FindRequest};
-use crate::read::scan::raw;
+use crate::read::scan::{ExecutionCounters, raw};
 use crate::store::Inner;
 
 /// Splits a filter into its `$text` query and the rest; `None` without `$text`.
@@ -73,6 +73,7 @@ impl Inner {
         request: &FindRequest,
         query: TextQuery,
         rest: &Document,
+        counters: &ExecutionCounters,
     ) -> Result<Cursor> {
         let (index, spec) = collection
             .indexes
@@ -83,13 +84,14 @@ impl Inner {
         let query = query.analyzed(query.language.unwrap_or(spec.default_language));
         let snapshot = self.snapshot_for(request.read_at.as_ref());
         self.catalog.index_usage.note(&index.meta.tree);
-        let scores = term_scores(&snapshot, index, &query.terms)?;
+        let scores = term_scores(&snapshot, index, &query.terms, counters)?;
         let filter = Filter::parse(rest)?.with_variables(Arc::clone(&request.variables));
         let mut found: Vec<(RawDocumentBuf, f64)> = Vec::new();
         for (id, score) in scores {
             operation::check()?;
             let Some(bytes) = snapshot.get(collection.tree, &id)? else { continue };
             operation::doc_examined();
+            ExecutionCounters::add(&counters.docs_examined);
             let document = raw(bytes)?;
             if filter.matches_raw(&document)? && text_holds(spec, &query, &document)? {
                 found.push((document, score));
@@ -104,13 +106,71 @@ impl Inner {
             Some(projection) => project(projection, shown)?,
             None => shown.map(|(document, _)| document).collect(),
         };
+        counters.returned.fetch_add(documents.len() as u64, std::sync::atomic::Ordering::Relaxed);
         Ok(Cursor::from_documents(documents))
     }
+
+    /// explain's winning plan for a find with `$text`, in MongoDB's shape: TEXT_MATCH over a
+    /// FETCH of one index scan per term (a TEXT_OR, which sums scores, when the score is asked
+    /// for; else an OR); `None` without `$text` or a text index.
+    pub fn text_plan(&self, db: &str, name: &str, request: &FindRequest) -> Result<Option<Document>> {
+        let Some((query, _)) = extract(&request.filter)? else { return Ok(None) };
+        let Some(collection) = self.catalog.collection(db, name) else { return Ok(None) };
+        let Some((index, spec)) = collection
+            .indexes
+            .iter()
+            .filter(|index| index.meta.ready)
+            .find_map(|index| index.text.as_ref().map(|spec| (index, spec)))
+        else {
+            return Ok(None);
+        };
+        let query = query.analyzed(query.language.unwrap_or(spec.default_language));
+        // One scan per term; MongoDB shows a text scan's bounds as `{}` (the term is in
+        // parsedTextQuery).
+        let scan = |_term: &String| {
+            Bson::Document(doc! {
+                "stage": "IXSCAN",
+                "keyPattern": {"_fts": "text", "_ftsx": 1},
+                "indexName": index.name.clone(),
+                "isMultiKey": true,
+                "direction": "backward",
+                "indexBounds": {},
+            })
+        };
+        let scored = wants_score(request.projection.as_ref()) || wants_score(request.sort.as_ref());
+        let union = doc! {
+            "stage": if scored { "TEXT_OR" } else { "OR" },
+            "inputStages": query.terms.iter().map(scan).collect::<Vec<_>>(),
+        };
+        Ok(Some(doc! {
+            "stage": "TEXT_MATCH",
+            "indexPrefix": {},
+            "indexName": index.name.clone(),
+            "parsedTextQuery": {
+                "terms": query.terms.clone(),
+                "negatedTerms": query.negated.clone(),
+                "phrases": query.phrases.clone(),
+                "negatedPhrases": query.negated_phrases.clone(),
+            },
+            "textIndexVersion": 3,
+            "inputStage": {"stage": "FETCH", "inputStage": union},
+        }))
+    }
+}
+
+/// Whether a projection or sort reads `{$meta: "textScore"}`.
+fn wants_score(spec: Option<&Document>) -> bool {
+    spec.is_some_and(|spec| spec.values().any(query::meta::is_text_score))
 }
 
 /// Each document with any of the terms, by its encoded `_id`, with the sum of the terms'
 /// scores; in `_id` order.
-fn term_scores(snapshot: &storage::Snapshot, index: &Index, terms: &[String]) -> Result<Vec<(Vec<u8>, f64)>> {
+fn term_scores(
+    snapshot: &storage::Snapshot,
+    index: &Index,
+    terms: &[String],
+    counters: &ExecutionCounters,
+) -> Result<Vec<(Vec<u8>, f64)>> {
     let mut scores: HashMap<Vec<u8>, f64> = HashMap::new();
     for term in terms {
         let prefix = extend_prefix(&[], &Bson::String(term.clone()), Direction::Ascending);
@@ -118,6 +178,7 @@ fn term_scores(snapshot: &storage::Snapshot, index: &Index, terms: &[String]) ->
         for item in snapshot.range::<(Bound<&[u8]>, Bound<&[u8]>)>(index.tree, range.bounds()) {
             operation::check()?;
             operation::key_examined();
+            ExecutionCounters::add(&counters.keys_examined);
             let (key, value) = item?;
             let entry = index.decode_entry(key, value)?;
             let values = decode_key(&entry.order, &entry.payload, &index.directions())

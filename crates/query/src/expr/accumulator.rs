@@ -10,9 +10,9 @@ use std::cmp::Ordering;
 
 use bson::{Bson, Document};
 
-use super::compare::compare;
 use super::value::{EvalResult, Value, approximate_bytes, approximate_document_bytes, fail};
 use super::{Arity, Func, OpDef};
+use crate::collation::{Collation, compare_values};
 use crate::error::QueryError;
 use crate::number::{ArithOp, Dec, Num, NumType, arith, dec_divide};
 
@@ -91,7 +91,9 @@ impl Accumulator {
         std::mem::size_of::<Accumulator>() + self.held_bytes
     }
 
-    pub fn process(&mut self, value: &Value) -> Result<(), QueryError> {
+    /// Feeds one value; `$min`, `$max` and `$addToSet` compare strings under `collation` (a
+    /// `$group`'s or `$bucket`'s statement's).
+    pub fn process(&mut self, value: &Value, collation: Option<&Collation>) -> Result<(), QueryError> {
         match self.kind {
             AccumulatorKind::Sum | AccumulatorKind::Avg => {
                 if let Some(n) = value.as_ref().and_then(Num::from_bson) {
@@ -108,7 +110,7 @@ impl Accumulator {
                     self.squares += delta * (x - self.mean);
                 }
             }
-            AccumulatorKind::Min | AccumulatorKind::Max => self.keep_extreme(value),
+            AccumulatorKind::Min | AccumulatorKind::Max => self.keep_extreme(value, collation),
             AccumulatorKind::First => {
                 if !self.seen_first {
                     self.seen_first = true;
@@ -124,7 +126,7 @@ impl Accumulator {
             }
             AccumulatorKind::AddToSet => {
                 if let Some(v) = value
-                    && !self.items.iter().any(|seen| compare(&Some(seen.clone()), value) == Ordering::Equal)
+                    && !self.items.iter().any(|seen| compare_values(seen, v, collation) == Ordering::Equal)
                 {
                     self.held_bytes += approximate_bytes(v);
                     self.items.push(v.clone());
@@ -144,7 +146,7 @@ impl Accumulator {
         self.best = Some(value);
     }
 
-    fn keep_extreme(&mut self, value: &Value) {
+    fn keep_extreme(&mut self, value: &Value, collation: Option<&Collation>) {
         let Some(v) = value else { return };
         if matches!(v, Bson::Null | Bson::Undefined) {
             return;
@@ -152,7 +154,7 @@ impl Accumulator {
         let wanted = if self.kind == AccumulatorKind::Min { Ordering::Less } else { Ordering::Greater };
         let replace = match &self.best {
             None => true,
-            Some(best) => document::compare_values(v, best) == wanted,
+            Some(best) => compare_values(v, best, collation) == wanted,
         };
         if replace {
             self.keep(v.clone());
@@ -216,12 +218,12 @@ fn over_values(args: &[Value], kind: AccumulatorKind) -> EvalResult {
     match args {
         [Some(Bson::Array(items))] => {
             for item in items {
-                accumulator.process(&Some(item.clone()))?;
+                accumulator.process(&Some(item.clone()), None)?;
             }
         }
         _ => {
             for arg in args {
-                accumulator.process(arg)?;
+                accumulator.process(arg, None)?;
             }
         }
     }

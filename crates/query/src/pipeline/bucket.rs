@@ -15,6 +15,7 @@ use document::keycodec::encode_value;
 use super::group::{AccumulatorSpec, fresh_accumulators, output_document, parse_accumulator};
 use super::spill::{SortedDocuments, arrival_suffix};
 use super::{Context, DocumentStream, Fold};
+use crate::collation::Collation;
 use crate::error::QueryError;
 use crate::expr::accumulator::{Accumulator, AccumulatorKind};
 use crate::expr::{Expr, Scope, Value, Variables, bson_type_name, compare_values_missing, fail};
@@ -201,7 +202,7 @@ impl Fold for BucketFold {
         let slot = self.buckets.get_mut(index).ok_or_else(|| fail(40066, "bucket index out of range"))?;
         let accumulators = slot.get_or_insert_with(|| fresh_accumulators(&self.spec.output));
         for (spec, accumulator) in self.spec.output.iter().zip(accumulators.iter_mut()) {
-            accumulator.process(&scope.eval(&spec.expr)?)?;
+            accumulator.process(&scope.eval(&spec.expr)?, scope.vars().collation())?;
         }
         Ok(())
     }
@@ -252,7 +253,7 @@ impl Fold for BucketAutoFold {
     /// splitting equal values, the last bucket takes the rest; a bucket's max is the next
     /// bucket's min (the last value for the last bucket).
     fn finish(self: Box<Self>) -> Result<DocumentStream<'static>, QueryError> {
-        let BucketAutoFold { spec, records, count, .. } = *self;
+        let BucketAutoFold { spec, records, count, vars, .. } = *self;
         let approximate = ((count as f64 / spec.buckets as f64).round() as u64).max(1);
         let mut out = Vec::new();
         let mut open: Option<OpenBucket> = None;
@@ -270,7 +271,7 @@ impl Fold for BucketAutoFold {
                 }
             }
             let bucket = open.get_or_insert_with(|| OpenBucket::new(value.clone(), &spec.output));
-            bucket.add(value, &record)?;
+            bucket.add(value, &record, vars.collation())?;
         }
         if let Some(bucket) = open {
             let max = bucket.last.clone();
@@ -293,9 +294,9 @@ impl OpenBucket {
         OpenBucket { last: min.clone(), min, size: 0, accumulators: fresh_accumulators(output) }
     }
 
-    fn add(&mut self, value: Bson, record: &Document) -> Result<(), QueryError> {
+    fn add(&mut self, value: Bson, record: &Document, collation: Option<&Collation>) -> Result<(), QueryError> {
         for (i, accumulator) in self.accumulators.iter_mut().enumerate() {
-            accumulator.process(&record.get(i.to_string()).cloned())?;
+            accumulator.process(&record.get(i.to_string()).cloned(), collation)?;
         }
         self.last = value;
         self.size += 1;

@@ -85,7 +85,7 @@ impl Groups {
         };
         let before = accumulators_bytes(&group.accumulators);
         for (accumulator_spec, accumulator) in spec.accumulators.iter().zip(group.accumulators.iter_mut()) {
-            accumulator.process(&scope.eval(&accumulator_spec.expr)?)?;
+            accumulator.process(&scope.eval(&accumulator_spec.expr)?, scope.vars().collation())?;
         }
         self.bytes = (self.bytes + accumulators_bytes(&group.accumulators)).saturating_sub(before);
         Ok(())
@@ -281,7 +281,7 @@ fn finish_spilled(
         }
         if let Some(group) = current.as_mut() {
             for (i, accumulator) in group.accumulators.iter_mut().enumerate() {
-                accumulator.process(&record.get(i.to_string()).cloned())?;
+                accumulator.process(&record.get(i.to_string()).cloned(), collation)?;
             }
         }
     }

@@ -304,7 +304,14 @@ fn apply_stage<'a>(stage: &Stage, input: DocumentStream<'a>, context: &Context<'
         }
         Stage::Project(p) => {
             let p = p.clone();
-            map_each(input, move |d| p.apply_with(&d, None, &vars))
+            map_each(input, move |d| {
+                let mut projected = p.apply_with(&d, None, &vars)?;
+                // The text score is metadata, which MongoDB keeps through any projection.
+                if let Some(score) = d.get(crate::meta::TEXT_SCORE_FIELD) {
+                    projected.insert(crate::meta::TEXT_SCORE_FIELD, score.clone());
+                }
+                Ok(projected)
+            })
         }
         Stage::AddFields(a) => {
             let a = a.clone();

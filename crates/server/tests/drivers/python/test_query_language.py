@@ -261,9 +261,16 @@ def test_collation_in_group_keys_and_expression_comparisons(db):
                                   {"$sort": {"_id": 1}}], collation=CASELESS)
     assert [(d["apple"], d["fruit"], d["order"]) for d in flagged] == [
         (True, True, -1), (True, True, -1), (False, True, 0), (True, True, -1), (False, True, 0), (False, False, 1)]
-    # A value an operator returns is never replaced by its collation key.
-    assert [d["top"] for d in db.fruit.aggregate([{"$group": {"_id": None, "top": {"$max": "$w"}}}],
-                                                  collation=CASELESS)] == ["cherry"]
+    # Accumulators compare under it too, and give back the values themselves, never their keys.
+    def extremes(ids, **options):
+        return list(db.fruit.aggregate([
+            {"$match": {"_id": {"$in": ids}}}, {"$sort": {"_id": 1}},
+            {"$group": {"_id": None, "max": {"$max": "$w"}, "min": {"$min": "$w"}, "set": {"$addToSet": "$w"}}},
+            {"$project": {"_id": 0}}], **options))
+    assert extremes([1, 4], collation=CASELESS) == [{"max": "Banana", "min": "apple", "set": ["apple", "Banana"]}]
+    assert extremes([1, 4]) == [{"max": "apple", "min": "Banana", "set": ["apple", "Banana"]}]
+    assert extremes([0, 1, 3], collation=CASELESS)[0]["set"] == ["Apple"]
+    assert len(extremes([0, 1, 3])[0]["set"]) == 3
 
 
 def test_a_collections_default_collation_and_its_override(db):
@@ -725,8 +732,22 @@ def test_text_indexes_search_stem_score_and_negate(db):
                 {"$addFields": {"s": {"$meta": "textScore"}}}, {"$project": {"title": 1, "s": 1}}]
     staged = list(articles.aggregate(pipeline))
     assert [d["_id"] for d in staged] == [d["_id"] for d in ranked] and staged[0]["s"] == ranked[0]["score"]
+    # The score is metadata: it survives an inclusion $project, as in MongoDB.
+    after_project = [{"$match": {"$text": {"$search": "coffee"}}}, {"$project": {"title": 1}},
+                     {"$sort": {"s": {"$meta": "textScore"}}}, {"$addFields": {"s": {"$meta": "textScore"}}}]
+    projected = list(articles.aggregate(after_project))
+    assert [(d["_id"], d["s"]) for d in projected] == [(d["_id"], d["s"]) for d in staged]
+    assert set(projected[0]) == {"_id", "title", "s"}
     plain = list(articles.aggregate([{"$match": {"$text": {"$search": "coffee"}}}]))
     assert all(set(d) <= {"_id", "title", "body", "language"} for d in plain)
+    # explain shows MongoDB's text plan, with the run's counts.
+    explained = articles.find({"$text": {"$search": "coffee -tea"}}, {"score": {"$meta": "textScore"}}).explain()
+    winning = explained["queryPlanner"]["winningPlan"]
+    assert winning["stage"] == "TEXT_MATCH" and winning["indexName"] == name
+    assert winning["parsedTextQuery"]["terms"] == ["coffe"] and winning["parsedTextQuery"]["negatedTerms"] == ["tea"]
+    assert winning["inputStage"]["stage"] == "FETCH" and winning["inputStage"]["inputStage"]["stage"] == "TEXT_OR"
+    stats = explained["executionStats"]
+    assert (stats["nReturned"], stats["totalDocsExamined"]) == (2, 3) and stats["totalKeysExamined"] >= 3
     # With the rest of the filter, count and writes.
     assert articles.count_documents({"$text": {"$search": "coffee"}, "_id": {"$gt": 1}}) == 2
     articles.update_many({"$text": {"$search": "bread"}}, {"$set": {"bakery": True}})
