@@ -62,6 +62,16 @@ fn build(dir: &Path) -> Written {
     Written { tree_of }
 }
 
+/// A fresh scratch directory named for the test and the process, with the directory `build`
+/// makes in it (`pristine`).
+fn scratch_with_a_build(name: &str) -> (PathBuf, PathBuf, Written) {
+    let scratch = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let pristine = scratch.join("pristine");
+    let written = build(&pristine);
+    (scratch, pristine, written)
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to.join("log")).expect("mkdir");
     for sub in ["", "log"] {
@@ -247,10 +257,7 @@ fn key_number(key: &[u8]) -> Option<u64> {
 
 #[test]
 fn a_flipped_bit_or_zeroed_sector_is_never_returned_as_data() {
-    let scratch = std::env::temp_dir().join(format!("strata-bit-rot-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
-    let pristine = scratch.join("pristine");
-    let written = build(&pristine);
+    let (scratch, pristine, written) = scratch_with_a_build("strata-bit-rot");
     let replay: Option<u64> = std::env::var("STRATA_SEED").ok().and_then(|s| s.parse().ok());
     let first: u64 = replay.unwrap_or_else(rand::random);
     // Fewer in the debug build, where each case costs several times as much.
@@ -300,10 +307,7 @@ fn zero(dir: &Path, offset: u64, len: u64) {
 /// zeroed it refuses, naming both.
 #[test]
 fn a_damaged_checkpoint_catalog_is_read_from_its_copy() {
-    let scratch = std::env::temp_dir().join(format!("strata-catalog-copy-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
-    let pristine = scratch.join("pristine");
-    let written = build(&pristine);
+    let (scratch, pristine, written) = scratch_with_a_build("strata-catalog-copy");
     let (catalog, len, copy) = newest_catalog(&pristine);
     assert!(copy != 0 && copy != catalog, "the header names a copy of the catalog");
 
@@ -334,10 +338,7 @@ fn a_damaged_checkpoint_catalog_is_read_from_its_copy() {
 /// rewrites below had reused and removed.)
 #[test]
 fn a_damaged_header_slot_leaves_the_other_naming_the_same_checkpoint() {
-    let scratch = std::env::temp_dir().join(format!("strata-header-copy-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
-    let pristine = scratch.join("pristine");
-    let written = build(&pristine);
+    let (scratch, pristine, written) = scratch_with_a_build("strata-header-copy");
     let rewritten = scratch.join("rewritten");
     // A copy: `build` leaves its engine open, as a crash would.
     copy_dir(&pristine, &rewritten);
