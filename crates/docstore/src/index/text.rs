@@ -106,10 +106,23 @@ impl Language {
 
     /// The terms of a text: words folded, stop words dropped, stems.
     pub fn terms(self, text: &str) -> Vec<String> {
+        self.terms_with(text, Sensitivity::default())
+    }
+
+    /// The terms of a text, each word folded as far as `sensitivity` allows before it is
+    /// stemmed (a stop word is one whatever its case and accents).
+    pub fn terms_with(self, text: &str, sensitivity: Sensitivity) -> Vec<String> {
         let stemmer = self.stemmer();
         let stop_words = self.stop_words();
-        words(text)
-            .filter(|word| !stop_words.contains(word))
+        raw_words(text)
+            .filter_map(|word| {
+                let folded = fold(word);
+                match (stop_words.contains(&folded), sensitivity.any()) {
+                    (true, _) => None,
+                    (false, false) => Some(folded),
+                    (false, true) => Some(sensitivity.fold(word)),
+                }
+            })
             .map(|word| match &stemmer {
                 Some(stemmer) => stemmer.stem(&word).into_owned(),
                 None => word,
@@ -118,14 +131,45 @@ impl Language {
     }
 }
 
+/// What a `$text` query tells apart that the index does not: case (`$caseSensitive`) and
+/// diacritics (`$diacriticSensitive`). The default folds both, as the index does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sensitivity {
+    pub case: bool,
+    pub diacritics: bool,
+}
+
+impl Sensitivity {
+    pub fn any(self) -> bool {
+        self.case || self.diacritics
+    }
+
+    /// A word folded as far as this sensitivity allows: lower case unless case-sensitive,
+    /// without diacritics unless diacritic-sensitive (then composed, so that one spelling
+    /// compares equal however it was encoded).
+    pub fn fold(self, word: &str) -> String {
+        let marks_kept: String = if self.diacritics {
+            word.nfc().collect()
+        } else {
+            word.nfd().filter(|c| !unicode_normalization::char::is_combining_mark(*c)).collect()
+        };
+        if self.case { marks_kept } else { marks_kept.chars().flat_map(char::to_lowercase).collect() }
+    }
+}
+
+/// The words of a text as written.
+fn raw_words(text: &str) -> impl Iterator<Item = &str> + '_ {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty())
+}
+
 /// The words of a text, lower-cased and without diacritics.
 pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()).map(fold)
+    raw_words(text).map(fold)
 }
 
 /// Lower case, diacritics dropped.
 pub fn fold(word: &str) -> String {
-    word.nfd().filter(|c| !unicode_normalization::char::is_combining_mark(*c)).flat_map(char::to_lowercase).collect()
+    Sensitivity::default().fold(word)
 }
 
 /// A text index's settings.
@@ -309,6 +353,14 @@ pub struct TextQuery {
     pub negated_phrases: Vec<String>,
     /// `$language`, if given (else the index's default).
     pub language: Option<Language>,
+    /// `$caseSensitive` and `$diacriticSensitive`.
+    pub sensitivity: Sensitivity,
+    /// With a sensitivity, the terms and negated terms analyzed under it (`terms` and `negated`
+    /// stay folded: they find candidates in the index, which folds both): a document matches
+    /// only if its text, analyzed the same way, has one of `sensitive_terms` and none of
+    /// `sensitive_negated`. Empty without a sensitivity.
+    pub sensitive_terms: Vec<String>,
+    pub sensitive_negated: Vec<String>,
 }
 
 impl TextQuery {
@@ -319,13 +371,15 @@ impl TextQuery {
         };
         let mut search = None;
         let mut language = None;
+        let mut sensitivity = Sensitivity::default();
         for (key, value) in spec {
             match (key.as_str(), value) {
                 ("$search", Bson::String(text)) => search = Some(text.clone()),
                 ("$language", Bson::String(name)) => language = Some(Language::parse(name)?),
-                ("$caseSensitive" | "$diacriticSensitive", Bson::Boolean(false)) => {}
-                ("$caseSensitive" | "$diacriticSensitive", Bson::Boolean(true)) => {
-                    return Err(Error::bad_value(format!("{key}: true is not supported by Strata's text search")));
+                ("$caseSensitive", Bson::Boolean(on)) => sensitivity.case = *on,
+                ("$diacriticSensitive", Bson::Boolean(on)) => sensitivity.diacritics = *on,
+                ("$caseSensitive" | "$diacriticSensitive", _) => {
+                    return Err(Error::bad_value(format!("{key} must be a boolean")));
                 }
                 _ => return Err(Error::bad_value(format!("bad $text field: {key}"))),
             }
@@ -339,6 +393,9 @@ impl TextQuery {
             phrases: Vec::new(),
             negated_phrases: Vec::new(),
             language,
+            sensitivity,
+            sensitive_terms: Vec::new(),
+            sensitive_negated: Vec::new(),
         };
         query.read_search(&search);
         Ok(query)
@@ -354,7 +411,7 @@ impl TextQuery {
             let body = if negated { &rest[1..] } else { rest };
             if let Some(after_quote) = body.strip_prefix('"') {
                 let end = after_quote.find('"').unwrap_or(after_quote.len());
-                let phrase = fold_phrase(&after_quote[..end]);
+                let phrase = phrase_under(&after_quote[..end], self.sensitivity);
                 if negated {
                     self.negated_phrases.push(phrase.clone())
                 } else {
@@ -380,25 +437,33 @@ impl TextQuery {
 
     /// The query with its words analyzed in `language`: stemmed, stop words dropped.
     pub fn analyzed(&self, language: Language) -> TextQuery {
-        let analyze = |raw: &[String]| {
-            let mut terms: Vec<String> = raw.iter().flat_map(|text| language.terms(text)).collect();
+        let analyze = |raw: &[String], sensitivity: Sensitivity| {
+            let mut terms: Vec<String> = raw.iter().flat_map(|text| language.terms_with(text, sensitivity)).collect();
             terms.sort();
             terms.dedup();
             terms
         };
+        let sensitive = |raw: &[String]| match self.sensitivity.any() {
+            true => analyze(raw, self.sensitivity),
+            false => Vec::new(),
+        };
         TextQuery {
-            terms: analyze(&self.terms),
-            negated: analyze(&self.negated),
+            terms: analyze(&self.terms, Sensitivity::default()),
+            negated: analyze(&self.negated, Sensitivity::default()),
             phrases: self.phrases.clone(),
             negated_phrases: self.negated_phrases.clone(),
             language: Some(language),
+            sensitivity: self.sensitivity,
+            sensitive_terms: sensitive(&self.terms),
+            sensitive_negated: sensitive(&self.negated),
         }
     }
 }
 
-/// A phrase as it is compared: folded words separated by single spaces.
-pub fn fold_phrase(text: &str) -> String {
-    words(text).collect::<Vec<_>>().join(" ")
+/// A phrase as a query of this sensitivity compares it: its words folded as far as the
+/// sensitivity allows, separated by single spaces.
+pub fn phrase_under(text: &str, sensitivity: Sensitivity) -> String {
+    raw_words(text).map(|word| sensitivity.fold(word)).collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]
@@ -444,5 +509,20 @@ mod tests {
         assert_eq!(query.negated, vec!["tea"]);
         assert_eq!(query.phrases, vec!["dark roast"]);
         assert_eq!(query.negated_phrases, vec!["decaf blend"]);
+    }
+
+    #[test]
+    fn sensitive_analysis_keeps_case_or_diacritics_and_still_drops_stop_words() {
+        let case = Sensitivity { case: true, diacritics: false };
+        let marks = Sensitivity { case: false, diacritics: true };
+        assert_eq!(Sensitivity::default().fold("Résumé"), "resume");
+        assert_eq!(case.fold("Résumé"), "Resume");
+        assert_eq!(marks.fold("Résumé"), "résumé");
+        // One spelling whatever its encoding: e + combining acute is é.
+        assert_eq!(marks.fold("re\u{301}sume\u{301}"), "résumé");
+        assert_eq!(english().terms_with("The Runners", case), vec![english().terms_with("Runners", case)[0].clone()]);
+        assert_ne!(english().terms_with("Runners", case), english().terms("Runners"));
+        assert_eq!(phrase_under("  RESUME,  in!", case), "RESUME in");
+        assert_eq!(phrase_under("  RESUME,  in!", Sensitivity::default()), "resume in");
     }
 }

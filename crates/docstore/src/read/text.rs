@@ -6,9 +6,12 @@
 //! `$text` is read at the top level of the filter (or in its top-level `$and`); elsewhere the
 //! filter parser refuses it. Results are materialized (a search's matches, not a collection),
 //! in `_id` order unless sorted. An aggregation whose first `$match` has `$text` gets each
-//! score in a hidden field (`query::meta`) for its `$meta` expressions and sorts. Known limits:
-//! `$caseSensitive`/`$diacriticSensitive: true` are refused. explain shows MongoDB's
-//! TEXT_MATCH plan (`text_plan`) with the run's counts.
+//! score in a hidden field (`query::meta`) for its `$meta` expressions and sorts.
+//! `$caseSensitive`/`$diacriticSensitive`: the index (which folds case and diacritics) finds the
+//! candidates by the folded terms, and each document's text, analyzed as the query asks, must
+//! then hold one of the terms as the query spells them (and none of its negated ones); phrases
+//! compare the same way. explain shows MongoDB's TEXT_MATCH plan (`text_plan`) with the run's
+//! counts.
 
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -23,7 +26,7 @@ use query::sort::SortSpec;
 use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::index::text::{TextQuery, fold_phrase};
+use crate::index::text::{TextQuery, phrase_under};
 use crate::operation;
 use crate::read::bounds::{extend_prefix, key_range};
 use crate::read::find::{Cursor, FindRequest};
@@ -195,19 +198,33 @@ fn term_scores(
     Ok(scores)
 }
 
-/// The negations and phrases: no negated term, every phrase, no negated phrase.
+/// What the index could not check: with `$caseSensitive` or `$diacriticSensitive`, one of the
+/// terms as the query spells it; no negated term; every phrase; no negated phrase.
 fn text_holds(spec: &crate::index::text::TextSpec, query: &TextQuery, raw: &RawDocumentBuf) -> Result<bool> {
-    if query.negated.is_empty() && query.phrases.is_empty() && query.negated_phrases.is_empty() {
+    let sensitive = query.sensitivity.any();
+    if !sensitive && query.negated.is_empty() && query.phrases.is_empty() && query.negated_phrases.is_empty() {
         return Ok(true);
     }
     let document = Document::try_from(raw.as_ref()).map_err(|e| Error::corrupt(format!("stored document: {e}")))?;
-    if !query.negated.is_empty() {
-        let terms = spec.terms(&document)?;
-        if terms.iter().any(|(term, _)| query.negated.contains(term)) {
+    let (wanted, negated) = match sensitive {
+        true => (&query.sensitive_terms, &query.sensitive_negated),
+        false => (&query.terms, &query.negated),
+    };
+    if sensitive || !negated.is_empty() {
+        let language = spec.language_of(&document)?;
+        let strings = spec.strings(&document);
+        let terms: std::collections::HashSet<String> =
+            strings.iter().flat_map(|(text, _)| language.terms_with(text, query.sensitivity)).collect();
+        // Without a sensitivity the index already chose a document with one of the terms.
+        if sensitive && !wanted.iter().any(|term| terms.contains(term)) {
+            return Ok(false);
+        }
+        if negated.iter().any(|term| terms.contains(term)) {
             return Ok(false);
         }
     }
-    let texts: Vec<String> = spec.strings(&document).into_iter().map(|(text, _)| fold_phrase(text)).collect();
+    let texts: Vec<String> =
+        spec.strings(&document).into_iter().map(|(text, _)| phrase_under(text, query.sensitivity)).collect();
     let contains = |phrase: &String| texts.iter().any(|text| text.contains(phrase.as_str()));
     Ok(query.phrases.iter().all(contains) && !query.negated_phrases.iter().any(contains))
 }

@@ -771,6 +771,38 @@ def test_text_indexes_search_stem_score_and_negate(db):
     assert error.value.code == 17262
 
 
+def test_text_search_case_and_diacritic_sensitive(db):
+    from pymongo import TEXT
+
+    notes = db.notes
+    notes.insert_many([{"_id": 1, "t": "Résumé writing tips"}, {"_id": 2, "t": "resume the game"},
+                       {"_id": 3, "t": "RESUME in capitals"}])
+    notes.create_index([("t", TEXT)])
+
+    def ids(search, **options):
+        return sorted(d["_id"] for d in notes.find({"$text": {"$search": search, **options}}))
+
+    assert ids("resume") == [1, 2, 3]  # the index folds case and diacritics
+    assert ids("resume", **{"$caseSensitive": True}) == [2]
+    assert ids("RESUME", **{"$caseSensitive": True}) == [3]
+    assert ids("Résumé", **{"$diacriticSensitive": True}) == [1]
+    assert ids("resume", **{"$diacriticSensitive": True}) == [2, 3]
+    assert ids("Resume", **{"$caseSensitive": True, "$diacriticSensitive": True}) == []
+    assert ids("Résumé", **{"$caseSensitive": True, "$diacriticSensitive": True}) == [1]
+    # Negations and phrases compare as the query asks too.
+    assert ids("resume -RESUME", **{"$caseSensitive": True}) == [2]
+    assert ids("resume -RESUME") == []
+    assert ids('"RESUME in"', **{"$caseSensitive": True}) == [3]
+    assert ids('"Resume in"', **{"$caseSensitive": True}) == []
+    assert ids('"resume in"') == [3]
+    # Sensitive queries still find their candidates through the index.
+    explained = notes.find({"$text": {"$search": "RESUME", "$caseSensitive": True}}).explain()
+    assert explained["queryPlanner"]["winningPlan"]["stage"] == "TEXT_MATCH"
+    assert explained["executionStats"]["totalDocsExamined"] == 3
+    with pytest.raises(OperationFailure):
+        list(notes.find({"$text": {"$search": "x", "$caseSensitive": "yes"}}))
+
+
 def test_geospatial_queries_and_indexes(db):
     from pymongo import GEO2D, GEOSPHERE
 
