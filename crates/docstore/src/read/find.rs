@@ -143,6 +143,9 @@ pub struct Prepared {
     pub sort: Option<SortSpec>,
     pub projection: Option<Projection>,
     pub plan: Plan,
+    /// The statement's variables under the find's collation (its projection's `$eq`, `$in`,
+    /// ... compare strings under it, as its `$expr` does).
+    pub variables: Arc<Variables>,
 }
 
 impl Inner {
@@ -156,9 +159,14 @@ impl Inner {
 
     pub fn prepare_find(&self, collection: &crate::collection::Collection, request: &FindRequest) -> Result<Prepared> {
         let collation = collection.collation_for(request.collation.as_ref());
-        let filter = Filter::parse(&request.filter)?
-            .with_variables(Arc::clone(&request.variables))
-            .with_collation(collation.clone());
+        let variables = match &collation {
+            Some(collation) if !collation.is_simple() => {
+                Arc::new((*request.variables).clone().with_collation(Some(collation.clone())))
+            }
+            _ => Arc::clone(&request.variables),
+        };
+        let filter =
+            Filter::parse(&request.filter)?.with_variables(Arc::clone(&variables)).with_collation(collation.clone());
         // `sort: {$natural: ±1}` is a collection scan in (reverse) natural order, not a sort.
         let natural = request.sort.as_ref().filter(|sort| sort.len() == 1).and_then(|sort| sort.get("$natural"));
         let natural_hint =
@@ -176,7 +184,7 @@ impl Inner {
         // The planner reads the filter's collation: only an index of the same collation takes
         // bounds from strings or gives the sort order.
         let plan = plan(collection, &filter, &request.filter, sort.as_ref(), hint.as_ref())?;
-        Ok(Prepared { filter, sort, projection, plan })
+        Ok(Prepared { filter, sort, projection, plan, variables })
     }
 
     /// Counts the plan's use of each index it scans (`$indexStats`).
@@ -273,7 +281,7 @@ impl Inner {
             }));
         } else if let Some(projection) = prepared.projection.clone() {
             let filter = prepared.filter.clone();
-            let variables = Arc::clone(&request.variables);
+            let variables = Arc::clone(&prepared.variables);
             stream = Box::new(
                 stream.map(move |item| item.and_then(|document| project(&projection, &filter, &variables, &document))),
             );
@@ -530,7 +538,7 @@ fn nearest_first(found: Vec<(RawDocumentBuf, f64)>, request: &FindRequest, prepa
     let mut out = Vec::new();
     for document in documents.into_iter().skip(skip).take(limit) {
         let shown = match &prepared.projection {
-            Some(projection) => projection.apply_with(&document, None, &request.variables)?,
+            Some(projection) => projection.apply_with(&document, None, &prepared.variables)?,
             None => document,
         };
         out.push(RawDocumentBuf::try_from(&shown).map_err(|e| Error::corrupt(e.to_string()))?);

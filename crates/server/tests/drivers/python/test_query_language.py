@@ -261,6 +261,11 @@ def test_collation_in_group_keys_and_expression_comparisons(db):
                                   {"$sort": {"_id": 1}}], collation=CASELESS)
     assert [(d["apple"], d["fruit"], d["order"]) for d in flagged] == [
         (True, True, -1), (True, True, -1), (False, True, 0), (True, True, -1), (False, True, 0), (False, False, 1)]
+    # So do a find's projection expressions (the find's collation, or the collection's).
+    projected = db.fruit.find({}, {"apple": {"$eq": ["$w", "APPLE"]}}, collation=CASELESS).sort("_id", 1)
+    assert [d["apple"] for d in projected] == [True, True, False, True, False, False]
+    assert [d["apple"] for d in db.fruit.find({}, {"apple": {"$eq": ["$w", "APPLE"]}}).sort("_id", 1)] == [
+        False, False, False, True, False, False]
     # Accumulators compare under it too, and give back the values themselves, never their keys.
     def extremes(ids, **options):
         return list(db.fruit.aggregate([
