@@ -78,12 +78,8 @@ impl Inner {
         rest: &Document,
         counters: &ExecutionCounters,
     ) -> Result<Cursor> {
-        let (index, spec) = collection
-            .indexes
-            .iter()
-            .filter(|index| index.meta.ready)
-            .find_map(|index| index.text.as_ref().map(|spec| (index, spec)))
-            .ok_or_else(|| Error::IndexNotFound("text index required for $text query".into()))?;
+        let (index, spec) =
+            text_index(collection).ok_or_else(|| Error::IndexNotFound("text index required for $text query".into()))?;
         let query = query.analyzed(query.language.unwrap_or(spec.default_language));
         let snapshot = self.snapshot_for(request.read_at.as_ref());
         self.catalog.index_usage.note(&index.meta.tree);
@@ -119,14 +115,7 @@ impl Inner {
     pub fn text_plan(&self, db: &str, name: &str, request: &FindRequest) -> Result<Option<Document>> {
         let Some((query, _)) = extract(&request.filter)? else { return Ok(None) };
         let Some(collection) = self.catalog.collection(db, name) else { return Ok(None) };
-        let Some((index, spec)) = collection
-            .indexes
-            .iter()
-            .filter(|index| index.meta.ready)
-            .find_map(|index| index.text.as_ref().map(|spec| (index, spec)))
-        else {
-            return Ok(None);
-        };
+        let Some((index, spec)) = text_index(&collection) else { return Ok(None) };
         let query = query.analyzed(query.language.unwrap_or(spec.default_language));
         // One scan per term; MongoDB shows a text scan's bounds as `{}` (the term is in
         // parsedTextQuery).
@@ -159,6 +148,15 @@ impl Inner {
             "inputStage": {"stage": "FETCH", "inputStage": union},
         }))
     }
+}
+
+/// The collection's text index (ready), with its settings.
+fn text_index(collection: &Collection) -> Option<(&Index, &crate::index::text::TextSpec)> {
+    collection
+        .indexes
+        .iter()
+        .filter(|index| index.meta.ready)
+        .find_map(|index| index.text.as_ref().map(|spec| (index, spec)))
 }
 
 /// Whether a projection or sort reads `{$meta: "textScore"}`.
@@ -206,13 +204,13 @@ fn text_holds(spec: &crate::index::text::TextSpec, query: &TextQuery, raw: &RawD
         return Ok(true);
     }
     let document = Document::try_from(raw.as_ref()).map_err(|e| Error::corrupt(format!("stored document: {e}")))?;
+    let strings = spec.strings(&document);
     let (wanted, negated) = match sensitive {
         true => (&query.sensitive_terms, &query.sensitive_negated),
         false => (&query.terms, &query.negated),
     };
     if sensitive || !negated.is_empty() {
         let language = spec.language_of(&document)?;
-        let strings = spec.strings(&document);
         let terms: std::collections::HashSet<String> =
             strings.iter().flat_map(|(text, _)| language.terms_with(text, query.sensitivity)).collect();
         // Without a sensitivity the index already chose a document with one of the terms.
@@ -223,8 +221,7 @@ fn text_holds(spec: &crate::index::text::TextSpec, query: &TextQuery, raw: &RawD
             return Ok(false);
         }
     }
-    let texts: Vec<String> =
-        spec.strings(&document).into_iter().map(|(text, _)| phrase_under(text, query.sensitivity)).collect();
+    let texts: Vec<String> = strings.iter().map(|(text, _)| phrase_under(text, query.sensitivity)).collect();
     let contains = |phrase: &String| texts.iter().any(|text| text.contains(phrase.as_str()));
     Ok(query.phrases.iter().all(contains) && !query.negated_phrases.iter().any(contains))
 }
