@@ -115,6 +115,27 @@ impl Natural {
         Ok(())
     }
 
+    /// Writes this order into the empty tree `target`, each `_id` in the current key encoding
+    /// (read from the document in `documents`): a key format upgrade (`catalog::key_format`).
+    pub(crate) fn copy_rekeyed(&self, engine: &Engine, documents: TreeId, target: TreeId) -> Result<()> {
+        let snapshot = engine.snapshot();
+        let mut txn = engine.begin();
+        let mut pending = 0;
+        for entry in self.ids(&snapshot, None, false) {
+            let (seq, old_id) = entry?;
+            let Some(document) = snapshot.get(documents, &old_id)? else { continue };
+            let id = crate::catalog::key_format::new_id_key(&document)?;
+            txn.put(target, order_key(seq), id.clone());
+            txn.put(target, id_key(&id), seq.to_be_bytes().to_vec());
+            pending += 1;
+            if pending % 1_000 == 0 {
+                std::mem::replace(&mut txn, engine.begin()).commit(storage::Durability::None)?;
+            }
+        }
+        txn.commit(storage::Durability::None)?;
+        Ok(())
+    }
+
     /// Whether the document numbered `seq` is still there (a tail's last read).
     pub fn holds(&self, snapshot: &Snapshot, seq: u64) -> Result<bool> {
         Ok(snapshot.get(self.tree, &order_key(seq))?.is_some())

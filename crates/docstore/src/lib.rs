@@ -174,6 +174,13 @@ impl Store {
         Store::start(engine, options)
     }
 
+    /// [`Store::open`] on another file system (tests: `storage::io::SimFs`'s crashes and
+    /// faults).
+    pub fn open_with(fs: Arc<dyn storage::io::FileSystem>, dir: &Path, options: StoreOptions) -> Result<Store> {
+        let engine = Engine::open_with(fs, dir, engine_options(&options))?;
+        Store::start(engine, options)
+    }
+
     /// A store whose data lives in memory only.
     pub fn open_in_memory(options: StoreOptions) -> Result<Store> {
         let engine = Engine::open_in_memory(engine_options(&options))?;

@@ -1,9 +1,10 @@
 //! The store's shared state: the engine, the options, the [`Catalog`]; opening.
 //!
 //! Open: open the catalog (its trees, its entries, garbage trees dropped: [`Catalog::open`]),
-//! then finish the index builds a crash interrupted. Threads: the engine's own, plus the TTL
-//! monitor ([`crate::index::ttl`]), which holds only a `Weak` reference so that `close` can take
-//! the store back.
+//! rebuild the collections written in an older key format ([`crate::catalog::key_format`]),
+//! then finish the index builds a crash (or that rebuild) left unbuilt. Threads: the engine's
+//! own, plus the TTL monitor ([`crate::index::ttl`]), which holds only a `Weak` reference so
+//! that `close` can take the store back.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -25,6 +26,9 @@ pub struct Inner {
 impl Inner {
     pub fn open(engine: Engine, options: StoreOptions) -> Result<Inner> {
         let catalog = Catalog::open(&engine, options.document_compression)?;
+        if !engine.options().salvage {
+            catalog.upgrade_key_formats(&engine)?;
+        }
         for (db, name, index) in catalog.unfinished_index_builds() {
             crate::index::build::build(&engine, &catalog, &db, &name, &index)?;
         }

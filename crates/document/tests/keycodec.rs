@@ -17,12 +17,19 @@ fn decimal_strategy() -> impl Strategy<Value = Bson> {
         (any::<bool>(), any::<u64>().prop_map(u128::from), -30i32..30),
         (any::<bool>(), 0u128..9_999_999_999_999_999_999_999_999_999_999_999, -6176i32..6111),
     ];
+    // Decimals next to doubles: a double's expansion cut to 34 (or fewer) digits lands just
+    // above or below it, or on it when the expansion is short.
+    let near_double = (any::<f64>().prop_filter("finite", |d| d.is_finite()), 15usize..34)
+        .prop_filter_map("decimal out of range", |(double, digits)| {
+            format!("{double:.digits$e}").parse::<Decimal128>().ok()
+        });
     let special = prop::sample::select(vec!["NaN", "Infinity", "-Infinity", "-0", "0.1", "1E+6000", "-1E-6000"]);
     prop_oneof![
         parts.prop_filter_map("decimal out of range", |(negative, coefficient, exponent)| {
             encode_decimal128(negative, coefficient, exponent).map(Bson::Decimal128)
         }),
         special.prop_map(|text| Bson::Decimal128(text.parse::<Decimal128>().unwrap_or_else(|e| panic!("{e}")))),
+        near_double.prop_map(Bson::Decimal128),
     ]
 }
 
@@ -50,6 +57,7 @@ fn number_strategy() -> impl Strategy<Value = Bson> {
             f64::MIN,
         ])
         .prop_map(Bson::Double),
+        decimal_strategy(),
         decimal_strategy(),
     ]
 }
@@ -115,6 +123,18 @@ proptest! {
         prop_assert_eq!(actual, expected, "a={:?} b={:?}", a, b);
     }
 
+    // A double against decimals cut from its own expansion (just above, below or on it), and
+    // against the doubles next to it.
+    #[test]
+    fn doubles_and_their_nearest_decimals(double in any::<f64>().prop_filter("finite", |d| d.is_finite()), digits in 0usize..34) {
+        let neighbours = [double.next_up(), double.next_down()].map(Bson::Double);
+        let cut = format!("{double:.digits$e}").parse::<Decimal128>().ok().map(Bson::Decimal128);
+        for other in neighbours.iter().chain(cut.as_ref()) {
+            let a = Bson::Double(double);
+            prop_assert_eq!(encode_value(&a).cmp(&encode_value(other)), compare_values(&a, other), "a={:?} b={:?}", a, other);
+        }
+    }
+
     // Numbers against numbers, where the encoding is hardest.
     #[test]
     fn memcmp_order_is_numeric_order(a in number_strategy(), b in number_strategy()) {
@@ -162,10 +182,40 @@ proptest! {
 fn encoded_sizes() {
     assert_eq!(encode_value(&Bson::Int32(1)).len(), 5);
     assert_eq!(encode_value(&Bson::Int32(0)).len(), 2);
-    assert_eq!(encode_value(&Bson::Int64(i64::MAX)).len(), 14);
+    assert_eq!(encode_value(&Bson::Int64(i64::MAX)).len(), 13);
+    assert_eq!(encode_value(&Bson::Int64(i64::MIN)).len(), 5);
     assert_eq!(
         encode_value(&Bson::Double(1.5)),
         encode_value(&Bson::Decimal128("1.50".parse().unwrap_or_else(|e| panic!("{e}"))))
     );
-    assert_eq!(encode_value(&Bson::Double(0.1)).len(), 32);
+    assert_eq!(encode_value(&Bson::Double(0.1)).len(), 12);
+    assert_eq!(encode_value(&Bson::Double(5e-324)).len(), 5);
+    assert_eq!(encode_value(&decimal("0.1")).len(), 21);
+    assert_eq!(encode_value(&decimal("-9.999999999999999999999999999999999E+6144")).len(), 21);
+}
+
+fn decimal(text: &str) -> Bson {
+    Bson::Decimal128(text.parse().unwrap_or_else(|e| panic!("{e}")))
+}
+
+// Goal: a decimal that is not a binary fraction sorts strictly between the doubles around it,
+// and next to its neighbours among decimals (the cases where a truncated binary expansion
+// could tie).
+#[test]
+fn inexact_decimals_keep_their_place() {
+    let ordered = [
+        Bson::Double(0.09999999999999999),
+        decimal("0.09999999999999999999999999999999999"),
+        decimal("0.1"),
+        decimal("0.1000000000000000000000000000000001"),
+        Bson::Double(0.1),
+        decimal("0.1000000000000000055511151231257828"),
+        Bson::Double(0.10000000000000002),
+    ];
+    for pair in ordered.windows(2) {
+        assert!(encode_value(&pair[0]) < encode_value(&pair[1]), "{} < {}", pair[0], pair[1]);
+    }
+    assert_eq!(encode_value(&decimal("0.1")), encode_value(&decimal("0.100")));
+    assert_eq!(encode_value(&decimal("-2.50")), encode_value(&Bson::Double(-2.5)));
+    assert_eq!(encode_value(&decimal("1.125E+3")), encode_value(&Bson::Int64(1125)));
 }

@@ -54,6 +54,8 @@ pub struct CollectionMeta {
     pub indexes: Vec<IndexMeta>,
     /// A capped collection's insertion-order tree (`crate::capped`).
     pub natural: Option<String>,
+    /// How its trees encode keys (`super::key_format`; entries without one are format 1).
+    pub key_format: i32,
 }
 
 /// One secondary index in the catalog.
@@ -159,6 +161,7 @@ impl CollectionMeta {
         if let Some(natural) = &self.natural {
             document.insert("natural", natural.clone());
         }
+        document.insert("keyFormat", self.key_format);
         document
     }
 
@@ -189,6 +192,7 @@ impl CollectionMeta {
             options: document.get_document("options").cloned().unwrap_or_default(),
             indexes,
             natural: document.get_str("natural").ok().map(str::to_string),
+            key_format: document.get_i32("keyFormat").unwrap_or(1),
         })
     }
 
@@ -253,11 +257,15 @@ mod tests {
                 ready: true,
             }],
             natural: None,
+            key_format: 2,
         };
         let bytes = meta.encode().unwrap();
         assert_eq!(CollectionMeta::decode(&bytes).unwrap(), meta);
-        let capped = CollectionMeta { natural: Some("n.3".into()), ..meta };
+        let capped = CollectionMeta { natural: Some("n.3".into()), ..meta.clone() };
         assert_eq!(CollectionMeta::decode(&capped.encode().unwrap()).unwrap(), capped);
         assert_eq!(capped.trees().collect::<Vec<_>>(), vec!["c.1", "i.2", "n.3"]);
+        let mut older = meta.to_document();
+        older.remove("keyFormat");
+        assert_eq!(CollectionMeta::from_document(&older).unwrap().key_format, 1, "entries written before key formats");
     }
 }

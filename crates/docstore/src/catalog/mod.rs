@@ -19,6 +19,7 @@
 //! The engine is the store's; the methods that read or change trees take it as an argument.
 
 pub mod entry;
+pub mod key_format;
 pub mod view;
 
 use std::collections::{BTreeMap, HashSet};
@@ -570,7 +571,15 @@ impl Catalog {
             Some(_) => Some(self.new_tree(engine, entry::NATURAL_TREE_PREFIX)?),
             None => None,
         };
-        let meta = CollectionMeta { db: db.into(), name: name.into(), tree, options, indexes: Vec::new(), natural };
+        let meta = CollectionMeta {
+            db: db.into(),
+            name: name.into(),
+            tree,
+            options,
+            indexes: Vec::new(),
+            natural,
+            key_format: key_format::KEY_FORMAT,
+        };
         let mut txn = engine.begin();
         self.put_meta(&mut txn, &meta)?;
         self.commit_logged(engine, txn, db, entries, Durability::Immediate)?;

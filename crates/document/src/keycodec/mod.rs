@@ -19,11 +19,9 @@
 //! ```text
 //! component   = rank:u8 body            rank = canonical_type_rank(value)
 //! body(null, undefined, minKey, maxKey) = (empty)
-//! body(number)   = class:u8 [exponent:u16be digit-pairs]   class 1 NaN, 2 -inf, 3 negative,
-//!                                                          4 zero, 5 positive, 6 +inf
-//!                  value = ±0.d1d2…dn × 10^exponent, exponent stored + 0x8000; digits in pairs
-//!                  p = 10·d(2i-1) + d(2i) (last pair padded with 0) as 2p+1, the last as 2p;
-//!                  for negatives the exponent and pairs are inverted (larger magnitude smaller)
+//! body(number)   = class:u8 [exponent:u16be fraction-groups]    see `number`: the binary
+//!                  value, every number type alike; class 1 NaN, 2 -inf, 3 negative, 4 zero,
+//!                  5 positive, 6 +inf; negatives inverted (larger magnitude smaller)
 //! body(string, symbol, code) = bytes with 00 -> 00 FF, then 00 01
 //! body(document) = { (rank+1):u8 name-bytes 00 body(value) }* 00
 //! body(array)    = { (rank+1):u8 body(value) }* 00
@@ -36,19 +34,24 @@
 //! body(codeWithScope) = body(string code) body(document scope)
 //! ```
 //!
-//! Numbers: the digits are the exact decimal expansion ([`Numeric`]), so int64 beyond 2^53,
-//! every double and every decimal128 keep their exact place. The cost is size: a double with a
-//! binary fraction has as many decimal digits as fraction bits (0.1 takes 28 digit-pair bytes,
-//! a subnormal up to ~380). Integers, integral doubles and short decimals are 4–13 bytes.
+//! Numbers: the exact binary value (`number`), so int64 beyond 2^53, every double and every
+//! decimal128 keep their exact place: integers take 5 to 13 bytes with the rank, doubles at most
+//! 12, decimals at most 21.
+//!
+//! Key format 2 (2026-11-27). Format 1 wrote numbers as their decimal expansions (a double with
+//! a binary fraction took up to 32 bytes); `docstore` rebuilds a format-1 collection's trees
+//! when it opens one.
+
+mod number;
 
 use std::cmp::Ordering;
 
 use bson::{Binary, Bson, Decimal128, Document, Regex, Timestamp, oid::ObjectId, spec::BinarySubtype};
 
 use crate::error::{Error, Result};
-use crate::number::Numeric;
 use crate::order::{STRING_RANK, canonical_type_rank};
 use crate::scan::Scalar;
+use number::{CLASS_NAN, CLASS_NEGATIVE, CLASS_NEGATIVE_INFINITY, CLASS_POSITIVE, CLASS_POSITIVE_INFINITY, CLASS_ZERO};
 
 /// The sort direction of one key component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -73,13 +76,6 @@ pub struct EncodedKey {
     pub order: Vec<u8>,
     pub types: Vec<u8>,
 }
-
-const CLASS_NAN: u8 = 1;
-const CLASS_NEGATIVE_INFINITY: u8 = 2;
-const CLASS_NEGATIVE: u8 = 3;
-const CLASS_ZERO: u8 = 4;
-const CLASS_POSITIVE: u8 = 5;
-const CLASS_POSITIVE_INFINITY: u8 = 6;
 
 const TAG_INT32: u8 = 1;
 const TAG_INT64: u8 = 2;
@@ -163,11 +159,21 @@ pub fn encode_value(value: &Bson) -> Vec<u8> {
 fn encode_body(value: &Bson, key: &mut EncodedKey) {
     match value {
         Bson::MinKey | Bson::MaxKey | Bson::Null | Bson::Undefined => {}
-        Bson::Int32(i) => encode_integer(i64::from(*i), TAG_INT32, key),
-        Bson::Int64(i) => encode_integer(*i, TAG_INT64, key),
-        Bson::Double(d) => encode_double(*d, key),
+        Bson::Int32(i) => {
+            number::encode_integer(i64::from(*i), &mut key.order);
+            key.types.push(TAG_INT32);
+        }
+        Bson::Int64(i) => {
+            number::encode_integer(*i, &mut key.order);
+            key.types.push(TAG_INT64);
+        }
+        Bson::Double(d) => {
+            number::encode_double(*d, &mut key.order);
+            let negative_zero = *d == 0.0 && d.is_sign_negative();
+            key.types.push(if negative_zero { TAG_DOUBLE_NEGATIVE_ZERO } else { TAG_DOUBLE });
+        }
         Bson::Decimal128(d) => {
-            encode_numeric(&Numeric::from_decimal128(d), &mut key.order);
+            number::encode_decimal(d, &mut key.order);
             key.types.push(TAG_DECIMAL128);
             key.types.extend_from_slice(&d.bytes());
         }
@@ -247,75 +253,6 @@ fn encode_db_pointer(pointer: &bson::DbPointer, out: &mut Vec<u8>) {
     let length = u32::from_le_bytes(length.try_into().unwrap_or([0; 4]));
     out.extend_from_slice(&length.to_be_bytes());
     out.extend_from_slice(rest);
-}
-
-fn encode_integer(value: i64, tag: u8, key: &mut EncodedKey) {
-    encode_magnitude(value < 0, value.unsigned_abs(), &mut key.order);
-    key.types.push(tag);
-}
-
-fn encode_double(value: f64, key: &mut EncodedKey) {
-    let tag = if value == 0.0 && value.is_sign_negative() { TAG_DOUBLE_NEGATIVE_ZERO } else { TAG_DOUBLE };
-    // Integral doubles below 2^63 take the integer path: same bytes, no formatting.
-    if value.fract() == 0.0 && value.abs() < 9_223_372_036_854_775_808.0 {
-        encode_magnitude(value < 0.0, value.abs() as u64, &mut key.order);
-    } else {
-        encode_numeric(&Numeric::from_f64(value), &mut key.order);
-    }
-    key.types.push(tag);
-}
-
-/// An integer's body without building a [`Numeric`]: same bytes as `encode_numeric`.
-fn encode_magnitude(negative: bool, magnitude: u64, out: &mut Vec<u8>) {
-    if magnitude == 0 {
-        out.push(CLASS_ZERO);
-        return;
-    }
-    let mut buffer = [0u8; 20];
-    let mut length = 0;
-    let mut rest = magnitude;
-    while rest > 0 {
-        buffer[length] = (rest % 10) as u8;
-        rest /= 10;
-        length += 1;
-    }
-    buffer[..length].reverse();
-    let exponent = length as i32;
-    let significant = buffer[..length].iter().rposition(|&d| d != 0).map_or(0, |last| last + 1);
-    encode_finite(negative, exponent, &buffer[..significant], out);
-}
-
-fn encode_numeric(value: &Numeric, out: &mut Vec<u8>) {
-    match value {
-        Numeric::NaN => out.push(CLASS_NAN),
-        Numeric::NegativeInfinity => out.push(CLASS_NEGATIVE_INFINITY),
-        Numeric::Zero => out.push(CLASS_ZERO),
-        Numeric::PositiveInfinity => out.push(CLASS_POSITIVE_INFINITY),
-        Numeric::Finite { negative, exponent, digits } => {
-            encode_finite(*negative, *exponent, digits, out);
-        }
-    }
-}
-
-fn encode_finite(negative: bool, exponent: i32, digits: &[u8], out: &mut Vec<u8>) {
-    out.push(if negative { CLASS_NEGATIVE } else { CLASS_POSITIVE });
-    let start = out.len();
-    // Decimal128 exponents stay within ±6200, doubles within ±330: always in range.
-    let biased = (exponent + EXPONENT_BIAS).clamp(0, 0xFFFF) as u16;
-    out.extend_from_slice(&biased.to_be_bytes());
-    let pair_count = digits.len().div_ceil(2);
-    for (index, pair) in digits.chunks(2).enumerate() {
-        let high = pair.first().copied().unwrap_or(0);
-        let low = pair.get(1).copied().unwrap_or(0);
-        let centimal = high * 10 + low;
-        let last = index + 1 == pair_count;
-        out.push(if last { centimal * 2 } else { centimal * 2 + 1 });
-    }
-    if negative {
-        for byte in &mut out[start..] {
-            *byte = !*byte;
-        }
-    }
 }
 
 /// Decodes a whole key: `order` must hold exactly `directions.len()` components.
@@ -507,81 +444,31 @@ fn decode_db_pointer(reader: &mut Reader<'_>) -> Result<Bson> {
 
 fn decode_number(reader: &mut Reader<'_>, types: &mut Reader<'_>) -> Result<Bson> {
     let class = reader.byte()?;
-    let numeric = match class {
-        CLASS_NAN => Numeric::NaN,
-        CLASS_NEGATIVE_INFINITY => Numeric::NegativeInfinity,
-        CLASS_ZERO => Numeric::Zero,
-        CLASS_POSITIVE_INFINITY => Numeric::PositiveInfinity,
-        CLASS_NEGATIVE | CLASS_POSITIVE => decode_finite(class == CLASS_NEGATIVE, reader)?,
+    let finite = match class {
+        CLASS_NEGATIVE | CLASS_POSITIVE => Some(number::decode_finite(class == CLASS_NEGATIVE, reader)?),
+        CLASS_NAN | CLASS_NEGATIVE_INFINITY | CLASS_ZERO | CLASS_POSITIVE_INFINITY => None,
         _ => return Err(corrupt("bad number class")),
     };
-    let tag = types.byte()?;
-    match tag {
-        TAG_INT32 => numeric_to_i64(&numeric)
-            .and_then(|i| i32::try_from(i).ok())
-            .map(Bson::Int32)
-            .ok_or_else(|| corrupt("int32 out of range")),
-        TAG_INT64 => numeric_to_i64(&numeric).map(Bson::Int64).ok_or_else(|| corrupt("int64 out of range")),
-        TAG_DOUBLE => Ok(Bson::Double(numeric_to_f64(&numeric))),
-        TAG_DOUBLE_NEGATIVE_ZERO => Ok(Bson::Double(-0.0)),
+    let negative = class == CLASS_NEGATIVE;
+    let integer = || match (class, &finite) {
+        (CLASS_ZERO, _) => Some(0),
+        (_, Some(binary)) => number::to_i64(negative, binary),
+        _ => None,
+    };
+    match types.byte()? {
+        TAG_INT32 => {
+            integer().and_then(|i| i32::try_from(i).ok()).map(Bson::Int32).ok_or_else(|| corrupt("not an int32"))
+        }
+        TAG_INT64 => integer().map(Bson::Int64).ok_or_else(|| corrupt("not an int64")),
+        TAG_DOUBLE => Ok(Bson::Double(match (class, &finite) {
+            (_, Some(binary)) => number::to_f64(negative, binary)?,
+            (CLASS_NAN, _) => f64::NAN,
+            (CLASS_NEGATIVE_INFINITY, _) => f64::NEG_INFINITY,
+            (CLASS_POSITIVE_INFINITY, _) => f64::INFINITY,
+            _ => 0.0,
+        })),
+        TAG_DOUBLE_NEGATIVE_ZERO if class == CLASS_ZERO => Ok(Bson::Double(-0.0)),
         TAG_DECIMAL128 => Ok(Bson::Decimal128(Decimal128::from_bytes(types.array()?))),
         _ => Err(corrupt("bad number tag")),
-    }
-}
-
-fn decode_finite(negative: bool, reader: &mut Reader<'_>) -> Result<Numeric> {
-    let flip = |byte: u8| if negative { !byte } else { byte };
-    let exponent_bytes = reader.array::<2>()?;
-    let biased = u16::from_be_bytes([flip(exponent_bytes[0]), flip(exponent_bytes[1])]);
-    let exponent = i32::from(biased) - EXPONENT_BIAS;
-    let mut digits = Vec::new();
-    loop {
-        let byte = flip(reader.byte()?);
-        let centimal = byte / 2;
-        if centimal > 99 {
-            return Err(corrupt("bad digit pair"));
-        }
-        digits.push(centimal / 10);
-        digits.push(centimal % 10);
-        if byte % 2 == 0 {
-            break;
-        }
-    }
-    while digits.last() == Some(&0) {
-        digits.pop();
-    }
-    if digits.first().is_none_or(|&d| d == 0) {
-        return Err(corrupt("number digits not normalized"));
-    }
-    Ok(Numeric::Finite { negative, exponent, digits })
-}
-
-fn numeric_to_i64(value: &Numeric) -> Option<i64> {
-    match value {
-        Numeric::Zero => Some(0),
-        Numeric::Finite { negative, exponent, digits } => {
-            let zeros = usize::try_from(*exponent).ok()?.checked_sub(digits.len())?;
-            let mut magnitude: i128 = 0;
-            for &digit in digits.iter().chain(std::iter::repeat_n(&0, zeros)) {
-                magnitude = magnitude.checked_mul(10)?.checked_add(i128::from(digit))?;
-            }
-            i64::try_from(if *negative { -magnitude } else { magnitude }).ok()
-        }
-        _ => None,
-    }
-}
-
-/// The double with this exact value (it came from a double, so parsing is exact).
-fn numeric_to_f64(value: &Numeric) -> f64 {
-    match value {
-        Numeric::NaN => f64::NAN,
-        Numeric::NegativeInfinity => f64::NEG_INFINITY,
-        Numeric::PositiveInfinity => f64::INFINITY,
-        Numeric::Zero => 0.0,
-        Numeric::Finite { negative, exponent, digits } => {
-            let text: String = digits.iter().map(|d| char::from(b'0' + d)).collect();
-            let sign = if *negative { "-" } else { "" };
-            format!("{sign}0.{text}e{exponent}").parse().unwrap_or(f64::NAN)
-        }
     }
 }
