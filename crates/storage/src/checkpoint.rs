@@ -9,9 +9,10 @@
 //!    (trees and block table), then sync the data file.
 //! 3. Commit: write the header slot of the new generation and sync it. Until this sync the
 //!    previous checkpoint is the one recovery uses, and none of its blocks has been reused.
-//! 4. Release: free the blocks superseded before the capture and the previous catalog (once no
-//!    reader can hold them); delete the log segments before the capture's; cut the file after
-//!    its last block in use.
+//! 4. Release: free the blocks superseded before the capture, the blocks this checkpoint's
+//!    writes replaced (the previous checkpoint's versions of its dirty nodes) and the previous
+//!    catalog (once no reader can hold them); delete the log segments before the capture's; cut
+//!    the file after its last block in use.
 //!
 //! A failure anywhere before 3 leaves the previous checkpoint intact and the superseded blocks
 //! still reserved. A failed data file sync stops the engine (see `wal`): it is never retried.
@@ -122,6 +123,7 @@ pub(crate) fn checkpoint_holding(shared: &Shared, durable: &Durable, state: &mut
     match write_and_commit(shared, durable, state, captured) {
         Ok((bytes, catalog_blocks)) => {
             shared.store.free_blocks(release);
+            shared.store.free_blocks(shared.store.take_replaced());
             for previous in std::mem::replace(&mut state.catalog_blocks, catalog_blocks) {
                 durable.data.free(previous);
             }
@@ -140,6 +142,7 @@ pub(crate) fn checkpoint_holding(shared: &Shared, durable: &Durable, state: &mut
         }
         Err(error) => {
             shared.store.restore_superseded(release);
+            shared.store.restore_superseded(shared.store.take_replaced());
             if matches!(error, Error::Stopped(_)) {
                 // The data file may have lost pages the cache now believes are on disk.
                 durable.log.stop(&error.to_string());

@@ -15,7 +15,9 @@
 //! 4. The file is cut at the end of its last block (`DataFile::trim_tail`).
 //!
 //! A checkpoint that leaves the file more than a fifth free runs bounded passes of 2-4 (see
-//! `step`; at most `AUTO_STEPS`, fewer once the file is no longer a fifth free), so churn does not grow the file for long. `compact` repeats 2-4 while a pass moves
+//! `step`; at most `AUTO_STEPS`, fewer once the file is no longer a fifth free), so churn does
+//! not grow the file for long; a clean shutdown runs them until the file is at most a tenth
+//! free, within a time budget (`at_close`). `compact` repeats 2-4 while a pass moves
 //! or frees something (a copy may land where the one before could not, once the catalog and
 //! the freed originals have moved; dirty nodes move by being checkpointed into holes, and
 //! their old blocks are free one checkpoint later), at most a few times. A crash at
@@ -33,6 +35,9 @@ use crate::store::Moved;
 /// step after a burst of churn left the file just past the fifth-free mark it is meant to end
 /// under (the moved blocks' originals are free only after the step's checkpoint).
 pub(crate) const AUTO_STEPS: usize = 2;
+
+/// How long a clean shutdown may spend compacting (`at_close`).
+const CLOSE_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Passes of relocation at most: each moves every block that has a hole below it.
 const MAX_PASSES: usize = 4;
@@ -80,13 +85,37 @@ pub(crate) fn compact(shared: &Shared) -> Result<CompactReport> {
 }
 
 /// Whether the file is more than a fifth free space (and that is at least
-/// `AUTO_MIN_FREE_BYTES`): a checkpoint then runs a compaction `step`. So a file settles at no more than
-/// about 5/4 of what it holds.
+/// `AUTO_MIN_FREE_BYTES`): a checkpoint then runs a compaction `step`. So a file settles at no
+/// more than about 5/4 of what it holds.
 pub(crate) fn wanted(shared: &Shared) -> bool {
+    free_beyond(shared, 5)
+}
+
+/// Whether more than `1/fraction` of the file (and at least `AUTO_MIN_FREE_BYTES`) is free.
+fn free_beyond(shared: &Shared, fraction: u64) -> bool {
     let Some(durable) = shared.durable.get() else { return false };
     let free = durable.data.free_bytes();
     let len = durable.data.len().unwrap_or(0);
-    free * 5 > len && free >= AUTO_MIN_FREE_BYTES
+    free * fraction > len && free >= AUTO_MIN_FREE_BYTES
+}
+
+/// A clean shutdown's compaction, after its checkpoint: nothing else runs, and the file it
+/// leaves is the one a user measures, so it goes further than a checkpoint's `AUTO_STEPS`:
+/// steps while the file is more than a tenth free, for at most `CLOSE_BUDGET` (moving costs
+/// about the free space: a big file with much free space is left to later checkpoints and
+/// `compact` rather than hold the shutdown). A load leaves its last checkpoint's replaced
+/// blocks free at the end, often a fifth of the file.
+pub(crate) fn at_close(shared: &Shared) -> Result<()> {
+    let Some(durable) = shared.durable.get() else { return Ok(()) };
+    let started = Instant::now();
+    while free_beyond(shared, 10) && started.elapsed() < CLOSE_BUDGET {
+        let before = durable.data.len()?;
+        step(shared)?;
+        if durable.data.len()? >= before {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// One bounded pass after a checkpoint: moves at most an eighth of the file's length of

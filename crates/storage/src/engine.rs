@@ -451,13 +451,16 @@ impl Engine {
     }
 
     /// Clean shutdown: stops the background threads and checkpoints, so that the next open
-    /// replays nothing.
+    /// replays nothing, then compacts the file until at most a tenth of it is free (within a
+    /// time budget: `compact::at_close`; a full disk only ends that early).
     ///
     /// On a full disk the final checkpoint may not fit: then the log is synced instead, and
     /// `NoSpace` says so (every commit is durable in the log; the next open replays it).
     pub fn close(mut self) -> Result<()> {
         self.stop_threads();
-        match crate::checkpoint::checkpoint(&self.shared) {
+        let checkpointed = crate::checkpoint::checkpoint(&self.shared)
+            .and_then(|()| crate::compact::at_close(&self.shared).or_else(ignore_no_space));
+        match checkpointed {
             Err(Error::NoSpace(reason)) => {
                 self.sync()?;
                 Err(Error::NoSpace(format!(
@@ -516,6 +519,14 @@ impl Engine {
         if let Some(handle) = self.evictor.take() {
             let _ = handle.join();
         }
+    }
+}
+
+/// A compaction that ran out of room leaves the last checkpoint as it was: nothing to report.
+fn ignore_no_space(error: Error) -> Result<()> {
+    match error {
+        Error::NoSpace(_) => Ok(()),
+        other => Err(other),
     }
 }
 

@@ -96,7 +96,8 @@ impl NodeStore {
     /// Bytes waiting to be freed: for the next checkpoint, or for readers.
     pub fn retired_bytes(&self) -> u64 {
         let superseded: u64 = self.superseded.lock().iter().map(|addr| u64::from(addr.len)).sum();
-        superseded + self.grace.retired_bytes()
+        let replaced: u64 = self.replaced.lock().iter().map(|addr| u64::from(addr.len)).sum();
+        superseded + replaced + self.grace.retired_bytes()
     }
 
     /// How a slot's node is compressed when written: its tree's choice, or the engine's.

@@ -58,7 +58,7 @@ impl NodeStore {
         match shard.get_mut(&id) {
             Some(slot) if slot.version == version && slot.dirty => {
                 if let Some(old) = slot.addr.replace(written.addr) {
-                    self.retire(old, slot.checkpointed);
+                    self.replace_at_checkpoint(old, slot.checkpointed);
                 }
                 slot.checkpointed = true;
                 slot.layout = written.layout;
@@ -87,7 +87,7 @@ impl NodeStore {
             // as long as it changes during every checkpoint.
             Some(slot) if slot.dirty => {
                 if let Some(old) = slot.addr.replace(written.addr) {
-                    self.retire(old, slot.checkpointed);
+                    self.replace_at_checkpoint(old, slot.checkpointed);
                 }
                 slot.checkpointed = true;
                 slot.layout = None;
@@ -100,6 +100,23 @@ impl NodeStore {
                 written.addr
             }
         }
+    }
+
+    /// A block a checkpoint's write took the slot from. The slot was dirty at the capture, so
+    /// the running checkpoint does not name the block; if a checkpoint does, it is the last
+    /// durable one, and the block is free once the running one is durable (`take_replaced`).
+    fn replace_at_checkpoint(&self, old: BlockAddr, checkpointed: bool) {
+        match checkpointed && self.disk.is_some() {
+            true => self.replaced.lock().push(old),
+            false => self.retire(old, false),
+        }
+    }
+
+    /// The blocks the running checkpoint's writes replaced: free them once it is durable, or
+    /// give them to `restore_superseded` if it failed (the last durable checkpoint still names
+    /// them; the next one will not).
+    pub fn take_replaced(&self) -> Vec<BlockAddr> {
+        std::mem::take(&mut *self.replaced.lock())
     }
 
     pub fn take_superseded(&self) -> Vec<BlockAddr> {

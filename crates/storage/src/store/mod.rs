@@ -21,7 +21,10 @@
 //! Blocks and checkpoints: a slot remembers the block holding the node's last written version. A
 //! block replaced by a newer one, or whose node is freed, is *superseded*: the last durable
 //! checkpoint may still name it, so it is only returned to the allocator once the next
-//! checkpoint is durable (`take_superseded` at its capture, freed at its completion).
+//! checkpoint is durable (`take_superseded` at its capture, freed at its completion). A block
+//! the running checkpoint itself replaces (it writes the node's dirty version) is one the last
+//! durable checkpoint names and this one does not: it is freed when this one is durable
+//! (`take_replaced`), not a checkpoint later, so the next checkpoint's writes can reuse it.
 //!
 //! Files: this one holds the slots and the cache's reads and writes (`get`, `view`, `take`,
 //! `put`, `replace`); `eviction` keeps the budget (the evictor thread, backpressure, eviction
@@ -180,6 +183,8 @@ pub(crate) struct NodeStore {
     used_bytes: Arc<AtomicUsize>,
     clock: AtomicU64,
     superseded: Mutex<Vec<BlockAddr>>,
+    /// Blocks the running checkpoint's writes replaced (see the header).
+    replaced: Mutex<Vec<BlockAddr>>,
     grace: grace::Grace,
     evicting: Mutex<()>,
     evictor: Evictor,
@@ -202,6 +207,7 @@ impl NodeStore {
             used_bytes: Arc::new(AtomicUsize::new(0)),
             clock: AtomicU64::new(0),
             superseded: Mutex::new(Vec::new()),
+            replaced: Mutex::new(Vec::new()),
             grace: grace::Grace::default(),
             evicting: Mutex::new(()),
             evictor: Evictor::default(),
