@@ -199,7 +199,7 @@ fn modulo(args: &[Value]) -> EvalResult {
 }
 
 /// The single numeric operand of a unary function, `Ok(None)` for null or missing.
-fn one_number(args: &[Value], op: &str) -> Result<Option<Num>, crate::error::QueryError> {
+pub(super) fn one_number(args: &[Value], op: &str) -> Result<Option<Num>, crate::error::QueryError> {
     let arg = &args[0];
     if is_null(arg) {
         return Ok(None);

@@ -1,6 +1,7 @@
 //! Array operators: `$size $arrayElemAt $first $last $in $slice $concatArrays $range
-//! $reverseArray $zip $isArray $indexOfArray $arrayToObject`; `$filter $map $reduce` are
-//! control forms in [`super::control`].
+//! $reverseArray $zip $isArray $indexOfArray $arrayToObject $sortArray $firstN $lastN $maxN
+//! $minN`; `$filter $map $reduce` are control forms in [`super::control`], the set operators
+//! in [`super::set`].
 //!
 //! Equality inside arrays (`$in`, `$indexOfArray`) is MongoDB's value equality
 //! ([`super::compare::compare`] == Equal), so `1`, `1.0` and `NumberLong(1)` match.
@@ -30,6 +31,11 @@ pub fn lookup(name: &str) -> Option<OpDef> {
         "$indexOfArray" => ("$indexOfArray", Arity::Range(2, 4), index_of_array),
         "$arrayToObject" => ("$arrayToObject", Arity::Exact(1), array_to_object),
         "$zip" => return Some(OpDef::Custom("$zip", parse_zip)),
+        "$sortArray" => return Some(OpDef::Custom("$sortArray", parse_sort_array)),
+        "$firstN" => return Some(OpDef::Custom("$firstN", parse_n_elements)),
+        "$lastN" => return Some(OpDef::Custom("$lastN", parse_n_elements)),
+        "$maxN" => return Some(OpDef::Custom("$maxN", parse_n_elements)),
+        "$minN" => return Some(OpDef::Custom("$minN", parse_n_elements)),
         _ => return None,
     };
     Some(OpDef::Strict { name, arity, func })
@@ -386,4 +392,136 @@ fn zip(args: &[Value]) -> EvalResult {
         })
         .collect();
     Ok(Some(Bson::Array(out)))
+}
+
+/// The named fields of an object-form array operator, each parsed as an expression except the
+/// `literal` ones; all must be there. Codes: (not an object, unknown field, first missing field).
+fn object_fields(
+    op: &'static str,
+    arg: &Bson,
+    names: &[&str],
+    literal: &[&str],
+    codes: (i32, i32, i32),
+) -> Result<Vec<Expr>, QueryError> {
+    let Bson::Document(spec) = arg else {
+        return Err(fail(codes.0, format!("{op} requires an object as an argument, found: {}", bson_type_name(arg))));
+    };
+    let mut out = vec![None; names.len()];
+    for (key, value) in spec {
+        match names.iter().position(|name| name == key) {
+            Some(i) if literal.contains(&key.as_str()) => out[i] = Some(Expr::Literal(value.clone())),
+            Some(i) => out[i] = Some(parse(value)?),
+            None => return Err(fail(codes.1, format!("{op} found an unknown argument: {key}"))),
+        }
+    }
+    // Each missing field has its own code, in `names` order from `codes.2`.
+    out.into_iter()
+        .zip(names)
+        .zip(codes.2..)
+        .map(|((expr, name), code)| expr.ok_or_else(|| fail(code, format!("{op} requires '{name}' to be specified"))))
+        .collect()
+}
+
+/// `{$sortArray: {input, sortBy}}`: `sortBy` is 1 or -1 (the elements by value) or a sort
+/// document (documents by their fields, as `$sort` orders them); the sort is stable.
+fn parse_sort_array(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
+    let args = object_fields(name, arg, &["input", "sortBy"], &["sortBy"], (2942500, 2942501, 2942502))?;
+    match &args[1] {
+        Expr::Literal(Bson::Document(spec)) => {
+            crate::sort::SortSpec::parse(spec)?;
+        }
+        Expr::Literal(direction) if sort_direction(direction).is_some() => {}
+        _ => return Err(fail(2942505, "$sortArray requires sortBy to be a sort pattern or 1 or -1")),
+    }
+    Ok(Expr::Call(Call { name, func: sort_array, args }))
+}
+
+fn sort_direction(value: &Bson) -> Option<Ordering> {
+    match Num::from_bson(value).map(|n| n.to_f64()) {
+        Some(1.0) => Some(Ordering::Less),
+        Some(-1.0) => Some(Ordering::Greater),
+        _ => None,
+    }
+}
+
+fn sort_array(args: &[Value]) -> EvalResult {
+    let mut items = match &args[0] {
+        value if is_nullish(value) => return Ok(Some(Bson::Null)),
+        Some(Bson::Array(items)) => items.clone(),
+        other => {
+            return Err(fail(
+                2942504,
+                format!("The input argument to $sortArray must be an array, but was of type: {}", type_name(other)),
+            ));
+        }
+    };
+    match &args[1] {
+        Some(Bson::Document(spec)) => {
+            let spec = crate::sort::SortSpec::parse(spec)?;
+            let empty = Document::new();
+            let key = |item: &Bson| spec.key(if let Bson::Document(d) = item { d } else { &empty });
+            let mut keyed: Vec<(Vec<Bson>, Bson)> = items.into_iter().map(|item| (key(&item), item)).collect();
+            keyed.sort_by(|a, b| spec.compare_keys(&a.0, &b.0));
+            items = keyed.into_iter().map(|(_, item)| item).collect();
+        }
+        Some(direction) => {
+            let descending = sort_direction(direction) == Some(Ordering::Greater);
+            items.sort_by(|a, b| {
+                if descending {
+                    compare(&Some(b.clone()), &Some(a.clone()))
+                } else {
+                    compare(&Some(a.clone()), &Some(b.clone()))
+                }
+            });
+        }
+        None => return Err(fail(2942505, "$sortArray requires sortBy to be a sort pattern or 1 or -1")),
+    }
+    Ok(Some(Bson::Array(items)))
+}
+
+/// `{$firstN | $lastN | $maxN | $minN: {n, input}}`: the first or last `n` elements, or the `n`
+/// largest or smallest (null and missing elements left out), largest or smallest first.
+fn parse_n_elements(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
+    let args = object_fields(name, arg, &["n", "input"], &[], (5787801, 5787901, 5787906))?;
+    let func: Func = match name {
+        "$firstN" => |a| n_elements(a, "$firstN"),
+        "$lastN" => |a| n_elements(a, "$lastN"),
+        "$maxN" => |a| n_elements(a, "$maxN"),
+        _ => |a| n_elements(a, "$minN"),
+    };
+    Ok(Expr::Call(Call { name, func, args }))
+}
+
+fn n_elements(args: &[Value], op: &str) -> EvalResult {
+    let n = match args[0].as_ref().and_then(Num::from_bson) {
+        Some(n) if n.to_f64().fract() == 0.0 && n.to_f64() > 0.0 => n.to_f64().min(usize::MAX as f64) as usize,
+        Some(n) if n.to_f64().fract() == 0.0 => {
+            return Err(fail(5787908, format!("'n' must be greater than 0, found {}", n.to_bson())));
+        }
+        _ => {
+            return Err(fail(
+                5787902,
+                format!("Value for 'n' must be of integral type, but found {}", display(&args[0])),
+            ));
+        }
+    };
+    let items = match &args[1] {
+        Some(Bson::Array(items)) => items,
+        other => return Err(fail(5788200, format!("Input to {op} must be an array, but found: {}", type_name(other)))),
+    };
+    let chosen: Vec<Bson> = match op {
+        "$firstN" => items.iter().take(n).cloned().collect(),
+        "$lastN" => items[items.len().saturating_sub(n)..].to_vec(),
+        _ => {
+            let mut present: Vec<&Bson> =
+                items.iter().filter(|item| !matches!(item, Bson::Null | Bson::Undefined)).collect();
+            let largest = op == "$maxN";
+            present.sort_by(|a, b| {
+                let order = document::compare_values(a, b);
+                if largest { order.reverse() } else { order }
+            });
+            present.into_iter().take(n).cloned().collect()
+        }
+    };
+    Ok(Some(Bson::Array(chosen)))
 }

@@ -151,6 +151,9 @@ impl<'a> Scope<'a> {
                 for arg in &call.args {
                     args.push(self.eval(arg)?);
                 }
+                if let Some(collation) = self.collation.filter(|_| returns_argument(call.name)) {
+                    return collated_call(call, &args, collation);
+                }
                 if let Some(collation) = self.collation.filter(|_| compares(call.name)) {
                     // Strings become their collation surrogates, whose binary order is the
                     // collation's; these operators return a comparison's result, never an
@@ -238,6 +241,72 @@ pub fn get_path(value: &Bson, path: &[String]) -> Value {
             Some(Bson::Array(found))
         }
         _ => None,
+    }
+}
+
+/// The operators whose result is one of their arguments or of their arrays' elements, chosen
+/// or ordered by comparing them: under a collation they run on surrogates
+/// ([`collated_call`]).
+fn returns_argument(name: &str) -> bool {
+    matches!(
+        name,
+        "$max" | "$min" | "$setUnion" | "$setIntersection" | "$setDifference" | "$sortArray" | "$maxN" | "$minN"
+    )
+}
+
+/// Runs an operator that returns arguments on their collation surrogates, then puts back the
+/// original of each surrogate in the result (the result, or each of its elements): equal
+/// surrogates ("a" and "A" at strength 2) give back their originals in the order they came.
+fn collated_call(call: &super::Call, args: &[Value], collation: &Collation) -> EvalResult {
+    let mut originals = Originals::default();
+    let surrogates: Vec<Value> = args
+        .iter()
+        .map(|arg| {
+            arg.as_ref().map(|value| {
+                originals.register(value, collation);
+                collation.surrogate(value).into_owned()
+            })
+        })
+        .collect();
+    Ok((call.func)(&surrogates)?.map(|result| originals.restore(result)))
+}
+
+/// Originals by their surrogates' key bytes: each argument, its array's elements, and the
+/// elements of arrays in a document argument (`$sortArray`'s and `$maxN`'s `input`).
+#[derive(Default)]
+struct Originals(std::collections::HashMap<Vec<u8>, std::collections::VecDeque<Bson>>);
+
+impl Originals {
+    fn register(&mut self, value: &Bson, collation: &Collation) {
+        self.add(value, collation);
+        let arrays: Vec<&Vec<Bson>> = match value {
+            Bson::Array(items) => vec![items],
+            Bson::Document(fields) => {
+                fields.values().filter_map(|v| if let Bson::Array(a) = v { Some(a) } else { None }).collect()
+            }
+            _ => Vec::new(),
+        };
+        for item in arrays.into_iter().flatten() {
+            self.add(item, collation);
+        }
+    }
+
+    fn add(&mut self, value: &Bson, collation: &Collation) {
+        let key = document::keycodec::encode_value(&collation.surrogate(value));
+        self.0.entry(key).or_default().push_back(value.clone());
+    }
+
+    fn take(&mut self, surrogate: &Bson) -> Option<Bson> {
+        self.0.get_mut(&document::keycodec::encode_value(surrogate))?.pop_front()
+    }
+
+    /// An array result is restored element by element (a set's elements come from its
+    /// operands in order), anything else whole.
+    fn restore(&mut self, result: Bson) -> Bson {
+        match result {
+            Bson::Array(items) => Bson::Array(items.into_iter().map(|item| self.take(&item).unwrap_or(item)).collect()),
+            other => self.take(&other).unwrap_or(other),
+        }
     }
 }
 

@@ -18,6 +18,7 @@
 pub mod accumulator;
 mod arith;
 mod array;
+mod bitwise;
 mod compare;
 mod control;
 mod convert;
@@ -27,7 +28,9 @@ mod eval;
 mod object;
 mod parse;
 mod regex_util;
+mod set;
 mod string;
+mod trig;
 mod value;
 
 use std::fmt;

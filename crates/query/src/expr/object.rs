@@ -1,4 +1,4 @@
-//! Object operators: `$mergeObjects $objectToArray $getField $setField`.
+//! Object operators: `$mergeObjects $objectToArray $getField $setField $unsetField $bsonSize`.
 //!
 //! `$mergeObjects` overwrites earlier fields with later ones, keeping the position of a field's
 //! first appearance, and skips null or missing operands. `$getField` reads a field by its
@@ -17,6 +17,8 @@ pub fn lookup(name: &str) -> Option<OpDef> {
         "$objectToArray" => ("$objectToArray", Arity::Exact(1), object_to_array),
         "$getField" => return Some(OpDef::Custom("$getField", parse_get_field)),
         "$setField" => return Some(OpDef::Custom("$setField", parse_set_field)),
+        "$unsetField" => return Some(OpDef::Custom("$unsetField", parse_set_field)),
+        "$bsonSize" => ("$bsonSize", Arity::Exact(1), bson_size),
         _ => return None,
     };
     Some(OpDef::Strict { name, arity, func })
@@ -129,20 +131,35 @@ fn parse_set_field(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
             format!("$setField only supports an object as its argument, found {}", bson_type_name(arg)),
         ));
     };
-    let (mut field, mut input, mut value) = (None, None, None);
+    // `$unsetField` is `$setField` with the value `$$REMOVE`.
+    let unset = name == "$unsetField";
+    let (mut field, mut input, mut value) = (None, None, unset.then_some(Expr::Absent));
     for (key, v) in spec {
         match key.as_str() {
             "field" => field = Some(literal_field(v, name)?),
             "input" => input = Some(parse(v)?),
-            "value" => value = Some(parse(v)?),
-            other => return Err(fail(4161101, format!("$setField found an unknown argument: {other}"))),
+            "value" if !unset => value = Some(parse(v)?),
+            other => return Err(fail(4161101, format!("{name} found an unknown argument: {other}"))),
         }
     }
     let (Some(field), Some(input), Some(value)) = (field, input, value) else {
-        return Err(fail(4161106, "$setField requires 'field', 'input' and 'value' to be specified"));
+        let required = if unset { "'field' and 'input'" } else { "'field', 'input' and 'value'" };
+        return Err(fail(4161106, format!("{name} requires {required} to be specified")));
     };
     let args = vec![Expr::Literal(Bson::String(field)), input, value];
     Ok(Expr::Call(Call { name, func: set_field, args }))
+}
+
+/// `{$bsonSize: <document>}`: its size in bytes as BSON; null or missing gives null.
+fn bson_size(args: &[Value]) -> EvalResult {
+    match &args[0] {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(Some(Bson::Null)),
+        Some(Bson::Document(document)) => {
+            let bytes = document.to_vec().map_err(|e| fail(31393, format!("$bsonSize: {e}")))?;
+            Ok(Some(Bson::Int32(bytes.len() as i32)))
+        }
+        other => Err(fail(31393, format!("$bsonSize requires a document input, found: {}", type_name(other)))),
+    }
 }
 
 /// `value` = `$$REMOVE` (missing) removes the field.

@@ -8,7 +8,7 @@ use bson::Bson;
 
 use super::value::fail;
 use super::{Arity, Call, Expr, OpDef};
-use super::{accumulator, arith, array, compare, control, convert, date, object, string};
+use super::{accumulator, arith, array, bitwise, compare, control, convert, date, object, set, string, trig};
 use crate::error::QueryError;
 
 pub fn parse(value: &Bson) -> Result<Expr, QueryError> {
@@ -123,6 +123,9 @@ fn lookup(name: &str) -> Option<OpDef> {
         .or_else(|| convert::lookup(name))
         .or_else(|| date::lookup(name))
         .or_else(|| accumulator::lookup(name))
+        .or_else(|| set::lookup(name))
+        .or_else(|| trig::lookup(name))
+        .or_else(|| bitwise::lookup(name))
 }
 
 fn parse_operator(name: &str, arg: &Bson) -> Result<Expr, QueryError> {

@@ -1,6 +1,6 @@
 //! String operators: `$concat $substrCP $substrBytes $substr $toUpper $toLower $split $trim
 //! $ltrim $rtrim $strLenCP $strLenBytes $indexOfCP $indexOfBytes $strcasecmp $replaceAll
-//! $replaceOne`; the regex operators are in [`super::regex_util`].
+//! $replaceOne $binarySize`; the regex operators are in [`super::regex_util`].
 //!
 //! Code-point operators count Unicode scalar values; byte operators count UTF-8 bytes and
 //! refuse to split a character. `$toUpper`/`$toLower`/`$strcasecmp` fold ASCII letters only,
@@ -28,10 +28,23 @@ pub fn lookup(name: &str) -> Option<OpDef> {
         "$indexOfCP" => ("$indexOfCP", Arity::Range(2, 4), |a| index_of(a, "$indexOfCP", true)),
         "$indexOfBytes" => ("$indexOfBytes", Arity::Range(2, 4), |a| index_of(a, "$indexOfBytes", false)),
         "$strcasecmp" => ("$strcasecmp", Arity::Exact(2), strcasecmp),
+        "$binarySize" => ("$binarySize", Arity::Exact(1), binary_size),
         "$trim" | "$ltrim" | "$rtrim" | "$replaceAll" | "$replaceOne" => return custom(name),
         _ => return super::regex_util::lookup(name),
     };
     Some(OpDef::Strict { name, arity, func })
+}
+
+/// `{$binarySize: <string or binData>}`: its size in bytes (a string's UTF-8 bytes).
+fn binary_size(args: &[Value]) -> EvalResult {
+    match &args[0] {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(Some(Bson::Null)),
+        Some(Bson::String(text)) => Ok(Some(Bson::Int32(text.len() as i32))),
+        Some(Bson::Binary(binary)) => Ok(Some(Bson::Int32(binary.bytes.len() as i32))),
+        other => {
+            Err(fail(51276, format!("$binarySize requires a string or BinData argument, found: {}", type_name(other))))
+        }
+    }
 }
 
 fn custom(name: &str) -> Option<OpDef> {

@@ -276,6 +276,37 @@ def test_collation_in_group_keys_and_expression_comparisons(db):
     assert extremes([1, 4]) == [{"max": "apple", "min": "Banana", "set": ["apple", "Banana"]}]
     assert extremes([0, 1, 3], collation=CASELESS)[0]["set"] == ["Apple"]
     assert len(extremes([0, 1, 3])[0]["set"]) == 3
+    # Expression operators that return their arguments choose and order them under it.
+    words = [{"$match": {"_id": 0}}, {"$project": {
+        "_id": 0,
+        "max": {"$max": ["apple", "Banana"]},
+        "union": {"$setUnion": [["apple", "APPLE", "Banana"], ["banana"]]},
+        "sorted": {"$sortArray": {"input": ["banana", "Apple", "cherry", "apple"], "sortBy": 1}},
+    }}]
+    assert list(db.fruit.aggregate(words, collation=CASELESS)) == [
+        {"max": "Banana", "union": ["apple", "Banana"], "sorted": ["Apple", "apple", "banana", "cherry"]}]
+    assert list(db.fruit.aggregate(words)) == [
+        {"max": "apple", "union": ["apple", "APPLE", "Banana", "banana"], "sorted": ["Apple", "apple", "banana", "cherry"]}]
+
+
+def test_set_trig_bitwise_and_size_operators(db):
+    db.ops.insert_one({"_id": 1, "a": [1, 2, 3], "b": [3, 4], "mask": 12, "doc": {"x": 1}})
+    out = db.ops.aggregate([{"$project": {
+        "_id": 0,
+        "both": {"$setIntersection": ["$a", "$b"]},
+        "only_a": {"$setDifference": ["$a", "$b"]},
+        "subset": {"$setIsSubset": [[1], "$a"]},
+        "top2": {"$maxN": {"n": 2, "input": "$a"}},
+        "first2": {"$firstN": {"n": 2, "input": "$b"}},
+        "cos0": {"$cos": 0},
+        "bits": {"$bitAnd": ["$mask", 10]},
+        "size": {"$bsonSize": "$doc"},
+    }}])
+    assert list(out) == [{"both": [3], "only_a": [1, 2], "subset": True, "top2": [3, 2], "first2": [3, 4],
+                          "cos0": 1.0, "bits": 8, "size": 12}]
+    with pytest.raises(OperationFailure) as error:
+        list(db.ops.aggregate([{"$project": {"x": {"$setUnion": ["$a", 1]}}}]))
+    assert error.value.code == 17043
 
 
 def test_a_collections_default_collation_and_its_override(db):
