@@ -1,5 +1,6 @@
 //! Goal: type conversion and date operators follow the manual's tables (values, types,
-//! ConversionFailure 241, onError/onNull) and date arithmetic in UTC and fixed offsets.
+//! ConversionFailure 241, onError/onNull) and date arithmetic in UTC, fixed offsets and Olson
+//! zones.
 //! Method: table tests against a document holding one known instant.
 
 use std::str::FromStr;
@@ -231,5 +232,57 @@ fn date_arithmetic() {
             Ok(date(1_708_905_600_000)),
         ),
         (bson::bson!({"$dateTrunc": {"date": "$date", "unit": "day", "binSize": 0}}), Err(5439017)),
+    ]);
+}
+
+fn utc(text: &str) -> Bson {
+    Bson::DateTime(DateTime::parse_rfc3339_str(text).unwrap_or_else(|e| panic!("{text}: {e}")))
+}
+
+/// Goal: Olson time zones, with their daylight saving time, in every date operator: the
+/// offset of the instant, calendar days of 23 and 25 hours, and the local times a clock change
+/// skips (read past the gap) or repeats (the earlier instant).
+#[test]
+fn olson_time_zones_follow_daylight_saving_time() {
+    let ny = "America/New_York";
+    check(vec![
+        (bson::bson!({"$hour": {"date": utc("2024-07-01T12:00:00Z"), "timezone": ny}}), Ok(Bson::Int32(8))),
+        (bson::bson!({"$hour": {"date": utc("2024-01-15T12:00:00Z"), "timezone": ny}}), Ok(Bson::Int32(7))),
+        (
+            bson::bson!({"$dateToString": {"format": "%Y-%m-%d %H:%M %z", "date": utc("2024-07-01T12:00:00Z"), "timezone": "Europe/Berlin"}}),
+            Ok(s("2024-07-01 14:00 +0200")),
+        ),
+        (
+            bson::bson!({"$dateToString": {"format": "%H:%M %z", "date": utc("2024-12-01T12:00:00Z"), "timezone": "Europe/Berlin"}}),
+            Ok(s("13:00 +0100")),
+        ),
+        // The day clocks spring forward in New York is 23 hours long.
+        (
+            bson::bson!({"$dateTrunc": {"date": utc("2024-03-10T20:00:00Z"), "unit": "day", "timezone": ny}}),
+            Ok(utc("2024-03-10T05:00:00Z")),
+        ),
+        (
+            bson::bson!({"$dateAdd": {"startDate": utc("2024-03-09T17:00:00Z"), "unit": "day", "amount": 1, "timezone": ny}}),
+            Ok(utc("2024-03-10T16:00:00Z")),
+        ),
+        (
+            bson::bson!({"$dateAdd": {"startDate": utc("2024-03-09T17:00:00Z"), "unit": "hour", "amount": 24, "timezone": ny}}),
+            Ok(utc("2024-03-10T17:00:00Z")),
+        ),
+        (
+            bson::bson!({"$dateDiff": {"startDate": utc("2024-03-10T04:59:00Z"), "endDate": utc("2024-03-10T05:00:00Z"), "unit": "day", "timezone": ny}}),
+            Ok(Bson::Int64(1)),
+        ),
+        // 02:30 does not exist that day (read as 03:30 EDT); 01:30 on fall-back day happens twice.
+        (
+            bson::bson!({"$dateFromString": {"dateString": "2024-03-10T02:30:00", "timezone": ny}}),
+            Ok(utc("2024-03-10T07:30:00Z")),
+        ),
+        (
+            bson::bson!({"$dateFromString": {"dateString": "2024-11-03T01:30:00", "timezone": ny}}),
+            Ok(utc("2024-11-03T05:30:00Z")),
+        ),
+        (bson::bson!({"$hour": {"date": "$date", "timezone": "Asia/Kolkata"}}), Ok(Bson::Int32(13))),
+        (bson::bson!({"$hour": {"date": "$date", "timezone": "America/Atlantis"}}), Err(40485)),
     ]);
 }

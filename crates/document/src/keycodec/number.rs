@@ -203,7 +203,8 @@ pub(super) fn decode_finite(negative: bool, reader: &mut Reader<'_>) -> Result<B
 pub(super) fn to_f64(negative: bool, binary: &Binary) -> Result<f64> {
     let bits = binary.significant_bits();
     let scale = binary.exponent - 1 - bits as i32;
-    if !binary.exact || bits > 52 || !(-1074..=971).contains(&scale) {
+    // A double is below 2^1024 and a multiple of 2^-1074, with at most 52 fraction bits.
+    if !binary.exact || bits > 52 || binary.exponent > 1024 || scale < -1074 {
         return Err(corrupt("not a double"));
     }
     let significand = (1u64 << bits) | binary.fraction_integer() as u64;

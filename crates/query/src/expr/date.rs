@@ -2,10 +2,9 @@
 //! $second $millisecond $week $isoWeek $isoWeekYear $isoDayOfWeek`), `$dateToString
 //! $dateFromString $dateAdd $dateSubtract $dateDiff $dateTrunc`.
 //!
-//! Time zones are `UTC`/`GMT` or fixed offsets (`+05:30`, `-0500`, `+03`); Olson names other
-//! than UTC are rejected (code 40485) until the tz database is linked in. All calendar work is
-//! done on the local time (UTC + offset) and converted back, so results match MongoDB for every
-//! fixed-offset zone. Dates chrono cannot represent (beyond ±262,000 years) are errors.
+//! Time zones (`UTC`, fixed offsets, Olson names with their daylight saving time) are
+//! [`super::zone::Zone`]s; all calendar work is done on the local time and converted back.
+//! Dates chrono cannot represent (beyond ±262,000 years) are errors.
 
 use bson::{Bson, DateTime};
 use chrono::{Datelike, Months, NaiveDate, NaiveDateTime, TimeDelta, Timelike};
@@ -15,6 +14,7 @@ use super::date_format::{DEFAULT_FORMAT, format_local, parse_with_format, sunday
 use super::eval::Scope;
 use super::parse::{NamedArgCodes, named_args, parse};
 use super::value::{EvalResult, Value, bson_type_name, display, fail, is_nullish, type_name};
+use super::zone::{UTC, Zone, out_of_range};
 use super::{Call, Expr, Func, OpDef};
 use crate::error::QueryError;
 use crate::number::Num;
@@ -64,39 +64,6 @@ pub fn date_millis(value: &Value) -> Result<Option<i64>, QueryError> {
     }
 }
 
-/// A time zone argument as minutes east of UTC; `Ok(None)` for null.
-pub fn zone_offset(value: &Value) -> Result<Option<i32>, QueryError> {
-    let text = match value {
-        None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(None),
-        Some(Bson::String(s)) => s.as_str(),
-        Some(other) => {
-            return Err(fail(40517, format!("timezone must evaluate to a string, found {}", bson_type_name(other))));
-        }
-    };
-    if matches!(text, "UTC" | "GMT" | "Z" | "Etc/UTC" | "Etc/GMT" | "Zulu") {
-        return Ok(Some(0));
-    }
-    match super::date_format::read_offset(text) {
-        Some((offset, "")) => Ok(Some(offset)),
-        _ => Err(fail(40485, format!("unrecognized time zone identifier: \"{text}\""))),
-    }
-}
-
-fn out_of_range() -> QueryError {
-    fail(18537, "date is outside the range the calendar functions support")
-}
-
-/// Local calendar time of an instant in a fixed-offset zone.
-pub fn to_local(millis: i64, offset_minutes: i32) -> Result<NaiveDateTime, QueryError> {
-    let utc = chrono::DateTime::from_timestamp_millis(millis).ok_or_else(out_of_range)?.naive_utc();
-    utc.checked_add_signed(TimeDelta::minutes(i64::from(offset_minutes))).ok_or_else(out_of_range)
-}
-
-/// The instant of a local calendar time in a fixed-offset zone.
-pub fn from_local(local: &NaiveDateTime, offset_minutes: i32) -> i64 {
-    local.and_utc().timestamp_millis() - i64::from(offset_minutes) * 60_000
-}
-
 fn date_result(millis: i64) -> EvalResult {
     Ok(Some(Bson::DateTime(DateTime::from_millis(millis))))
 }
@@ -127,14 +94,14 @@ fn parse_part(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
 
 fn part(args: &[Value], extract: fn(&NaiveDateTime) -> i64) -> EvalResult {
     let Some(millis) = date_millis(&args[0])? else { return Ok(Some(Bson::Null)) };
-    let offset = match &args[1] {
-        None => 0,
-        tz => match zone_offset(tz)? {
-            Some(o) => o,
+    let zone = match &args[1] {
+        None => UTC,
+        tz => match Zone::parse(tz)? {
+            Some(zone) => zone,
             None => return Ok(Some(Bson::Null)),
         },
     };
-    let value = extract(&to_local(millis, offset)?);
+    let value = extract(&zone.local_time(millis)?);
     Ok(Some(Bson::Int32(i32::try_from(value).unwrap_or(i32::MAX))))
 }
 
@@ -176,15 +143,15 @@ fn date_to_string(args: &[Value]) -> EvalResult {
         // onNull given (even evaluating to missing) replaces a null date.
         return Ok(if args[3].is_some() { args[3].clone() } else { Some(Bson::Null) });
     };
-    let offset = match &args[2] {
-        None => 0,
-        tz => match zone_offset(tz)? {
-            Some(o) => o,
+    let zone = match &args[2] {
+        None => UTC,
+        tz => match Zone::parse(tz)? {
+            Some(zone) => zone,
             None => return Ok(Some(Bson::Null)),
         },
     };
-    let local = to_local(millis, offset)?;
-    Ok(Some(Bson::String(format_local(&local, &format, offset)?)))
+    let local = zone.local_time(millis)?;
+    Ok(Some(Bson::String(format_local(&local, &format, zone.offset_minutes_at(millis))?)))
 }
 
 #[derive(Debug, Clone)]
@@ -211,10 +178,10 @@ pub fn eval_date_from_string(spec: &DateFromStringSpec, scope: &mut Scope<'_>) -
     let text = scope.eval(&spec.date_string)?;
     let format = scope.eval(&spec.format)?;
     let timezone = scope.eval(&spec.timezone)?;
-    let offset = match &timezone {
+    let zone = match &timezone {
         None => None,
-        tz => match zone_offset(tz)? {
-            Some(o) => Some(o),
+        tz => match Zone::parse(tz)? {
+            Some(zone) => Some(zone),
             None => return Ok(Some(Bson::Null)),
         },
     };
@@ -246,7 +213,7 @@ pub fn eval_date_from_string(spec: &DateFromStringSpec, scope: &mut Scope<'_>) -
             ));
         }
     };
-    match parse_date_text(&text, format.as_deref(), offset) {
+    match parse_date_text(&text, format.as_deref(), zone) {
         Some(millis) => date_result(millis),
         None => on_error(
             spec,
@@ -282,11 +249,12 @@ const DEFAULT_PARSE_FORMATS: &[&str] = &[
 ];
 
 /// ISO-8601-like date strings, for `$toDate` and `$dateFromString` without a format.
-pub fn parse_date_string(text: &str, zone_offset: Option<i32>) -> Option<i64> {
-    parse_date_text(text, None, zone_offset)
+pub fn parse_date_string(text: &str, zone: Option<Zone>) -> Option<i64> {
+    parse_date_text(text, None, zone)
 }
 
-fn parse_date_text(text: &str, format: Option<&str>, zone_offset: Option<i32>) -> Option<i64> {
+/// A date string's instant: an offset written in it comes first, then `zone`, then UTC.
+fn parse_date_text(text: &str, format: Option<&str>, zone: Option<Zone>) -> Option<i64> {
     let fields = match format {
         Some(f) => parse_with_format(text, f)?,
         None => DEFAULT_PARSE_FORMATS.iter().find_map(|f| parse_with_format(text, f))?,
@@ -298,8 +266,8 @@ fn parse_date_text(text: &str, format: Option<&str>, zone_offset: Option<i32>) -
         }
     };
     let local = date.and_hms_milli_opt(fields.hour, fields.minute, fields.second, fields.millisecond)?;
-    let offset = fields.offset_minutes.or(zone_offset).unwrap_or(0);
-    Some(from_local(&local, offset))
+    let zone = fields.offset_minutes.map(Zone::Fixed).or(zone).unwrap_or(UTC);
+    Some(zone.instant_of(&local))
 }
 
 /// Calendar units of `$dateAdd`, `$dateDiff`, `$dateTrunc`.
@@ -384,15 +352,21 @@ fn date_add(args: &[Value], op: &str, sign: i64) -> EvalResult {
     let amount = args[2].as_ref().and_then(Num::from_bson).and_then(|n| n.to_exact_i64()).ok_or_else(|| {
         fail(5166405, format!("{op} expects integer amount of time units, but got {}", display(&args[2])))
     })?;
-    let offset = zone_or_utc(&args[3])?;
-    let Some(offset) = offset else { return Ok(Some(Bson::Null)) };
+    let Some(zone) = zone_or_utc(&args[3])? else { return Ok(Some(Bson::Null)) };
     let amount = amount.checked_mul(sign).ok_or_else(|| overflow(op))?;
     let result = match (unit.millis(), unit.months()) {
+        // Days and weeks are calendar days in the zone: across a clock change a day is 23 or
+        // 25 hours, and the local time of day stays.
+        (Some(ms), _) if matches!(unit, Unit::Day | Unit::Week) && zone != UTC => {
+            let days = TimeDelta::try_milliseconds(amount.checked_mul(ms).ok_or_else(|| overflow(op))?);
+            let local = days.and_then(|days| zone.local_time(start).ok()?.checked_add_signed(days));
+            zone.instant_of(&local.ok_or_else(|| overflow(op))?)
+        }
         (Some(ms), _) => amount.checked_mul(ms).and_then(|d| start.checked_add(d)).ok_or_else(|| overflow(op))?,
         (_, Some(months)) => {
-            let local = to_local(start, offset)?;
+            let local = zone.local_time(start)?;
             let total = amount.checked_mul(months).ok_or_else(|| overflow(op))?;
-            from_local(&add_months(&local, total).ok_or_else(|| overflow(op))?, offset)
+            zone.instant_of(&add_months(&local, total).ok_or_else(|| overflow(op))?)
         }
         _ => start,
     };
@@ -409,10 +383,10 @@ fn add_months(local: &NaiveDateTime, months: i64) -> Option<NaiveDateTime> {
     if months >= 0 { local.checked_add_months(magnitude) } else { local.checked_sub_months(magnitude) }
 }
 
-fn zone_or_utc(value: &Value) -> Result<Option<i32>, QueryError> {
+fn zone_or_utc(value: &Value) -> Result<Option<Zone>, QueryError> {
     match value {
-        None => Ok(Some(0)),
-        tz => zone_offset(tz),
+        None => Ok(Some(UTC)),
+        tz => Zone::parse(tz),
     }
 }
 
@@ -447,9 +421,9 @@ fn date_diff(args: &[Value]) -> EvalResult {
         return Ok(Some(Bson::Null));
     };
     let unit = Unit::parse(&args[2], "$dateDiff")?;
-    let Some(offset) = zone_or_utc(&args[3])? else { return Ok(Some(Bson::Null)) };
+    let Some(zone) = zone_or_utc(&args[3])? else { return Ok(Some(Bson::Null)) };
     let first_day = week_start(&args[4])?;
-    let (a, b) = (to_local(start, offset)?, to_local(end, offset)?);
+    let (a, b) = (zone.local_time(start)?, zone.local_time(end)?);
     let diff = match unit {
         Unit::Year => i64::from(b.year() - a.year()),
         Unit::Quarter => quarter_index(&b) - quarter_index(&a),
@@ -507,9 +481,9 @@ fn date_trunc(args: &[Value]) -> EvalResult {
             })?
         }
     };
-    let Some(offset) = zone_or_utc(&args[3])? else { return Ok(Some(Bson::Null)) };
+    let Some(zone) = zone_or_utc(&args[3])? else { return Ok(Some(Bson::Null)) };
     let first_day = week_start(&args[4])?;
-    let local = to_local(millis, offset)?;
+    let local = zone.local_time(millis)?;
     let reference =
         NaiveDate::from_ymd_opt(2000, 1, 1).and_then(|d| d.and_hms_opt(0, 0, 0)).ok_or_else(out_of_range)?;
     let truncated = match (unit, unit.months()) {
@@ -525,7 +499,7 @@ fn date_trunc(args: &[Value]) -> EvalResult {
         }
         _ => truncate_fixed(&local, &reference, unit.millis().unwrap_or(1).saturating_mul(bin))?,
     };
-    date_result(from_local(&truncated, offset))
+    date_result(zone.instant_of(&truncated))
 }
 
 fn truncate_fixed(local: &NaiveDateTime, reference: &NaiveDateTime, span: i64) -> Result<NaiveDateTime, QueryError> {

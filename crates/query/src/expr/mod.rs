@@ -32,6 +32,7 @@ mod set;
 mod string;
 mod trig;
 mod value;
+mod zone;
 
 use std::fmt;
 
