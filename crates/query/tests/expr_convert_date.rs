@@ -286,3 +286,46 @@ fn olson_time_zones_follow_daylight_saving_time() {
         (bson::bson!({"$hour": {"date": "$date", "timezone": "America/Atlantis"}}), Err(40485)),
     ]);
 }
+
+/// Goal: `$dateFromParts` and `$dateToParts` as MongoDB gives them: carrying fields, ISO week
+/// dates, time zones, null for a null part, and its errors.
+#[test]
+fn date_from_and_to_parts() {
+    check(vec![
+        (
+            bson::bson!({"$dateFromParts": {"year": 2017, "month": 2, "day": 8, "hour": 12}}),
+            Ok(utc("2017-02-08T12:00:00Z")),
+        ),
+        (bson::bson!({"$dateFromParts": {"year": 2017, "month": 14, "day": 0}}), Ok(utc("2018-01-31T00:00:00Z"))),
+        (bson::bson!({"$dateFromParts": {"year": 2017, "hour": -1}}), Ok(utc("2016-12-31T23:00:00Z"))),
+        (
+            bson::bson!({"$dateFromParts": {"isoWeekYear": 2017, "isoWeek": 6, "isoDayOfWeek": 3}}),
+            Ok(utc("2017-02-08T00:00:00Z")),
+        ),
+        (
+            bson::bson!({"$dateFromParts": {"year": 2024, "month": 7, "day": 1, "hour": 8, "timezone": "America/New_York"}}),
+            Ok(utc("2024-07-01T12:00:00Z")),
+        ),
+        (bson::bson!({"$dateFromParts": {"year": 2017, "month": "$missing"}}), Ok(Bson::Null)),
+        (bson::bson!({"$dateFromParts": {"year": 2017, "isoWeek": 1}}), Err(40489)),
+        (bson::bson!({"$dateFromParts": {"month": 1}}), Err(40516)),
+        (bson::bson!({"$dateFromParts": {"year": 0}}), Err(40523)),
+        (bson::bson!({"$dateFromParts": {"year": 2017, "month": 40000}}), Err(31034)),
+        (bson::bson!({"$dateFromParts": {"year": 2017.5}}), Err(40515)),
+        (bson::bson!({"$dateFromParts": {"year": 2017, "days": 1}}), Err(40518)),
+        (
+            bson::bson!({"$dateToParts": {"date": "$date"}}),
+            Ok(Bson::Document(
+                doc! {"year": 2014, "month": 1, "day": 1, "hour": 8, "minute": 15, "second": 39, "millisecond": 736},
+            )),
+        ),
+        (
+            bson::bson!({"$dateToParts": {"date": "$date", "timezone": "America/New_York", "iso8601": true}}),
+            Ok(Bson::Document(
+                doc! {"isoWeekYear": 2014, "isoWeek": 1, "isoDayOfWeek": 3, "hour": 3, "minute": 15, "second": 39, "millisecond": 736},
+            )),
+        ),
+        (bson::bson!({"$dateToParts": {"date": "$missing"}}), Ok(Bson::Null)),
+        (bson::bson!({"$dateToParts": {"date": "$date", "iso8601": 1}}), Err(40521)),
+    ]);
+}

@@ -64,7 +64,7 @@ pub fn date_millis(value: &Value) -> Result<Option<i64>, QueryError> {
     }
 }
 
-fn date_result(millis: i64) -> EvalResult {
+pub(super) fn date_result(millis: i64) -> EvalResult {
     Ok(Some(Bson::DateTime(DateTime::from_millis(millis))))
 }
 
@@ -378,7 +378,7 @@ fn overflow(op: &str) -> QueryError {
 }
 
 /// Adds months, clamping the day to the end of a shorter month (Jan 31 + 1 month = Feb 28/29).
-fn add_months(local: &NaiveDateTime, months: i64) -> Option<NaiveDateTime> {
+pub(super) fn add_months(local: &NaiveDateTime, months: i64) -> Option<NaiveDateTime> {
     let magnitude = Months::new(u32::try_from(months.unsigned_abs()).ok()?);
     if months >= 0 { local.checked_add_months(magnitude) } else { local.checked_sub_months(magnitude) }
 }

@@ -24,6 +24,7 @@ mod control;
 mod convert;
 mod date;
 mod date_format;
+mod date_parts;
 mod eval;
 mod object;
 mod parse;

@@ -8,7 +8,9 @@ use bson::Bson;
 
 use super::value::fail;
 use super::{Arity, Call, Expr, OpDef};
-use super::{accumulator, arith, array, bitwise, compare, control, convert, date, object, set, string, trig};
+use super::{
+    accumulator, arith, array, bitwise, compare, control, convert, date, date_parts, object, set, string, trig,
+};
 use crate::error::QueryError;
 
 pub fn parse(value: &Bson) -> Result<Expr, QueryError> {
@@ -126,6 +128,7 @@ fn lookup(name: &str) -> Option<OpDef> {
         .or_else(|| set::lookup(name))
         .or_else(|| trig::lookup(name))
         .or_else(|| bitwise::lookup(name))
+        .or_else(|| date_parts::lookup(name))
 }
 
 fn parse_operator(name: &str, arg: &Bson) -> Result<Expr, QueryError> {

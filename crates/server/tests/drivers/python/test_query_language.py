@@ -309,6 +309,24 @@ def test_set_trig_bitwise_and_size_operators(db):
     assert error.value.code == 17043
 
 
+def test_olson_time_zones_and_date_parts(db):
+    summer, winter = datetime.datetime(2024, 7, 1, 12), datetime.datetime(2024, 1, 15, 12)
+    db.times.insert_many([{"_id": 1, "at": summer}, {"_id": 2, "at": winter}])
+    out = db.times.aggregate([{"$sort": {"_id": 1}}, {"$project": {
+        "_id": 0,
+        "local": {"$dateToString": {"date": "$at", "format": "%H:%M %z", "timezone": "America/New_York"}},
+        "parts": {"$dateToParts": {"date": "$at", "timezone": "Europe/Paris"}},
+        "back": {"$dateFromParts": {"year": 2024, "month": 7, "day": 1, "hour": 8, "timezone": "America/New_York"}},
+    }}])
+    first, second = list(out)
+    assert (first["local"], second["local"]) == ("08:00 -0400", "07:00 -0500")
+    assert (first["parts"]["hour"], second["parts"]["hour"]) == (14, 13)
+    assert first["back"] == summer
+    with pytest.raises(OperationFailure) as error:
+        list(db.times.aggregate([{"$project": {"h": {"$hour": {"date": "$at", "timezone": "Mars/Olympus"}}}}]))
+    assert error.value.code == 40485
+
+
 def test_a_collections_default_collation_and_its_override(db):
     db.create_collection("names", collation=CASELESS)
     listed = db.command("listCollections", filter={"name": "names"})["cursor"]["firstBatch"][0]
