@@ -297,3 +297,53 @@ fn limit_stops_pulling_input() {
     assert_eq!(pulled.load(std::sync::atomic::Ordering::Relaxed), 12);
     let _ = Namespace::new("test", "unused");
 }
+
+/// Goal: the n-element accumulators in `$group` as the manual shows them: `$firstN $lastN
+/// $maxN $minN` over an input, `$top $bottom $topN $bottomN` by a sort, ties in arrival order,
+/// nulls kept except by `$maxN`/`$minN`, and their parse errors.
+#[test]
+fn n_element_group_accumulators() {
+    let games = vec![
+        doc! {"game": "G1", "player": "p1", "score": 31},
+        doc! {"game": "G1", "player": "p2", "score": 33},
+        doc! {"game": "G1", "player": "p3", "score": 99},
+        doc! {"game": "G1", "player": "p4", "score": 1},
+        doc! {"game": "G1", "player": "p5", "score": Bson::Null},
+        doc! {"game": "G2", "player": "p1", "score": 10},
+        doc! {"game": "G2", "player": "p2", "score": 10},
+    ];
+    let group = doc! {"$group": {
+        "_id": "$game",
+        "first2": {"$firstN": {"n": 2, "input": "$player"}},
+        "last2": {"$lastN": {"n": 2, "input": "$score"}},
+        "max2": {"$maxN": {"n": 2, "input": "$score"}},
+        "min2": {"$minN": {"n": 2, "input": "$score"}},
+        "best": {"$top": {"sortBy": {"score": -1}, "output": ["$player", "$score"]}},
+        "worst": {"$bottom": {"sortBy": {"score": -1}, "output": "$player"}},
+        "top2": {"$topN": {"n": 2, "sortBy": {"score": -1, "player": 1}, "output": "$player"}},
+        "bottom2": {"$bottomN": {"n": 2, "sortBy": {"score": -1}, "output": "$player"}},
+    }};
+    let out = run(vec![group, doc! {"$sort": {"_id": 1}}], games);
+    assert_eq!(
+        out,
+        Ok(vec![
+            doc! {"_id": "G1", "first2": ["p1", "p2"], "last2": [1, Bson::Null], "max2": [99, 33], "min2": [1, 31],
+            "best": ["p3", 99], "worst": "p5", "top2": ["p3", "p2"], "bottom2": ["p4", "p5"]},
+            doc! {"_id": "G2", "first2": ["p1", "p2"], "last2": [10, 10], "max2": [10, 10], "min2": [10, 10],
+            "best": ["p1", 10], "worst": "p2", "top2": ["p1", "p2"], "bottom2": ["p1", "p2"]},
+        ])
+    );
+    let errors = [
+        (doc! {"$group": {"_id": null, "x": {"$firstN": {"input": "$a"}}}}, 5787906),
+        (doc! {"$group": {"_id": null, "x": {"$firstN": {"n": 1}}}}, 5787907),
+        (doc! {"$group": {"_id": null, "x": {"$firstN": {"n": 1, "input": "$a", "y": 1}}}}, 5787901),
+        (doc! {"$group": {"_id": null, "x": {"$top": {"n": 1, "sortBy": {"a": 1}, "output": "$a"}}}}, 5788002),
+        (doc! {"$group": {"_id": null, "x": {"$topN": {"n": 1, "output": "$a"}}}}, 5788005),
+        (doc! {"$group": {"_id": null, "x": {"$top": "$a"}}}, 5788001),
+    ];
+    for (stage, code) in errors {
+        assert_eq!(run(vec![stage.clone()], vec![doc! {"a": 1}]), Err(code), "{stage}");
+    }
+    let zero = doc! {"$group": {"_id": null, "x": {"$maxN": {"n": 0, "input": "$a"}}}};
+    assert_eq!(run(vec![zero], vec![doc! {"a": 1}]), Err(5787908));
+}

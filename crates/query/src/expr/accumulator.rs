@@ -1,5 +1,6 @@
 //! Accumulators: the per-group state machines of `$group` (`$sum $avg $min $max $first $last
-//! $push $addToSet $count $stdDevPop $stdDevSamp $mergeObjects`), and the same operators used
+//! $push $addToSet $count $stdDevPop $stdDevSamp $mergeObjects`, and the n-element ones of
+//! [`super::ranked`]), and the same operators used
 //! as expressions over an array or an argument list (`{$sum: "$scores"}`, `{$max: [1, 5]}`).
 //!
 //! Semantics: `$sum`/`$avg`/`$stdDev*` ignore non-numeric values; `$min`/`$max` ignore null and
@@ -30,6 +31,15 @@ pub enum AccumulatorKind {
     StdDevPop,
     StdDevSamp,
     MergeObjects,
+    // The n-element accumulators (`super::ranked`).
+    FirstN,
+    LastN,
+    MaxN,
+    MinN,
+    Top,
+    Bottom,
+    TopN,
+    BottomN,
 }
 
 impl AccumulatorKind {
@@ -47,8 +57,23 @@ impl AccumulatorKind {
             "$stdDevPop" => AccumulatorKind::StdDevPop,
             "$stdDevSamp" => AccumulatorKind::StdDevSamp,
             "$mergeObjects" => AccumulatorKind::MergeObjects,
+            "$firstN" => AccumulatorKind::FirstN,
+            "$lastN" => AccumulatorKind::LastN,
+            "$maxN" => AccumulatorKind::MaxN,
+            "$minN" => AccumulatorKind::MinN,
+            "$top" => AccumulatorKind::Top,
+            "$bottom" => AccumulatorKind::Bottom,
+            "$topN" => AccumulatorKind::TopN,
+            "$bottomN" => AccumulatorKind::BottomN,
             _ => return None,
         })
+    }
+
+    /// An n-element accumulator, whose argument is an object of named fields
+    /// (`super::ranked`).
+    pub fn is_ranked(self) -> bool {
+        use AccumulatorKind::*;
+        matches!(self, FirstN | LastN | MaxN | MinN | Top | Bottom | TopN | BottomN)
     }
 }
 
@@ -65,6 +90,7 @@ pub struct Accumulator {
     seen_first: bool,
     items: Vec<Bson>,
     merged: Document,
+    ranked: super::ranked::Ranked,
     /// [`approximate_bytes`] of the values held in `best`, `items` and `merged`, kept as they
     /// change so that a group's size costs nothing to read.
     held_bytes: usize,
@@ -82,6 +108,7 @@ impl Accumulator {
             seen_first: false,
             items: Vec::new(),
             merged: Document::new(),
+            ranked: super::ranked::Ranked::default(),
             held_bytes: 0,
         }
     }
@@ -136,6 +163,7 @@ impl Accumulator {
                 super::object::merge_into(&mut self.merged, value)?;
                 self.held_bytes = approximate_document_bytes(&self.merged);
             }
+            kind => self.held_bytes = self.ranked.process(kind, value, collation)?,
         }
         Ok(())
     }
@@ -175,6 +203,7 @@ impl Accumulator {
             }
             AccumulatorKind::Push | AccumulatorKind::AddToSet => Bson::Array(self.items),
             AccumulatorKind::MergeObjects => Bson::Document(self.merged),
+            kind => self.ranked.finish(kind),
         }
     }
 }

@@ -28,6 +28,7 @@ mod date_parts;
 mod eval;
 mod object;
 mod parse;
+mod ranked;
 mod regex_util;
 mod set;
 mod string;

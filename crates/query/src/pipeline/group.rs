@@ -104,10 +104,58 @@ pub(super) fn parse_accumulator(name: &str, value: &Bson) -> Result<AccumulatorS
         "$accumulator" => fail(15952, "$accumulator is not supported: Strata runs no server-side JavaScript"),
         _ => fail(15952, format!("unknown group operator '{operator}'")),
     })?;
+    if kind.is_ranked() {
+        return Ok(AccumulatorSpec { name: name.to_string(), kind, expr: ranked_argument(operator, kind, argument)? });
+    }
     if let Bson::Array(_) = argument {
         return Err(fail(40237, format!("The {operator} accumulator is a unary operator")));
     }
     Ok(AccumulatorSpec { name: name.to_string(), kind, expr: Expr::parse(argument)? })
+}
+
+/// An n-element accumulator's fields as one expression, evaluated for each document
+/// (`expr::ranked`): `{n, v: input}` for `$firstN $lastN $maxN $minN`, `{n, v: output, k:
+/// [the sortBy fields' values], d: [their directions]}` for `$top $bottom $topN $bottomN` (no
+/// `n` for `$top`/`$bottom`).
+fn ranked_argument(operator: &str, kind: AccumulatorKind, argument: &Bson) -> Result<Expr, QueryError> {
+    use AccumulatorKind::{Bottom, BottomN, Top, TopN};
+    let sorted = matches!(kind, Top | Bottom | TopN | BottomN);
+    let takes_n = !matches!(kind, Top | Bottom);
+    let value_field = if sorted { "output" } else { "input" };
+    let (not_object, unknown) = if sorted { (5788001, 5788002) } else { (5787801, 5787901) };
+    let Bson::Document(spec) = argument else {
+        return Err(fail(not_object, format!("specification must be an object; found {operator}: {argument}")));
+    };
+    for key in spec.keys() {
+        let known = key == value_field || (key == "n" && takes_n) || (key == "sortBy" && sorted);
+        if !known {
+            return Err(fail(unknown, format!("Unknown argument for '{operator}' operator: {key}")));
+        }
+    }
+    let get = |field: &str, code: i32| {
+        spec.get(field).ok_or_else(|| fail(code, format!("Missing value for '{field}' in {operator}")))
+    };
+    let mut fields = Vec::new();
+    if takes_n {
+        fields.push(("n".to_string(), Expr::parse(get("n", 5787906)?)?));
+    }
+    fields.push(("v".to_string(), Expr::parse(get(value_field, if sorted { 5788004 } else { 5787907 })?)?));
+    if sorted {
+        let Bson::Document(sort_by) = get("sortBy", 5788005)? else {
+            return Err(fail(5788005, format!("sortBy of {operator} must be an object")));
+        };
+        SortSpec::parse(sort_by)?;
+        let mut keys = Vec::new();
+        let mut directions = Vec::new();
+        for (path, direction) in sort_by {
+            keys.push(Expr::parse(&Bson::String(format!("${path}")))?);
+            let descending = matches!(direction, Bson::Int32(-1) | Bson::Int64(-1)) || direction.as_f64() == Some(-1.0);
+            directions.push(Bson::Int32(if descending { -1 } else { 1 }));
+        }
+        fields.push(("k".to_string(), Expr::Array(keys)));
+        fields.push(("d".to_string(), Expr::Literal(Bson::Array(directions))));
+    }
+    Ok(Expr::Object(fields))
 }
 
 /// `$count: "name"`: the output field name.

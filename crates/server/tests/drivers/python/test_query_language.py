@@ -307,6 +307,14 @@ def test_set_trig_bitwise_and_size_operators(db):
     with pytest.raises(OperationFailure) as error:
         list(db.ops.aggregate([{"$project": {"x": {"$setUnion": ["$a", 1]}}}]))
     assert error.value.code == 17043
+    db.scores.insert_many([{"g": 1, "p": p, "s": s} for p, s in [("a", 5), ("b", 9), ("c", 7)]])
+    leaders = db.scores.aggregate([{"$group": {
+        "_id": "$g",
+        "top2": {"$topN": {"n": 2, "sortBy": {"s": -1}, "output": "$p"}},
+        "worst": {"$bottom": {"sortBy": {"s": -1}, "output": "$p"}},
+        "max2": {"$maxN": {"n": 2, "input": "$s"}},
+    }}])
+    assert list(leaders) == [{"_id": 1, "top2": ["b", "c"], "worst": "a", "max2": [9, 7]}]
 
 
 def test_olson_time_zones_and_date_parts(db):
