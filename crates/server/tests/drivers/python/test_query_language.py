@@ -651,7 +651,9 @@ def test_current_op_lists_a_running_command_and_kill_op_stops_it(server, db):
     worker.start()
     found = []
     for _ in range(200):
-        found = admin.command("currentOp", appName="slowpoke")["inprog"]
+        # The client's handshake may be listed first: wait for the aggregate itself.
+        listed = admin.command("currentOp", appName="slowpoke")["inprog"]
+        found = [op for op in listed if op.get("command", {}).get("aggregate") == "big"]
         if found:
             break
         import time
