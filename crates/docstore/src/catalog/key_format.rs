@@ -58,6 +58,9 @@ impl Catalog {
         let old = &collection.meta;
         let tree = self.new_tree(engine, COLLECTION_TREE_PREFIX)?;
         let documents = tree_id(engine, &tree)?;
+        // As `Collection::open` will: blocks the copy writes out are compressed as they will be.
+        let compression = crate::compression::requested(&old.options).unwrap_or(None).or(self.document_compression);
+        engine.set_tree_compression(documents, compression)?;
         copy_documents(engine, collection.tree, documents)?;
         let natural = match &collection.natural {
             Some(order) => {
