@@ -130,6 +130,10 @@ async fn open_store(options: &Resolved) -> anyhow::Result<Arc<Store>> {
         recovery.micros / 1000,
         if recovery.replayed_records > 0 { "; checkpointing them in the background" } else { "" },
     );
+    if !store.upgraded_collections().is_empty() {
+        let collections = store.upgraded_collections().join(", ");
+        info!(%collections, "rebuilt the collections written in an older index key format (numbers in keys are now binary)");
+    }
     if let Some(damage) = &recovery.catalog_damage {
         warn!(%damage, "the checkpoint's catalog block is damaged: it was read from its copy (the next checkpoint writes both again); run validate on every collection");
     }

@@ -181,6 +181,12 @@ impl Store {
         Store::start(engine, options)
     }
 
+    /// The collections this open rebuilt because they were written in an older key format
+    /// (`catalog::key_format`); empty on later opens.
+    pub fn upgraded_collections(&self) -> &[String] {
+        &self.inner.upgraded
+    }
+
     /// A store whose data lives in memory only.
     pub fn open_in_memory(options: StoreOptions) -> Result<Store> {
         let engine = Engine::open_in_memory(engine_options(&options))?;

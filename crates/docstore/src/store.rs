@@ -21,18 +21,21 @@ pub struct Inner {
     /// Numbers temporary trees (sort spills) and collections (`$out`) uniquely within this
     /// process.
     temp_counter: AtomicU64,
+    /// The collections this open rebuilt from an older key format, for the server's log.
+    pub upgraded: Vec<String>,
 }
 
 impl Inner {
     pub fn open(engine: Engine, options: StoreOptions) -> Result<Inner> {
         let catalog = Catalog::open(&engine, options.document_compression)?;
-        if !engine.options().salvage {
-            catalog.upgrade_key_formats(&engine)?;
-        }
+        let upgraded = match engine.options().salvage {
+            true => Vec::new(),
+            false => catalog.upgrade_key_formats(&engine)?,
+        };
         for (db, name, index) in catalog.unfinished_index_builds() {
             crate::index::build::build(&engine, &catalog, &db, &name, &index)?;
         }
-        Ok(Inner { engine, options, catalog, temp_counter: AtomicU64::new(0) })
+        Ok(Inner { engine, options, catalog, temp_counter: AtomicU64::new(0), upgraded })
     }
 
     /// Makes the document writes committed so far as durable as `durability` asks, once their

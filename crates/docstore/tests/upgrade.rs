@@ -59,6 +59,8 @@ fn request(filter: Document, sort: Option<Document>, hint: Option<&str>) -> Find
 fn a_format_1_directory_opens_with_every_index_rebuilt() {
     let dir = fixture_copy();
     let store = Store::open(&dir, StoreOptions::default()).unwrap();
+    let upgraded = ["local.system.replset", "upgrade.ids", "upgrade.log", "upgrade.numbers", "upgrade.strings"];
+    assert_eq!(store.upgraded_collections(), upgraded, "every collection but the oplog");
 
     // The index on price orders the same as a sort without it (by compare_values).
     let scanned = find(&store, "numbers", request(doc! {}, Some(doc! {"price": 1, "n": 1}), Some("$natural")));
@@ -132,6 +134,7 @@ fn a_capped_collection_keeps_its_order_and_the_upgrade_runs_once() {
     store.close().unwrap();
 
     let store = Store::open(&dir, StoreOptions::default()).unwrap();
+    assert!(store.upgraded_collections().is_empty(), "the second open has nothing to upgrade");
     assert_eq!(store.list_indexes("upgrade", "numbers").unwrap(), trees);
     assert_eq!(numbers(&find(&store, "log", request(doc! {}, None, Some("$natural")))), after);
     let strings =
