@@ -94,13 +94,7 @@ fn parse_part(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
 
 fn part(args: &[Value], extract: fn(&NaiveDateTime) -> i64) -> EvalResult {
     let Some(millis) = date_millis(&args[0])? else { return Ok(Some(Bson::Null)) };
-    let zone = match &args[1] {
-        None => UTC,
-        tz => match Zone::parse(tz)? {
-            Some(zone) => zone,
-            None => return Ok(Some(Bson::Null)),
-        },
-    };
+    let Some(zone) = Zone::parse_or_utc(&args[1])? else { return Ok(Some(Bson::Null)) };
     let value = extract(&zone.local_time(millis)?);
     Ok(Some(Bson::Int32(i32::try_from(value).unwrap_or(i32::MAX))))
 }
@@ -143,13 +137,7 @@ fn date_to_string(args: &[Value]) -> EvalResult {
         // onNull given (even evaluating to missing) replaces a null date.
         return Ok(if args[3].is_some() { args[3].clone() } else { Some(Bson::Null) });
     };
-    let zone = match &args[2] {
-        None => UTC,
-        tz => match Zone::parse(tz)? {
-            Some(zone) => zone,
-            None => return Ok(Some(Bson::Null)),
-        },
-    };
+    let Some(zone) = Zone::parse_or_utc(&args[2])? else { return Ok(Some(Bson::Null)) };
     let local = zone.local_time(millis)?;
     Ok(Some(Bson::String(format_local(&local, &format, zone.offset_minutes_at(millis))?)))
 }
@@ -352,7 +340,7 @@ fn date_add(args: &[Value], op: &str, sign: i64) -> EvalResult {
     let amount = args[2].as_ref().and_then(Num::from_bson).and_then(|n| n.to_exact_i64()).ok_or_else(|| {
         fail(5166405, format!("{op} expects integer amount of time units, but got {}", display(&args[2])))
     })?;
-    let Some(zone) = zone_or_utc(&args[3])? else { return Ok(Some(Bson::Null)) };
+    let Some(zone) = Zone::parse_or_utc(&args[3])? else { return Ok(Some(Bson::Null)) };
     let amount = amount.checked_mul(sign).ok_or_else(|| overflow(op))?;
     let result = match (unit.millis(), unit.months()) {
         // Days and weeks are calendar days in the zone: across a clock change a day is 23 or
@@ -381,13 +369,6 @@ fn overflow(op: &str) -> QueryError {
 pub(super) fn add_months(local: &NaiveDateTime, months: i64) -> Option<NaiveDateTime> {
     let magnitude = Months::new(u32::try_from(months.unsigned_abs()).ok()?);
     if months >= 0 { local.checked_add_months(magnitude) } else { local.checked_sub_months(magnitude) }
-}
-
-fn zone_or_utc(value: &Value) -> Result<Option<Zone>, QueryError> {
-    match value {
-        None => Ok(Some(UTC)),
-        tz => Zone::parse(tz),
-    }
 }
 
 fn parse_date_diff(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
@@ -421,7 +402,7 @@ fn date_diff(args: &[Value]) -> EvalResult {
         return Ok(Some(Bson::Null));
     };
     let unit = Unit::parse(&args[2], "$dateDiff")?;
-    let Some(zone) = zone_or_utc(&args[3])? else { return Ok(Some(Bson::Null)) };
+    let Some(zone) = Zone::parse_or_utc(&args[3])? else { return Ok(Some(Bson::Null)) };
     let first_day = week_start(&args[4])?;
     let (a, b) = (zone.local_time(start)?, zone.local_time(end)?);
     let diff = match unit {
@@ -481,7 +462,7 @@ fn date_trunc(args: &[Value]) -> EvalResult {
             })?
         }
     };
-    let Some(zone) = zone_or_utc(&args[3])? else { return Ok(Some(Bson::Null)) };
+    let Some(zone) = Zone::parse_or_utc(&args[3])? else { return Ok(Some(Bson::Null)) };
     let first_day = week_start(&args[4])?;
     let local = zone.local_time(millis)?;
     let reference =

@@ -153,13 +153,7 @@ fn to_parts(args: &[Value]) -> EvalResult {
         other => return Err(fail(40521, format!("iso8601 must evaluate to a bool, found {}", type_name(other)))),
     };
     let Some(millis) = date_millis(&args[0])? else { return Ok(Some(Bson::Null)) };
-    let zone = match &args[1] {
-        None => UTC,
-        tz => match Zone::parse(tz)? {
-            Some(zone) => zone,
-            None => return Ok(Some(Bson::Null)),
-        },
-    };
+    let Some(zone) = Zone::parse_or_utc(&args[1])? else { return Ok(Some(Bson::Null)) };
     let local = zone.local_time(millis)?;
     let date: [(&str, u32); 3] = if iso {
         let week = local.iso_week();

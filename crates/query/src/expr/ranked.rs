@@ -49,7 +49,7 @@ impl Ranked {
             }
             AccumulatorKind::MaxN | AccumulatorKind::MinN if !matches!(element, Bson::Null | Bson::Undefined) => {
                 let direction = if kind == AccumulatorKind::MaxN { -1 } else { 1 };
-                self.keep_first(limit, vec![element.clone()], &[direction], element, collation);
+                self.keep(limit, vec![element.clone()], &[direction], element, collation, false);
             }
             AccumulatorKind::Top | AccumulatorKind::TopN | AccumulatorKind::Bottom | AccumulatorKind::BottomN => {
                 let key = match argument.get("k") {
@@ -60,46 +60,33 @@ impl Ranked {
                     Some(Bson::Array(d)) => d.iter().map(|d| if d.as_i32() == Some(-1) { -1 } else { 1 }).collect(),
                     _ => Vec::new(),
                 };
-                if matches!(kind, AccumulatorKind::Top | AccumulatorKind::TopN) {
-                    self.keep_first(limit, key, &directions, element, collation);
-                } else {
-                    self.keep_last(limit, key, &directions, element, collation);
-                }
+                let from_end = matches!(kind, AccumulatorKind::Bottom | AccumulatorKind::BottomN);
+                self.keep(limit, key, &directions, element, collation, from_end);
             }
             _ => {}
         }
         Ok(self.bytes())
     }
 
-    /// Inserts after the elements that sort before or with it, keeps the first `limit`.
-    fn keep_first(
+    /// Inserts after the elements that sort before or with it, then keeps the first `limit`
+    /// (or, `from_end`, the last).
+    fn keep(
         &mut self,
         limit: usize,
         key: Vec<Bson>,
         directions: &[i32],
         element: Bson,
         collation: Option<&Collation>,
-    ) {
-        let at = self.items.partition_point(|(held, _)| order(held, &key, directions, collation) != Ordering::Greater);
-        if at < limit {
-            self.items.insert(at, (key, element));
-            self.items.truncate(limit);
-        }
-    }
-
-    /// Inserts after the elements that sort before or with it, keeps the last `limit`.
-    fn keep_last(
-        &mut self,
-        limit: usize,
-        key: Vec<Bson>,
-        directions: &[i32],
-        element: Bson,
-        collation: Option<&Collation>,
+        from_end: bool,
     ) {
         let at = self.items.partition_point(|(held, _)| order(held, &key, directions, collation) != Ordering::Greater);
         self.items.insert(at, (key, element));
         if self.items.len() > limit {
-            self.items.remove(0);
+            if from_end {
+                self.items.remove(0);
+            } else {
+                self.items.truncate(limit);
+            }
         }
     }
 

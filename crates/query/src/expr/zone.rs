@@ -48,6 +48,15 @@ impl Zone {
         }
     }
 
+    /// An optional `timezone` operand: UTC when not given, `Ok(None)` when given as null or
+    /// missing (the operator then gives null).
+    pub fn parse_or_utc(value: &Value) -> Result<Option<Zone>, QueryError> {
+        match value {
+            None => Ok(Some(UTC)),
+            tz => Zone::parse(tz),
+        }
+    }
+
     /// Minutes east of UTC at the instant `millis`.
     pub fn offset_minutes_at(&self, millis: i64) -> i32 {
         match self {
