@@ -129,7 +129,7 @@ pub struct DatabaseInfo {
 }
 
 /// The id of a tree the catalog names.
-fn tree_id(engine: &Engine, name: &str) -> Result<TreeId> {
+pub(crate) fn tree_id(engine: &Engine, name: &str) -> Result<TreeId> {
     engine.tree(name).ok_or_else(|| Error::corrupt(format!("the catalog names tree {name}, which does not exist")))
 }
 

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use storage::{Durability, Engine, TreeId};
 
 use super::{COLLECTION_TREE_PREFIX, Catalog, CollectionMeta, INDEX_TREE_PREFIX, count_key, entry, size_key};
-use crate::collection::Collection;
+use crate::collection::{Collection, tree_id};
 use crate::error::{Error, Result};
 
 /// The format this build writes.
@@ -115,11 +115,8 @@ fn copy_documents(engine: &Engine, from: TreeId, to: TreeId) -> Result<()> {
 
 /// A stored document's key in the current encoding.
 pub(crate) fn new_id_key(stored: &[u8]) -> Result<Vec<u8>> {
-    let document = crate::read::scan::raw(stored.to_vec())?;
-    let id = crate::write::document_id(&document)?.ok_or_else(|| Error::corrupt("a stored document has no _id"))?;
+    let document =
+        bson::RawDocument::from_bytes(stored).map_err(|e| Error::corrupt(format!("stored document: {e}")))?;
+    let id = crate::write::document_id(document)?.ok_or_else(|| Error::corrupt("a stored document has no _id"))?;
     Ok(crate::index::id_key(&id))
-}
-
-fn tree_id(engine: &Engine, name: &str) -> Result<TreeId> {
-    engine.tree(name).ok_or_else(|| Error::corrupt(format!("tree {name} vanished while it was being written")))
 }

@@ -467,11 +467,8 @@ fn sort_array(args: &[Value]) -> EvalResult {
         Some(direction) => {
             let descending = sort_direction(direction) == Some(Ordering::Greater);
             items.sort_by(|a, b| {
-                if descending {
-                    compare(&Some(b.clone()), &Some(a.clone()))
-                } else {
-                    compare(&Some(a.clone()), &Some(b.clone()))
-                }
+                let order = document::compare_values(a, b);
+                if descending { order.reverse() } else { order }
             });
         }
         None => return Err(fail(2942505, "$sortArray requires sortBy to be a sort pattern or 1 or -1")),
@@ -493,18 +490,7 @@ fn parse_n_elements(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> 
 }
 
 fn n_elements(args: &[Value], op: &str) -> EvalResult {
-    let n = match args[0].as_ref().and_then(Num::from_bson) {
-        Some(n) if n.to_f64().fract() == 0.0 && n.to_f64() > 0.0 => n.to_f64().min(usize::MAX as f64) as usize,
-        Some(n) if n.to_f64().fract() == 0.0 => {
-            return Err(fail(5787908, format!("'n' must be greater than 0, found {}", n.to_bson())));
-        }
-        _ => {
-            return Err(fail(
-                5787902,
-                format!("Value for 'n' must be of integral type, but found {}", display(&args[0])),
-            ));
-        }
-    };
+    let n = positive_n(args[0].as_ref())?;
     let items = match &args[1] {
         Some(Bson::Array(items)) => items,
         other => return Err(fail(5788200, format!("Input to {op} must be an array, but found: {}", type_name(other)))),
@@ -524,4 +510,16 @@ fn n_elements(args: &[Value], op: &str) -> EvalResult {
         }
     };
     Ok(Some(Bson::Array(chosen)))
+}
+
+/// The `n` of the n-element operators and accumulators: a positive integral number.
+pub(super) fn positive_n(value: Option<&Bson>) -> Result<usize, QueryError> {
+    match value.and_then(Num::from_bson).and_then(|n| n.to_exact_i64()) {
+        Some(n) if n > 0 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+        Some(n) => Err(fail(5787908, format!("'n' must be greater than 0, found {n}"))),
+        None => Err(fail(
+            5787902,
+            format!("Value for 'n' must be of integral type, but found {}", display(&value.cloned())),
+        )),
+    }
 }

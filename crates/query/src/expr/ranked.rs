@@ -13,10 +13,9 @@ use std::cmp::Ordering;
 use bson::{Bson, Document};
 
 use super::accumulator::AccumulatorKind;
-use super::value::{Value, approximate_bytes, display, fail};
+use super::value::{Value, approximate_bytes};
 use crate::collation::{Collation, compare_values};
 use crate::error::QueryError;
-use crate::number::Num;
 
 /// A group's kept elements, each with its sort key, in sort order.
 #[derive(Debug, Clone, Default)]
@@ -123,12 +122,5 @@ fn read_n(kind: AccumulatorKind, argument: &Document) -> Result<usize, QueryErro
     if matches!(kind, AccumulatorKind::Top | AccumulatorKind::Bottom) {
         return Ok(1);
     }
-    let n = argument.get("n");
-    match n.and_then(Num::from_bson).and_then(|n| n.to_exact_i64()) {
-        Some(n) if n > 0 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
-        Some(n) => Err(fail(5787908, format!("'n' must be greater than 0, found {n}"))),
-        None => {
-            Err(fail(5787902, format!("Value for 'n' must be of integral type, but found {}", display(&n.cloned()))))
-        }
-    }
+    super::array::positive_n(argument.get("n"))
 }

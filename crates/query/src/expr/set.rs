@@ -33,15 +33,12 @@ fn contains(set: &[Bson], value: &Bson) -> bool {
     set.iter().any(|member| compare_values(member, value).is_eq())
 }
 
-/// The distinct elements of `items`, in first-appearance order.
+/// The distinct elements of `items`, in first-appearance order. Equal values have equal
+/// order-preserving key bytes (`1`, `1.0`), so a hash set of those tells them apart in one
+/// pass.
 fn distinct<'a>(items: impl IntoIterator<Item = &'a Bson>) -> Vec<Bson> {
-    let mut set = Vec::new();
-    for item in items {
-        if !contains(&set, item) {
-            set.push(item.clone());
-        }
-    }
-    set
+    let mut seen = std::collections::HashSet::new();
+    items.into_iter().filter(|item| seen.insert(document::keycodec::encode_value(item))).cloned().collect()
 }
 
 /// Each operand as an array; `Ok(None)` when one is null or missing (checked first, as MongoDB

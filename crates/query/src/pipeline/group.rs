@@ -144,13 +144,11 @@ fn ranked_argument(operator: &str, kind: AccumulatorKind, argument: &Bson) -> Re
         let Bson::Document(sort_by) = get("sortBy", 5788005)? else {
             return Err(fail(5788005, format!("sortBy of {operator} must be an object")));
         };
-        SortSpec::parse(sort_by)?;
         let mut keys = Vec::new();
         let mut directions = Vec::new();
-        for (path, direction) in sort_by {
+        for (path, direction) in SortSpec::parse(sort_by)?.fields() {
             keys.push(Expr::parse(&Bson::String(format!("${path}")))?);
-            let descending = matches!(direction, Bson::Int32(-1) | Bson::Int64(-1)) || direction.as_f64() == Some(-1.0);
-            directions.push(Bson::Int32(if descending { -1 } else { 1 }));
+            directions.push(Bson::Int32(if *direction == Direction::Descending { -1 } else { 1 }));
         }
         fields.push(("k".to_string(), Expr::Array(keys)));
         fields.push(("d".to_string(), Expr::Literal(Bson::Array(directions))));
