@@ -1,6 +1,6 @@
 //! Accumulators: the per-group state machines of `$group` (`$sum $avg $min $max $first $last
-//! $push $addToSet $count $stdDevPop $stdDevSamp $mergeObjects`, and the n-element ones of
-//! [`super::ranked`]), and the same operators used
+//! $push $addToSet $count $stdDevPop $stdDevSamp $mergeObjects`, the n-element ones of
+//! [`super::ranked`] and `$percentile $median` of [`super::quantile`]), and the same operators used
 //! as expressions over an array or an argument list (`{$sum: "$scores"}`, `{$max: [1, 5]}`).
 //!
 //! Semantics: `$sum`/`$avg`/`$stdDev*` ignore non-numeric values; `$min`/`$max` ignore null and
@@ -40,6 +40,9 @@ pub enum AccumulatorKind {
     Bottom,
     TopN,
     BottomN,
+    // `super::quantile`.
+    Percentile,
+    Median,
 }
 
 impl AccumulatorKind {
@@ -65,6 +68,8 @@ impl AccumulatorKind {
             "$bottom" => AccumulatorKind::Bottom,
             "$topN" => AccumulatorKind::TopN,
             "$bottomN" => AccumulatorKind::BottomN,
+            "$percentile" => AccumulatorKind::Percentile,
+            "$median" => AccumulatorKind::Median,
             _ => return None,
         })
     }
@@ -91,6 +96,7 @@ pub struct Accumulator {
     items: Vec<Bson>,
     merged: Document,
     ranked: super::ranked::Ranked,
+    samples: super::quantile::Samples,
     /// [`approximate_bytes`] of the values held in `best`, `items` and `merged`, kept as they
     /// change so that a group's size costs nothing to read.
     held_bytes: usize,
@@ -109,6 +115,7 @@ impl Accumulator {
             items: Vec::new(),
             merged: Document::new(),
             ranked: super::ranked::Ranked::default(),
+            samples: super::quantile::Samples::default(),
             held_bytes: 0,
         }
     }
@@ -163,6 +170,7 @@ impl Accumulator {
                 super::object::merge_into(&mut self.merged, value)?;
                 self.held_bytes = approximate_document_bytes(&self.merged);
             }
+            AccumulatorKind::Percentile | AccumulatorKind::Median => self.held_bytes = self.samples.process(value),
             kind => self.held_bytes = self.ranked.process(kind, value, collation)?,
         }
         Ok(())
@@ -203,6 +211,7 @@ impl Accumulator {
             }
             AccumulatorKind::Push | AccumulatorKind::AddToSet => Bson::Array(self.items),
             AccumulatorKind::MergeObjects => Bson::Document(self.merged),
+            AccumulatorKind::Percentile | AccumulatorKind::Median => self.samples.finish(),
             kind => self.ranked.finish(kind),
         }
     }

@@ -258,9 +258,10 @@ fn parse_date_text(text: &str, format: Option<&str>, zone: Option<Zone>) -> Opti
     Some(zone.instant_of(&local))
 }
 
-/// Calendar units of `$dateAdd`, `$dateDiff`, `$dateTrunc`.
+/// Calendar units of `$dateAdd`, `$dateDiff`, `$dateTrunc`, and of `$setWindowFields`' time
+/// ranges, `$derivative` and `$integral`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Unit {
+pub enum Unit {
     Millisecond,
     Second,
     Minute,
@@ -273,7 +274,7 @@ enum Unit {
 }
 
 impl Unit {
-    fn parse(value: &Value, op: &str) -> Result<Unit, QueryError> {
+    pub fn parse(value: &Value, op: &str) -> Result<Unit, QueryError> {
         let Some(Bson::String(s)) = value else {
             return Err(fail(5439013, format!("{op} requires 'unit' to be a string, but got {}", type_name(value))));
         };
@@ -299,7 +300,7 @@ impl Unit {
     }
 
     /// Fixed length in milliseconds, for units below a month.
-    fn millis(self) -> Option<i64> {
+    pub fn millis(self) -> Option<i64> {
         match self {
             Unit::Millisecond => Some(1),
             Unit::Second => Some(1_000),
@@ -308,6 +309,19 @@ impl Unit {
             Unit::Day => Some(86_400_000),
             Unit::Week => Some(7 * 86_400_000),
             _ => None,
+        }
+    }
+
+    /// `start` plus `amount` of this unit in UTC, as `$dateAdd` adds them (months clamp the
+    /// day); `None` on overflow.
+    pub fn add_to(self, start: i64, amount: i64) -> Option<i64> {
+        match (self.millis(), self.months()) {
+            (Some(ms), _) => amount.checked_mul(ms).and_then(|d| start.checked_add(d)),
+            (_, Some(months)) => {
+                let local = UTC.local_time(start).ok()?;
+                Some(UTC.instant_of(&add_months(&local, amount.checked_mul(months)?)?))
+            }
+            _ => Some(start),
         }
     }
 

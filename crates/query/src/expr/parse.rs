@@ -9,7 +9,8 @@ use bson::Bson;
 use super::value::fail;
 use super::{Arity, Call, Expr, OpDef};
 use super::{
-    accumulator, arith, array, bitwise, compare, control, convert, date, date_parts, object, set, string, trig,
+    accumulator, arith, array, bitwise, compare, control, convert, date, date_parts, object, quantile, set, string,
+    trig,
 };
 use crate::error::QueryError;
 
@@ -129,6 +130,7 @@ fn lookup(name: &str) -> Option<OpDef> {
         .or_else(|| trig::lookup(name))
         .or_else(|| bitwise::lookup(name))
         .or_else(|| date_parts::lookup(name))
+        .or_else(|| quantile::lookup(name))
 }
 
 fn parse_operator(name: &str, arg: &Bson) -> Result<Expr, QueryError> {

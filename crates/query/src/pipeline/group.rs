@@ -74,7 +74,7 @@ pub(super) fn output_document(id: Bson, specs: &[AccumulatorSpec], accumulators:
     document
 }
 
-pub(super) fn parse_accumulator(name: &str, value: &Bson) -> Result<AccumulatorSpec, QueryError> {
+pub(crate) fn parse_accumulator(name: &str, value: &Bson) -> Result<AccumulatorSpec, QueryError> {
     if name.starts_with('$') {
         return Err(fail(40236, format!("The field name '{name}' cannot be an operator name")));
     }
@@ -104,6 +104,10 @@ pub(super) fn parse_accumulator(name: &str, value: &Bson) -> Result<AccumulatorS
         "$accumulator" => fail(15952, "$accumulator is not supported: Strata runs no server-side JavaScript"),
         _ => fail(15952, format!("unknown group operator '{operator}'")),
     })?;
+    if matches!(kind, AccumulatorKind::Percentile | AccumulatorKind::Median) {
+        let spec = crate::expr::quantile::QuantileSpec::parse(operator, argument)?;
+        return Ok(AccumulatorSpec { name: name.to_string(), kind, expr: spec.accumulator_argument() });
+    }
     if kind.is_ranked() {
         return Ok(AccumulatorSpec { name: name.to_string(), kind, expr: ranked_argument(operator, kind, argument)? });
     }

@@ -7,7 +7,8 @@
 //! it document by document ([`Fold`]) and hold only their own state: `$group`,
 //! `$sortByCount` and `$bucket` their groups, `$count` a number, `$sort` and `$bucketAuto` their
 //! sorted records (`$bucketAuto` only the group-by value and accumulator arguments of each
-//! document). `$group`, `$sort` and `$bucketAuto` count what they hold against
+//! document), `$setWindowFields` sorts like `$sort` then holds one partition at a time
+//! ([`window`]). `$group`, `$sort` and `$bucketAuto` count what they hold against
 //! [`MemoryLimits`]: past the limit they spill to the context's [`SpillStore`]
 //! (`allowDiskUse`) or fail with 292. `$facet`, `$sample`, `$documents`, `$out` and `$merge`
 //! still collect their whole input first. The first error ends the stream.
@@ -34,6 +35,7 @@ mod stage;
 mod unwind;
 pub use unwind::set_path;
 mod update;
+mod window;
 
 use std::sync::{Arc, Mutex};
 
@@ -350,6 +352,7 @@ fn apply_stage<'a>(stage: &Stage, input: DocumentStream<'a>, context: &Context<'
                 }
             })))
         }
+        Stage::SetWindowFields(spec) => spec.stream(input, context),
         _ => blocking_stage(stage, input, context),
     }
 }

@@ -44,6 +44,7 @@ pub enum Stage {
     Out(Namespace),
     Merge(Box<MergeSpec>),
     Documents(Expr),
+    SetWindowFields(Box<super::window::SetWindowFields>),
 }
 
 impl Stage {
@@ -107,6 +108,7 @@ pub fn parse_stage(stage: &Bson) -> Result<Stage, QueryError> {
         "$out" => Stage::Out(parse_out(spec)?),
         "$merge" => Stage::Merge(Box::new(MergeSpec::parse(spec)?)),
         "$documents" => Stage::Documents(Expr::parse(spec)?),
+        "$setWindowFields" => Stage::SetWindowFields(Box::new(super::window::SetWindowFields::parse(spec)?)),
         other => return Err(fail(40324, format!("Unrecognized pipeline stage name: '{other}'"))),
     })
 }

@@ -335,6 +335,41 @@ def test_olson_time_zones_and_date_parts(db):
     assert error.value.code == 40485
 
 
+def test_set_window_fields_ranks_runs_and_time_ranges(db):
+    day = datetime.timedelta(days=1)
+    start = datetime.datetime(2024, 3, 1)
+    db.sales.insert_many([
+        {"_id": i, "store": store, "at": start + offset * day, "amount": amount}
+        for i, (store, offset, amount) in enumerate(
+            [("A", 0, 10), ("B", 0, 7), ("A", 1, 30), ("A", 3, 20), ("B", 2, 7), ("b", 5, 1)])
+    ])
+    out = list(db.sales.aggregate([
+        {"$setWindowFields": {
+            "partitionBy": "$store",
+            "sortBy": {"at": 1},
+            "output": {
+                "running": {"$sum": "$amount", "window": {"documents": ["unbounded", "current"]}},
+                "twoDays": {"$sum": "$amount", "window": {"range": [-1, "current"], "unit": "day"}},
+                "rank": {"$denseRank": {}},
+                "median": {"$median": {"input": "$amount", "method": "approximate"}},
+            },
+        }},
+        {"$project": {"_id": 1, "running": 1, "twoDays": 1, "rank": 1, "median": 1}},
+    ], collation={"locale": "en", "strength": 2}))
+    # "B" and "b" are one partition under the case-insensitive collation.
+    assert [d["_id"] for d in out] == [0, 2, 3, 1, 4, 5]
+    assert [d["running"] for d in out] == [10, 40, 60, 7, 14, 15]
+    assert [d["twoDays"] for d in out] == [10, 40, 20, 7, 7, 1]
+    assert [d["rank"] for d in out] == [1, 2, 3, 1, 2, 3]
+    assert [d["median"] for d in out] == [20.0, 20.0, 20.0, 7.0, 7.0, 7.0]
+    with pytest.raises(OperationFailure) as error:
+        list(db.sales.aggregate([{"$setWindowFields": {"output": {"r": {"$rank": {}}}}}]))
+    assert error.value.code == 5371602
+    grouped = list(db.sales.aggregate([{"$group": {
+        "_id": None, "p": {"$percentile": {"input": "$amount", "p": [0.5, 0.9], "method": "discrete"}}}}]))
+    assert grouped == [{"_id": None, "p": [7.0, 30.0]}]
+
+
 def test_a_collections_default_collation_and_its_override(db):
     db.create_collection("names", collation=CASELESS)
     listed = db.command("listCollections", filter={"name": "names"})["cursor"]["firstBatch"][0]
