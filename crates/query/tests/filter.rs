@@ -346,3 +346,21 @@ fn expr() {
     assert_eq!(nested.err().map(|e| e.code()), Some(2));
     assert!(Filter::parse(&doc! {"$expr": {"$nope": 1}}).is_err());
 }
+
+#[test]
+fn sample_rate_matches_about_its_share() {
+    let document = doc! {"a": 1};
+    let share = |rate: f64| {
+        let filter = Filter::parse(&doc! {"$sampleRate": rate}).unwrap_or_else(|e| panic!("{e}"));
+        (0..4000).filter(|_| filter.matches(&document).unwrap_or_else(|e| panic!("{e}"))).count()
+    };
+    assert_eq!(share(0.0), 0);
+    assert_eq!(share(1.0), 4000);
+    // 4,000 draws at 0.25: 1,000 expected, standard deviation 27; 8 deviations either side.
+    let quarter = share(0.25);
+    assert!((780..=1220).contains(&quarter), "{quarter}");
+    for bad in [Bson::Double(1.5), Bson::Int32(-1), Bson::String("x".into())] {
+        let error = Filter::parse(&doc! {"$sampleRate": bad.clone()}).err().map(|e| e.code());
+        assert_eq!(error, Some(2), "{bad}");
+    }
+}

@@ -45,7 +45,7 @@ use crate::error::QueryError;
 
 pub use compare::compare as compare_values_missing;
 pub use date::{Unit as TimeUnit, date_millis};
-pub use eval::{Scope, Variables};
+pub use eval::{Scope, Variables, document_path};
 pub use parse::{check_field_name, check_variable_name, parse_field_path};
 pub use value::{Value, approximate_bytes, approximate_document_bytes, bson_type_name, is_truthy, type_name};
 

@@ -48,6 +48,7 @@ fn parse_top_level(operator: &str, value: &Bson, level: Level) -> Result<Option<
         "nor" => MatchExpr::Nor(parse_clauses(operator, value, level)?),
         "expr" if level == Level::TopLevel => MatchExpr::Expr(Box::new(crate::expr::Expr::parse(value)?)),
         "expr" => return Err(QueryError::bad_value("$expr can only be applied to the top-level document")),
+        "sampleRate" if level == Level::TopLevel => sample_rate(value)?,
         "comment" => return Ok(None),
         "alwaysTrue" => MatchExpr::AlwaysTrue,
         "alwaysFalse" => MatchExpr::AlwaysFalse,
@@ -72,6 +73,19 @@ fn parse_top_level(operator: &str, value: &Bson, level: Level) -> Result<Option<
             )));
         }
     }))
+}
+
+/// `{$sampleRate: r}`: each document matches with probability `r`, as MongoDB writes it:
+/// `{$expr: {$lt: [{$rand: {}}, r]}}`.
+fn sample_rate(value: &Bson) -> Result<MatchExpr> {
+    let rate = crate::number::Num::from_bson(value)
+        .ok_or_else(|| QueryError::bad_value("argument to $sampleRate must be a numeric type"))?
+        .to_f64();
+    if !(0.0..=1.0).contains(&rate) {
+        return Err(QueryError::bad_value("numeric argument to $sampleRate must be in [0, 1]"));
+    }
+    let expr = bson::doc! {"$lt": [{"$rand": {}}, rate]};
+    Ok(MatchExpr::Expr(Box::new(crate::expr::Expr::parse(&Bson::Document(expr))?)))
 }
 
 fn parse_clauses(operator: &str, value: &Bson, level: Level) -> Result<Vec<MatchExpr>> {

@@ -8,7 +8,7 @@
 //! `$sortByCount` and `$bucket` their groups, `$count` a number, `$sort` and `$bucketAuto` their
 //! sorted records (`$bucketAuto` only the group-by value and accumulator arguments of each
 //! document), `$setWindowFields` sorts like `$sort` then holds one partition at a time
-//! ([`window`]). `$group`, `$sort` and `$bucketAuto` count what they hold against
+//! ([`window`]; `$fill` is written as it, [`fill`]), `$densify` sorts then holds its input. `$group`, `$sort` and `$bucketAuto` count what they hold against
 //! [`MemoryLimits`]: past the limit they spill to the context's [`SpillStore`]
 //! (`allowDiskUse`) or fail with 292. `$facet`, `$sample`, `$documents`, `$out` and `$merge`
 //! still collect their whole input first. The first error ends the stream.
@@ -23,6 +23,8 @@
 
 mod add_fields;
 mod bucket;
+mod densify;
+mod fill;
 mod group;
 mod groups;
 mod lookup;
@@ -353,6 +355,8 @@ fn apply_stage<'a>(stage: &Stage, input: DocumentStream<'a>, context: &Context<'
             })))
         }
         Stage::SetWindowFields(spec) => spec.stream(input, context),
+        Stage::Densify(spec) => spec.stream(input, context),
+        Stage::Fill(spec) => spec.stream(input, context),
         _ => blocking_stage(stage, input, context),
     }
 }

@@ -45,6 +45,8 @@ pub enum Stage {
     Merge(Box<MergeSpec>),
     Documents(Expr),
     SetWindowFields(Box<super::window::SetWindowFields>),
+    Densify(Box<super::densify::DensifySpec>),
+    Fill(Box<super::fill::FillSpec>),
 }
 
 impl Stage {
@@ -108,6 +110,8 @@ pub fn parse_stage(stage: &Bson) -> Result<Stage, QueryError> {
         "$out" => Stage::Out(parse_out(spec)?),
         "$merge" => Stage::Merge(Box::new(MergeSpec::parse(spec)?)),
         "$documents" => Stage::Documents(Expr::parse(spec)?),
+        "$densify" => Stage::Densify(Box::new(super::densify::DensifySpec::parse(spec)?)),
+        "$fill" => Stage::Fill(Box::new(super::fill::FillSpec::parse(spec)?)),
         "$setWindowFields" => Stage::SetWindowFields(Box::new(super::window::SetWindowFields::parse(spec)?)),
         other => return Err(fail(40324, format!("Unrecognized pipeline stage name: '{other}'"))),
     })

@@ -70,7 +70,7 @@ impl SetWindowFields {
         let parsed_sort = sort_by.as_ref().map(|s| SortSpec::parse_stage(&Bson::Document(s.clone()))).transpose()?;
         let mut outputs = Vec::with_capacity(output.len());
         for (path, function) in output {
-            outputs.push((output_path(path)?, Function::parse(function, parsed_sort.as_ref())?));
+            outputs.push((crate::expr::parse_field_path(path)?, Function::parse(function, parsed_sort.as_ref())?));
         }
         let sort_key = match parsed_sort.as_ref().map(SortSpec::fields) {
             Some([(path, _)]) => Some(Expr::parse(&Bson::String(format!("${path}")))?),
@@ -154,22 +154,6 @@ fn wrong_type(field: &str, value: &Bson) -> QueryError {
             bson_type_name(value)
         ),
     )
-}
-
-/// An output field's path: dotted, no empty or `$`-prefixed component.
-fn output_path(path: &str) -> Result<Vec<String>, QueryError> {
-    if path.is_empty() {
-        return Err(fail(40352, "FieldPath cannot be constructed with empty string"));
-    }
-    path.split('.')
-        .map(|part| match part {
-            "" => Err(fail(15998, "FieldPath field names may not be empty strings.")),
-            p if p.starts_with('$') => {
-                Err(fail(16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField."))
-            }
-            p => Ok(p.to_string()),
-        })
-        .collect()
 }
 
 /// The pass over sorted documents, one partition at a time.

@@ -370,6 +370,25 @@ def test_set_window_fields_ranks_runs_and_time_ranges(db):
     assert grouped == [{"_id": None, "p": [7.0, 30.0]}]
 
 
+def test_densify_fill_and_sample_rate(db):
+    start = datetime.datetime(2021, 5, 18)
+    hour = datetime.timedelta(hours=1)
+    db.readings.insert_many([{"at": start + h * hour, "temp": t} for h, t in [(0, 12), (3, None), (4, 20)]])
+    out = list(db.readings.aggregate([
+        {"$densify": {"field": "at", "range": {"step": 1, "unit": "hour", "bounds": "full"}}},
+        {"$fill": {"sortBy": {"at": 1}, "output": {"temp": {"method": "linear"}}}},
+        {"$project": {"_id": 0}},
+    ]))
+    assert [d["at"] for d in out] == [start + h * hour for h in range(5)]
+    assert [d["temp"] for d in out] == [12, 14.0, 16.0, 18.0, 20]
+    with pytest.raises(OperationFailure) as error:
+        list(db.readings.aggregate([{"$densify": {"field": "at", "range": {"step": 1, "bounds": "full"}}}]))
+    assert error.value.code == 6053601
+    db.many.insert_many([{"i": i} for i in range(2000)])
+    assert db.many.count_documents({"$sampleRate": 0}) == 0
+    assert 700 <= db.many.count_documents({"$sampleRate": 0.5}) <= 1300
+
+
 def test_a_collections_default_collation_and_its_override(db):
     db.create_collection("names", collation=CASELESS)
     listed = db.command("listCollections", filter={"name": "names"})["cursor"]["firstBatch"][0]
