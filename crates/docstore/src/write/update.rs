@@ -129,6 +129,13 @@ impl Modification {
         Ok(Modification { kind, variables: Arc::clone(variables) })
     }
 
+    /// The same modification comparing strings under the statement's collation (a pipeline
+    /// update's `$eq`, `$max`, `$setUnion`...).
+    fn under(self, collation: Option<query::collation::Collation>) -> Modification {
+        let variables = Arc::new((*self.variables).clone().with_collation(collation));
+        Modification { variables, ..self }
+    }
+
     fn is_replacement(&self) -> bool {
         matches!(self.kind, ModificationKind::Update(Update::Replacement(_)))
     }
@@ -218,7 +225,9 @@ impl Inner {
             (None, false) => return Ok(UpdateOutcome::default()),
             (None, true) => self.catalog.lock_or_create(&self.engine, db, name)?,
         };
-        let filter = filter.with_collation(locked.collection.collation_for(request.collation.as_ref()));
+        let collation = locked.collection.collation_for(request.collation.as_ref());
+        let modification = modification.under(collation.clone());
+        let filter = filter.with_collation(collation);
         let find = FindRequest {
             filter: request.filter.clone(),
             limit: (!request.multi).then_some(1),
@@ -377,7 +386,9 @@ impl Inner {
             (None, false) => return Ok(FindAndModifyOutcome::default()),
             (None, true) => self.catalog.lock_or_create(&self.engine, db, name)?,
         };
-        let filter = filter.with_collation(locked.collection.collation_for(request.collation.as_ref()));
+        let collation = locked.collection.collation_for(request.collation.as_ref());
+        let modification = modification.map(|m| m.under(collation.clone()));
+        let filter = filter.with_collation(collation);
         let find = FindRequest {
             filter: request.query.clone(),
             sort: request.sort.clone(),

@@ -93,12 +93,18 @@ impl BucketSpec {
 
     /// The stage's state while its input streams past: one set of accumulators per bucket.
     pub(super) fn fold(&self, vars: Variables) -> BucketFold {
-        BucketFold { spec: self.clone(), vars, buckets: vec![None; self.boundaries.len()] }
+        // Under a collation, strings fall into buckets by their surrogates (`crate::collation`).
+        let bounds = match vars.collation() {
+            Some(collation) => self.boundaries.iter().map(|b| collation.surrogate(b).into_owned()).collect(),
+            None => self.boundaries.clone(),
+        };
+        BucketFold { spec: self.clone(), bounds, vars, buckets: vec![None; self.boundaries.len()] }
     }
 
-    /// Index of the bucket (`boundaries.len() - 1` is the default bucket).
-    fn bucket_of(&self, value: &Value) -> Result<usize, QueryError> {
-        for (i, pair) in self.boundaries.windows(2).enumerate() {
+    /// Index of the bucket (`boundaries.len() - 1` is the default bucket); `bounds` are the
+    /// boundaries as compared (surrogates under a collation), `value` likewise.
+    fn bucket_of(&self, bounds: &[Bson], value: &Value) -> Result<usize, QueryError> {
+        for (i, pair) in bounds.windows(2).enumerate() {
             let (low, high) = (Some(pair[0].clone()), Some(pair[1].clone()));
             if compare_values_missing(value, &low) != Ordering::Less
                 && compare_values_missing(value, &high) == Ordering::Less
@@ -190,6 +196,8 @@ impl BucketAutoSpec {
 /// `$bucket`'s state: accumulators per bucket, the last one being the default bucket.
 pub struct BucketFold {
     spec: BucketSpec,
+    /// The boundaries as values are compared with them.
+    bounds: Vec<Bson>,
     vars: Variables,
     buckets: Vec<Option<Vec<Accumulator>>>,
 }
@@ -198,7 +206,11 @@ impl Fold for BucketFold {
     fn add(&mut self, document: Document) -> Result<(), QueryError> {
         let mut scope = Scope::new(&document, &self.vars);
         let value = scope.eval(&self.spec.group_by)?;
-        let index = self.spec.bucket_of(&value)?;
+        let compared = match (&value, self.vars.collation()) {
+            (Some(v), Some(collation)) => Some(collation.surrogate(v).into_owned()),
+            _ => value.clone(),
+        };
+        let index = self.spec.bucket_of(&self.bounds, &compared)?;
         let slot = self.buckets.get_mut(index).ok_or_else(|| fail(40066, "bucket index out of range"))?;
         let accumulators = slot.get_or_insert_with(|| fresh_accumulators(&self.spec.output));
         for (spec, accumulator) in self.spec.output.iter().zip(accumulators.iter_mut()) {

@@ -389,6 +389,21 @@ def test_densify_fill_and_sample_rate(db):
     assert 700 <= db.many.count_documents({"$sampleRate": 0.5}) <= 1300
 
 
+def test_bucket_boundaries_pipeline_updates_and_backwards_under_collation(db):
+    db.words.insert_many([{"_id": i, "w": w} for i, w in enumerate(["Banana", "apple", "zebra", "Mango"])])
+    insensitive = {"locale": "en", "strength": 1}
+    buckets = list(db.words.aggregate(
+        [{"$bucket": {"groupBy": "$w", "boundaries": ["a", "m", "zzz"]}}], collation=insensitive))
+    assert buckets == [{"_id": "a", "count": 2}, {"_id": "m", "count": 2}]
+    db.words.update_many({}, [{"$set": {"isApple": {"$eq": ["$w", "APPLE"]}}}], collation=insensitive)
+    assert [d["_id"] for d in db.words.find({"isApple": True})] == [1]
+    db.french.insert_many([{"w": w} for w in ["côté", "coté", "côte", "cote"]])
+    backwards = {"locale": "fr", "backwards": True}
+    assert [d["w"] for d in db.french.find().sort("w", 1).collation(backwards)] == ["cote", "côte", "coté", "côté"]
+    assert [d["w"] for d in db.french.find().sort("w", 1).collation({"locale": "fr"})] == [
+        "cote", "coté", "côte", "côté"]
+
+
 def test_a_collections_default_collation_and_its_override(db):
     db.create_collection("names", collation=CASELESS)
     listed = db.command("listCollections", filter={"name": "names"})["cursor"]["firstBatch"][0]

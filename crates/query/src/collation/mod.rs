@@ -13,8 +13,8 @@
 //! bytes of sorts then need nothing else: two strings are equal exactly when the collator says
 //! so (equal sort keys), and order as it orders them.
 //!
-//! Known difference: `backwards: true` (French secondary order) is refused, ICU4X has no such
-//! option; `normalization` is accepted either way (ICU4X always normalizes, which gives the same
+//! `backwards: true` (French secondary order) is ICU's backward-secondary setting, given to
+//! ICU4X through its data ([`backwards`]). `normalization` is accepted either way (ICU4X always normalizes, which gives the same
 //! answers as MongoDB's `normalization: true`).
 
 use std::borrow::Cow;
@@ -24,7 +24,9 @@ use std::sync::Arc;
 use bson::{Bson, Document, doc};
 use icu_collator::options::{AlternateHandling, CaseLevel, CollatorOptions, MaxVariable, Strength};
 use icu_collator::preferences::{CollationCaseFirst, CollationNumericOrdering};
-use icu_collator::{CollatorBorrowed, CollatorPreferences};
+use icu_collator::{Collator, CollatorBorrowed, CollatorPreferences};
+
+mod backwards;
 
 use crate::error::{ErrorCode, QueryError, fail};
 
@@ -33,7 +35,7 @@ use crate::error::{ErrorCode, QueryError, fail};
 pub struct Collation {
     spec: Document,
     /// `None`: the simple (binary) collation.
-    collator: Option<Arc<CollatorBorrowed<'static>>>,
+    collator: Option<Arc<Collator>>,
 }
 
 impl std::fmt::Debug for Collation {
@@ -127,8 +129,8 @@ impl Collation {
     pub fn surrogate<'v>(&self, value: &'v Bson) -> Cow<'v, Bson> {
         let Some(collator) = &self.collator else { return Cow::Borrowed(value) };
         match value {
-            Bson::String(text) => Cow::Owned(Bson::String(sort_key_text(collator, text))),
-            Bson::Symbol(text) => Cow::Owned(Bson::Symbol(sort_key_text(collator, text))),
+            Bson::String(text) => Cow::Owned(Bson::String(sort_key_text(&collator.as_borrowed(), text))),
+            Bson::Symbol(text) => Cow::Owned(Bson::Symbol(sort_key_text(&collator.as_borrowed(), text))),
             Bson::Array(items) if items.iter().any(holds_text) => {
                 Cow::Owned(Bson::Array(items.iter().map(|item| self.surrogate(item).into_owned()).collect()))
             }
@@ -165,7 +167,7 @@ pub fn holds_text(value: &Bson) -> bool {
 }
 
 /// The sort key's bytes as characters U+0100 + b (two UTF-8 bytes each, in the bytes' order).
-fn sort_key_text(collator: &CollatorBorrowed<'static>, text: &str) -> String {
+fn sort_key_text(collator: &CollatorBorrowed<'_>, text: &str) -> String {
     let mut key: Vec<u8> = Vec::with_capacity(text.len() * 2);
     // Writing into a Vec cannot fail.
     let _ = collator.write_sort_key_to(text, &mut key);
@@ -218,15 +220,10 @@ impl Settings {
             normalization: flag("normalization")?,
             backwards: flag("backwards")?,
         };
-        if settings.backwards {
-            return Err(QueryError::bad_value(
-                "collation backwards: true (French secondary order) is not supported by Strata's collator",
-            ));
-        }
         Ok(settings)
     }
 
-    fn collator(&self, locale: &str) -> Result<CollatorBorrowed<'static>, QueryError> {
+    fn collator(&self, locale: &str) -> Result<Collator, QueryError> {
         let invalid = || QueryError::bad_value(format!("Field 'locale' is invalid in: {{ locale: \"{locale}\" }}"));
         // MongoDB writes locales ICU's way (en_US); BCP 47 has hyphens.
         let parsed: icu_locale_core::Locale = locale.replace('_', "-").parse().map_err(|_| invalid())?;
@@ -254,7 +251,11 @@ impl Settings {
         });
         options.max_variable =
             Some(if self.max_variable == "space" { MaxVariable::Space } else { MaxVariable::Punctuation });
-        CollatorBorrowed::try_new(preferences, options).map_err(|_| invalid())
+        if self.backwards {
+            let collator = Collator::try_new_unstable(&backwards::BackwardSecondLevel, preferences, options);
+            return collator.map_err(|_| invalid());
+        }
+        CollatorBorrowed::try_new(preferences, options).map(CollatorBorrowed::static_to_owned).map_err(|_| invalid())
     }
 
     /// The spec MongoDB reports for a collation: every field, the version ICU's data gives.
@@ -326,6 +327,26 @@ mod tests {
     }
 
     #[test]
+    fn backwards_compares_accents_from_the_end() {
+        let words = ["côté", "coté", "côte", "cote"];
+        let sorted = |spec: Document| {
+            let collation = collation(spec);
+            let mut keyed: Vec<(Bson, &str)> =
+                words.iter().map(|w| (collation.surrogate(&Bson::String((*w).into())).into_owned(), *w)).collect();
+            keyed.sort_by(|a, b| document::compare_values(&a.0, &b.0));
+            keyed.into_iter().map(|(_, w)| w).collect::<Vec<_>>()
+        };
+        assert_eq!(sorted(doc! {"locale": "fr"}), ["cote", "coté", "côte", "côté"]);
+        assert_eq!(sorted(doc! {"locale": "fr", "backwards": true}), ["cote", "côte", "coté", "côté"]);
+        assert_eq!(sorted(doc! {"locale": "en", "backwards": true, "strength": 2}), ["cote", "côte", "coté", "côté"]);
+        let spec = collation(doc! {"locale": "fr", "backwards": true}).spec().clone();
+        assert_eq!(spec.get_bool("backwards").ok(), Some(true));
+        // Equality is unchanged: only the order of accent differences is.
+        let backwards = collation(doc! {"locale": "fr", "backwards": true, "strength": 1});
+        assert_eq!(backwards.compare(&Bson::String("côté".into()), &Bson::String("cote".into())), Ordering::Equal);
+    }
+
+    #[test]
     fn specs_are_checked_and_reported_as_mongodb_does() {
         let spec = collation(doc! {"locale": "fr", "strength": 2}).spec().clone();
         assert_eq!(spec.get_i32("strength").ok(), Some(2));
@@ -340,7 +361,7 @@ mod tests {
             (Bson::Document(doc! {"locale": "en", "bogus": 1}), 40415),
             (Bson::Document(doc! {"locale": "simple", "strength": 1}), 2),
             (Bson::Document(doc! {"locale": "not a locale!"}), 2),
-            (Bson::Document(doc! {"locale": "fr", "backwards": true}), 2),
+            (Bson::Document(doc! {"locale": "fr", "backwards": 1}), 14),
         ] {
             assert_eq!(Collation::parse(&bad).map(|_| ()).map_err(|e| e.code()), Err(code), "{bad}");
         }
