@@ -90,10 +90,17 @@ impl Index {
                 let direction = parsed.key.values().next().cloned().unwrap_or(Bson::Int32(1));
                 IndexSpec::from_key_pattern(&bson::doc! {"$_path": 1, "$_value": direction}, Sparseness::Sparse)?
             }
-            // The location field, ascending: its keys are cells (`geo_keys`).
+            // The location field ascending (its keys are cells, `geo_keys`), the others as given.
             (None, Some(_)) => {
-                let field = parsed.key.keys().next().cloned().unwrap_or_default();
-                IndexSpec::from_key_pattern(&bson::doc! {field: 1}, Sparseness::Sparse)?
+                let pattern: Document = parsed
+                    .key
+                    .iter()
+                    .map(|(field, kind)| match kind {
+                        Bson::String(_) => (field.clone(), Bson::Int32(1)),
+                        direction => (field.clone(), direction.clone()),
+                    })
+                    .collect();
+                IndexSpec::from_key_pattern(&pattern, Sparseness::Sparse)?
             }
             (None, None) => IndexSpec::from_key_pattern(&parsed.key, sparseness)?,
         };
@@ -173,24 +180,59 @@ impl Index {
         Ok((keys.keys, multikey))
     }
 
-    /// A geospatial index's keys: the cell of each location at its path (none when absent).
+    /// Where the location field sits in a geospatial index's key (`None`: not a geo index).
+    pub fn geo_position(&self) -> Option<usize> {
+        self.geo.as_ref()?;
+        self.key_pattern
+            .values()
+            .position(|kind| matches!(kind, Bson::String(kind) if kind == "2dsphere" || kind == "2d"))
+    }
+
+    /// A geospatial index's keys: the cell of each location at its path, with the values of
+    /// the other fields around it (every combination, as a compound index holds arrays). No
+    /// location, no key: the location field alone decides whether a document is indexed.
     fn geo_keys(&self, kind: &geo::GeoKind, raw: &RawDocument) -> Result<(Vec<EncodedKey>, bool)> {
-        let Some((path, _)) = self.spec.fields().first() else { return Ok((Vec::new(), false)) };
-        let fields = document::path::decode_fields(raw, [path.head()])?;
-        let mut cells = Vec::new();
-        for value in path_values(&fields, path.parts()) {
-            cells.extend(kind.locations(value)?.iter().map(|found| kind.cell(found)));
+        let Some(position) = self.geo_position() else { return Ok((Vec::new(), false)) };
+        let fields = self.spec.fields();
+        let fields_doc = document::path::decode_fields(raw, fields.iter().map(|(path, _)| path.head()))?;
+        let mut columns: Vec<Vec<Bson>> = Vec::with_capacity(fields.len());
+        for (i, (path, _)) in fields.iter().enumerate() {
+            let mut values: Vec<Bson> = if i == position {
+                let mut cells = Vec::new();
+                for value in path_values(&fields_doc, path.parts()) {
+                    cells.extend(kind.locations(value)?.iter().map(|found| kind.cell(found)));
+                }
+                if cells.is_empty() {
+                    return Ok((Vec::new(), false));
+                }
+                cells.into_iter().map(Bson::Int64).collect()
+            } else {
+                document::path::index_values(&fields_doc, path.parts())
+            };
+            if values.is_empty() {
+                values.push(Bson::Null);
+            }
+            values.sort_by(document::compare_values);
+            values.dedup_by(|a, b| document::compare_values(a, b).is_eq());
+            columns.push(values);
         }
-        cells.sort_unstable();
-        cells.dedup();
-        let keys: Vec<EncodedKey> = cells
-            .into_iter()
-            .map(|cell| {
-                let mut encoder = document::keycodec::KeyEncoder::new();
-                encoder.push(&Bson::Int64(cell), Direction::Ascending);
-                encoder.finish()
-            })
-            .collect();
+        let mut keys: Vec<EncodedKey> = Vec::new();
+        let mut combination = vec![0usize; columns.len()];
+        'combinations: loop {
+            let mut encoder = document::keycodec::KeyEncoder::new();
+            for ((column, chosen), (_, direction)) in columns.iter().zip(&combination).zip(fields) {
+                encoder.push(&column[*chosen], *direction);
+            }
+            keys.push(encoder.finish());
+            for (digit, column) in combination.iter_mut().zip(&columns).rev() {
+                *digit += 1;
+                if *digit < column.len() {
+                    continue 'combinations;
+                }
+                *digit = 0;
+            }
+            break;
+        }
         let multikey = keys.len() > 1;
         Ok((keys, multikey))
     }

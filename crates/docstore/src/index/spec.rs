@@ -8,7 +8,7 @@
 //! index's compression, see `crate::compression`). Accepted and ignored:
 //! `v`, `background`, `ns`. A text index (`"text"` fields, with `weights`, `default_language`,
 //! `language_override`) is normalized to MongoDB's `{_fts: "text", _ftsx: 1}` (see
-//! `index::text`). A `2dsphere` or `2d` field (alone: compound geo indexes are refused) makes a
+//! `index::text`). A `2dsphere` or `2d` field (one per index, a `2d` one first) makes a
 //! geospatial index (`index::geo`). A non-simple `collation` (inherited from the collection's default unless
 //! given) makes the index hold strings in that collation's order. Anything else, and the
 //! special index types not built yet (`geoHaystack`, compound wildcard), is `CannotCreateIndex`.
@@ -330,19 +330,31 @@ fn check_key_pattern(key: &Document) -> Result<()> {
     Ok(())
 }
 
-/// A geospatial index's kind, if its key names one (one geo field, alone).
+/// A geospatial index's kind, if its key names one: one geo field, alone or with ascending or
+/// descending fields around it (a `2d` field first, as MongoDB requires).
 fn geo_kind(key: &Document, spec: &Document) -> Result<Option<(crate::index::geo::GeoKind, Document)>> {
-    let Some(kind) = key.values().find_map(|kind| match kind {
-        Bson::String(kind) if kind == "2dsphere" || kind == "2d" => Some(kind.as_str()),
-        _ => None,
-    }) else {
-        return Ok(None);
-    };
-    if key.len() > 1 {
-        return Err(Error::CannotCreateIndex(format!(
-            "compound {kind} indexes are not supported yet: index the location field alone"
-        )));
+    let geo_fields: Vec<(usize, &str)> = key
+        .values()
+        .enumerate()
+        .filter_map(|(position, kind)| match kind {
+            Bson::String(kind) if kind == "2dsphere" || kind == "2d" => Some((position, kind.as_str())),
+            _ => None,
+        })
+        .collect();
+    if !geo_fields.is_empty() && key.values().filter(|kind| matches!(kind, Bson::String(_))).count() > 1 {
+        return Err(Error::CannotCreateIndex("Can't use more than one index plugin for a single index.".into()));
     }
+    let kind = match geo_fields.as_slice() {
+        [] => return Ok(None),
+        [(0, kind)] => *kind,
+        [(_, "2d")] => return Err(Error::CannotCreateIndex("2d has to be first in index".into())),
+        [(_, kind)] => *kind,
+        _ => {
+            return Err(Error::CannotCreateIndex(
+                "an index may hold one geospatial field: index each location field in its own index".into(),
+            ));
+        }
+    };
     let given: Document = spec
         .iter()
         .filter(|(name, _)| matches!(name.as_str(), "min" | "max" | "bits"))
@@ -406,7 +418,10 @@ mod tests {
         assert_eq!(spec.name, "a_1_b_-1");
         assert_eq!(spec.normalized(), doc! {"v": 2, "key": {"a": 1, "b": -1}, "name": "a_1_b_-1", "unique": true});
         assert!(ParsedSpec::parse(&doc! {"key": {"a": "geoHaystack"}}).is_err());
-        assert!(ParsedSpec::parse(&doc! {"key": {"a": "2dsphere", "b": 1}}).is_err());
+        assert!(ParsedSpec::parse(&doc! {"key": {"a": "2dsphere", "b": 1}}).is_ok());
+        assert!(ParsedSpec::parse(&doc! {"key": {"b": 1, "a": "2d"}}).is_err());
+        assert!(ParsedSpec::parse(&doc! {"key": {"a": "2dsphere", "b": "2dsphere"}}).is_err());
+        assert!(ParsedSpec::parse(&doc! {"key": {"a": "2dsphere", "b": "hashed"}}).is_err());
         assert!(ParsedSpec::parse(&doc! {"key": {"a": "text", "b": 1}}).is_err());
         let text = ParsedSpec::parse(&doc! {"key": {"a": "text"}, "default_language": "fr"}).unwrap();
         assert_eq!(text.name, "a_text");

@@ -7,7 +7,8 @@
 //! `$nearSphere`); without one the query fails with NoQueryExecutionPlans (291). With a
 //! `$maxDistance`, only the cells of the box around the circle are read ([`near_box`],
 //! `GeoKind::covering`), with the non-point locations; without one (or a box that would cross
-//! a pole or the antimeridian) every entry of the index is.
+//! a pole or the antimeridian) every entry of the index is. A compound geo index serves the same
+//! way: by its cells when the location field comes first, read whole when fields precede it.
 
 use std::collections::HashSet;
 use std::ops::Bound;
@@ -58,7 +59,7 @@ pub fn near_index<'c>(collection: &'c Collection, path: &FieldPath, near: &Near)
         .iter()
         .filter(|index| index.meta.ready)
         .find(|index| {
-            let on_path = index.spec.fields().first().is_some_and(|(field, _)| field == path);
+            let on_path = geo_field(index).is_some_and(|field| field == path);
             let serves = match &index.geo {
                 Some(GeoKind::Sphere) => near.spherical,
                 Some(GeoKind::Flat { .. }) => !near.meters,
@@ -85,7 +86,7 @@ impl Inner {
         self.catalog.index_usage.note(&index.meta.tree);
         let mut seen = HashSet::new();
         let mut found = Vec::new();
-        for range in key_ranges(kind, near) {
+        for range in key_ranges(kind, near, index.geo_position() == Some(0)) {
             for item in snapshot.range::<(Bound<&[u8]>, Bound<&[u8]>)>(index.tree, range.bounds()) {
                 operation::check()?;
                 operation::key_examined();
@@ -110,10 +111,17 @@ impl Inner {
     }
 }
 
-/// The key ranges a near query reads: its box's cells and the non-point locations, or all.
-fn key_ranges(kind: &GeoKind, near: &Near) -> Vec<KeyRange> {
-    let Some((low, high)) = near_box(near) else {
-        return vec![KeyRange { lower: Bound::Unbounded, upper: Bound::Unbounded }];
+/// The location field of a geospatial index.
+fn geo_field(index: &Index) -> Option<&FieldPath> {
+    index.spec.fields().get(index.geo_position()?).map(|(path, _)| path)
+}
+
+/// The key ranges a near query reads: its box's cells and the non-point locations, or all
+/// (also when other fields come before the location field in the index's key).
+fn key_ranges(kind: &GeoKind, near: &Near, location_first: bool) -> Vec<KeyRange> {
+    let whole = || vec![KeyRange { lower: Bound::Unbounded, upper: Bound::Unbounded }];
+    let Some((low, high)) = near_box(near).filter(|_| location_first) else {
+        return whole();
     };
     let cells = kind.covering(low, high).into_iter().chain([(UNBOXED, UNBOXED)]);
     cells
@@ -239,7 +247,7 @@ pub fn only_geo_field(collection: &Collection) -> Result<String> {
         .indexes
         .iter()
         .filter(|index| index.geo.is_some())
-        .filter_map(|index| index.spec.fields().first().map(|(path, _)| path.as_str().to_owned()));
+        .filter_map(|index| geo_field(index).map(|path| path.as_str().to_owned()));
     match (fields.next(), fields.next()) {
         (Some(field), None) => Ok(field),
         (None, _) => Err(no_index()),

@@ -999,6 +999,38 @@ def test_geospatial_queries_and_indexes(db):
     assert db.command("validate", "places")["valid"] and db.command("validate", "grid")["valid"]
 
 
+def test_compound_geospatial_indexes(db):
+    from pymongo import GEO2D, GEOSPHERE
+
+    point = {"type": "Point", "coordinates": [2.3376, 48.8606]}
+    shops = [{"_id": i, "kind": ["cafe", "bakery"][i % 2], "tags": ["a", "b"],
+              "loc": {"type": "Point", "coordinates": [2.3376 + i * 0.001, 48.8606]}} for i in range(20)]
+    shops.append({"_id": 99, "kind": "cafe"})
+    for name, keys in [("first", [("loc", GEOSPHERE), ("kind", 1), ("tags", 1)]),
+                       ("after", [("kind", 1), ("loc", GEOSPHERE)])]:
+        coll = db[name]
+        coll.insert_many(shops)
+        coll.create_index(keys)
+        cafes = [d["_id"] for d in coll.find(
+            {"kind": "cafe", "loc": {"$near": {"$geometry": point, "$maxDistance": 500}}})]
+        assert cafes == [0, 2, 4, 6], name
+        staged = list(coll.aggregate([{"$geoNear": {
+            "near": point, "distanceField": "d", "query": {"kind": "bakery"}}}, {"$limit": 2}]))
+        assert [d["_id"] for d in staged] == [1, 3], name
+        assert db.command("validate", name)["valid"]
+    # Location first: only the cells around the circle are read.
+    db.command("profile", 2)
+    list(db.first.find({"loc": {"$near": {"$geometry": point, "$maxDistance": 100}}}))
+    db.command("profile", 0)
+    entry = db.system.profile.find_one({"op": "query", "ns": db.first.full_name})
+    assert entry["keysExamined"] < 40, entry
+    with pytest.raises(OperationFailure) as error:
+        db.flat.create_index([("kind", 1), ("xy", GEO2D)])
+    assert error.value.code == 67
+    with pytest.raises(OperationFailure):
+        db.flat.create_index([("xy", GEO2D), ("loc", GEOSPHERE)])
+
+
 def test_wildcard_indexes_serve_any_field(db):
     things = db.things
     things.insert_many([
