@@ -140,7 +140,7 @@ impl Inner {
             query::filter::Filter::parse(&stage.filter_on(&key))?.with_variables(Arc::new(options.variables.clone()));
         let Some((path, near)) = crate::read::geo::near_of(&filter) else { return Ok(Vec::new()) };
         let snapshot = self.snapshot_for(options.read_at.as_ref());
-        let found = self.find_near(&collection, &snapshot, &filter, &path, &near)?;
+        let found = self.find_near(&collection, &snapshot, &filter, &path, &near, None)?;
         let mut documents = Vec::with_capacity(found.len());
         for (raw, distance) in found {
             let mut document = decode(&raw)?;

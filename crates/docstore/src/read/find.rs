@@ -231,7 +231,10 @@ impl Inner {
         let mut prepared = self.prepare_find(&collection, request)?;
         if let Some((path, near)) = crate::read::geo::near_of(&prepared.filter) {
             let snapshot = self.snapshot_for(request.read_at.as_ref());
-            let found = self.find_near(&collection, &snapshot, &prepared.filter, &path, &near)?;
+            // Without another sort, only the first skip + limit of them are wanted.
+            let (skip, limit) = request.window();
+            let wanted = (prepared.sort.is_none() && limit != usize::MAX).then(|| skip.saturating_add(limit));
+            let found = self.find_near(&collection, &snapshot, &prepared.filter, &path, &near, wanted)?;
             return Ok((nearest_first(found, request, &prepared)?, None));
         }
         if request.return_key || request.show_record_id {

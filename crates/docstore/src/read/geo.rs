@@ -70,9 +70,31 @@ pub fn near_index<'c>(collection: &'c Collection, path: &FieldPath, near: &Near)
         .ok_or_else(no_index)
 }
 
+/// How far the first ring of a limited near query reaches: 1 km, or 1/4096 of a `2d` square.
+fn first_radius(kind: &GeoKind, near: &Near) -> f64 {
+    match (kind, near.meters) {
+        (GeoKind::Flat { min, max }, false) if !near.spherical => (max - min) / 4096.0,
+        (_, true) => 1000.0,
+        _ => 1000.0 / query::geo::EARTH_RADIUS_METERS,
+    }
+}
+
+/// What a near query has found so far: each document once, with its distance.
+#[derive(Default)]
+struct Found {
+    seen: HashSet<Vec<u8>>,
+    documents: Vec<(Vec<u8>, RawDocumentBuf, f64)>,
+}
+
 impl Inner {
     /// The documents of a near query that match `filter` (which holds the `$near`), nearest
     /// first (ties in `_id` order), each with its distance in the query's units.
+    ///
+    /// `wanted`: how many the caller will take (a find's skip + limit, without another sort).
+    /// Then a query without `$maxDistance` on an index led by its location searches rings
+    /// that grow fourfold from [`first_radius`] until they hold that many (only those within
+    /// a ring are certain to be the nearest), reading the whole index only when a ring's box
+    /// would reach a pole or cross the antimeridian.
     pub fn find_near(
         &self,
         collection: &Collection,
@@ -80,19 +102,59 @@ impl Inner {
         filter: &Filter,
         path: &FieldPath,
         near: &Near,
+        wanted: Option<usize>,
     ) -> Result<Vec<(RawDocumentBuf, f64)>> {
         let index = near_index(collection, path, near)?;
         let Some(kind) = &index.geo else { return Err(no_index()) };
         self.catalog.index_usage.note(&index.meta.tree);
-        let mut seen = HashSet::new();
-        let mut found = Vec::new();
-        for range in key_ranges(kind, near, index.geo_position() == Some(0)) {
+        let location_first = index.geo_position() == Some(0);
+        let mut found = Found::default();
+        if let (Some(wanted), None, true) = (wanted, near.max, location_first) {
+            let mut radius = first_radius(kind, near);
+            // Past this a ring holds the whole square or sphere.
+            let widest = match (kind, near.meters) {
+                (GeoKind::Flat { min, max }, false) if !near.spherical => 2.0 * (max - min),
+                (_, true) => std::f64::consts::PI * query::geo::EARTH_RADIUS_METERS,
+                _ => std::f64::consts::PI,
+            };
+            while radius <= widest
+                && let Some(ranges) = boxed_ranges(kind, &Near { max: Some(radius), ..near.clone() })
+            {
+                self.read_near(collection, snapshot, index, kind, filter, path, near, ranges, &mut found)?;
+                if found.documents.iter().filter(|(_, _, distance)| *distance <= radius).count() >= wanted {
+                    found.documents.retain(|(_, _, distance)| *distance <= radius);
+                    return Ok(nearest_first(found));
+                }
+                radius *= 4.0;
+            }
+        }
+        let ranges = key_ranges(kind, near, location_first);
+        self.read_near(collection, snapshot, index, kind, filter, path, near, ranges, &mut found)?;
+        Ok(nearest_first(found))
+    }
+
+    /// Reads `ranges` of the index into `found`: each new document that matches the filter,
+    /// measured.
+    #[allow(clippy::too_many_arguments)]
+    fn read_near(
+        &self,
+        collection: &Collection,
+        snapshot: &storage::Snapshot,
+        index: &Index,
+        kind: &GeoKind,
+        filter: &Filter,
+        path: &FieldPath,
+        near: &Near,
+        ranges: Vec<KeyRange>,
+        found: &mut Found,
+    ) -> Result<()> {
+        for range in ranges {
             for item in snapshot.range::<(Bound<&[u8]>, Bound<&[u8]>)>(index.tree, range.bounds()) {
                 operation::check()?;
                 operation::key_examined();
                 let (key, value) = item?;
                 let entry = index.decode_entry(key, value)?;
-                if !seen.insert(entry.id.clone()) {
+                if !found.seen.insert(entry.id.clone()) {
                     continue;
                 }
                 let Some(bytes) = snapshot.get(collection.tree, &entry.id)? else { continue };
@@ -102,13 +164,17 @@ impl Inner {
                     continue;
                 }
                 if let Some(distance) = nearest(kind, &document, path, near)? {
-                    found.push((entry.id, document, distance));
+                    found.documents.push((entry.id, document, distance));
                 }
             }
         }
-        found.sort_by(|a, b| a.2.total_cmp(&b.2).then_with(|| a.0.cmp(&b.0)));
-        Ok(found.into_iter().map(|(_, document, distance)| (document, distance)).collect())
+        Ok(())
     }
+}
+
+fn nearest_first(mut found: Found) -> Vec<(RawDocumentBuf, f64)> {
+    found.documents.sort_by(|a, b| a.2.total_cmp(&b.2).then_with(|| a.0.cmp(&b.0)));
+    found.documents.into_iter().map(|(_, document, distance)| (document, distance)).collect()
 }
 
 /// The location field of a geospatial index.
@@ -120,16 +186,24 @@ fn geo_field(index: &Index) -> Option<&FieldPath> {
 /// (also when other fields come before the location field in the index's key).
 fn key_ranges(kind: &GeoKind, near: &Near, location_first: bool) -> Vec<KeyRange> {
     let whole = || vec![KeyRange { lower: Bound::Unbounded, upper: Bound::Unbounded }];
-    let Some((low, high)) = near_box(near).filter(|_| location_first) else {
-        return whole();
-    };
+    match boxed_ranges(kind, near).filter(|_| location_first) {
+        Some(ranges) => ranges,
+        None => whole(),
+    }
+}
+
+/// The cells of the box around a near query's circle, and the non-point locations (`None`:
+/// no box, see [`near_box`]).
+fn boxed_ranges(kind: &GeoKind, near: &Near) -> Option<Vec<KeyRange>> {
+    let (low, high) = near_box(near)?;
     let cells = kind.covering(low, high).into_iter().chain([(UNBOXED, UNBOXED)]);
     cells
         .map(|(first, last)| {
             let interval = Interval { low: (Bson::Int64(first), true), high: (Bson::Int64(last), true) };
             key_range(&[], Some(&interval), Direction::Ascending)
         })
-        .collect()
+        .collect::<Vec<_>>()
+        .into()
 }
 
 /// The box around the circle a `$maxDistance` draws (`None`: no distance, or a circle that

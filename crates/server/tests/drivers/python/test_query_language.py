@@ -1031,6 +1031,42 @@ def test_compound_geospatial_indexes(db):
         db.flat.create_index([("xy", GEO2D), ("loc", GEOSPHERE)])
 
 
+def test_near_with_a_limit_reads_growing_rings_not_the_whole_index(db):
+    import math
+    import random
+
+    from pymongo import GEO2D, GEOSPHERE
+
+    rng = random.Random(7)
+    spots = [{"_id": i, "loc": [rng.uniform(-30, 30), rng.uniform(-30, 30)]} for i in range(5000)]
+    db.spots.insert_many(spots)
+    db.spots.create_index([("loc", GEOSPHERE)])
+    here = [1.5, 2.5]
+
+    def meters(loc):
+        (x1, y1), (x2, y2) = [(math.radians(a), math.radians(b)) for a, b in (here, loc)]
+        h = math.sin((y2 - y1) / 2) ** 2 + math.cos(y1) * math.cos(y2) * math.sin((x2 - x1) / 2) ** 2
+        return 2 * 6378100 * math.asin(math.sqrt(h))
+
+    expected = [s["_id"] for s in sorted(spots, key=lambda s: meters(s["loc"]))[:7]]
+    point = {"type": "Point", "coordinates": here}
+    db.command("profile", 2)
+    got = [d["_id"] for d in db.spots.find({"loc": {"$near": {"$geometry": point}}}).skip(2).limit(5)]
+    db.command("profile", 0)
+    assert got == expected[2:7]
+    entry = db.system.profile.find_one({"op": "query", "ns": db.spots.full_name})
+    assert entry["keysExamined"] < 500, entry
+    # Without a limit every document is returned, nearest first; so with a sort on another field.
+    assert len(list(db.spots.find({"loc": {"$near": {"$geometry": point}}}))) == 5000
+    by_id = list(db.spots.find({"loc": {"$near": {"$geometry": point}}}).sort("_id", 1).limit(3))
+    assert [d["_id"] for d in by_id] == [0, 1, 2]
+    # A flat 2d index, and a limit larger than the collection.
+    db.flatspots.insert_many([{"_id": i, "xy": [i % 10, i // 10]} for i in range(100)])
+    db.flatspots.create_index([("xy", GEO2D)])
+    assert [d["_id"] for d in db.flatspots.find({"xy": {"$near": [0, 0]}}).limit(3)] == [0, 1, 10]
+    assert len(list(db.flatspots.find({"xy": {"$near": [0, 0]}}).limit(500))) == 100
+
+
 def test_wildcard_indexes_serve_any_field(db):
     things = db.things
     things.insert_many([
