@@ -106,10 +106,7 @@ pub fn holds(predicate: &Predicate, candidates: &[Located<'_>], env: Env<'_>) ->
             first(&|candidate| candidate.value().and_then(crate::geo::location).is_some_and(|at| shape.contains(&at)))
         }
         Predicate::GeoIntersects(geometry) => first(&|candidate| {
-            candidate
-                .value()
-                .and_then(crate::geo::location)
-                .is_some_and(|at| geo::Intersects::intersects(&**geometry, &at.geometry))
+            candidate.value().and_then(crate::geo::location).is_some_and(|at| geometry.intersects(&at.geometry))
         }),
         Predicate::Near(near) => first(&|candidate| {
             candidate.value().and_then(crate::geo::location).is_some_and(|at| near.admits(near.distance(&at)))

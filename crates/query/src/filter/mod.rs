@@ -88,7 +88,7 @@ pub enum Predicate {
     /// `$geoWithin` (or its old name `$within`): some location lies wholly inside the shape.
     GeoWithin(Box<crate::geo::Shape>),
     /// `$geoIntersects`: some location meets the geometry.
-    GeoIntersects(Box<geo::Geometry<f64>>),
+    GeoIntersects(Box<crate::geo::sphere::SphericalShape>),
     /// `$near`/`$nearSphere`: some location within the distances (the order by distance is
     /// the reader's: it needs a geospatial index).
     Near(Box<crate::geo::Near>),

@@ -957,6 +957,10 @@ def test_geospatial_queries_and_indexes(db):
     assert ids({"loc": {"$geoWithin": {"$geometry": paris}}}) == ["eiffel", "louvre", "seine"]
     assert ids({"loc": {"$geoWithin": {"$centerSphere": [[2.3376, 48.8606], 10 / 6378.1]}}}) == ["eiffel", "louvre", "seine"]
     assert ids({"loc": {"$geoWithin": {"$box": [[-1, 51], [0, 52]]}}}) == ["london"]
+    # Edges are great-circle arcs: a band's northern edge bows north to 40.44° at -90.
+    band = {"type": "Polygon", "coordinates": [[[-100, 30], [-80, 30], [-80, 40], [-100, 40], [-100, 30]]]}
+    db.arcs.insert_many([{"_id": lat, "loc": {"type": "Point", "coordinates": [-90, lat]}} for lat in (30.2, 35, 40.3, 40.6)])
+    assert sorted(d["_id"] for d in db.arcs.find({"loc": {"$geoWithin": {"$geometry": band}}})) == [35, 40.3]
     crossing = {"type": "LineString", "coordinates": [[2.3, 48.8], [2.3, 48.9]]}
     assert ids({"loc": {"$geoIntersects": {"$geometry": crossing}}}) == ["seine"]
     # $near needs a geospatial index.

@@ -8,10 +8,12 @@
 //! (6,378.1 km, haversine); a legacy `$nearSphere` measures radians; a legacy `$near` measures
 //! flat distance in the coordinates' units (a `2d` index).
 //!
-//! Known difference: containment and intersection (`$geoWithin: {$geometry}`,
-//! `$geoIntersects`) are computed on the plane of longitude and latitude, where MongoDB's
-//! `2dsphere` follows great circles: edges longer than a few hundred kilometers bend
-//! differently. `$centerSphere` and distances are spherical.
+//! Containment and intersection of GeoJSON shapes (`$geoWithin: {$geometry}`,
+//! `$geoIntersects`) follow great circles, as MongoDB's `2dsphere` does ([`sphere`]); only a
+//! query part near a hemisphere or wider falls back to the plane of longitude and latitude.
+//! `$box`, `$polygon` and `$center` are flat, `$centerSphere` and distances spherical.
+
+pub mod sphere;
 
 use bson::{Bson, Document};
 use geo::{
@@ -145,8 +147,8 @@ fn polygon(value: &Bson) -> std::result::Result<Polygon<f64>, String> {
 /// A `$geoWithin` shape.
 #[derive(Debug, Clone)]
 pub enum Shape {
-    /// `$geometry`: a GeoJSON Polygon or MultiPolygon.
-    Geometry(Geometry<f64>),
+    /// `$geometry`: a GeoJSON Polygon or MultiPolygon, on the sphere.
+    Geometry(Box<sphere::SphericalShape>),
     /// `$box`, `$polygon`: flat.
     Flat(Geometry<f64>),
     /// `$center: [[x, y], r]`: flat.
@@ -164,7 +166,9 @@ impl Shape {
         Ok(match name.as_str() {
             "$geometry" => match value {
                 Bson::Document(geometry) => match geojson(geometry).map_err(|e| bad(&e))? {
-                    shape @ (Geometry::Polygon(_) | Geometry::MultiPolygon(_)) => Shape::Geometry(shape),
+                    shape @ (Geometry::Polygon(_) | Geometry::MultiPolygon(_)) => {
+                        Shape::Geometry(Box::new(sphere::SphericalShape::new(shape)))
+                    }
                     _ => return Err(bad("$geometry must be a Polygon or MultiPolygon")),
                 },
                 _ => return Err(bad("$geometry must be an object")),
@@ -207,7 +211,8 @@ impl Shape {
     pub fn contains(&self, location: &Location) -> bool {
         let geometry = &location.geometry;
         match self {
-            Shape::Geometry(shape) | Shape::Flat(shape) => shape.contains(geometry) || on_boundary(shape, geometry),
+            Shape::Geometry(shape) => shape.contains(geometry),
+            Shape::Flat(shape) => shape.contains(geometry) || on_boundary(shape, geometry),
             Shape::Center(center, radius) => {
                 vertices(geometry).iter().all(|p| Euclidean.distance(*center, *p) <= *radius)
             }
@@ -228,13 +233,13 @@ fn vertices(geometry: &Geometry<f64>) -> Vec<Point<f64>> {
     geometry.coords_iter().map(Point::from).collect()
 }
 
-/// `$geoIntersects: {$geometry}`: the GeoJSON geometry a location must meet.
-pub fn parse_intersects(operand: &Bson) -> Result<Geometry<f64>> {
+/// `$geoIntersects: {$geometry}`: the GeoJSON geometry a location must meet, on the sphere.
+pub fn parse_intersects(operand: &Bson) -> Result<sphere::SphericalShape> {
     let bad = |message: &str| QueryError::bad_value(format!("$geoIntersects: {message}"));
     let Some(Bson::Document(geometry)) = operand.as_document().and_then(|spec| spec.get("$geometry")) else {
         return Err(bad("needs {$geometry: <GeoJSON>}"));
     };
-    geojson(geometry).map_err(|e| bad(&e))
+    geojson(geometry).map(sphere::SphericalShape::new).map_err(|e| bad(&e))
 }
 
 /// `$near`/`$nearSphere` (with `$minDistance`/`$maxDistance` beside them).
