@@ -34,6 +34,7 @@ use bson::{Bson, Document, RawDocument};
 use document::keycodec::{Direction, EncodedKey, decode_key};
 use document::path::{IndexSpec, Sparseness};
 use query::filter::Filter;
+use query::number::Num;
 use storage::{TreeId, Writes};
 
 use crate::catalog::entry::IndexMeta;
@@ -84,7 +85,14 @@ impl Index {
         let parsed = spec::ParsedSpec::from_normalized(&meta.spec)?;
         let sparseness = if parsed.sparse { Sparseness::Sparse } else { Sparseness::Dense };
         let spec = match (&parsed.text, &parsed.geo) {
-            (Some(_), _) => IndexSpec::from_key_pattern(&bson::doc! {"_fts": 1, "_ftsx": 1}, Sparseness::Dense)?,
+            // `(prefix..., term, score, suffix...)`.
+            (Some(text), _) => {
+                let mut pattern: Document = text.prefix.iter().cloned().collect();
+                pattern.insert("_fts", 1);
+                pattern.insert("_ftsx", 1);
+                pattern.extend(text.suffix.iter().cloned());
+                IndexSpec::from_key_pattern(&pattern, Sparseness::Dense)?
+            }
             // `(path, value)`, in the direction the pattern gives.
             (None, None) if parsed.wildcard.is_some() => {
                 let direction = parsed.key.values().next().cloned().unwrap_or(Bson::Int32(1));
@@ -389,16 +397,43 @@ impl Index {
     }
 }
 
-/// A text index's keys: `(term, score)` per distinct term of the document.
+/// A text index's keys: `(term, score)` per distinct term of the document, after the values
+/// of its prefix fields and before those of its suffix fields (one value each: an array there
+/// is refused, as MongoDB refuses it).
 fn text_keys(text: &text::TextSpec, raw: &RawDocument) -> Result<(Vec<EncodedKey>, bool)> {
     let document = Document::try_from(raw).map_err(|e| Error::corrupt(format!("stored document: {e}")))?;
+    let scalar = |(field, direction): &(String, Bson), code: i32| -> Result<(Bson, Direction)> {
+        let parts: Vec<String> = field.split('.').map(str::to_owned).collect();
+        let values = path_values(&document, &parts);
+        let direction = if Num::from_bson(direction).is_some_and(|d| d.to_f64() < 0.0) {
+            Direction::Descending
+        } else {
+            Direction::Ascending
+        };
+        match values.as_slice() {
+            [] => Ok((Bson::Null, direction)),
+            [Bson::Array(_)] | [_, _, ..] => Err(Error::Query(query::error::fail(
+                code,
+                format!("A compound text index cannot hold an array in its non-text field '{field}'"),
+            ))),
+            [value] => Ok(((*value).clone(), direction)),
+        }
+    };
+    let before: Vec<(Bson, Direction)> = text.prefix.iter().map(|f| scalar(f, 16675)).collect::<Result<_>>()?;
+    let after: Vec<(Bson, Direction)> = text.suffix.iter().map(|f| scalar(f, 16675)).collect::<Result<_>>()?;
     let keys: Vec<EncodedKey> = text
         .terms(&document)?
         .into_iter()
         .map(|(term, score)| {
             let mut encoder = document::keycodec::KeyEncoder::new();
+            for (value, direction) in &before {
+                encoder.push(value, *direction);
+            }
             encoder.push(&Bson::String(term), Direction::Ascending);
             encoder.push(&Bson::Double(score), Direction::Ascending);
+            for (value, direction) in &after {
+                encoder.push(value, *direction);
+            }
             encoder.finish()
         })
         .collect();

@@ -7,7 +7,8 @@
 //! `clustering` (the entries hold whole documents; TokuMX's name for it), `storageEngine` (the
 //! index's compression, see `crate::compression`). Accepted and ignored:
 //! `v`, `background`, `ns`. A text index (`"text"` fields, with `weights`, `default_language`,
-//! `language_override`) is normalized to MongoDB's `{_fts: "text", _ftsx: 1}` (see
+//! `language_override`, ascending or descending fields before and after) is normalized to
+//! MongoDB's `{<before>, _fts: "text", _ftsx: 1, <after>}` (see
 //! `index::text`). A `2dsphere` or `2d` field (one per index, a `2d` one first) makes a
 //! geospatial index (`index::geo`). A non-simple `collation` (inherited from the collection's default unless
 //! given) makes the index hold strings in that collation's order. Anything else, and the
@@ -37,7 +38,7 @@ pub struct ParsedSpec {
     pub storage_engine: Option<Document>,
     /// `hidden`: maintained by writes, never chosen by the planner (MongoDB 4.4+).
     pub hidden: bool,
-    /// A text index's settings (its `key` is then `{_fts: "text", _ftsx: 1}`).
+    /// A text index's settings (its `key` is then `{<prefix>, _fts: "text", _ftsx: 1, <suffix>}`).
     pub text: Option<crate::index::text::TextSpec>,
     /// A non-simple `collation`, filled in as MongoDB reports it: the index holds strings as
     /// the collation orders them (`Index::keys`).
@@ -86,8 +87,8 @@ impl ParsedSpec {
             geo,
             wildcard,
         };
-        if parsed.text.is_some() {
-            parsed.key = doc! {"_fts": "text", "_ftsx": 1};
+        if let Some(text) = &parsed.text {
+            parsed.key = text.normalized_key();
         }
         for (option, value) in spec {
             parsed.apply_option(option, value)?;
@@ -422,7 +423,11 @@ mod tests {
         assert!(ParsedSpec::parse(&doc! {"key": {"b": 1, "a": "2d"}}).is_err());
         assert!(ParsedSpec::parse(&doc! {"key": {"a": "2dsphere", "b": "2dsphere"}}).is_err());
         assert!(ParsedSpec::parse(&doc! {"key": {"a": "2dsphere", "b": "hashed"}}).is_err());
-        assert!(ParsedSpec::parse(&doc! {"key": {"a": "text", "b": 1}}).is_err());
+        let compound = ParsedSpec::parse(&doc! {"key": {"c": -1, "a": "text", "b": 1}}).unwrap();
+        assert_eq!(compound.name, "c_-1_a_text_b_1");
+        assert_eq!(compound.key, doc! {"c": -1, "_fts": "text", "_ftsx": 1, "b": 1});
+        assert!(ParsedSpec::parse(&doc! {"key": {"a": "text", "b": 1, "d": "text"}}).is_err());
+        assert!(ParsedSpec::parse(&doc! {"key": {"a": "text", "b": "hashed"}}).is_err());
         let text = ParsedSpec::parse(&doc! {"key": {"a": "text"}, "default_language": "fr"}).unwrap();
         assert_eq!(text.name, "a_text");
         let normalized = text.normalized();

@@ -175,6 +175,12 @@ pub fn fold(word: &str) -> String {
 /// A text index's settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TextSpec {
+    /// Ascending or descending fields before the text fields in the key (a compound text
+    /// index): a `$text` query must give each an equality, and the index is scanned under them.
+    pub prefix: Vec<(String, Bson)>,
+    /// Ascending or descending fields after the text fields: held in each entry after the
+    /// score.
+    pub suffix: Vec<(String, Bson)>,
     /// Field path → weight (`$**`: every string field, weight 1 unless listed).
     pub weights: Vec<(String, f64)>,
     pub wildcard: bool,
@@ -188,18 +194,35 @@ impl TextSpec {
         let cannot = |message: String| Error::CannotCreateIndex(message);
         let mut weights: Vec<(String, f64)> = Vec::new();
         let mut wildcard = false;
+        let (mut prefix, mut suffix) = (Vec::new(), Vec::new());
         let normalized = key.get("_fts").is_some();
+        let mut seen_text = false;
         for (field, kind) in key {
-            match (field.as_str(), kind) {
-                ("_fts", Bson::String(text)) if text == "text" => {}
-                ("_ftsx", _) => {}
-                ("$**", Bson::String(text)) if text == "text" => wildcard = true,
-                (_, Bson::String(text)) if text == "text" && !normalized => weights.push((field.clone(), 1.0)),
+            let text_field = match (field.as_str(), kind) {
+                ("_fts", Bson::String(text)) if text == "text" => true,
+                ("_ftsx", _) => true,
+                ("$**", Bson::String(text)) if text == "text" => {
+                    wildcard = true;
+                    true
+                }
+                (_, Bson::String(text)) if text == "text" && !normalized => {
+                    weights.push((field.clone(), 1.0));
+                    true
+                }
+                (_, Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_)) => false,
                 _ => {
                     return Err(cannot(format!(
-                        "text indexes with other fields are not supported (field '{field}'): index only text fields"
+                        "a text index may hold text fields and ascending or descending fields only (field '{field}')"
                     )));
                 }
+            };
+            match (text_field, seen_text) {
+                (true, _) if !suffix.is_empty() => {
+                    return Err(cannot("the text fields of a compound text index must be adjacent".into()));
+                }
+                (true, _) => seen_text = true,
+                (false, false) => prefix.push((field.clone(), kind.clone())),
+                (false, true) => suffix.push((field.clone(), kind.clone())),
             }
         }
         if let Some(given) = spec.get("weights") {
@@ -243,7 +266,16 @@ impl TextSpec {
         if weights.is_empty() && !wildcard {
             return Err(cannot("a text index needs at least one text field".into()));
         }
-        Ok(TextSpec { weights, wildcard, default_language, language_override })
+        Ok(TextSpec { prefix, suffix, weights, wildcard, default_language, language_override })
+    }
+
+    /// The key listIndexes shows: `{<prefix>, _fts: "text", _ftsx: 1, <suffix>}`.
+    pub fn normalized_key(&self) -> Document {
+        let mut key: Document = self.prefix.iter().cloned().collect();
+        key.insert("_fts", "text");
+        key.insert("_ftsx", 1);
+        key.extend(self.suffix.iter().cloned());
+        key
     }
 
     /// The fields listIndexes shows beside the key `{_fts: "text", _ftsx: 1}`.

@@ -83,7 +83,8 @@ impl Inner {
         let query = query.analyzed(query.language.unwrap_or(spec.default_language));
         let snapshot = self.snapshot_for(request.read_at.as_ref());
         self.catalog.index_usage.note(&index.meta.tree);
-        let scores = term_scores(&snapshot, index, &query.terms, counters)?;
+        let prefix = equality_prefix(spec, rest)?;
+        let scores = term_scores(&snapshot, index, &prefix, &query.terms, counters)?;
         let filter = Filter::parse(rest)?.with_variables(Arc::clone(&request.variables));
         let mut found: Vec<(RawDocumentBuf, f64)> = Vec::new();
         for (id, score) in scores {
@@ -122,7 +123,7 @@ impl Inner {
         let scan = |_term: &String| {
             Bson::Document(doc! {
                 "stage": "IXSCAN",
-                "keyPattern": {"_fts": "text", "_ftsx": 1},
+                "keyPattern": index.key_pattern.clone(),
                 "indexName": index.name.clone(),
                 "isMultiKey": true,
                 "direction": "backward",
@@ -136,7 +137,7 @@ impl Inner {
         };
         Ok(Some(doc! {
             "stage": "TEXT_MATCH",
-            "indexPrefix": {},
+            "indexPrefix": index_prefix(spec, &request.filter),
             "indexName": index.name.clone(),
             "parsedTextQuery": {
                 "terms": query.terms.clone(),
@@ -159,6 +160,36 @@ fn text_index(collection: &Collection) -> Option<(&Index, &crate::index::text::T
         .find_map(|index| index.text.as_ref().map(|spec| (index, spec)))
 }
 
+/// The encoded values a compound text index's prefix fields must equal, read from the rest of
+/// the filter (`{field: value}` or `{field: {$eq: value}}` at its top level); MongoDB's error
+/// when one is missing.
+fn equality_prefix(spec: &crate::index::text::TextSpec, rest: &Document) -> Result<Vec<u8>> {
+    let mut prefix = Vec::new();
+    for (field, direction) in &spec.prefix {
+        let value = match rest.get(field) {
+            Some(Bson::Document(operators)) if operators.keys().any(|k| k.starts_with('$')) => {
+                operators.get("$eq").filter(|_| operators.len() == 1)
+            }
+            Some(Bson::Array(_) | Bson::RegularExpression(_)) => None,
+            other => other,
+        };
+        let Some(value) = value else {
+            return Err(Error::bad_value(
+                "error processing query: planner returned error :: caused by :: failed to use text index to satisfy $text query (if text index is compound, are equality predicates given for all prefix fields?)",
+            ));
+        };
+        let descending = query::number::Num::from_bson(direction).is_some_and(|d| d.to_f64() < 0.0);
+        let direction = if descending { Direction::Descending } else { Direction::Ascending };
+        prefix = extend_prefix(&prefix, value, direction);
+    }
+    Ok(prefix)
+}
+
+/// explain's `indexPrefix`: the prefix fields' equalities as the filter gives them.
+fn index_prefix(spec: &crate::index::text::TextSpec, filter: &Document) -> Document {
+    spec.prefix.iter().filter_map(|(field, _)| filter.get(field).map(|value| (field.clone(), value.clone()))).collect()
+}
+
 /// Whether a projection or sort reads `{$meta: "textScore"}`.
 fn wants_score(spec: Option<&Document>) -> bool {
     spec.is_some_and(|spec| spec.values().any(query::meta::is_text_score))
@@ -169,12 +200,14 @@ fn wants_score(spec: Option<&Document>) -> bool {
 fn term_scores(
     snapshot: &storage::Snapshot,
     index: &Index,
+    prefix: &[u8],
     terms: &[String],
     counters: &ExecutionCounters,
 ) -> Result<Vec<(Vec<u8>, f64)>> {
     let mut scores: HashMap<Vec<u8>, f64> = HashMap::new();
+    let score_at = index.text.as_ref().map_or(0, |spec| spec.prefix.len()) + 1;
     for term in terms {
-        let prefix = extend_prefix(&[], &Bson::String(term.clone()), Direction::Ascending);
+        let prefix = extend_prefix(prefix, &Bson::String(term.clone()), Direction::Ascending);
         let range = key_range(&prefix, None, Direction::Ascending);
         for item in snapshot.range::<(Bound<&[u8]>, Bound<&[u8]>)>(index.tree, range.bounds()) {
             operation::check()?;
@@ -184,7 +217,7 @@ fn term_scores(
             let entry = index.decode_entry(key, value)?;
             let values = decode_key(&entry.order, &entry.payload, &index.directions())
                 .map_err(|e| Error::corrupt(format!("index {}: {e}", index.name)))?;
-            let score = match values.get(1) {
+            let score = match values.get(score_at) {
                 Some(Bson::Double(score)) => *score,
                 _ => 0.0,
             };

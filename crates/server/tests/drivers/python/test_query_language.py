@@ -904,6 +904,35 @@ def test_text_indexes_search_stem_score_and_negate(db):
     assert error.value.code == 17262
 
 
+def test_compound_text_indexes(db):
+    from pymongo import TEXT
+
+    db.items.insert_many([
+        {"_id": 1, "shop": "a", "title": "red running shoes", "price": 50},
+        {"_id": 2, "shop": "a", "title": "blue shoes", "price": 30},
+        {"_id": 3, "shop": "b", "title": "red shoes for running", "price": 70},
+        {"_id": 4, "shop": "b", "title": "a red hat", "price": 20},
+    ])
+    name = db.items.create_index([("shop", 1), ("title", TEXT), ("price", -1)])
+    assert name == "shop_1_title_text_price_-1"
+    info = db.items.index_information()[name]
+    assert info["key"] == [("shop", 1), ("_fts", "text"), ("_ftsx", 1), ("price", -1)]
+    found = db.items.find({"shop": "b", "$text": {"$search": "red"}}, {"score": {"$meta": "textScore"}})
+    assert sorted(d["_id"] for d in found) == [3, 4]
+    assert [d["_id"] for d in db.items.find({"shop": {"$eq": "a"}, "$text": {"$search": "running"}})] == [1]
+    with pytest.raises(OperationFailure) as error:
+        list(db.items.find({"$text": {"$search": "red"}}))
+    assert error.value.code == 2
+    assert "equality predicates" in str(error.value)
+    plan = db.items.find({"shop": "a", "$text": {"$search": "red"}}).explain()["queryPlanner"]["winningPlan"]
+    assert plan["indexPrefix"] == {"shop": "a"}
+    # A non-text field of a compound text index holds one value: an array is refused.
+    with pytest.raises(WriteError) as error:
+        db.items.insert_one({"_id": 5, "shop": ["a", "b"], "title": "shoes"})
+    assert error.value.code == 16675
+    assert db.command("validate", "items")["valid"]
+
+
 def test_text_search_case_and_diacritic_sensitive(db):
     from pymongo import TEXT
 
