@@ -30,6 +30,8 @@ pub struct Collection {
     /// A capped collection's limits and insertion order ([`crate::capped`]).
     pub capped: Option<crate::capped::Capped>,
     pub natural: Option<crate::capped::Natural>,
+    /// A time-series collection's time and meta fields and expiry ([`crate::timeseries`]).
+    pub timeseries: Option<crate::timeseries::TimeSeries>,
 }
 
 impl Collection {
@@ -56,6 +58,7 @@ impl Collection {
         // Validated at create and collMod.
         let validator = crate::validation::Validator::from_options(&meta.options).unwrap_or(None);
         let capped = crate::capped::Capped::from_options(&meta.options).unwrap_or(None);
+        let timeseries = crate::timeseries::TimeSeries::from_options(&meta.options).unwrap_or(None);
         let natural = match &meta.natural {
             Some(name) => Some(crate::capped::Natural::open(engine, tree_id(engine, name)?)?),
             None => None,
@@ -63,6 +66,7 @@ impl Collection {
         Ok(Collection {
             capped,
             natural,
+            timeseries,
             collation,
             validator,
             count_key: count_key(&meta.tree),

@@ -86,6 +86,7 @@ mod salvage;
 pub mod spill;
 pub mod stats;
 pub mod store;
+pub mod timeseries;
 pub mod transaction;
 pub mod validate;
 pub mod validation;
@@ -298,7 +299,12 @@ impl Store {
         if options.contains_key("viewOn") {
             return self.inner.catalog.create_view(&self.inner.engine, db, name, &options);
         }
-        self.inner.catalog.create_collection(&self.inner.engine, db, name, options).map(|_| ())
+        let collection = self.inner.catalog.create_collection(&self.inner.engine, db, name, options)?;
+        // A time-series collection with a metaField gets MongoDB's default index.
+        if let Some(index) = collection.timeseries.as_ref().and_then(timeseries::TimeSeries::default_index) {
+            self.create_indexes(db, name, &[index])?;
+        }
+        Ok(())
     }
 
     /// Creates one of the server's own collections (`admin.system.users`, `admin.system.roles`,

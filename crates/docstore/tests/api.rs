@@ -879,3 +879,42 @@ fn covered_finds_answer_from_the_index() {
     assert_eq!(find(&store, request.clone()), vec![doc! {"a": [5, 6]}]);
     assert!(store.explain("db", "c", &request, Verbosity::QueryPlanner).unwrap().to_string().contains("FETCH"));
 }
+
+/// Goal: a time-series collection checks and reports its options as MongoDB does, refuses a
+/// measurement without its time, gets the default `{meta: 1, time: 1}` index, and expires old
+/// measurements by their time field.
+#[test]
+fn time_series_collections_check_times_and_expire_by_them() {
+    let store = store();
+    let options =
+        doc! {"timeseries": {"timeField": "t", "metaField": "m", "granularity": "minutes"}, "expireAfterSeconds": 3600};
+    store.create_collection("db", "c", options).unwrap();
+    let info = store.list_collections("db").into_iter().find(|c| c.name == "c").unwrap();
+    assert_eq!(
+        info.options.get_document("timeseries").unwrap(),
+        &doc! {"timeField": "t", "metaField": "m", "granularity": "minutes", "bucketMaxSpanSeconds": 86_400}
+    );
+    let indexes = store.list_indexes("db", "c").unwrap();
+    assert!(indexes.iter().any(|i| i.get_str("name").ok() == Some("m_1_t_1")), "{indexes:?}");
+    let now = bson::DateTime::now().timestamp_millis();
+    let at = |ms: i64| Bson::DateTime(bson::DateTime::from_millis(ms));
+    let measurements = vec![
+        raw(doc! {"_id": 1, "t": at(now - 7_200_000), "m": "a", "v": 1}),
+        raw(doc! {"_id": 2, "t": at(now), "m": "a", "v": 2}),
+    ];
+    let outcome = store.insert("db", "c", measurements, true, Durability::None);
+    assert_eq!((outcome.inserted, outcome.errors.len()), (2, 0));
+    let outcome = store.insert("db", "c", vec![raw(doc! {"_id": 3, "t": "yesterday"})], true, Durability::None);
+    assert_eq!(outcome.errors.first().map(|(_, e)| e.code()), Some(2));
+    assert_eq!(store.expire_now().unwrap(), 1);
+    assert_eq!(ids(&find(&store, FindRequest::default())), vec![2]);
+    for (bad, code) in [
+        (doc! {"timeseries": {"metaField": "m"}}, 40414),
+        (doc! {"timeseries": {"timeField": "t", "metaField": "t"}}, 72),
+        (doc! {"timeseries": {"timeField": "t", "granularity": "days"}}, 2),
+        (doc! {"timeseries": {"timeField": "t", "bucketMaxSpanSeconds": 60}}, 72),
+        (doc! {"expireAfterSeconds": 10}, 72),
+    ] {
+        assert_eq!(store.create_collection("db", "bad", bad.clone()).map_err(|e| e.code()), Err(code), "{bad}");
+    }
+}

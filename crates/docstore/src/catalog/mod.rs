@@ -513,6 +513,9 @@ impl Catalog {
         crate::compression::requested(&options)?;
         crate::validation::Validator::from_options(&options)?;
         let mut options = options;
+        if crate::timeseries::TimeSeries::from_options(&options)?.is_some() {
+            options = crate::timeseries::TimeSeries::normalized(&options);
+        }
         if let Some(clustered) = options.get("clusteredIndex") {
             let clustered = crate::collection::clustered_index_option(clustered)?;
             options.insert("clusteredIndex", clustered);

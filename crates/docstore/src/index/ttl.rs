@@ -1,5 +1,6 @@
 //! The TTL monitor: a background thread that deletes documents whose indexed date is older
-//! than their index's `expireAfterSeconds`, every `StoreOptions::ttl_interval` (60 s by
+//! than their index's `expireAfterSeconds` (or a time-series collection's, by its time field),
+//! every `StoreOptions::ttl_interval` (60 s by
 //! default, as MongoDB).
 //!
 //! The thread holds a `Weak` reference to the store, upgraded for each pass only, so dropping
@@ -72,6 +73,10 @@ pub fn expire_once(inner: &Arc<Inner>) -> Result<u64> {
         .collections()
         .iter()
         .flat_map(|c| {
+            // A time-series collection expires by its time field.
+            let measurements = c.timeseries.as_ref().and_then(|ts| {
+                Some((c.meta.db.clone(), c.meta.name.clone(), ts.time_field.clone(), ts.expire_after_seconds?))
+            });
             c.indexes
                 .iter()
                 .filter(|i| i.meta.ready)
@@ -80,6 +85,7 @@ pub fn expire_once(inner: &Arc<Inner>) -> Result<u64> {
                     let (field, _) = i.key_pattern.iter().next()?;
                     Some((c.meta.db.clone(), c.meta.name.clone(), field.clone(), seconds))
                 })
+                .chain(measurements)
                 .collect::<Vec<_>>()
         })
         .collect();

@@ -252,6 +252,9 @@ impl<'s> DocumentWrite<'s> {
     /// Inserts a new document (the `_id` must be absent: checked at commit).
     pub fn insert(&mut self, id: &[u8], raw: &RawDocument) -> Result<()> {
         check_stored(raw, "object to insert")?;
+        if let Some(timeseries) = &self.collection.timeseries {
+            timeseries.check(raw)?;
+        }
         if let Some(validator) = self.collection.validator.as_ref().filter(|_| self.validate) {
             validator.check_insert(raw, &self.collection.namespace())?;
         }
@@ -311,6 +314,9 @@ impl<'s> DocumentWrite<'s> {
     /// Replaces a stored document (same `_id`), changing only the index entries that differ.
     pub fn replace(&mut self, id: &[u8], old: &RawDocument, new: &RawDocument) -> Result<()> {
         check_stored(new, "resulting document after update")?;
+        if let Some(timeseries) = &self.collection.timeseries {
+            timeseries.check(new)?;
+        }
         if let Some(validator) = self.collection.validator.as_ref().filter(|_| self.validate) {
             validator.check_update(old, new, &self.collection.namespace())?;
         }

@@ -24,7 +24,11 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         if authorized_only && !auth::may_see_collection(context, &command.database, &info.name) {
             continue;
         }
-        let kind = if info.view { "view" } else { "collection" };
+        let kind = match (info.view, info.options.contains_key("timeseries")) {
+            (true, _) => "view",
+            (false, true) => "timeseries",
+            (false, false) => "collection",
+        };
         let mut full = doc! {
             "name": info.name.clone(),
             "type": kind,
@@ -32,7 +36,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             "info": { "readOnly": info.view },
         };
         // A clustered collection's `_id` index is its clustered index, reported in its options.
-        if !info.view && !info.options.contains_key("clusteredIndex") {
+        if kind == "collection" && !info.options.contains_key("clusteredIndex") {
             full.insert("idIndex", doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_" });
         }
         if filter.as_ref().is_some_and(|filter| !filter.matches(&full)) {

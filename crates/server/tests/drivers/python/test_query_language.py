@@ -404,6 +404,25 @@ def test_bucket_boundaries_pipeline_updates_and_backwards_under_collation(db):
         "cote", "coté", "côte", "côté"]
 
 
+def test_time_series_collections(db):
+    db.create_collection("weather", timeseries={"timeField": "ts", "metaField": "sensor"}, expireAfterSeconds=86400)
+    info = next(db.list_collections(filter={"name": "weather"}))
+    assert info["type"] == "timeseries" and "idIndex" not in info
+    assert info["options"]["timeseries"] == {
+        "timeField": "ts", "metaField": "sensor", "granularity": "seconds", "bucketMaxSpanSeconds": 3600}
+    assert info["options"]["expireAfterSeconds"] == 86400
+    assert "sensor_1_ts_1" in db.weather.index_information()
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0, tzinfo=None)
+    db.weather.insert_many([{"ts": now, "sensor": {"id": 1}, "temp": 12}, {"ts": now, "sensor": {"id": 2}, "temp": 14}])
+    assert db.weather.count_documents({"sensor.id": 2}) == 1
+    with pytest.raises(WriteError) as error:
+        db.weather.insert_one({"sensor": {"id": 3}, "temp": 1})
+    assert error.value.code == 2 and "'ts' must be present" in str(error.value)
+    with pytest.raises(OperationFailure) as error:
+        db.create_collection("bad", timeseries={"timeField": "t", "granularity": "days"})
+    assert error.value.code == 2
+
+
 def test_a_collections_default_collation_and_its_override(db):
     db.create_collection("names", collation=CASELESS)
     listed = db.command("listCollections", filter={"name": "names"})["cursor"]["firstBatch"][0]
