@@ -81,7 +81,8 @@ impl Inner {
         let geo_near = pipeline.first().and_then(|stage| stage.get("$geoNear"));
         let (input, stages): (DocumentStream<'static>, Vec<Bson>) = match (geo_near, collection) {
             (Some(spec), Some(name)) => {
-                let input = self.geo_near(db, name, spec, options)?;
+                let wanted = leading_window(&pipeline[1..]);
+                let input = self.geo_near(db, name, spec, options, wanted)?;
                 (Box::new(input.into_iter().map(Ok)), pipeline.iter().skip(1).cloned().map(Bson::Document).collect())
             }
             (Some(_), None) => return Err(Error::bad_value("$geoNear needs a collection")),
@@ -120,7 +121,8 @@ impl Inner {
         Cursor::new(Box::new(output)).started()
     }
 
-    /// `$geoNear` (the first stage): the collection's documents near the point, nearest
+    /// `$geoNear` (the first stage): the collection's documents near the point (only as many as
+    /// a following `$skip`/`$limit` takes, `wanted`), nearest
     /// first, each with its distance (× `distanceMultiplier`) and, with `includeLocs`, its
     /// location (`read::geo`).
     fn geo_near(
@@ -129,6 +131,7 @@ impl Inner {
         name: &str,
         spec: &Bson,
         options: &AggregateOptions,
+        wanted: Option<usize>,
     ) -> Result<Vec<Document>> {
         let stage = crate::read::geo::GeoNear::parse(spec)?;
         let Some(collection) = self.catalog.collection(db, name) else { return Ok(Vec::new()) };
@@ -140,7 +143,7 @@ impl Inner {
             query::filter::Filter::parse(&stage.filter_on(&key))?.with_variables(Arc::new(options.variables.clone()));
         let Some((path, near)) = crate::read::geo::near_of(&filter) else { return Ok(Vec::new()) };
         let snapshot = self.snapshot_for(options.read_at.as_ref());
-        let found = self.find_near(&collection, &snapshot, &filter, &path, &near, None)?;
+        let found = self.find_near(&collection, &snapshot, &filter, &path, &near, wanted)?;
         let mut documents = Vec::with_capacity(found.len());
         for (raw, distance) in found {
             let mut document = decode(&raw)?;
@@ -210,6 +213,23 @@ fn push_down_match(pipeline: &[Document], options: &AggregateOptions) -> (FindRe
         stages.remove(0);
     }
     (find, stages)
+}
+
+/// How many documents the stages after `$geoNear` take, when they start with `$skip`s and a
+/// `$limit` (`None`: they may read them all).
+fn leading_window(stages: &[Document]) -> Option<usize> {
+    let whole = |value: &Bson| query::number::Num::from_bson(value).and_then(|n| n.to_exact_i64());
+    let mut skipped = 0usize;
+    for stage in stages {
+        if let Some(n) = stage.get("$skip").and_then(whole) {
+            skipped = skipped.saturating_add(usize::try_from(n).ok()?);
+        } else if let Some(n) = stage.get("$limit").and_then(whole) {
+            return Some(skipped.saturating_add(usize::try_from(n).ok()?));
+        } else {
+            return None;
+        }
+    }
+    None
 }
 
 fn dotted(path: &str) -> Vec<String> {

@@ -1108,6 +1108,8 @@ def test_near_with_a_limit_reads_growing_rings_not_the_whole_index(db):
     assert got == expected[2:7]
     entry = db.system.profile.find_one({"op": "query", "ns": db.spots.full_name})
     assert entry["keysExamined"] < 500, entry
+    staged = db.spots.aggregate([{"$geoNear": {"near": point, "distanceField": "d"}}, {"$skip": 1}, {"$limit": 3}])
+    assert [d["_id"] for d in staged] == expected[1:4]
     # Without a limit every document is returned, nearest first; so with a sort on another field.
     assert len(list(db.spots.find({"loc": {"$near": {"$geometry": point}}}))) == 5000
     by_id = list(db.spots.find({"loc": {"$near": {"$geometry": point}}}).sort("_id", 1).limit(3))
