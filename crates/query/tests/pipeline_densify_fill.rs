@@ -157,3 +157,19 @@ fn fill_parse_errors() {
         assert_eq!(run(vec![doc! {"$fill": spec.clone()}], vec![]).map(|_| ()), Err(code), "{spec}");
     }
 }
+
+#[test]
+fn densify_full_reaches_the_greatest_value_and_missing_is_null() {
+    let input = vec![doc! {"p": "a", "x": 0}, doc! {"p": "b", "x": 2}];
+    let spec = doc! {"$densify": {"field": "x", "partitionByFields": ["p"], "range": {"bounds": "full", "step": 1}}};
+    let out = run(vec![spec], input).unwrap();
+    assert_eq!(field(&out, "x"), ints(&[0, 1, 2, 0, 1, 2]));
+    assert_eq!(
+        field(&out, "p"),
+        ["a", "a", "a", "b", "b", "b"].iter().map(|p| Bson::String((*p).into())).collect::<Vec<_>>()
+    );
+    // Missing and null partition values are one partition, as the sort puts them together.
+    let mixed = vec![doc! {"x": 0}, doc! {"p": Bson::Null, "x": 1}, doc! {"x": 3}];
+    let spec = doc! {"$densify": {"field": "x", "partitionByFields": ["p"], "range": {"bounds": [0, 4], "step": 1}}};
+    assert_eq!(field(&run(vec![spec], mixed).unwrap(), "x"), ints(&[0, 1, 2, 3]));
+}

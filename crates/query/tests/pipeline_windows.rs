@@ -401,3 +401,28 @@ fn percentile_and_median_in_group_and_as_expressions() {
     assert_eq!(out[0], doc! {"m": 1.0, "scalar": [1.0]});
     assert_eq!(out[3], doc! {"m": 5.0, "scalar": [10.0]});
 }
+
+#[test]
+fn functions_see_documents_without_the_partition_field_and_results_are_bounded() {
+    let input: Vec<Document> = (0..4).map(|i| doc! {"g": i % 2, "t": i}).collect();
+    let out = run(
+        window(doc! {
+            "partitionBy": "$g",
+            "sortBy": {"t": 1},
+            "output": {"previous": {"$shift": {"output": "$$ROOT", "by": -1}}, "all": {"$push": "$$ROOT"}},
+        }),
+        input.clone(),
+    )
+    .unwrap();
+    assert_eq!(out[1].get_document("previous").unwrap(), &doc! {"g": 0, "t": 0});
+    assert!(out.iter().all(|d| !d.to_string().contains("__strata")), "{out:?}");
+    // A whole-partition $push gives every document the partition: bounded by the limit.
+    let stages: Vec<Bson> =
+        window(doc! {"output": {"all": {"$push": "$$ROOT"}}}).into_iter().map(Bson::Document).collect();
+    let pipeline = Pipeline::parse(&stages).unwrap();
+    let source = InMemorySource::new();
+    let limits = query::pipeline::MemoryLimits { sort_bytes: 1 << 20, group_bytes: 4096 };
+    let context = Context::new("test", &source).with_limits(limits);
+    let many: Vec<Document> = (0..200).map(|i| doc! {"i": i}).collect();
+    assert_eq!(pipeline.run(many, &context).map(|_| ()).map_err(|e| e.code()), Err(5414201));
+}

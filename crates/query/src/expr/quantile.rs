@@ -211,6 +211,10 @@ fn percentile(sorted: &[f64], p: f64, method: Method) -> Option<f64> {
             let position = p * (n - 1) as f64;
             let (low, high) = (position.floor() as usize, position.ceil() as usize);
             let (a, b) = (sorted[low.min(n - 1)], sorted[high.min(n - 1)]);
+            // On a sample itself (an infinity among them), no arithmetic: ∞ − ∞ is NaN.
+            if low == high || a == b {
+                return Some(a);
+            }
             Some(a + (position - low as f64) * (b - a))
         }
         Method::Discrete | Method::Approximate => {

@@ -6,9 +6,9 @@
 //! partition the grid is anchored at the range's lower end: `lower`, `lower + step`, ... up to
 //! but excluding the upper end, where `bounds` is `[lower, upper]`, `"partition"` (the
 //! partition's own least and greatest values) or `"full"` (the least and greatest over every
-//! partition). A grid value no document holds becomes a new document with only the partition
-//! fields and `field`; documents off the grid and outside the bounds pass unchanged, as do those
-//! whose `field` is null or missing. Dates step by `unit` as `$dateAdd` adds it.
+//! partition, that greatest value included). A grid value no document holds becomes a new
+//! document with only the partition fields and `field`; documents off the grid and outside
+//! the bounds pass unchanged, as do those whose `field` is null or missing. Dates step by `unit` as `$dateAdd` adds it.
 //!
 //! Known difference: with `"full"` MongoDB sorts by `field` alone and interleaves partitions;
 //! here the output comes partition by partition, each in `field` order.
@@ -16,7 +16,7 @@
 use bson::{Bson, Document};
 
 use super::{Context, DocumentStream, folded, set_path};
-use crate::collation::compare_values;
+use crate::collation::{Collation, compare_values};
 use crate::error::{ErrorCode, QueryError};
 use crate::expr::{TimeUnit, bson_type_name, document_path, fail, parse_field_path};
 use crate::number::{ArithOp, Num, arith};
@@ -93,11 +93,15 @@ impl DensifySpec {
         };
         let sorted = folded(input, Box::new(super::sort::fold(&sort, context)));
         let spec = self.clone();
+        let collation = context.collation.clone();
         let mut pending = Some(sorted);
         let mut output: Option<std::vec::IntoIter<Document>> = None;
         Box::new(std::iter::from_fn(move || {
             if let Some(sorted) = pending.take() {
-                match sorted.collect::<Result<Vec<_>, _>>().and_then(|documents| spec.densify(documents)) {
+                match sorted
+                    .collect::<Result<Vec<_>, _>>()
+                    .and_then(|documents| spec.densify(documents, collation.as_ref()))
+                {
                     Ok(documents) => output = Some(documents.into_iter()),
                     Err(e) => return Some(Err(e)),
                 }
@@ -106,13 +110,14 @@ impl DensifySpec {
         }))
     }
 
-    /// The sorted input with the missing grid values added.
-    fn densify(&self, documents: Vec<Document>) -> Result<Vec<Document>, QueryError> {
+    /// The sorted input with the missing grid values added. Partitions are told apart as the
+    /// sort ordered them: under the collation, missing equal to null.
+    fn densify(&self, documents: Vec<Document>, collation: Option<&Collation>) -> Result<Vec<Document>, QueryError> {
         let mut out = Vec::with_capacity(documents.len());
         let mut generated = 0usize;
         if documents.is_empty() {
             if let RangeBounds::Explicit(range) = &self.bounds {
-                self.fill(range.0.clone(), &range.1, &Document::new(), &mut out, &mut generated)?;
+                self.fill(range.0.clone(), &range.1, false, &Document::new(), &mut out, &mut generated)?;
             }
             return Ok(out);
         }
@@ -126,7 +131,7 @@ impl DensifySpec {
             let end = start
                 + documents[start..]
                     .iter()
-                    .position(|d| !same_key(&self.partition_key(d), &key))
+                    .position(|d| !same_key(&self.partition_key(d), &key, collation))
                     .unwrap_or(documents.len() - start);
             let partition = &documents[start..end];
             let bounds = match (&self.bounds, &full) {
@@ -142,32 +147,36 @@ impl DensifySpec {
                     continue;
                 };
                 if let (Some(grid), Some((_, upper))) = (&mut next, &bounds) {
-                    *grid = self.fill(grid.clone(), &min_of(&value, upper), &include, &mut out, &mut generated)?;
+                    *grid =
+                        self.fill(grid.clone(), &min_of(&value, upper), false, &include, &mut out, &mut generated)?;
                     if compare_values(grid, &value, None).is_eq() {
                         *grid = self.increment(grid)?;
                     }
                 }
                 out.push(document.clone());
             }
+            // "full" reaches the greatest value in every partition, as MongoDB's does.
+            let inclusive = matches!(self.bounds, RangeBounds::Full);
             if let (Some(grid), Some((_, upper))) = (next, &bounds) {
-                self.fill(grid, upper, &include, &mut out, &mut generated)?;
+                self.fill(grid, upper, inclusive, &include, &mut out, &mut generated)?;
             }
             start = end;
         }
         Ok(out)
     }
 
-    /// Generates documents at `next`, `next + step`, ... while below `upper`; returns the first
-    /// grid value not generated.
+    /// Generates documents at `next`, `next + step`, ... while below `upper` (or at it,
+    /// `inclusive`); returns the first grid value not generated.
     fn fill(
         &self,
         mut next: Bson,
         upper: &Bson,
+        inclusive: bool,
         include: &Document,
         out: &mut Vec<Document>,
         generated: &mut usize,
     ) -> Result<Bson, QueryError> {
-        while compare_values(&next, upper, None).is_lt() {
+        while compare_values(&next, upper, None).is_lt() || (inclusive && compare_values(&next, upper, None).is_eq()) {
             *generated += 1;
             if *generated > MAX_GENERATED {
                 return Err(fail(
@@ -235,8 +244,9 @@ impl DensifySpec {
         Ok(extremes)
     }
 
-    fn partition_key(&self, document: &Document) -> Vec<Option<Bson>> {
-        self.partitions.iter().map(|(_, path)| document_path(document, path)).collect()
+    /// The partition fields' values, missing as null (as the sort orders them).
+    fn partition_key(&self, document: &Document) -> Vec<Bson> {
+        self.partitions.iter().map(|(_, path)| document_path(document, path).unwrap_or(Bson::Null)).collect()
     }
 
     /// The partition's fields as a generated document starts: the values present in `document`.
@@ -251,12 +261,8 @@ impl DensifySpec {
     }
 }
 
-fn same_key(a: &[Option<Bson>], b: &[Option<Bson>]) -> bool {
-    a.iter().zip(b).all(|(a, b)| match (a, b) {
-        (Some(a), Some(b)) => compare_values(a, b, None).is_eq(),
-        (None, None) => true,
-        _ => false,
-    })
+fn same_key(a: &[Bson], b: &[Bson], collation: Option<&Collation>) -> bool {
+    a.iter().zip(b).all(|(a, b)| compare_values(a, b, collation).is_eq())
 }
 
 fn min_of(a: &Bson, b: &Bson) -> Bson {

@@ -55,6 +55,9 @@ pub struct Partition<'p> {
     pub keys: &'p [Bson],
     pub vars: &'p crate::expr::Variables,
     pub collation: Option<&'p Collation>,
+    /// How many bytes a function's results may hold (a whole-partition `$push` gives every
+    /// document the whole partition): past it, 5414201 as for the partition itself.
+    pub limit: usize,
 }
 
 impl Function {
@@ -204,6 +207,8 @@ impl Function {
                 let collation = partition.collation;
                 over_windows(
                     n,
+                    partition.limit,
+                    order_free(*kind),
                     window_of(bounds, n, partition.keys),
                     || Accumulator::new(*kind),
                     |state, j| state.process(&values[j], collation),
@@ -216,6 +221,8 @@ impl Function {
                     xs.iter().zip(&ys).map(|(x, y)| Some((number(x)?, number(y)?))).collect();
                 over_windows(
                     n,
+                    partition.limit,
+                    true,
                     window_of(bounds, n, partition.keys),
                     Covariance::default,
                     |state, j| {
@@ -231,6 +238,8 @@ impl Function {
                 let points = curve_points("$integral", input, *unit_ms, partition)?;
                 over_windows(
                     n,
+                    partition.limit,
+                    false,
                     window_of(bounds, n, partition.keys),
                     Integral::default,
                     |state, j| {
@@ -300,6 +309,13 @@ impl Function {
     }
 }
 
+/// Whether an accumulator's result is the same whatever order its values come in (ties of
+/// `$top`/`$bottom` keep their arrival order, `$push`/`$first`... are orders).
+fn order_free(kind: AccumulatorKind) -> bool {
+    use AccumulatorKind::*;
+    matches!(kind, Sum | Avg | Min | Max | StdDevPop | StdDevSamp | MaxN | MinN | Percentile | Median)
+}
+
 /// Each document's window `[a, b)`, by position.
 fn window_of<'b>(
     bounds: &'b Bounds,
@@ -322,18 +338,48 @@ fn number(value: &Value) -> Option<f64> {
 }
 
 /// Computes `finish(state)` over each document's window, reusing the previous window's state
-/// when the window is the same or only grew at its end.
+/// when the window is the same or only grew at its end; when every window ends with the
+/// partition and they only shrink from the front (`["current", "unbounded"]`) and the order
+/// values are fed in does not matter (`order_free`), the states are built from the end
+/// backwards, so that too is one pass.
 fn over_windows<S: Clone>(
     n: usize,
+    limit: usize,
+    order_free: bool,
     mut window: impl FnMut(usize) -> Result<(usize, usize), QueryError>,
     fresh: impl Fn() -> S,
     mut add: impl FnMut(&mut S, usize) -> Result<(), QueryError>,
     finish: impl Fn(S) -> Result<Bson, QueryError>,
 ) -> Result<Vec<Bson>, QueryError> {
+    let spans: Vec<(usize, usize)> = (0..n).map(&mut window).collect::<Result<_, _>>()?;
+    let suffixes = spans.iter().all(|(_, b)| *b == n) && spans.windows(2).all(|w| w[0].0 <= w[1].0);
+    let mut held = Held { bytes: 0, limit };
+    if order_free && suffixes && n > 0 {
+        let mut results = vec![Bson::Null; n];
+        let (mut state, mut fed) = (fresh(), n);
+        let mut previous: Option<(usize, Bson)> = None;
+        for i in (0..n).rev() {
+            let a = spans[i].0;
+            let result = match &previous {
+                Some((pa, result)) if *pa == a => result.clone(),
+                _ => {
+                    while fed > a {
+                        fed -= 1;
+                        add(&mut state, fed)?;
+                    }
+                    let result = finish(state.clone())?;
+                    previous = Some((a, result.clone()));
+                    result
+                }
+            };
+            held.add(&result)?;
+            results[i] = result;
+        }
+        return Ok(results);
+    }
     let mut results = Vec::with_capacity(n);
     let mut previous: Option<(usize, usize, S, Bson)> = None;
-    for i in 0..n {
-        let (a, b) = window(i)?;
+    for &(a, b) in &spans {
         let result = match &mut previous {
             Some((pa, pb, _, result)) if *pa == a && *pb == b => result.clone(),
             Some((pa, pb, state, result)) if *pa == a && *pb < b => {
@@ -354,9 +400,32 @@ fn over_windows<S: Clone>(
                 result
             }
         };
+        held.add(&result)?;
         results.push(result);
     }
     Ok(results)
+}
+
+/// The bytes a function's results hold, against the stage's limit.
+struct Held {
+    bytes: usize,
+    limit: usize,
+}
+
+impl Held {
+    fn add(&mut self, result: &Bson) -> Result<(), QueryError> {
+        self.bytes += crate::expr::approximate_bytes(result);
+        if self.bytes <= self.limit {
+            return Ok(());
+        }
+        Err(fail(
+            5414201,
+            format!(
+                "Exceeded memory limit in DocumentSourceSetWindowFields, used {} bytes but max allowed is {} bytes",
+                self.bytes, self.limit
+            ),
+        ))
+    }
 }
 
 /// Running sums for `$covariancePop`/`$covarianceSamp` (Welford's co-moment).

@@ -126,18 +126,18 @@ impl SetWindowFields {
         mut documents: Vec<Document>,
         vars: &Variables,
         collation: Option<&Collation>,
+        limit: usize,
     ) -> Result<Vec<Document>, QueryError> {
         let keys = match &self.sort_key {
             Some(key) => documents.iter().map(|d| crate::expr::evaluate(key, d, vars)).collect::<Result<_, _>>()?,
             None => Vec::new(),
         };
-        let partition = Partition { documents: &documents, keys: &keys, vars, collation };
+        let partition = Partition { documents: &documents, keys: &keys, vars, collation, limit };
         let mut columns = Vec::with_capacity(self.outputs.len());
         for (_, function) in &self.outputs {
             columns.push(function.compute(&partition)?);
         }
         for (i, document) in documents.iter_mut().enumerate() {
-            document.remove(PARTITION_FIELD);
             for ((path, _), column) in self.outputs.iter().zip(&mut columns) {
                 set_path(document, path, std::mem::take(&mut column[i]));
             }
@@ -170,37 +170,42 @@ struct Windows<'a> {
 }
 
 impl Windows<'_> {
-    /// Reads the next partition whole; `None` at the end of the input.
+    /// Reads the next partition whole, the hidden partition field taken off each document (so
+    /// no function sees it); `None` at the end of the input.
     fn next_partition(&mut self) -> Result<Option<Vec<Document>>, QueryError> {
         let Some(first) = self.pending.take().map(Ok).or_else(|| self.input.next()) else { return Ok(None) };
-        let first = first?;
+        let mut first = first?;
+        let key = first.remove(PARTITION_FIELD).unwrap_or(Bson::Null);
         let mut bytes = approximate_document_bytes(&first);
         let mut documents = vec![first];
-        for item in self.input.by_ref() {
-            let document = item?;
-            let same = compare_values(
-                documents[0].get(PARTITION_FIELD).unwrap_or(&Bson::Null),
-                document.get(PARTITION_FIELD).unwrap_or(&Bson::Null),
-                self.collation.as_ref(),
-            )
-            .is_eq();
+        while let Some(item) = self.input.next() {
+            let mut document = item?;
+            let same =
+                compare_values(&key, document.get(PARTITION_FIELD).unwrap_or(&Bson::Null), self.collation.as_ref())
+                    .is_eq();
             if !same {
                 self.pending = Some(document);
                 break;
             }
+            document.remove(PARTITION_FIELD);
             bytes += approximate_document_bytes(&document);
-            if bytes > self.limit {
-                return Err(fail(
-                    5414201,
-                    format!(
-                        "Exceeded memory limit in DocumentSourceSetWindowFields, used {bytes} bytes but max allowed is {} bytes",
-                        self.limit
-                    ),
-                ));
-            }
+            self.check_memory(bytes)?;
             documents.push(document);
         }
         Ok(Some(documents))
+    }
+
+    fn check_memory(&self, bytes: usize) -> Result<(), QueryError> {
+        if bytes <= self.limit {
+            return Ok(());
+        }
+        Err(fail(
+            5414201,
+            format!(
+                "Exceeded memory limit in DocumentSourceSetWindowFields, used {bytes} bytes but max allowed is {} bytes",
+                self.limit
+            ),
+        ))
     }
 }
 
@@ -217,7 +222,7 @@ impl Iterator for Windows<'_> {
             }
             let finished = self.next_partition().and_then(|partition| match partition {
                 Some(documents) => {
-                    self.stage.finish_partition(documents, &self.vars, self.collation.as_ref()).map(Some)
+                    self.stage.finish_partition(documents, &self.vars, self.collation.as_ref(), self.limit).map(Some)
                 }
                 None => Ok(None),
             });
