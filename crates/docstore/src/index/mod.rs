@@ -158,11 +158,12 @@ impl Index {
         if let Some(text) = &self.text {
             return text_keys(text, raw);
         }
-        if let Some(collation) = &self.collation {
-            return self.collated_keys(collation, raw);
-        }
+        // A geo index's other fields take the collation's surrogates in `geo_keys`.
         if let Some(kind) = &self.geo {
             return self.geo_keys(kind, raw);
+        }
+        if let Some(collation) = &self.collation {
+            return self.collated_keys(collation, raw);
         }
         if let Some(scope) = &self.wildcard {
             return self.wildcard_keys(scope, raw);
@@ -204,6 +205,8 @@ impl Index {
         let fields = self.spec.fields();
         let fields_doc = document::path::decode_fields(raw, fields.iter().map(|(path, _)| path.head()))?;
         let mut columns: Vec<Vec<Bson>> = Vec::with_capacity(fields.len());
+        // As in any compound index, at most one field other than the location holds an array.
+        let mut array_field: Option<&str> = None;
         for (i, (path, _)) in fields.iter().enumerate() {
             let mut values: Vec<Bson> = if i == position {
                 let mut cells = Vec::new();
@@ -215,7 +218,20 @@ impl Index {
                 }
                 cells.into_iter().map(Bson::Int64).collect()
             } else {
-                document::path::index_values(&fields_doc, path.parts())
+                let values = document::path::index_values(&fields_doc, path.parts());
+                if values.len() > 1 {
+                    if let Some(first) = array_field.replace(path.as_str()) {
+                        return Err(document::Error::ParallelArrays {
+                            first: first.to_owned(),
+                            second: path.as_str().to_owned(),
+                        }
+                        .into());
+                    }
+                }
+                match &self.collation {
+                    Some(collation) => values.iter().map(|v| collation.surrogate(v).into_owned()).collect(),
+                    None => values,
+                }
             };
             if values.is_empty() {
                 values.push(Bson::Null);

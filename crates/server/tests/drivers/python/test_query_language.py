@@ -1076,6 +1076,9 @@ def test_compound_geospatial_indexes(db):
     db.command("profile", 0)
     entry = db.system.profile.find_one({"op": "query", "ns": db.first.full_name})
     assert entry["keysExamined"] < 40, entry
+    with pytest.raises(WriteError) as error:
+        db.first.insert_one({"kind": ["x", "y"], "tags": ["a", "b"], "loc": point})
+    assert error.value.code == 171
     with pytest.raises(OperationFailure) as error:
         db.flat.create_index([("kind", 1), ("xy", GEO2D)])
     assert error.value.code == 67
