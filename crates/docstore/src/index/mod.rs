@@ -219,14 +219,14 @@ impl Index {
                 cells.into_iter().map(Bson::Int64).collect()
             } else {
                 let values = document::path::index_values(&fields_doc, path.parts());
-                if values.len() > 1 {
-                    if let Some(first) = array_field.replace(path.as_str()) {
-                        return Err(document::Error::ParallelArrays {
-                            first: first.to_owned(),
-                            second: path.as_str().to_owned(),
-                        }
-                        .into());
+                if values.len() > 1
+                    && let Some(first) = array_field.replace(path.as_str())
+                {
+                    return Err(document::Error::ParallelArrays {
+                        first: first.to_owned(),
+                        second: path.as_str().to_owned(),
                     }
+                    .into());
                 }
                 match &self.collation {
                     Some(collation) => values.iter().map(|v| collation.surrogate(v).into_owned()).collect(),
