@@ -44,6 +44,8 @@ fn normalized(a: Vector) -> Option<Vector> {
 #[derive(Debug, Clone)]
 pub struct Part {
     view: Option<View>,
+    /// One of the part's own points (a vertex), for a stored area that may hold it whole.
+    anchor: Coord<f64>,
     /// The part projected on its view's plane, or as given when it has no view.
     planar: Geometry<f64>,
 }
@@ -82,6 +84,20 @@ impl View {
         dot(v, self.center)
     }
 
+    /// The highest point of the minor arc from `a` to `b` when it rises above the floor though
+    /// both ends are below it (an arc is highest where it passes nearest the center).
+    fn peak(&self, a: Vector, b: Vector) -> Option<Vector> {
+        let normal = normalized(cross(a, b))?;
+        let toward = dot(self.center, normal);
+        let nearest = normalized([
+            self.center[0] - toward * normal[0],
+            self.center[1] - toward * normal[1],
+            self.center[2] - toward * normal[2],
+        ])?;
+        let between = dot(cross(a, nearest), normal) >= 0.0 && dot(cross(nearest, b), normal) >= 0.0;
+        (between && self.height(nearest) > self.floor).then_some(nearest)
+    }
+
     /// Where the arc from `a` (above the floor) to `b` (below it) crosses the floor's plane.
     fn crossing(&self, a: Vector, b: Vector) -> Vector {
         let (ha, hb) = (self.height(a) - self.floor, self.height(b) - self.floor);
@@ -95,13 +111,14 @@ impl View {
 
 impl Part {
     fn new(geometry: Geometry<f64>) -> Part {
+        let anchor = coords(&geometry).first().copied().unwrap_or(Coord { x: 0.0, y: 0.0 });
         let vertices: Vec<Vector> = coords(&geometry).into_iter().map(unit).collect();
         match View::of(&vertices) {
             Some(view) => {
                 let planar = map(&geometry, &|c| view.project(unit(c)));
-                Part { view: Some(view), planar }
+                Part { view: Some(view), anchor, planar }
             }
-            None => Part { view: None, planar: geometry },
+            None => Part { view: None, anchor, planar: geometry },
         }
     }
 }
@@ -139,9 +156,21 @@ impl SphericalShape {
     pub fn intersects(&self, location: &Geometry<f64>) -> bool {
         self.parts.iter().any(|part| match &part.view {
             None => part.planar.intersects(location),
-            Some(view) => clipped(view, location).is_some_and(|projected| part.planar.intersects(&projected)),
+            Some(view) => {
+                clipped(view, location).is_some_and(|projected| part.planar.intersects(&projected))
+                    || holds_point(location, part.anchor)
+            }
         })
     }
+}
+
+/// Whether an area of `location` holds the point on the sphere: a stored polygon so wide that
+/// its whole boundary is beyond a query part's hemisphere may still cover the part.
+fn holds_point(location: &Geometry<f64>, point: Coord<f64>) -> bool {
+    components(location).into_iter().any(|component| {
+        matches!(component, Geometry::Polygon(_))
+            && SphericalShape::new(component).contains(&Geometry::Point(Point(point)))
+    })
 }
 
 /// MongoDB counts a point on a shape's edge as within it; `contains` does not.
@@ -217,7 +246,12 @@ fn clip_line(view: &View, line: &[Coord<f64>]) -> Option<MultiLineString<f64>> {
             (false, true) => {
                 run = vec![view.project(view.crossing(b, a)), view.project(b)];
             }
-            (false, false) => {}
+            (false, false) => {
+                if let Some(peak) = view.peak(a, b) {
+                    let (enter, exit) = (view.crossing(peak, a), view.crossing(peak, b));
+                    runs.push(LineString::new(vec![view.project(enter), view.project(peak), view.project(exit)]));
+                }
+            }
         }
     }
     if run.len() > 1 {
@@ -248,6 +282,9 @@ fn clip_ring(view: &View, ring: &LineString<f64>) -> Option<LineString<f64>> {
         if above_a != above_b {
             let crossing = if above_a { view.crossing(a, b) } else { view.crossing(b, a) };
             out.push(view.project(crossing));
+        } else if !above_a && let Some(peak) = view.peak(a, b) {
+            out.push(view.project(view.crossing(peak, a)));
+            out.push(view.project(view.crossing(peak, b)));
         }
     }
     if out.len() < 3 {
@@ -309,5 +346,22 @@ mod tests {
         let around = polygon(&[(-95.0, 30.0), (-85.0, 30.0), (-85.0, 40.0), (-95.0, 40.0), (-95.0, 30.0)]);
         assert!(at.intersects(&around));
         assert!(!at.intersects(&point(90.0, -35.0)));
+        // Stored shapes whose vertices are all far beyond the query's hemisphere but that pass
+        // over it (an arc rising between its ends) or cover it (a wide polygon).
+        let small = SphericalShape::new(polygon(&[(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0), (-1.0, -1.0)]));
+        let equator = Geometry::LineString(LineString::from(vec![(-70.0, 0.0), (70.0, 0.0)]));
+        assert!(small.intersects(&equator));
+        let north = Geometry::LineString(LineString::from(vec![(-70.0, 5.0), (70.0, 5.0)]));
+        assert!(small.intersects(&north) == north_arc_reaches(1.0));
+        let wide = polygon(&[(-70.0, -10.0), (70.0, -10.0), (70.0, 10.0), (-70.0, 10.0), (-70.0, -10.0)]);
+        assert!(SphericalShape::new(point(0.0, 5.0)).intersects(&wide));
+        assert!(small.intersects(&wide));
+        assert!(!SphericalShape::new(point(0.0, 40.0)).intersects(&wide));
+    }
+
+    /// Whether the arc from (-70, 5) to (70, 5) passes at or below latitude `top` at 0°: it
+    /// bows north to atan(tan 5° / cos 70°) = 14.3°, so it does not.
+    fn north_arc_reaches(top: f64) -> bool {
+        (5.0f64.to_radians().tan() / 70.0f64.to_radians().cos()).atan().to_degrees() <= top
     }
 }
