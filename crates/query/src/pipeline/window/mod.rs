@@ -11,8 +11,9 @@
 //! Every function reads the documents as they came in, not the fields other outputs add.
 //! Partition values compare under the command's collation; missing and null are one partition;
 //! an array is refused. A partition is held whole, counted against the group memory limit
-//! (MongoDB's `internalDocumentSourceSetWindowFieldsMaxMemoryBytes` is also 100 MiB); past it
-//! the stage fails with 5414201 rather than spilling.
+//! (MongoDB's `internalDocumentSourceSetWindowFieldsMaxMemoryBytes` is also 100 MiB), and so
+//! is each function's results (a whole-partition `$push` gives every document the partition);
+//! past it the stage fails with 5414201 rather than spilling.
 
 mod bounds;
 mod function;
