@@ -415,16 +415,7 @@ struct Held {
 impl Held {
     fn add(&mut self, result: &Bson) -> Result<(), QueryError> {
         self.bytes += crate::expr::approximate_bytes(result);
-        if self.bytes <= self.limit {
-            return Ok(());
-        }
-        Err(fail(
-            5414201,
-            format!(
-                "Exceeded memory limit in DocumentSourceSetWindowFields, used {} bytes but max allowed is {} bytes",
-                self.bytes, self.limit
-            ),
-        ))
+        if self.bytes <= self.limit { Ok(()) } else { Err(super::memory_exceeded(self.bytes, self.limit)) }
     }
 }
 

@@ -197,17 +197,18 @@ impl Windows<'_> {
     }
 
     fn check_memory(&self, bytes: usize) -> Result<(), QueryError> {
-        if bytes <= self.limit {
-            return Ok(());
-        }
-        Err(fail(
-            5414201,
-            format!(
-                "Exceeded memory limit in DocumentSourceSetWindowFields, used {bytes} bytes but max allowed is {} bytes",
-                self.limit
-            ),
-        ))
+        if bytes <= self.limit { Ok(()) } else { Err(memory_exceeded(bytes, self.limit)) }
     }
+}
+
+/// MongoDB's error for a window stage past its memory limit.
+fn memory_exceeded(bytes: usize, limit: usize) -> QueryError {
+    fail(
+        5414201,
+        format!(
+            "Exceeded memory limit in DocumentSourceSetWindowFields, used {bytes} bytes but max allowed is {limit} bytes"
+        ),
+    )
 }
 
 impl Iterator for Windows<'_> {
