@@ -34,11 +34,27 @@ impl Inner {
     ) -> Result<Document> {
         let counters = Arc::new(ExecutionCounters::default());
         let started = Instant::now();
-        let (cursor, plan) = self.find_with_counters(db, name, request, Arc::clone(&counters))?;
-        let winning = match (&plan, self.text_plan(db, name, request)?) {
-            (Some(plan), _) => winning_plan(plan, request),
-            (None, Some(text)) => text,
-            (None, None) => doc! { "stage": "EOF" },
+        // Near and text queries run whole when their cursor is made: the planner's view must not
+        // run them (the slow-query log and the profiler explain every find they report).
+        let near = query::filter::Filter::parse(&request.filter).ok().and_then(|f| crate::read::geo::near_of(&f));
+        // Their errors (no geo or text index) still come from the find.
+        let planned_only = verbosity == Verbosity::QueryPlanner
+            && match (&near, self.catalog.collection(db, name)) {
+                (Some((path, near)), Some(collection)) => crate::read::geo::near_index(&collection, path, near).is_ok(),
+                (Some(_), None) => false,
+                (None, _) => self.text_plan(db, name, request)?.is_some(),
+            };
+        let (cursor, plan) = match planned_only {
+            true => (crate::read::find::Cursor::from_documents(Vec::new()), None),
+            false => self.find_with_counters(db, name, request, Arc::clone(&counters))?,
+        };
+        let winning = match (&plan, self.text_plan(db, name, request)?, &near) {
+            (Some(plan), _, _) => winning_plan(plan, request),
+            (None, Some(text), _) => text,
+            (None, None, Some((_, near))) => {
+                doc! { "stage": if near.spherical { "GEO_NEAR_2DSPHERE" } else { "GEO_NEAR_2D" } }
+            }
+            (None, None, None) => doc! { "stage": "EOF" },
         };
         let mut explain = doc! {
             "explainVersion": "1",

@@ -1111,6 +1111,15 @@ def test_near_with_a_limit_reads_growing_rings_not_the_whole_index(db):
     assert got == expected[2:7]
     entry = db.system.profile.find_one({"op": "query", "ns": db.spots.full_name})
     assert entry["keysExamined"] < 500, entry
+    # Logged as slow, its plan is explained for the log without running it again.
+    db.system.profile.drop()
+    db.command("profile", 2, slowms=0)
+    list(db.spots.find({"loc": {"$near": {"$geometry": point}}}).skip(2).limit(5))
+    db.command("profile", 0, slowms=100)
+    slow = db.system.profile.find_one({"op": "query", "ns": db.spots.full_name})
+    assert slow["keysExamined"] == entry["keysExamined"] and slow["planSummary"] == "GEO_NEAR_2DSPHERE", slow
+    plan = db.spots.find({"loc": {"$near": {"$geometry": point}}}).limit(5).explain()["queryPlanner"]["winningPlan"]
+    assert plan["stage"] == "GEO_NEAR_2DSPHERE"
     staged = db.spots.aggregate([{"$geoNear": {"near": point, "distanceField": "d"}}, {"$skip": 1}, {"$limit": 3}])
     assert [d["_id"] for d in staged] == expected[1:4]
     # Without a limit every document is returned, nearest first; so with a sort on another field.
