@@ -13,6 +13,7 @@
 //! and there is no `system.buckets` collection.
 
 use bson::{Bson, Document, RawDocument, doc};
+use query::error::idl;
 
 use crate::error::{Error, Result};
 
@@ -52,9 +53,7 @@ impl TimeSeries {
             Some(Bson::String(_)) => Err(Error::bad_value(format!("The '{name}' must be a non-empty field name"))),
             Some(_) => Err(Error::TypeMismatch(format!("BSON field 'timeseries.{name}' must be a string"))),
         };
-        let time_field = field("timeField")?.ok_or_else(|| {
-            Error::Query(query::error::fail(40414, "BSON field 'timeseries.timeField' is missing but a required field"))
-        })?;
+        let time_field = field("timeField")?.ok_or_else(|| Error::Query(idl::missing_field("timeseries.timeField")))?;
         let meta_field = field("metaField")?;
         if meta_field.as_deref() == Some(time_field.as_str()) {
             return Err(Error::InvalidOptions("The 'metaField' cannot be the same as the 'timeField'".into()));
@@ -125,10 +124,7 @@ fn check_bucketing(spec: &Document) -> Result<()> {
             key.as_str(),
             "timeField" | "metaField" | "granularity" | "bucketMaxSpanSeconds" | "bucketRoundingSeconds"
         ) {
-            return Err(Error::Query(query::error::fail(
-                40415,
-                format!("BSON field 'timeseries.{key}' is an unknown field."),
-            )));
+            return Err(Error::Query(idl::unknown_field(&format!("timeseries.{key}"))));
         }
     }
     if let Some(granularity) = spec.get("granularity") {

@@ -127,3 +127,28 @@ pub fn fail(code: impl Into<Code>, message: impl Into<String>) -> QueryError {
     let Code(code) = code.into();
     QueryError::Coded { code, code_name: vocabulary::code_name(code), message: message.into() }
 }
+
+/// MongoDB's errors for a command or stage specification its IDL parser refuses, the field
+/// named by its dotted path (`$densify.range.step`).
+pub mod idl {
+    use super::{ErrorCode, QueryError, fail};
+
+    /// 40415.
+    pub fn unknown_field(path: &str) -> QueryError {
+        fail(40415, format!("BSON field '{path}' is an unknown field."))
+    }
+
+    /// 40414.
+    pub fn missing_field(path: &str) -> QueryError {
+        fail(40414, format!("BSON field '{path}' is missing but a required field"))
+    }
+
+    /// TypeMismatch (14).
+    pub fn wrong_type(path: &str, value: &bson::Bson, expected: &str) -> QueryError {
+        let found = crate::expr::bson_type_name(value);
+        fail(
+            ErrorCode::TypeMismatch,
+            format!("BSON field '{path}' is the wrong type '{found}', expected type '{expected}'"),
+        )
+    }
+}

@@ -34,7 +34,6 @@ use bson::{Bson, Document, RawDocument};
 use document::keycodec::{Direction, EncodedKey, decode_key};
 use document::path::{IndexSpec, Sparseness};
 use query::filter::Filter;
-use query::number::Num;
 use storage::{TreeId, Writes};
 
 use crate::catalog::entry::IndexMeta;
@@ -156,7 +155,7 @@ impl Index {
             return Ok((Vec::new(), false));
         }
         if let Some(text) = &self.text {
-            return text_keys(text, raw);
+            return text_keys(text, self.spec.fields(), raw);
         }
         // A geo index's other fields take the collation's surrogates in `geo_keys`.
         if let Some(kind) = &self.geo {
@@ -415,28 +414,29 @@ impl Index {
 
 /// A text index's keys: `(term, score)` per distinct term of the document, after the values
 /// of its prefix fields and before those of its suffix fields (one value each: an array there
-/// is refused, as MongoDB refuses it).
-fn text_keys(text: &text::TextSpec, raw: &RawDocument) -> Result<(Vec<EncodedKey>, bool)> {
+/// is refused, as MongoDB refuses it), each in its direction of the index's key (`fields`).
+fn text_keys(
+    text: &text::TextSpec,
+    fields: &[(document::path::FieldPath, Direction)],
+    raw: &RawDocument,
+) -> Result<(Vec<EncodedKey>, bool)> {
     let document = Document::try_from(raw).map_err(|e| Error::corrupt(format!("stored document: {e}")))?;
-    let scalar = |(field, direction): &(String, Bson), code: i32| -> Result<(Bson, Direction)> {
+    let scalar = |(field, _): &(String, Bson), direction: &Direction| -> Result<(Bson, Direction)> {
         let parts: Vec<String> = field.split('.').map(str::to_owned).collect();
-        let values = path_values(&document, &parts);
-        let direction = if Num::from_bson(direction).is_some_and(|d| d.to_f64() < 0.0) {
-            Direction::Descending
-        } else {
-            Direction::Ascending
-        };
-        match values.as_slice() {
-            [] => Ok((Bson::Null, direction)),
+        match path_values(&document, &parts).as_slice() {
+            [] => Ok((Bson::Null, *direction)),
             [Bson::Array(_)] | [_, _, ..] => Err(Error::Query(query::error::fail(
-                code,
+                16675,
                 format!("A compound text index cannot hold an array in its non-text field '{field}'"),
             ))),
-            [value] => Ok(((*value).clone(), direction)),
+            [value] => Ok(((*value).clone(), *direction)),
         }
     };
-    let before: Vec<(Bson, Direction)> = text.prefix.iter().map(|f| scalar(f, 16675)).collect::<Result<_>>()?;
-    let after: Vec<(Bson, Direction)> = text.suffix.iter().map(|f| scalar(f, 16675)).collect::<Result<_>>()?;
+    let suffix_fields = &fields[fields.len().saturating_sub(text.suffix.len())..];
+    let before: Vec<(Bson, Direction)> =
+        text.prefix.iter().zip(fields).map(|(f, (_, d))| scalar(f, d)).collect::<Result<_>>()?;
+    let after: Vec<(Bson, Direction)> =
+        text.suffix.iter().zip(suffix_fields).map(|(f, (_, d))| scalar(f, d)).collect::<Result<_>>()?;
     let keys: Vec<EncodedKey> = text
         .terms(&document)?
         .into_iter()

@@ -38,17 +38,18 @@ impl Inner {
         // run them (the slow-query log and the profiler explain every find they report).
         let near = query::filter::Filter::parse(&request.filter).ok().and_then(|f| crate::read::geo::near_of(&f));
         // Their errors (no geo or text index) still come from the find.
+        let text = self.text_plan(db, name, request)?;
         let planned_only = verbosity == Verbosity::QueryPlanner
             && match (&near, self.catalog.collection(db, name)) {
                 (Some((path, near)), Some(collection)) => crate::read::geo::near_index(&collection, path, near).is_ok(),
                 (Some(_), None) => false,
-                (None, _) => self.text_plan(db, name, request)?.is_some(),
+                (None, _) => text.is_some(),
             };
         let (cursor, plan) = match planned_only {
             true => (crate::read::find::Cursor::from_documents(Vec::new()), None),
             false => self.find_with_counters(db, name, request, Arc::clone(&counters))?,
         };
-        let winning = match (&plan, self.text_plan(db, name, request)?, &near) {
+        let winning = match (&plan, text, &near) {
             (Some(plan), _, _) => winning_plan(plan, request),
             (None, Some(text), _) => text,
             (None, None, Some((_, near))) => {

@@ -70,12 +70,13 @@ pub fn near_index<'c>(collection: &'c Collection, path: &FieldPath, near: &Near)
         .ok_or_else(no_index)
 }
 
-/// How far the first ring of a limited near query reaches: 1 km, or 1/4096 of a `2d` square.
-fn first_radius(kind: &GeoKind, near: &Near) -> f64 {
+/// The radii of a limited near query's rings, in the query's units: the first reaches 1 km
+/// (1/4096 of a `2d` square), and past the last a ring holds the whole square or sphere.
+fn ring_radii(kind: &GeoKind, near: &Near) -> (f64, f64) {
     match (kind, near.meters) {
-        (GeoKind::Flat { min, max }, false) if !near.spherical => (max - min) / 4096.0,
-        (_, true) => 1000.0,
-        _ => 1000.0 / query::geo::EARTH_RADIUS_METERS,
+        (GeoKind::Flat { min, max }, false) if !near.spherical => ((max - min) / 4096.0, 2.0 * (max - min)),
+        (_, true) => (1000.0, std::f64::consts::PI * query::geo::EARTH_RADIUS_METERS),
+        _ => (1000.0 / query::geo::EARTH_RADIUS_METERS, std::f64::consts::PI),
     }
 }
 
@@ -92,7 +93,7 @@ impl Inner {
     ///
     /// `wanted`: how many the caller will take (a find's skip + limit, without another sort).
     /// Then a query without `$maxDistance` on an index led by its location searches rings
-    /// that grow fourfold from [`first_radius`] until they hold that many (only those within
+    /// that grow fourfold from the first of [`ring_radii`] until they hold that many (only those within
     /// a ring are certain to be the nearest), reading the whole index only when a ring's box
     /// would reach a pole or cross the antimeridian.
     pub fn find_near(
@@ -110,13 +111,7 @@ impl Inner {
         let location_first = index.geo_position() == Some(0);
         let mut found = Found::default();
         if let (Some(wanted), None, true) = (wanted, near.max, location_first) {
-            let mut radius = first_radius(kind, near);
-            // Past this a ring holds the whole square or sphere.
-            let widest = match (kind, near.meters) {
-                (GeoKind::Flat { min, max }, false) if !near.spherical => 2.0 * (max - min),
-                (_, true) => std::f64::consts::PI * query::geo::EARTH_RADIUS_METERS,
-                _ => std::f64::consts::PI,
-            };
+            let (mut radius, widest) = ring_radii(kind, near);
             while radius <= widest
                 && let Some(ranges) = boxed_ranges(kind, &Near { max: Some(radius), ..near.clone() })
             {

@@ -83,7 +83,7 @@ impl Inner {
         let query = query.analyzed(query.language.unwrap_or(spec.default_language));
         let snapshot = self.snapshot_for(request.read_at.as_ref());
         self.catalog.index_usage.note(&index.meta.tree);
-        let prefix = equality_prefix(spec, rest)?;
+        let prefix = equality_prefix(spec, index, rest)?;
         let scores = term_scores(&snapshot, index, &prefix, &query.terms, counters)?;
         let filter = Filter::parse(rest)?.with_variables(Arc::clone(&request.variables));
         let mut found: Vec<(RawDocumentBuf, f64)> = Vec::new();
@@ -163,9 +163,9 @@ fn text_index(collection: &Collection) -> Option<(&Index, &crate::index::text::T
 /// The encoded values a compound text index's prefix fields must equal, read from the rest of
 /// the filter (`{field: value}` or `{field: {$eq: value}}` at its top level); MongoDB's error
 /// when one is missing.
-fn equality_prefix(spec: &crate::index::text::TextSpec, rest: &Document) -> Result<Vec<u8>> {
+fn equality_prefix(spec: &crate::index::text::TextSpec, index: &Index, rest: &Document) -> Result<Vec<u8>> {
     let mut prefix = Vec::new();
-    for (field, direction) in &spec.prefix {
+    for ((field, _), direction) in spec.prefix.iter().zip(index.directions()) {
         let value = match rest.get(field) {
             Some(Bson::Document(operators)) if operators.keys().any(|k| k.starts_with('$')) => {
                 operators.get("$eq").filter(|_| operators.len() == 1)
@@ -178,8 +178,6 @@ fn equality_prefix(spec: &crate::index::text::TextSpec, rest: &Document) -> Resu
                 "error processing query: planner returned error :: caused by :: failed to use text index to satisfy $text query (if text index is compound, are equality predicates given for all prefix fields?)",
             ));
         };
-        let descending = query::number::Num::from_bson(direction).is_some_and(|d| d.to_f64() < 0.0);
-        let direction = if descending { Direction::Descending } else { Direction::Ascending };
         prefix = extend_prefix(&prefix, value, direction);
     }
     Ok(prefix)

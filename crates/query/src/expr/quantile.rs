@@ -14,9 +14,9 @@
 use bson::{Bson, Document};
 
 use super::parse::parse;
-use super::value::{EvalResult, Value, bson_type_name, fail};
+use super::value::{EvalResult, Value, fail};
 use super::{Call, Expr, Func, OpDef};
-use crate::error::QueryError;
+use crate::error::{QueryError, idl};
 use crate::number::Num;
 
 pub(crate) fn lookup(name: &str) -> Option<OpDef> {
@@ -45,13 +45,7 @@ impl Method {
                 crate::error::ErrorCode::BadValue,
                 "Currently only 'approximate', 'discrete', and 'continuous' can be used as percentile 'method'",
             )),
-            other => Err(fail(
-                crate::error::ErrorCode::TypeMismatch,
-                format!(
-                    "BSON field '{op}.method' is the wrong type '{}', expected type 'string'",
-                    bson_type_name(other)
-                ),
-            )),
+            other => Err(idl::wrong_type(&format!("{op}.method"), other, "string")),
         }
     }
 
@@ -95,10 +89,10 @@ impl QuantileSpec {
                 "input" => input = Some(parse(value)?),
                 "p" if !median => ps = Some(parse_ps(value)?),
                 "method" => method = Some(Method::parse(op, value)?),
-                other => return Err(fail(40415, format!("BSON field '{op}.{other}' is an unknown field."))),
+                other => return Err(idl::unknown_field(&format!("{op}.{other}"))),
             }
         }
-        let missing = |field: &str| fail(40414, format!("BSON field '{op}.{field}' is missing but a required field"));
+        let missing = |field: &str| idl::missing_field(&format!("{op}.{field}"));
         let input = input.ok_or_else(|| missing("input"))?;
         if !median && ps.is_none() {
             return Err(missing("p"));

@@ -16,6 +16,8 @@
 
 use geo::{Contains, Coord, Geometry, Intersects, LineString, MultiLineString, Point, Polygon};
 
+use super::on_boundary;
+
 type Vector = [f64; 3];
 
 /// Query parts whose smallest vertex height over their center's plane is below this are too
@@ -171,11 +173,6 @@ fn holds_point(location: &Geometry<f64>, point: Coord<f64>) -> bool {
         matches!(component, Geometry::Polygon(_))
             && SphericalShape::new(component).contains(&Geometry::Point(Point(point)))
     })
-}
-
-/// MongoDB counts a point on a shape's edge as within it; `contains` does not.
-fn on_boundary(shape: &Geometry<f64>, geometry: &Geometry<f64>) -> bool {
-    matches!(geometry, Geometry::Point(_)) && shape.intersects(geometry)
 }
 
 /// The geometry's single parts (a multi-geometry's members, a collection's, recursively).

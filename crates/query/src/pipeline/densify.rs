@@ -17,7 +17,7 @@ use bson::{Bson, Document};
 
 use super::{Context, DocumentStream, folded, set_path};
 use crate::collation::{Collation, compare_values};
-use crate::error::{ErrorCode, QueryError};
+use crate::error::{ErrorCode, QueryError, idl};
 use crate::expr::{TimeUnit, bson_type_name, document_path, fail, parse_field_path};
 use crate::number::{ArithOp, Num, arith};
 use crate::sort::SortSpec;
@@ -27,12 +27,14 @@ const MAX_GENERATED: usize = 500_000;
 
 #[derive(Debug, Clone)]
 pub struct DensifySpec {
-    field: String,
     path: Vec<String>,
-    partitions: Vec<(String, Vec<String>)>,
+    /// The paths of `partitionByFields`.
+    partitions: Vec<Vec<String>>,
     step: Num,
     unit: Option<TimeUnit>,
     bounds: RangeBounds,
+    /// The partition fields, then `field`, ascending.
+    sort: SortSpec,
 }
 
 #[derive(Debug, Clone)]
@@ -51,6 +53,7 @@ impl DensifySpec {
             ));
         };
         let (mut field, mut partitions, mut range) = (None, Vec::new(), None);
+        let mut order = Document::new();
         for (key, value) in spec {
             match (key.as_str(), value) {
                 ("field", Bson::String(name)) => field = Some(name.clone()),
@@ -59,14 +62,15 @@ impl DensifySpec {
                         let Bson::String(name) = name else {
                             return Err(wrong_type("partitionByFields", name, "string"));
                         };
-                        partitions.push((name.clone(), parse_field_path(name)?));
+                        partitions.push(parse_field_path(name)?);
+                        order.insert(name.clone(), 1);
                     }
                 }
                 ("range", Bson::Document(r)) => range = Some(r),
                 ("field", other) => return Err(wrong_type("field", other, "string")),
                 ("partitionByFields", other) => return Err(wrong_type("partitionByFields", other, "array")),
                 ("range", other) => return Err(wrong_type("range", other, "object")),
-                (other, _) => return Err(fail(40415, format!("BSON field '$densify.{other}' is an unknown field."))),
+                (other, _) => return Err(idl::unknown_field(&format!("$densify.{other}"))),
             }
         }
         let field = field.ok_or_else(|| missing("field"))?;
@@ -78,20 +82,13 @@ impl DensifySpec {
                 "One cannot specify the bounds as 'partition' without specifying a non-empty array of partitionByFields. You may have meant to specify 'full' bounds.",
             ));
         }
-        Ok(DensifySpec { field, path, partitions, step, unit, bounds })
+        order.insert(field, 1);
+        let sort = SortSpec::parse_stage(&Bson::Document(order))?;
+        Ok(DensifySpec { path, partitions, step, unit, bounds, sort })
     }
 
     pub(super) fn stream<'a>(&self, input: DocumentStream<'a>, context: &Context<'a>) -> DocumentStream<'a> {
-        let mut order = Document::new();
-        for (name, _) in &self.partitions {
-            order.insert(name.clone(), 1);
-        }
-        order.insert(self.field.clone(), 1);
-        let sort = match SortSpec::parse_stage(&Bson::Document(order)) {
-            Ok(sort) => sort,
-            Err(e) => return Box::new(std::iter::once(Err(e))),
-        };
-        let sorted = folded(input, Box::new(super::sort::fold(&sort, context)));
+        let sorted = folded(input, Box::new(super::sort::fold(&self.sort, context)));
         let spec = self.clone();
         let collation = context.collation.clone();
         let mut pending = Some(sorted);
@@ -246,13 +243,13 @@ impl DensifySpec {
 
     /// The partition fields' values, missing as null (as the sort orders them).
     fn partition_key(&self, document: &Document) -> Vec<Bson> {
-        self.partitions.iter().map(|(_, path)| document_path(document, path).unwrap_or(Bson::Null)).collect()
+        self.partitions.iter().map(|path| document_path(document, path).unwrap_or(Bson::Null)).collect()
     }
 
     /// The partition's fields as a generated document starts: the values present in `document`.
     fn partition_fields(&self, document: &Document) -> Document {
         let mut fields = Document::new();
-        for (_, path) in &self.partitions {
+        for path in &self.partitions {
             if let Some(value) = document_path(document, path) {
                 set_path(&mut fields, path, value);
             }
@@ -279,7 +276,7 @@ fn parse_range(range: &Document) -> Result<(Num, Option<TimeUnit>, RangeBounds),
                 other => return Err(wrong_type("range.unit", other, "string")),
             },
             "bounds" => bounds = Some(value),
-            other => return Err(fail(40415, format!("BSON field '$densify.range.{other}' is an unknown field."))),
+            other => return Err(idl::unknown_field(&format!("$densify.range.{other}"))),
         }
     }
     let step = step.ok_or_else(|| missing("range.step"))?;
@@ -342,15 +339,9 @@ fn explicit_bounds(items: &[Bson], step: &Bson, unit: Option<TimeUnit>) -> Resul
 }
 
 fn missing(field: &str) -> QueryError {
-    fail(40414, format!("BSON field '$densify.{field}' is missing but a required field"))
+    idl::missing_field(&format!("$densify.{field}"))
 }
 
 fn wrong_type(field: &str, value: &Bson, expected: &str) -> QueryError {
-    fail(
-        ErrorCode::TypeMismatch,
-        format!(
-            "BSON field '$densify.{field}' is the wrong type '{}', expected type '{expected}'",
-            bson_type_name(value)
-        ),
-    )
+    idl::wrong_type(&format!("$densify.{field}"), value, expected)
 }

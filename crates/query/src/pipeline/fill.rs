@@ -9,7 +9,7 @@ use bson::{Bson, Document, doc};
 use super::add_fields::AddFields;
 use super::window::SetWindowFields;
 use super::{Context, DocumentStream};
-use crate::error::{ErrorCode, QueryError};
+use crate::error::{ErrorCode, QueryError, idl};
 use crate::expr::{bson_type_name, fail};
 
 #[derive(Debug, Clone)]
@@ -42,10 +42,10 @@ impl FillSpec {
                 ("sortBy" | "output", other) => return Err(wrong_type(key, other, "object")),
                 ("partitionBy", other) => return Err(wrong_type(key, other, "string or object")),
                 ("partitionByFields", other) => return Err(wrong_type(key, other, "array")),
-                (other, _) => return Err(fail(40415, format!("BSON field '$fill.{other}' is an unknown field."))),
+                (other, _) => return Err(idl::unknown_field(&format!("$fill.{other}"))),
             }
         }
-        let output = output.ok_or_else(|| fail(40414, "BSON field '$fill.output' is missing but a required field"))?;
+        let output = output.ok_or_else(|| idl::missing_field("$fill.output"))?;
         if output.is_empty() {
             return Err(fail(6050203, "The output field in '$fill' must contain an object with at least one element"));
         }
@@ -99,7 +99,7 @@ fn parse_outputs(output: &Document) -> Result<(Document, Document), QueryError> 
             match key.as_str() {
                 "method" => method = Some(v),
                 "value" => value = Some(v),
-                other => return Err(fail(40415, format!("BSON field '$fill.output.{other}' is an unknown field."))),
+                other => return Err(idl::unknown_field(&format!("$fill.output.{other}"))),
             }
         }
         match (method, value) {
@@ -132,8 +132,5 @@ fn parse_outputs(output: &Document) -> Result<(Document, Document), QueryError> 
 }
 
 fn wrong_type(field: &str, value: &Bson, expected: &str) -> QueryError {
-    fail(
-        ErrorCode::TypeMismatch,
-        format!("BSON field '$fill.{field}' is the wrong type '{}', expected type '{expected}'", bson_type_name(value)),
-    )
+    idl::wrong_type(&format!("$fill.{field}"), value, expected)
 }

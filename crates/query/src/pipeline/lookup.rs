@@ -12,7 +12,7 @@ use document::path::{Candidate, match_candidates};
 use super::source::Namespace;
 use super::unwind::set_path;
 use super::{Context, Pipeline};
-use crate::error::QueryError;
+use crate::error::{QueryError, idl};
 use crate::expr::{Expr, Scope, bson_type_name, fail};
 
 #[derive(Debug, Clone)]
@@ -202,12 +202,11 @@ impl UnionWithSpec {
                         ("coll", Bson::String(s)) => collection = Some(s.clone()),
                         ("pipeline", v) => pipeline = Some(sub_pipeline(v, "$unionWith")?),
                         (other, _) => {
-                            return Err(fail(40415, format!("BSON field '$unionWith.{other}' is an unknown field.")));
+                            return Err(idl::unknown_field(&format!("$unionWith.{other}")));
                         }
                     }
                 }
-                let collection = collection
-                    .ok_or_else(|| fail(40414, "BSON field '$unionWith.coll' is missing but a required field"))?;
+                let collection = collection.ok_or_else(|| idl::missing_field("$unionWith.coll"))?;
                 Ok(UnionWithSpec { collection, pipeline })
             }
             other => Err(fail(

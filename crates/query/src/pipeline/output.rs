@@ -11,7 +11,7 @@ use bson::{Bson, Document};
 use super::Context;
 use super::source::Namespace;
 use super::update::UpdatePipeline;
-use crate::error::QueryError;
+use crate::error::{QueryError, idl};
 use crate::expr::{Expr, Scope, bson_type_name, fail};
 
 /// `$out: "coll"` or `{db, coll}`.
@@ -31,10 +31,10 @@ fn parse_namespace(spec: &Document, stage: &str) -> Result<Namespace, QueryError
         match (key.as_str(), value) {
             ("db", Bson::String(s)) => db = s.clone(),
             ("coll", Bson::String(s)) => coll = Some(s.clone()),
-            (other, _) => return Err(fail(40415, format!("BSON field '{stage}.{other}' is an unknown field."))),
+            (other, _) => return Err(idl::unknown_field(&format!("{stage}.{other}"))),
         }
     }
-    let coll = coll.ok_or_else(|| fail(40414, format!("BSON field '{stage}.coll' is missing but a required field")))?;
+    let coll = coll.ok_or_else(|| idl::missing_field(&format!("{stage}.coll")))?;
     Ok(Namespace::new(db, coll))
 }
 
@@ -104,11 +104,11 @@ impl MergeSpec {
                 "let" => merge.let_vars = parse_let(value)?,
                 "whenMatched" => merge.when_matched = parse_when_matched(value)?,
                 "whenNotMatched" => merge.when_not_matched = parse_when_not_matched(value)?,
-                other => return Err(fail(40415, format!("BSON field '$merge.{other}' is an unknown field."))),
+                other => return Err(idl::unknown_field(&format!("$merge.{other}"))),
             }
         }
         if !has_into {
-            return Err(fail(40414, "BSON field '$merge.into' is missing but a required field"));
+            return Err(idl::missing_field("$merge.into"));
         }
         Ok(merge)
     }

@@ -15,7 +15,7 @@ use super::output::{MergeSpec, parse_out};
 use super::source::Namespace;
 use super::unwind::UnwindSpec;
 use super::{MatchStage, Pipeline};
-use crate::error::QueryError;
+use crate::error::{QueryError, idl};
 use crate::expr::{Expr, bson_type_name, fail};
 use crate::projection::Projection;
 use crate::sort::SortSpec;
@@ -155,7 +155,7 @@ fn parse_replace_root(spec: &Bson) -> Result<Expr, QueryError> {
     for (key, value) in spec {
         match key.as_str() {
             "newRoot" => new_root = Some(Expr::parse(value)?),
-            other => return Err(fail(40415, format!("BSON field '$replaceRoot.{other}' is an unknown field."))),
+            other => return Err(idl::unknown_field(&format!("$replaceRoot.{other}"))),
         }
     }
     new_root.ok_or_else(|| fail(40231, "no newRoot specified for the $replaceRoot stage"))

@@ -162,12 +162,8 @@ impl Function {
                 }
             }
             "$covariancePop" | "$covarianceSamp" => {
-                let args = crate::expr::Expr::parse(argument)?;
-                let (x, y) = match (argument, args) {
-                    (Bson::Array(items), Expr::Array(mut exprs)) if items.len() == 2 => {
-                        let y = exprs.pop().unwrap_or(Expr::Absent);
-                        (exprs.pop().unwrap_or(Expr::Absent), y)
-                    }
+                let (x, y) = match argument {
+                    Bson::Array(items) if items.len() == 2 => (Expr::parse(&items[0])?, Expr::parse(&items[1])?),
                     _ => {
                         return Err(fail(
                             ErrorCode::FailedToParse,

@@ -22,7 +22,7 @@ use bson::{Bson, Document};
 
 use super::{Context, DocumentStream, folded, set_path};
 use crate::collation::{Collation, compare_values};
-use crate::error::{ErrorCode, QueryError};
+use crate::error::{ErrorCode, QueryError, idl};
 use crate::expr::{Expr, Variables, approximate_document_bytes, bson_type_name, fail};
 use crate::sort::SortSpec;
 use function::{Function, Partition};
@@ -62,12 +62,11 @@ impl SetWindowFields {
                     other => return Err(wrong_type("output", other)),
                 },
                 other => {
-                    return Err(fail(40415, format!("BSON field '$setWindowFields.{other}' is an unknown field.")));
+                    return Err(idl::unknown_field(&format!("$setWindowFields.{other}")));
                 }
             }
         }
-        let output = output
-            .ok_or_else(|| fail(40414, "BSON field '$setWindowFields.output' is missing but a required field"))?;
+        let output = output.ok_or_else(|| idl::missing_field("$setWindowFields.output"))?;
         let parsed_sort = sort_by.as_ref().map(|s| SortSpec::parse_stage(&Bson::Document(s.clone()))).transpose()?;
         let mut outputs = Vec::with_capacity(output.len());
         for (path, function) in output {
@@ -148,13 +147,7 @@ impl SetWindowFields {
 }
 
 fn wrong_type(field: &str, value: &Bson) -> QueryError {
-    fail(
-        ErrorCode::TypeMismatch,
-        format!(
-            "BSON field '$setWindowFields.{field}' is the wrong type '{}', expected type 'object'",
-            bson_type_name(value)
-        ),
-    )
+    idl::wrong_type(&format!("$setWindowFields.{field}"), value, "object")
 }
 
 /// The pass over sorted documents, one partition at a time.
