@@ -133,6 +133,8 @@ impl<'e> Transaction<'e> {
             }
         }
         flush_as_needed(shared, needs);
+        // Backpressure here, holding no lock: not inside the trees' writes (see `eviction`).
+        shared.store.throttle();
         Ok(last)
     }
 

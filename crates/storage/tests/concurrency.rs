@@ -155,6 +155,47 @@ fn transfers_under_readers(engine: &Arc<Engine>) -> [TreeId; 2] {
     trees
 }
 
+/// A commit larger than one hold of a tree's lock (a tree takes a commit's messages a hundred
+/// or so at a time, letting readers in between) is still seen whole or not at all: each commit
+/// inserts 1,000 keys into one tree, and readers count keys in snapshots.
+#[test]
+fn readers_see_whole_commits_larger_than_one_hold_of_the_tree_lock() {
+    const PER_COMMIT: u32 = 1000;
+    let options = Options { node_size_bytes: 16 << 10, basement_size_bytes: 2048, fanout: 8, ..Options::default() };
+    let engine = Arc::new(Engine::open_in_memory(options).expect("open"));
+    let tree = engine.create_tree("bulk").expect("tree");
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (engine, stop) = (Arc::clone(&engine), Arc::clone(&stop));
+            thread::spawn(move || {
+                let mut partial_looks = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let count = engine.snapshot().iter(tree).count() as u32;
+                    assert_eq!(count % PER_COMMIT, 0, "a snapshot saw {count} keys: part of a commit");
+                    partial_looks += usize::from(count > 0);
+                }
+                partial_looks
+            })
+        })
+        .collect();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    for _ in 0..40 {
+        let mut txn = engine.begin();
+        for _ in 0..PER_COMMIT {
+            // Random keys: most are buffered in the root, not appended.
+            txn.put(tree, rng.r#gen::<u64>().to_be_bytes().to_vec(), vec![1; 20]);
+        }
+        txn.commit(Durability::None).expect("commit");
+    }
+    stop.store(true, Ordering::Relaxed);
+    for reader in readers {
+        assert!(reader.join().expect("reader") > 0, "the readers looked while commits ran");
+    }
+    assert_eq!(engine.snapshot().iter(tree).count(), 40 * PER_COMMIT as usize);
+    engine.verify().expect("verify");
+}
+
 #[test]
 fn a_snapshot_taken_before_inserts_does_not_see_them_and_its_scan_survives_them() {
     let options = Options { node_size_bytes: 4096, basement_size_bytes: 512, fanout: 6, ..Options::default() };

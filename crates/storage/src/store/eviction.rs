@@ -4,6 +4,14 @@
 //! thread does this beside the writers; far over budget a writer waits and evicts itself
 //! (backpressure). Only one thread evicts at a time (`NodeStore::evicting`).
 //!
+//! Backpressure waits only where the waiting thread holds no lock anyone else needs
+//! (`NodeStore::throttle`: after a commit, between two flush steps). Adding to the cache anywhere
+//! else (`maybe_evict`) wakes the evictor and goes on: a writer or flusher waiting there held its
+//! tree's lock, or the commit lock, through someone else's eviction (milliseconds of
+//! compressing and writing dirty nodes), and every reader and writer of the tree waited behind
+//! it. That was most of the p99 of reads while a writer ran beyond memory (issue 17). No one
+//! waits for eviction below `HARD_LIMIT_PERCENT` but at those two places.
+//!
 //! A failed write (a full disk) costs nothing: the node stays dirty in memory and its block goes
 //! back to the allocator. The failure is kept (`NodeStore::write_failure`) and the engine refuses
 //! commits while it stands, so memory does not grow with changes that cannot be written; the
@@ -30,6 +38,11 @@ const EVICT_TARGET_PERCENT: usize = 90;
 /// the budget, so that a process can be held to a memory cap near it: the evictor runs beside
 /// the writers, and at 150% (the earlier value) the nodes alone could take half again the budget.
 const THROTTLE_PERCENT: usize = 115;
+
+/// Past this share of the budget, any thread adding to the cache waits for the running eviction,
+/// wherever it is: the bound that holds when the threads that throttle (`throttle`) fall behind,
+/// as readers alone can make them. Reached rarely: the writers' throttle comes first.
+const HARD_LIMIT_PERCENT: usize = 150;
 
 /// How often, at most, the evictor returns free glibc allocator pages to the system (in a program
 /// that embeds the engine on glibc's malloc; Strata's binaries run on jemalloc, which purges on
@@ -89,26 +102,39 @@ impl Evictor {
 }
 
 impl NodeStore {
-    /// Keeps the cache within budget. Over budget, the evictor thread (if one runs) is woken
-    /// and the caller goes on; far over budget (`THROTTLE_PERCENT`), the caller waits for the
-    /// running eviction and then evicts itself: that is the writers' backpressure. Without an
-    /// evictor thread, the caller evicts whenever no one else is.
+    /// Keeps the cache within budget without waiting: over budget, the evictor thread (if one
+    /// runs) is woken and the caller goes on; without an evictor thread, the caller evicts
+    /// whenever no one else is. Only past `HARD_LIMIT_PERCENT` does the caller wait for the
+    /// running eviction (see the module header: callers may hold a tree's lock).
     pub(super) fn maybe_evict(&self) {
         if self.disk.is_none() || self.used_bytes() <= self.budget_bytes {
             return;
         }
-        let _evicting = if self.used_bytes() > self.budget_bytes / 100 * THROTTLE_PERCENT {
-            self.counters.throttle_waits.fetch_add(1, Ordering::Relaxed);
-            self.evicting.lock()
+        if self.used_bytes() > self.budget_bytes / 100 * HARD_LIMIT_PERCENT {
+            self.wait_and_evict();
+            return;
+        }
+        if self.evictor.wake() {
+            return;
+        }
+        if let Some(_evicting) = self.evicting.try_lock() {
+            self.evict_to_target();
+        }
+    }
+
+    /// The writers' backpressure, for a thread that holds no lock others wait on: far over
+    /// budget (`THROTTLE_PERCENT`), waits for the running eviction and then evicts itself.
+    pub fn throttle(&self) {
+        if self.disk.is_some() && self.used_bytes() > self.budget_bytes / 100 * THROTTLE_PERCENT {
+            self.wait_and_evict();
         } else {
-            if self.evictor.wake() {
-                return;
-            }
-            match self.evicting.try_lock() {
-                Some(guard) => guard,
-                None => return,
-            }
-        };
+            self.maybe_evict();
+        }
+    }
+
+    fn wait_and_evict(&self) {
+        self.counters.throttle_waits.fetch_add(1, Ordering::Relaxed);
+        let _evicting = self.evicting.lock();
         self.evict_to_target();
     }
 

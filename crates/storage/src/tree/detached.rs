@@ -45,6 +45,19 @@ struct BufferLocation {
     probe: Vec<u8>,
 }
 
+impl BufferLocation {
+    /// Reads the nodes the locked steps will change (the path and the child) whole into the
+    /// cache before the tree's lock is taken, so that the disk is not read under it: the whole
+    /// read of an internal node thinned by eviction took milliseconds, and every reader and
+    /// writer of the tree waited (issue 17). Only a hint: a writer may have a node out at this
+    /// moment, or the tree may change before the lock; the locked step reads what it still lacks.
+    fn read_ahead(&self, ctx: &Ctx<'_>) {
+        for &id in self.path.iter().chain([&self.child]) {
+            let _ = ctx.store.get(id);
+        }
+    }
+}
+
 /// The way from the root to a node: each node passed, with the index of the child taken.
 type Route = Vec<(NodeId, usize)>;
 
@@ -93,6 +106,8 @@ impl Tree {
                 Step::Leaf(location) if abandoned < MOST_ABANDONED => self.flush_leaf(ctx, location)?,
                 Step::Leaf(location) => self.push_locked(ctx, &location, &mut overfull)?,
             };
+            // Backpressure between steps, outside the tree's lock (see `eviction`).
+            ctx.store.throttle();
             if done {
                 abandoned = 0;
             } else {
@@ -154,6 +169,7 @@ impl Tree {
         location: &BufferLocation,
         overfull: &mut Vec<(NodeId, Vec<u8>)>,
     ) -> Result<bool> {
+        location.read_ahead(ctx);
         let mut guard = self.root.write();
         let Some(mut root) = *guard else { return Ok(true) };
         let result = self.push_at(ctx, &mut root, location);
@@ -198,9 +214,7 @@ impl Tree {
     /// The three steps of a leaf flush (see the module header). Returns false if the tree
     /// changed under it and the work was dropped.
     fn flush_leaf(&self, ctx: &Ctx<'_>, location: BufferLocation) -> Result<bool> {
-        // Read into the cache before the lock, so that sealing does not read the disk under it.
-        // Only a hint: a writer may have the leaf out at this moment.
-        let _ = ctx.store.get(location.child);
+        location.read_ahead(ctx);
         let Some(sealing) = self.seal(ctx, location)? else { return Ok(false) };
         // `seal` saw a leaf: there is always a result. (A seal left behind would only keep its
         // runs from merging until the next flush of that buffer.)
