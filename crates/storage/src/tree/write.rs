@@ -64,32 +64,37 @@ impl Tree {
     pub fn write(&self, ctx: &Ctx<'_>, messages: Vec<TreeMessage>) -> Result<FlushNeed> {
         let ctx = &ctx.for_tree(self);
         let mut messages = messages.into_iter().peekable();
-        let mut root = None;
-        while messages.peek().is_some() {
+        loop {
             let waiting = std::time::Instant::now();
             let mut guard = self.root.write();
             Counters::add(&ctx.counters.tree_lock_wait_micros, waiting.elapsed().as_micros() as u64);
-            let mut id = guard.ok_or_else(|| self.not_found())?;
+            let mut root = guard.ok_or_else(|| self.not_found())?;
             let chunk = messages.by_ref().take(LOCKED_MESSAGES);
-            let result = write_all(ctx, &mut id, &mut self.append_floor.lock(), chunk);
-            *guard = Some(id);
+            let result = write_all(ctx, &mut root, &mut self.append_floor.lock(), chunk);
+            *guard = Some(root);
             result?;
-            root = Some(id);
+            if messages.peek().is_none() {
+                // Still under the lock: without it the flusher may have the root out.
+                return flush_need(ctx, root);
+            }
         }
-        let Some(root) = root else { return Ok(FlushNeed::None) };
-        let node = ctx.store.get(root)?;
-        let buffered = match &**node {
-            Node::Internal(internal) => internal.buffered_bytes(),
-            Node::Leaf(_) => 0,
-        };
-        Ok(if buffered > 2 * ctx.options.node_size_bytes {
-            FlushNeed::Urgent
-        } else if buffered > ctx.options.node_size_bytes {
-            FlushNeed::Wanted
-        } else {
-            FlushNeed::None
-        })
     }
+}
+
+/// How urgently a root wants flushing. The caller holds the tree's lock.
+fn flush_need(ctx: &Ctx<'_>, root: NodeId) -> Result<FlushNeed> {
+    let node = ctx.store.get(root)?;
+    let buffered = match &**node {
+        Node::Internal(internal) => internal.buffered_bytes(),
+        Node::Leaf(_) => 0,
+    };
+    Ok(if buffered > 2 * ctx.options.node_size_bytes {
+        FlushNeed::Urgent
+    } else if buffered > ctx.options.node_size_bytes {
+        FlushNeed::Wanted
+    } else {
+        FlushNeed::None
+    })
 }
 
 fn write_all(
