@@ -114,12 +114,12 @@ fn a_backup_survives_a_power_loss_right_after_it_returns() {
         txn.commit(Durability::Immediate).unwrap();
         engine.backup(Path::new("/backups/monday/db")).unwrap();
         let image = disk.crash(seed);
-        std::mem::forget(engine);
+        engine.halt();
         let copy = Engine::open_with(Arc::new(image), Path::new("/backups/monday/db"), Options::tiny())
             .unwrap_or_else(|e| panic!("crash seed {seed}: the backup does not open: {e}"));
         copy.verify().unwrap();
         let tree = copy.tree("t").unwrap_or_else(|| panic!("crash seed {seed}: the backup lost its tree"));
         assert_eq!(copy.snapshot().iter(tree).count(), 500, "crash seed {seed}");
-        std::mem::forget(copy);
+        copy.halt();
     }
 }

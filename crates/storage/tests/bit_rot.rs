@@ -58,7 +58,7 @@ fn build(dir: &Path) -> Written {
         }
     }
     // A crash: what the log holds past the checkpoint stays there.
-    std::mem::forget(engine);
+    engine.halt();
     Written { tree_of }
 }
 
@@ -358,7 +358,7 @@ fn a_damaged_header_slot_leaves_the_other_naming_the_same_checkpoint() {
                 engine.checkpoint().expect("checkpoint");
             }
         }
-        std::mem::forget(engine);
+        engine.halt();
     }
     for slot in [0u64, 1] {
         let dir = scratch.join(format!("slot-{slot}-zeroed"));

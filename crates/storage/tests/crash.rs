@@ -101,7 +101,7 @@ fn run(disk: &SimFs, steps: &[Step]) -> (Vec<Model>, usize) {
     let trees: Vec<TreeId> = match ["left", "right"].iter().map(|n| engine.create_tree(n)).collect() {
         Ok(trees) => trees,
         Err(_) => {
-            std::mem::forget(engine);
+            engine.halt();
             return (states, 0);
         }
     };
@@ -135,8 +135,9 @@ fn run(disk: &SimFs, steps: &[Step]) -> (Vec<Model>, usize) {
             }
         }
     }
-    // A crash: the engine's shutdown must not run (it would write a checkpoint).
-    std::mem::forget(engine);
+    // A crash: the engine's shutdown must not run (it would write a checkpoint); `halt` stops its
+    // threads and writes nothing.
+    engine.halt();
     (states, acked)
 }
 
@@ -165,7 +166,7 @@ fn check_recovery(disk: &SimFs, crash_seed: u64, states: &[Model], acked: usize,
         allowed.contains(&got),
         "{what}, crash seed {crash_seed}: recovered state is not the state after {acked} acknowledged commits (or one more)"
     );
-    std::mem::forget(engine);
+    engine.halt();
 }
 
 #[test]
@@ -309,7 +310,7 @@ fn a_failed_background_flush_stops_commits_and_keeps_the_acknowledged_ones() {
     txn.put(tree, numbered_key(0), vec![2; 40]);
     let again = txn.commit(Durability::Immediate).expect_err("a commit acknowledged after the engine stopped");
     assert!(again.to_string().contains("must be reopened"), "seed {seed}: the engine did not stop: {again}");
-    std::mem::forget(engine);
+    engine.halt();
     check_recovery(&disk, seed, &states, acked, &format!("seed {seed}, after a failed flush"));
 }
 
@@ -360,11 +361,11 @@ fn a_failed_checkpoint_is_counted_and_costs_no_commit() {
                 "call {call}: a stopped engine took a commit"
             );
         }
-        std::mem::forget(engine);
+        engine.halt();
         let engine = open(&disk.crash(call));
         engine.verify().unwrap_or_else(|e| panic!("call {call}: verify: {e}"));
         assert_eq!(contents(&engine), Some(model), "call {call}: contents after reopening");
-        std::mem::forget(engine);
+        engine.halt();
     }
     println!("{calls} calls in a checkpoint; after {retried} failures the next checkpoint succeeded");
     assert!(retried > 0, "no failed checkpoint was retried successfully");
@@ -404,11 +405,11 @@ fn power_loss_during_the_checkpoint_after_recovery_keeps_everything() {
     assert_eq!(engine.stats().checkpoints, 1, "the checkpoint after recovery failed on a clean disk");
     assert_eq!(contents(&engine).as_ref(), Some(expected));
     let calls = clean.calls();
-    std::mem::forget(engine);
+    engine.halt();
     // Once checkpointed, the next start replays nothing.
     let engine = open(&clean.crash(12)).expect("recovery after the checkpoint");
     assert_eq!(engine.stats().recovery.replayed_records, 0, "the checkpoint after recovery did not cover the replay");
-    std::mem::forget(engine);
+    engine.halt();
 
     println!("recovery and its checkpoint make {calls} I/O calls; power loss before each, 2 crash seeds each");
     for call in 0..calls {
@@ -416,7 +417,7 @@ fn power_loss_during_the_checkpoint_after_recovery_keeps_everything() {
         image.fail_from(call, Fault::Eio);
         if let Ok(engine) = open(&image) {
             wait_for_checkpoint_attempt(&engine);
-            std::mem::forget(engine);
+            engine.halt();
         }
         for seed in 0..2 {
             let what = format!("power loss at call {call} of recovery, crash seed {seed}");
@@ -425,7 +426,7 @@ fn power_loss_during_the_checkpoint_after_recovery_keeps_everything() {
             assert_eq!(contents(&engine).as_ref(), Some(expected), "{what}: contents");
             let again = engine.stats().recovery.replayed_records;
             assert!(again <= replayed, "{what}: replayed {again} records, more than the first recovery's {replayed}");
-            std::mem::forget(engine);
+            engine.halt();
         }
     }
 }
@@ -464,7 +465,7 @@ fn a_crash_loop_replays_only_recent_work_and_keeps_the_log_small() {
             txn.commit(Durability::Immediate).expect("commit");
             model[0].insert(key, vec![7; 30]);
         }
-        std::mem::forget(engine);
+        engine.halt();
         disk = disk.crash(cycle);
     }
     // Each cycle writes well under a kilobyte of log per commit; the log holds about one cycle.
@@ -532,7 +533,7 @@ fn log_over_several_segments(seed: u64) -> (SimFs, SimFs, Vec<String>) {
         txn.put(tree, numbered_key(i), vec![3; 60]);
         txn.commit(Durability::Immediate).expect("commit");
     }
-    std::mem::forget(engine);
+    engine.halt();
     let image = disk.crash(seed);
     let segments = image.list(Path::new("/db/log")).expect("list");
     assert!(segments.len() >= 4, "the workload should span several segments: {segments:?}");
@@ -550,7 +551,7 @@ fn a_segment_missing_from_the_middle_of_the_log_is_corruption() {
     let engine = Engine::open_with(Arc::new(disk.crash(5)), Path::new("/db"), options()).expect("recovery");
     let tree = engine.tree("left").expect("tree");
     assert_eq!(engine.snapshot().iter(tree).count(), 600);
-    std::mem::forget(engine);
+    engine.halt();
     // Without a middle segment it does not.
     let log = Path::new("/db/log");
     image.remove(&log.join(&segments[1])).expect("remove");
