@@ -28,7 +28,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::{NodeStore, Slot};
 use crate::error::Result;
-use crate::node::NodeId;
+use crate::node::{NodeId, codec};
 use crate::thin::{Thin, View};
 
 /// Eviction brings the cache down to this share of the budget, so it does not run per insert.
@@ -43,6 +43,10 @@ const THROTTLE_PERCENT: usize = 115;
 /// wherever it is: the bound that holds when the threads that throttle (`throttle`) fall behind,
 /// as readers alone can make them. Reached rarely: the writers' throttle comes first.
 const HARD_LIMIT_PERCENT: usize = 150;
+
+/// Leaves' heads are evicted with the rest, least recently used first, only while all heads in
+/// memory take more than this share of the budget (see `evict_to_target`).
+const HEADS_SHARE_PERCENT: usize = 25;
 
 /// How often, at most, the evictor returns free glibc allocator pages to the system (in a program
 /// that embeds the engine on glibc's malloc; Strata's binaries run on jemalloc, which purges on
@@ -140,28 +144,76 @@ impl NodeStore {
 
     /// Evicts least recently used nodes until the cache is at `EVICT_TARGET_PERCENT` of its
     /// budget. The caller holds `evicting`. After a failed write, dirty nodes are passed over.
+    ///
+    /// Heads (thin nodes without sections: a few KiB that route a reader to the one section it
+    /// needs) go last: a leaf's head only while heads take more than `HEADS_SHARE_PERCENT` of
+    /// the budget, an internal node's head only once nothing else is left to evict. Beyond
+    /// memory each head a reader finds missing is one more read it waits for; in LRU order with
+    /// the rest, the heads of the index a query thread reads were pushed out by the leaves the
+    /// flusher reads whole (iibench beyond memory, issue 17).
     fn evict_to_target(&self) {
         let target = self.budget_bytes / 100 * EVICT_TARGET_PERCENT;
         if self.used_bytes() <= target {
             return;
         }
-        let mut candidates: Vec<(u64, NodeId)> = Vec::new();
+        let mut candidates: Vec<(u64, NodeId, Option<Head>)> = Vec::new();
         for shard in &self.shards {
             let shard = shard.lock();
-            candidates
-                .extend(shard.iter().filter(|(_, s)| s.node.is_some() && !s.taken).map(|(id, s)| (s.last_used, *id)));
+            candidates.extend(
+                shard
+                    .iter()
+                    .filter(|(_, s)| s.node.is_some() && !s.taken)
+                    .map(|(id, s)| (s.last_used, *id, head_of(s))),
+            );
         }
-        candidates.sort_unstable();
+        candidates.sort_unstable_by_key(|(last_used, ..)| *last_used);
+        let mut heads_bytes: usize = candidates.iter().filter_map(|(.., head)| head.map(|h| h.bytes)).sum();
+        let heads_share = self.budget_bytes / 100 * HEADS_SHARE_PERCENT;
         let mut write_dirty = true;
-        for (_, id) in candidates {
+        let mut internal_heads = Vec::new();
+        for (_, id, head) in candidates {
             if self.used_bytes() <= target {
-                break;
+                return;
+            }
+            match head {
+                Some(head) if head.internal => {
+                    internal_heads.push(id);
+                    continue;
+                }
+                Some(_) if heads_bytes <= heads_share => continue,
+                Some(head) => heads_bytes -= head.bytes,
+                None => {}
             }
             // The failure is kept by the write itself (`note_write`).
             if self.evict(id, write_dirty).is_err() {
                 write_dirty = false;
             }
         }
+        // Still over: heads too, leaves' (skipped above) before internal nodes'.
+        let leaf_heads = self.heads_by_age(false);
+        for id in leaf_heads.into_iter().chain(internal_heads) {
+            if self.used_bytes() <= target {
+                return;
+            }
+            let _ = self.evict(id, false);
+        }
+    }
+
+    /// The heads of leaves (`internal` false) or of internal nodes in memory, least recently
+    /// used first.
+    fn heads_by_age(&self, internal: bool) -> Vec<NodeId> {
+        let mut heads: Vec<(u64, NodeId)> = Vec::new();
+        for shard in &self.shards {
+            let shard = shard.lock();
+            heads.extend(
+                shard
+                    .iter()
+                    .filter(|(_, s)| !s.taken && head_of(s).is_some_and(|h| h.internal == internal))
+                    .map(|(id, s)| (s.last_used, *id)),
+            );
+        }
+        heads.sort_unstable();
+        heads.into_iter().map(|(_, id)| id).collect()
     }
 
     /// After a failed node write, tries to write the least recently used dirty node (the
@@ -281,5 +333,21 @@ impl NodeStore {
         let counter = if thinner.is_some() { &self.counters.partial_evictions } else { &self.counters.evictions };
         counter.fetch_add(1, Ordering::Relaxed);
         self.install(slot, thinner.map(|thin| View::Thin(Arc::new(thin))));
+    }
+}
+
+/// A thin node without sections, as eviction sees it.
+#[derive(Clone, Copy)]
+struct Head {
+    internal: bool,
+    bytes: usize,
+}
+
+fn head_of(slot: &Slot) -> Option<Head> {
+    match &slot.node {
+        Some(View::Thin(thin)) if !thin.has_parts() => {
+            Some(Head { internal: matches!(thin.layout.head, codec::Head::Internal { .. }), bytes: slot.size })
+        }
+        _ => None,
     }
 }

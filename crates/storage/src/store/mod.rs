@@ -718,6 +718,44 @@ mod tests {
         assert!(matches!(&**store.get(id).expect("a writer's whole read"), Node::Leaf(_)));
     }
 
+    /// Heads go last: writers fill the cache with leaves many times over, and the head of an
+    /// internal node (the least recently used node of all) is still in memory, as are leaves'
+    /// heads while they fit in their share; whole leaves are written out and thinned. Regression
+    /// (issue 17): in plain LRU order an index's heads were pushed out by the leaves the flusher
+    /// reads whole, and each query read them again.
+    #[test]
+    fn eviction_keeps_heads_and_internal_heads_longest() {
+        use crate::node::basement::Basement;
+        use crate::node::buffer::Buffer;
+        let fs = SimFs::new();
+        let file = DataFile::open(&fs, std::path::Path::new("data")).expect("open data file");
+        let budget = 256 << 10;
+        let store = NodeStore::new(Some(Disk { file: Arc::new(file), compression: Compression::None }), budget, true);
+        let internal = Internal {
+            height: 1,
+            pivots: vec![b"m".to_vec()],
+            children: vec![NodeId(1_000), NodeId(1_001)],
+            buffers: vec![Buffer::default(), Buffer::default()],
+        };
+        let internal = store.allocate(Node::Internal(internal)).expect("allocate");
+        store.evict(internal, true).expect("written and thin");
+        let leaf = |i: usize| {
+            let value = vec![i as u8; 8 << 10];
+            let key = format!("{i:08}").into_bytes();
+            Leaf::from_basements(vec![Basement::from_entries([(
+                &key[..],
+                vec![(1, Some(std::borrow::Cow::Owned(value)))],
+            )])])
+        };
+        let leaves: Vec<NodeId> =
+            (0..200).map(|i| store.allocate(Node::Leaf(leaf(i))).expect("allocate a leaf")).collect();
+        let resident = |id: NodeId| store.shard(id).lock().get(&id).and_then(|slot| slot.node.clone());
+        assert!(matches!(resident(internal), Some(View::Thin(_))), "the internal node's head is still in memory");
+        assert!(matches!(resident(leaves[0]), Some(View::Thin(_))), "the oldest leaf's head is still in memory");
+        assert!(store.counters.write_backs.load(Ordering::Relaxed) > 100, "whole leaves were written out");
+        assert!(store.used_bytes() <= budget / 100 * 115, "the cache kept to its budget: {}", store.used_bytes());
+    }
+
     /// A head longer than the first page a reader reads is completed with a second read of the
     /// rest (long keys in a leaf of many basements), and its sections still read alone.
     #[test]
