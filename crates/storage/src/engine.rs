@@ -450,12 +450,6 @@ impl Engine {
         }
     }
 
-    /// Clean shutdown: stops the background threads and checkpoints, so that the next open
-    /// replays nothing, then compacts the file until at most a tenth of it is free (within a
-    /// time budget: `compact::at_close`; a full disk only ends that early).
-    ///
-    /// On a full disk the final checkpoint may not fit: then the log is synced instead, and
-    /// `NoSpace` says so (every commit is durable in the log; the next open replays it).
     /// Stops the engine's threads and drops it without a checkpoint or any other write of its
     /// own: what a crash leaves on disk, without the crash. Crash tests use it; leaking the
     /// engine instead left its maintenance thread syncing a dead disk every `log_sync_interval`,
@@ -464,6 +458,12 @@ impl Engine {
         self.stop_threads();
     }
 
+    /// Clean shutdown: stops the background threads and checkpoints, so that the next open
+    /// replays nothing, then compacts the file until at most a tenth of it is free (within a
+    /// time budget: `compact::at_close`; a full disk only ends that early).
+    ///
+    /// On a full disk the final checkpoint may not fit: then the log is synced instead, and
+    /// `NoSpace` says so (every commit is durable in the log; the next open replays it).
     pub fn close(mut self) -> Result<()> {
         self.stop_threads();
         let checkpointed = crate::checkpoint::checkpoint(&self.shared)
