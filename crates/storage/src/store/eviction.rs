@@ -128,11 +128,10 @@ impl NodeStore {
 
     /// The writers' backpressure, for a thread that holds no lock others wait on: far over
     /// budget (`THROTTLE_PERCENT`), waits for the running eviction and then evicts itself.
+    /// (Below that, the puts that charged the cache have woken the evictor already.)
     pub fn throttle(&self) {
         if self.disk.is_some() && self.used_bytes() > self.budget_bytes / 100 * THROTTLE_PERCENT {
             self.wait_and_evict();
-        } else {
-            self.maybe_evict();
         }
     }
 
@@ -170,17 +169,17 @@ impl NodeStore {
         let mut heads_bytes: usize = candidates.iter().filter_map(|(.., head)| head.map(|h| h.bytes)).sum();
         let heads_share = self.budget_bytes / 100 * HEADS_SHARE_PERCENT;
         let mut write_dirty = true;
-        let mut internal_heads = Vec::new();
+        // Heads passed over, least recently used first: (internal, id).
+        let mut passed_over: Vec<(bool, NodeId)> = Vec::new();
         for (_, id, head) in candidates {
             if self.used_bytes() <= target {
                 return;
             }
             match head {
-                Some(head) if head.internal => {
-                    internal_heads.push(id);
+                Some(head) if head.internal || heads_bytes <= heads_share => {
+                    passed_over.push((head.internal, id));
                     continue;
                 }
-                Some(_) if heads_bytes <= heads_share => continue,
                 Some(head) => heads_bytes -= head.bytes,
                 None => {}
             }
@@ -189,31 +188,15 @@ impl NodeStore {
                 write_dirty = false;
             }
         }
-        // Still over: heads too, leaves' (skipped above) before internal nodes'.
-        let leaf_heads = self.heads_by_age(false);
-        for id in leaf_heads.into_iter().chain(internal_heads) {
+        // Still over: the heads passed over too, leaves' before internal nodes' (a stable sort
+        // keeps each kind least recently used first).
+        passed_over.sort_by_key(|(internal, _)| *internal);
+        for (_, id) in passed_over {
             if self.used_bytes() <= target {
                 return;
             }
             let _ = self.evict(id, false);
         }
-    }
-
-    /// The heads of leaves (`internal` false) or of internal nodes in memory, least recently
-    /// used first.
-    fn heads_by_age(&self, internal: bool) -> Vec<NodeId> {
-        let mut heads: Vec<(u64, NodeId)> = Vec::new();
-        for shard in &self.shards {
-            let shard = shard.lock();
-            heads.extend(
-                shard
-                    .iter()
-                    .filter(|(_, s)| !s.taken && head_of(s).is_some_and(|h| h.internal == internal))
-                    .map(|(id, s)| (s.last_used, *id)),
-            );
-        }
-        heads.sort_unstable();
-        heads.into_iter().map(|(_, id)| id).collect()
     }
 
     /// After a failed node write, tries to write the least recently used dirty node (the

@@ -628,9 +628,13 @@ mod tests {
     use crate::node::leaf::Leaf;
 
     fn store_on_sim_disk() -> NodeStore {
+        store_on_sim_disk_with_budget(1 << 20)
+    }
+
+    fn store_on_sim_disk_with_budget(budget: usize) -> NodeStore {
         let fs = SimFs::new();
         let file = DataFile::open(&fs, std::path::Path::new("data")).expect("open data file");
-        NodeStore::new(Some(Disk { file: Arc::new(file), compression: Compression::None }), 1 << 20, true)
+        NodeStore::new(Some(Disk { file: Arc::new(file), compression: Compression::None }), budget, true)
     }
 
     /// A checkpoint captured a dirty node; an eviction wrote the same version and dropped it from
@@ -727,10 +731,8 @@ mod tests {
     fn eviction_keeps_heads_and_internal_heads_longest() {
         use crate::node::basement::Basement;
         use crate::node::buffer::Buffer;
-        let fs = SimFs::new();
-        let file = DataFile::open(&fs, std::path::Path::new("data")).expect("open data file");
         let budget = 256 << 10;
-        let store = NodeStore::new(Some(Disk { file: Arc::new(file), compression: Compression::None }), budget, true);
+        let store = store_on_sim_disk_with_budget(budget);
         let internal = Internal {
             height: 1,
             pivots: vec![b"m".to_vec()],
