@@ -13,8 +13,6 @@ mod read;
 mod verify;
 mod write;
 
-use parking_lot::RwLock;
-
 use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::message::{Seq, UpdateFn};
@@ -67,11 +65,34 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// A tree's root and shape lock: readers share it, a commit's chunk or a flush step holds it
+/// alone. It is std's lock, not parking_lot's: a thread that finds it taken spins briefly and
+/// then sleeps until it is released, where parking_lot's yields the core up to seven times
+/// first. On a machine whose cores are busy (a writer, the flusher and the evictor all
+/// running) each yield hands the core to another thread for a whole scheduler slice, so a
+/// reader waiting for a short write-lock hold waited about a millisecond.
+pub(crate) struct ShapeLock<T>(std::sync::RwLock<T>);
+
+impl<T> ShapeLock<T> {
+    fn new(value: T) -> ShapeLock<T> {
+        ShapeLock(std::sync::RwLock::new(value))
+    }
+
+    /// Poisoning is ignored, as it was with parking_lot's lock, which has none.
+    pub fn read(&self) -> std::sync::RwLockReadGuard<'_, T> {
+        self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn write(&self) -> std::sync::RwLockWriteGuard<'_, T> {
+        self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 pub(crate) struct Tree {
     pub id: TreeId,
     pub name: String,
     /// `None` once the tree is dropped: readers that found it before see `TreeNotFound`.
-    root: RwLock<Option<NodeId>>,
+    root: ShapeLock<Option<NodeId>>,
     /// The greatest key a writer sent down past the root or appended to the rightmost leaf (see
     /// `write::inject_point`, `write::append_to_leaf`): a later key
     /// at or below it is not an append, and is buffered in the root even when its child's buffer
@@ -98,7 +119,7 @@ impl Tree {
         Tree {
             id,
             name,
-            root: RwLock::new(Some(root)),
+            root: ShapeLock::new(Some(root)),
             append_floor: parking_lot::Mutex::new(Vec::new()),
             flushing: parking_lot::Mutex::new(()),
             compression: parking_lot::Mutex::new(None),
@@ -136,7 +157,7 @@ impl Tree {
     }
 
     /// Holds the tree's shape still (no writer, no flush) while the guard lives.
-    pub fn lock_shape(&self) -> parking_lot::RwLockReadGuard<'_, Option<NodeId>> {
+    pub fn lock_shape(&self) -> std::sync::RwLockReadGuard<'_, Option<NodeId>> {
         self.root.read()
     }
 
