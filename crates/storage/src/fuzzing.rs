@@ -71,9 +71,9 @@ pub fn node(data: &[u8]) {
             }
         }
         5 => {
-            if let Ok(buffer) = codec::decode_buffer(rest) {
+            if let Ok(buffer) = codec::decode_buffer(rest.to_vec()) {
                 read_buffer(&buffer);
-                let again = codec::decode_buffer(&codec::encode_buffer(&buffer));
+                let again = codec::decode_buffer(codec::encode_buffer(&buffer));
                 assert_eq!(again.as_ref(), Ok(&buffer), "a decoded buffer round-trips");
             }
         }

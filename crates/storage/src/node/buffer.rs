@@ -404,26 +404,33 @@ impl Buffer {
         (merged.len(), std::borrow::Cow::Owned(merged.data))
     }
 
-    /// Reads `count` point messages in the layout of `encoded_points` from untrusted bytes,
-    /// checking every length, op, and the order of keys and of each key's sequence numbers.
-    /// Returns a buffer of them (no ranges) and the bytes they took.
-    pub fn decode_points(count: usize, bytes: &[u8]) -> Result<(Buffer, usize), String> {
-        let mut run = Run::default();
+    /// Reads `count` point messages in the layout of `encoded_points` from the start of
+    /// untrusted bytes, checking every length, op, and the order of keys and of each key's
+    /// sequence numbers. Returns a buffer of them (no ranges) and the bytes after them. The
+    /// messages are not copied: the buffer's run keeps `bytes` (a section just decompressed) as
+    /// its data, which on a reader's path saved an allocation grown entry by entry and a copy of
+    /// every message.
+    pub fn decode_points(count: usize, mut bytes: Vec<u8>) -> Result<(Buffer, Vec<u8>), String> {
+        let mut offsets = Vec::with_capacity(count);
+        let mut previous_key: Option<&[u8]> = None;
         let mut at = 0usize;
         for _ in 0..count {
             let len = check_entry(bytes.get(at..).unwrap_or(&[]))?;
             let raw = bytes.get(at..at + len).ok_or("truncated buffer entry")?;
-            run.push_raw(raw);
-            if run.len() > 1 && run.key(run.len() - 2) >= run.key(run.len() - 1) {
+            let key = entry_key(raw);
+            if previous_key.is_some_and(|previous| previous >= key) {
                 return Err("buffer keys out of order".into());
             }
+            previous_key = Some(key);
+            offsets.push(u32::try_from(at).map_err(|_| "buffer too large")?);
             at += len;
         }
-        run.shrink();
+        let rest = bytes.split_off(at);
+        let run = Run { data: bytes, offsets };
         let runs = if run.len() == 0 { Vec::new() } else { vec![run] };
         let mut buffer = Buffer { runs, ..Buffer::default() };
         buffer.size_bytes = buffer.recompute_size();
-        Ok((buffer, at))
+        Ok((buffer, rest))
     }
 
     /// Adds decoded range deletes (node decoding).
@@ -655,9 +662,7 @@ impl Run {
     }
 
     pub(super) fn key(&self, index: usize) -> &[u8] {
-        let raw = self.raw(index);
-        let len = read_u32(raw, 0).unwrap_or(0) as usize;
-        raw.get(4..4 + len).unwrap_or(&[])
+        entry_key(self.raw(index))
     }
 
     pub(super) fn find(&self, key: &[u8]) -> Result<usize, usize> {
@@ -783,6 +788,12 @@ fn write_entry(out: &mut Vec<u8>, key: &[u8], events: &[(Seq, Event)]) {
 
 /// Checks the entry at the start of untrusted `bytes` (lengths, ops, at least one event, strictly
 /// ascending sequence numbers); returns its encoded length.
+/// The key of one entry in a run's layout.
+fn entry_key(raw: &[u8]) -> &[u8] {
+    let len = read_u32(raw, 0).unwrap_or(0) as usize;
+    raw.get(4..4 + len).unwrap_or(&[])
+}
+
 fn check_entry(bytes: &[u8]) -> Result<usize, String> {
     let key_len = read_u32(bytes, 0).ok_or("truncated buffer entry")? as usize;
     let count_at = 4usize.checked_add(key_len).ok_or("bad key length")?;

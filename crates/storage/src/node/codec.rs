@@ -240,7 +240,7 @@ pub fn decode_basement_section(id: NodeId, bytes: &[u8], section: &SectionRef) -
 }
 
 pub fn decode_buffer_section(id: NodeId, bytes: &[u8], section: &SectionRef) -> Result<Buffer> {
-    decode_buffer(&open_section(id, bytes, section)?)
+    decode_buffer(open_section(id, bytes, section)?)
 }
 
 /// One section read without the rest of its node (a thin node's partial fetch).
@@ -406,7 +406,7 @@ fn decode_internal_v1(r: &mut Reader<'_>) -> Result<Internal> {
     let (height, children, pivots) = read_routing(r)?;
     let mut buffers = Vec::with_capacity(children.len());
     for index in 0..children.len() {
-        let buffer = decode_buffer(&decompress(r.bytes()?)?)?;
+        let buffer = decode_buffer(decompress(r.bytes()?)?)?;
         check_buffer_bounds(&pivots, index, &buffer)?;
         buffers.push(buffer);
     }
@@ -446,12 +446,12 @@ pub fn encode_buffer(buffer: &Buffer) -> Vec<u8> {
     out
 }
 
-pub fn decode_buffer(bytes: &[u8]) -> Result<Buffer> {
+pub fn decode_buffer(mut bytes: Vec<u8>) -> Result<Buffer> {
     // The smallest entry: key length, empty key, message count, one delete (seq and op).
-    let key_count = Reader::new(bytes).count(17)?;
-    let rest = bytes.get(4..).unwrap_or(&[]);
-    let (points, used) = Buffer::decode_points(key_count, rest).map_err(corrupt)?;
-    let mut r = Reader::new(rest.get(used..).unwrap_or(&[]));
+    let key_count = Reader::new(&bytes).count(17)?;
+    bytes.drain(..4);
+    let (points, rest) = Buffer::decode_points(key_count, bytes).map_err(corrupt)?;
+    let mut r = Reader::new(&rest);
     let range_count = r.count(13)?;
     let mut ranges = Vec::with_capacity(range_count);
     for _ in 0..range_count {
@@ -716,7 +716,7 @@ mod tests {
     fn a_buffer_of_one_smallest_message_round_trips() {
         let mut buffer = Buffer::default();
         buffer.push(Vec::new(), 1, Event::Delete, 0);
-        assert_eq!(decode_buffer(&encode_buffer(&buffer)), Ok(buffer));
+        assert_eq!(decode_buffer(encode_buffer(&buffer)), Ok(buffer));
     }
 
     #[test]
