@@ -160,7 +160,12 @@ pub fn decompress(section: &[u8]) -> Result<Vec<u8>> {
     }
     let raw = match method {
         METHOD_NONE => payload.to_vec(),
-        METHOD_LZ4 => lz4_flex::block::decompress(payload, raw_len).map_err(|e| corrupt(&e.to_string()))?,
+        METHOD_LZ4 => {
+            let mut raw = crate::io::buffer_to_overwrite(raw_len);
+            let written = lz4_flex::block::decompress_into(payload, &mut raw).map_err(|e| corrupt(&e.to_string()))?;
+            raw.truncate(written);
+            raw
+        }
         METHOD_ZSTD => zstd_decompress(payload, raw_len).map_err(|e| corrupt(&e.to_string()))?,
         other => return Err(corrupt(&format!("unknown method {other}"))),
     };

@@ -157,7 +157,7 @@ impl DataFile {
     pub fn read_block(&self, addr: BlockAddr, node_id: u64) -> Result<Vec<u8>> {
         let corrupt = |what: &str| corrupt_block(addr, node_id, what);
         let payload_len = payload_len(addr, node_id)?;
-        let mut block = vec![0; addr.len as usize];
+        let mut block = crate::io::buffer_to_overwrite(addr.len as usize);
         self.file.read_exact_at(&mut block, addr.offset).map_err(|error| past_the_end(error, &corrupt))?;
         let header = BlockHeader::parse(&block).ok_or_else(|| corrupt("bad magic"))?;
         if crc32c::crc32c(block.get(8..).unwrap_or_default()) != header.checksum {
@@ -180,7 +180,7 @@ impl DataFile {
             let what = format!("range {offset}+{len} outside a payload of {payload_len}");
             return Err(corrupt_block(addr, node_id, &what));
         }
-        let mut bytes = vec![0; len];
+        let mut bytes = crate::io::buffer_to_overwrite(len);
         let at = addr.offset + (BLOCK_HEADER_BYTES + offset) as u64;
         self.file
             .read_exact_at(&mut bytes, at)
@@ -192,7 +192,7 @@ impl DataFile {
     /// checking the block's magic, node id and length; its checksum needs the whole block.
     pub fn read_payload_prefix(&self, addr: BlockAddr, node_id: u64, len: usize) -> Result<Vec<u8>> {
         let payload_len = payload_len(addr, node_id)?;
-        let mut block = vec![0; BLOCK_HEADER_BYTES + len.min(payload_len)];
+        let mut block = crate::io::buffer_to_overwrite(BLOCK_HEADER_BYTES + len.min(payload_len));
         self.file
             .read_exact_at(&mut block, addr.offset)
             .map_err(|error| past_the_end(error, &|what| corrupt_block(addr, node_id, what)))?;
