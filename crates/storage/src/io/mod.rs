@@ -152,6 +152,9 @@ pub fn buffer_to_overwrite(len: usize) -> Vec<u8> {
     buffer
 }
 
+/// Creates `dir` and any missing ancestors, and makes every name it created durable: each
+/// created directory's entry is synced in its parent (a name never synced may be gone after a
+/// power loss, with everything under it, however well the files were synced).
 pub fn create_dir_all_durably(fs: &dyn FileSystem, dir: &Path) -> io::Result<()> {
     let mut missing = Vec::new();
     let mut next = Some(dir);

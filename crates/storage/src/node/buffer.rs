@@ -786,14 +786,14 @@ fn write_entry(out: &mut Vec<u8>, key: &[u8], events: &[(Seq, Event)]) {
     }
 }
 
-/// Checks the entry at the start of untrusted `bytes` (lengths, ops, at least one event, strictly
-/// ascending sequence numbers); returns its encoded length.
 /// The key of one entry in a run's layout.
 fn entry_key(raw: &[u8]) -> &[u8] {
     let len = read_u32(raw, 0).unwrap_or(0) as usize;
     raw.get(4..4 + len).unwrap_or(&[])
 }
 
+/// Checks the entry at the start of untrusted `bytes` (lengths, ops, at least one event, strictly
+/// ascending sequence numbers); returns its encoded length.
 fn check_entry(bytes: &[u8]) -> Result<usize, String> {
     let key_len = read_u32(bytes, 0).ok_or("truncated buffer entry")? as usize;
     let count_at = 4usize.checked_add(key_len).ok_or("bad key length")?;
