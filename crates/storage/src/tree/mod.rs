@@ -13,6 +13,10 @@ mod read;
 mod verify;
 mod write;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{PoisonError, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+use std::time::{Duration, Instant};
+
 use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::message::{Seq, UpdateFn};
@@ -71,20 +75,50 @@ impl<'a> Ctx<'a> {
 /// first. On a machine whose cores are busy (a writer, the flusher and the evictor all
 /// running) each yield hands the core to another thread for a whole scheduler slice, so a
 /// reader waiting for a short write-lock hold waited about a millisecond.
-pub(crate) struct ShapeLock<T>(std::sync::RwLock<T>);
+pub(crate) struct ShapeLock<T> {
+    lock: std::sync::RwLock<T>,
+    /// Readers that found the lock taken and sleep until they get it (`write_after_readers`).
+    waiting_readers: AtomicUsize,
+}
+
+/// How long a writer taking the lock again between two chunks of a commit lets the readers that
+/// were waiting get in first: about what a woken thread waits for a core on a busy machine, and
+/// a bound on what a commit can lose to readers.
+const READERS_FIRST: Duration = Duration::from_millis(1);
 
 impl<T> ShapeLock<T> {
     fn new(value: T) -> ShapeLock<T> {
-        ShapeLock(std::sync::RwLock::new(value))
+        ShapeLock { lock: std::sync::RwLock::new(value), waiting_readers: AtomicUsize::new(0) }
     }
 
     /// Poisoning is ignored, as it was with parking_lot's lock, which has none.
-    pub fn read(&self) -> std::sync::RwLockReadGuard<'_, T> {
-        self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    pub fn read(&self) -> RwLockReadGuard<'_, T> {
+        match self.lock.try_read() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                self.waiting_readers.fetch_add(1, Ordering::SeqCst);
+                let guard = self.lock.read().unwrap_or_else(PoisonError::into_inner);
+                self.waiting_readers.fetch_sub(1, Ordering::SeqCst);
+                guard
+            }
+        }
     }
 
-    pub fn write(&self) -> std::sync::RwLockWriteGuard<'_, T> {
-        self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    pub fn write(&self) -> RwLockWriteGuard<'_, T> {
+        self.lock.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the lock to write again right after a hold of the same writer, once the readers
+    /// that were waiting have had it (for at most `wait`). std's lock never hands a released
+    /// write lock to the readers it wakes, and the writer's next `write` comes before they run:
+    /// without this, a commit's chunks would keep readers out for the whole commit.
+    pub fn write_after_readers(&self, wait: Duration) -> RwLockWriteGuard<'_, T> {
+        let started = Instant::now();
+        while self.waiting_readers.load(Ordering::SeqCst) > 0 && started.elapsed() < wait {
+            std::thread::yield_now();
+        }
+        self.write()
     }
 }
 
@@ -157,7 +191,7 @@ impl Tree {
     }
 
     /// Holds the tree's shape still (no writer, no flush) while the guard lives.
-    pub fn lock_shape(&self) -> std::sync::RwLockReadGuard<'_, Option<NodeId>> {
+    pub fn lock_shape(&self) -> RwLockReadGuard<'_, Option<NodeId>> {
         self.root.read()
     }
 
@@ -177,5 +211,36 @@ impl Tree {
             store.free(id);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Goal: a commit's chunks let waiting readers in between them.
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// A reader that waits while a writer holds the lock gets it before that writer's next hold,
+    /// and sees what the first hold wrote. (The wait is long here so that a busy test machine
+    /// cannot fail it; the engine waits `READERS_FIRST`.)
+    #[test]
+    fn a_writer_taking_the_lock_again_lets_waiting_readers_in_first() {
+        let lock = Arc::new(ShapeLock::new(0u32));
+        let mut guard = lock.write();
+        let reader = {
+            let lock = Arc::clone(&lock);
+            std::thread::spawn(move || *lock.read())
+        };
+        while lock.waiting_readers.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        *guard = 1;
+        drop(guard);
+        let mut again = lock.write_after_readers(Duration::from_secs(30));
+        *again = 2;
+        drop(again);
+        assert_eq!(reader.join().ok(), Some(1), "the waiting reader got in between the two holds");
+        assert_eq!(lock.waiting_readers.load(Ordering::SeqCst), 0);
     }
 }

@@ -20,12 +20,13 @@ use crate::node::{Internal, Node, NodeId};
 use crate::options::FlushMode;
 use crate::stats::Counters;
 use crate::tree::flush::{fix_path, fix_root, flush_node, needs_flush};
-use crate::tree::{Ctx, Tree};
+use crate::tree::{Ctx, READERS_FIRST, Tree};
 use crate::wal::record::LogWrite;
 
 /// How many of a commit's messages a tree takes under one hold of its lock. A thousand index
 /// entries took 1.5 ms under the lock (iibench beyond memory), and each query waited for it;
-/// a hold now costs a reader at most about a tenth of that.
+/// a hold now costs a reader at most about a tenth of that (between two holds the writer lets
+/// the readers that were waiting in first: `ShapeLock::write_after_readers`).
 const LOCKED_MESSAGES: usize = 128;
 
 pub(crate) enum TreeMessage {
@@ -64,9 +65,11 @@ impl Tree {
     pub fn write(&self, ctx: &Ctx<'_>, messages: Vec<TreeMessage>) -> Result<FlushNeed> {
         let ctx = &ctx.for_tree(self);
         let mut messages = messages.into_iter().peekable();
+        let mut first = true;
         loop {
             let waiting = std::time::Instant::now();
-            let mut guard = self.root.write();
+            let mut guard = if first { self.root.write() } else { self.root.write_after_readers(READERS_FIRST) };
+            first = false;
             Counters::add(&ctx.counters.tree_lock_wait_micros, waiting.elapsed().as_micros() as u64);
             let mut root = guard.ok_or_else(|| self.not_found())?;
             let chunk = messages.by_ref().take(LOCKED_MESSAGES);
