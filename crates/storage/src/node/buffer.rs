@@ -407,9 +407,8 @@ impl Buffer {
     /// Reads `count` point messages in the layout of `encoded_points` from the start of
     /// untrusted bytes, checking every length, op, and the order of keys and of each key's
     /// sequence numbers. Returns a buffer of them (no ranges) and the bytes after them. The
-    /// messages are not copied: the buffer's run keeps `bytes` (a section just decompressed) as
-    /// its data, which on a reader's path saved an allocation grown entry by entry and a copy of
-    /// every message.
+    /// buffer's run keeps `bytes` (a section just decompressed) as its data: no new allocation
+    /// grown entry by entry and no second copy of the messages, which cost a reader's path.
     pub fn decode_points(count: usize, mut bytes: Vec<u8>) -> Result<(Buffer, Vec<u8>), String> {
         let mut offsets = Vec::with_capacity(count);
         let mut previous_key: Option<&[u8]> = None;
