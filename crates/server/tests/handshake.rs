@@ -163,6 +163,12 @@ async fn diagnostic_commands() {
     for counter in ["writeCopies", "partialEvictions", "headLoads", "sectionLoads"] {
         assert!(cache.get_i64(counter).is_ok(), "serverStatus.strata.cache.{counter}");
     }
+    let kinds = cache.get_document("bytesByKind").unwrap();
+    let held: i64 = ["dirty", "clean", "sections", "internalHeads", "leafHeads", "withWriters", "held"]
+        .iter()
+        .map(|kind| kinds.get_i64(kind).unwrap_or_else(|_| panic!("serverStatus.strata.cache.bytesByKind.{kind}")))
+        .sum();
+    assert_eq!(held, cache.get_i64("usedBytes").unwrap(), "the kinds add up to the cache's used bytes: {kinds}");
     assert!(strata.get_i64("nodeBytesRead").is_ok());
     assert_eq!(strata.get_i64("flushFailures").unwrap(), 0);
     assert_eq!(strata.get_i64("checkpointFailures").unwrap(), 0);

@@ -509,6 +509,7 @@ impl Engine {
         stats.node_count = census.nodes;
         stats.block_bytes = census.block_bytes;
         stats.buffered_bytes_by_height = census.buffered_bytes_by_height;
+        stats.cache_mix = census.mix;
         crate::stats::add_cache_and_disk(&mut stats, &self.shared);
         stats
     }

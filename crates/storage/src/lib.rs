@@ -53,7 +53,7 @@ pub use pending::PendingWrites;
 pub use recovery::{DATA_FILE, LOCK_FILE, LOG_DIR, RecoveryReport};
 pub use salvage::{Salvage, Salvaged};
 pub use snapshot::{RangeIter, Snapshot};
-pub use stats::Stats;
+pub use stats::{CacheMix, Stats};
 pub use transaction::{MAX_KEY_BYTES, MAX_VALUE_BYTES, Transaction};
 pub use tree::TreeId;
 pub use writes::Writes;

@@ -538,6 +538,8 @@ fn readers_of_thin_nodes_match_the_model() {
     let options = Options { cache_size_bytes: 16 << 10, ..Options::tiny() };
     let mut harness = Harness::durable(options);
     let (mut partial_evictions, mut head_loads, mut section_loads) = (0, 0, 0);
+    // The cache's mix (`Stats::cache_mix`) accounts for all its used bytes, and shows each kind.
+    let (mut seen_heads, mut seen_sections) = (false, false);
     for step in 0..3000 {
         let t = rng.gen_range(0..TREES);
         let k = rng.gen_range(0..600u16);
@@ -553,8 +555,14 @@ fn readers_of_thin_nodes_match_the_model() {
             38 if step % 5 == 0 => Op::Reopen,
             _ => Op::ReleaseSnapshot(rng.r#gen()),
         };
+        let stats = harness.engine.stats();
+        let mix = stats.cache_mix;
+        // Between steps of one thread nothing holds a version outside its slot: every byte
+        // used is in some kind.
+        assert_eq!((mix.in_slots(), mix.held_bytes), (stats.cache_used_bytes, 0), "step {step}: {mix:?}");
+        seen_heads |= mix.leaf_head_bytes > 0 && mix.internal_head_bytes > 0;
+        seen_sections |= mix.section_bytes > 0;
         if matches!(op, Op::Reopen) {
-            let stats = harness.engine.stats();
             (partial_evictions, head_loads, section_loads) = (
                 partial_evictions + stats.partial_evictions,
                 head_loads + stats.head_loads,
@@ -573,6 +581,7 @@ fn readers_of_thin_nodes_match_the_model() {
     println!("partial evictions {partial_evictions}, heads read {head_loads}, sections read {section_loads}");
     assert!(partial_evictions > 100, "nodes went thin");
     assert!(head_loads > 10 && section_loads > 100, "readers read heads and sections alone");
+    assert!(seen_heads && seen_sections, "the cache's mix showed heads and sections");
 }
 
 /// The number of proptest cases: `PROPTEST_CASES` when set (a long soak), else `default`.

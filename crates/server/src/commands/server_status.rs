@@ -100,6 +100,16 @@ pub fn stats_document(stats: &docstore::EngineStats) -> Document {
             "writeBacks": n(stats.write_backs),
             "throttleWaits": n(stats.throttle_waits),
             "writeCopies": n(stats.write_copies),
+            // What the used bytes hold: beyond memory, what dirty nodes leave to readers.
+            "bytesByKind": {
+                "dirty": n(stats.cache_mix.dirty_bytes),
+                "clean": n(stats.cache_mix.clean_bytes),
+                "sections": n(stats.cache_mix.section_bytes),
+                "internalHeads": n(stats.cache_mix.internal_head_bytes),
+                "leafHeads": n(stats.cache_mix.leaf_head_bytes),
+                "withWriters": n(stats.cache_mix.with_writers_bytes),
+                "held": n(stats.cache_mix.held_bytes),
+            },
         },
         "nodeBytesUncompressed": n(stats.node_bytes_uncompressed),
         "nodeBytesWritten": n(stats.node_bytes_written),

@@ -43,7 +43,7 @@ use crate::error::{Error, Result};
 use crate::file::{BlockAddr, DataFile};
 use crate::node::codec::{self, Layout, decode_node};
 use crate::node::{Internal, Node, NodeId};
-use crate::stats::TRACKED_LEVELS;
+use crate::stats::{CacheMix, TRACKED_LEVELS};
 use crate::thin::{Part, Thin, View};
 
 mod blocks;
@@ -128,6 +128,8 @@ pub(crate) struct Census {
     pub nodes: u64,
     pub block_bytes: u64,
     pub buffered_bytes_by_height: [u64; TRACKED_LEVELS],
+    /// All but `held_bytes`, which the caller derives from the budget's count.
+    pub mix: CacheMix,
 }
 
 /// What the disk side of the cache needs.
@@ -570,14 +572,18 @@ impl NodeStore {
         }
     }
 
-    /// How many nodes there are (in memory or on disk), the bytes of their blocks, and the
-    /// bytes buffered in the internal nodes in memory by height. Reads nothing from disk.
+    /// How many nodes there are (in memory or on disk), the bytes of their blocks, the bytes
+    /// buffered in the internal nodes in memory by height, and what the cache holds by kind.
+    /// Reads nothing from disk.
     pub fn census(&self) -> Census {
         let mut census = Census::default();
         for shard in &self.shards {
             for slot in shard.lock().values() {
                 census.nodes += 1;
                 census.block_bytes += slot.addr.map_or(0, |addr| crate::file::allocator::round_up(u64::from(addr.len)));
+                if let Some(kind) = mix_kind(&mut census.mix, slot) {
+                    *kind += slot.size as u64;
+                }
                 if let Some(View::Whole(cached)) = &slot.node {
                     let Node::Internal(internal) = &cached.node else { continue };
                     let height = (internal.height as usize).min(TRACKED_LEVELS - 1);
@@ -618,6 +624,21 @@ fn missing(id: NodeId) -> Error {
 
 fn moving(id: NodeId) -> Error {
     Error::Invariant(format!("node {} kept moving while it was read", id.0))
+}
+
+/// The kind of `slot`'s bytes in `mix`, if it has any in memory.
+fn mix_kind<'a>(mix: &'a mut CacheMix, slot: &Slot) -> Option<&'a mut u64> {
+    Some(match &slot.node {
+        _ if slot.taken => &mut mix.with_writers_bytes,
+        None => return None,
+        Some(View::Whole(_)) if slot.dirty => &mut mix.dirty_bytes,
+        Some(View::Whole(_)) => &mut mix.clean_bytes,
+        Some(View::Thin(thin)) if thin.has_parts() => &mut mix.section_bytes,
+        Some(View::Thin(thin)) if matches!(thin.layout.head, codec::Head::Internal { .. }) => {
+            &mut mix.internal_head_bytes
+        }
+        Some(View::Thin(_)) => &mut mix.leaf_head_bytes,
+    })
 }
 
 #[cfg(test)]
