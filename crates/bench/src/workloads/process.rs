@@ -13,6 +13,23 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     Some(ticks / rustix::param::clock_ticks_per_second() as f64)
 }
 
+/// CPU nanoseconds of each thread of a process whose name starts with `prefix`, by thread id,
+/// from /proc/<pid>/task/<tid>/schedstat (its first field: time on a core, in ns).
+pub fn thread_cpu_nanos(pid: u32, prefix: &str) -> std::collections::HashMap<u32, u64> {
+    let mut threads = std::collections::HashMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return threads };
+    for task in tasks.flatten() {
+        let Some(tid) = task.file_name().to_str().and_then(|tid| tid.parse::<u32>().ok()) else { continue };
+        let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        let schedstat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+        let nanos = schedstat.split_whitespace().next().and_then(|ns| ns.parse::<u64>().ok());
+        if let Some(nanos) = nanos.filter(|_| name.starts_with(prefix)) {
+            threads.insert(tid, nanos);
+        }
+    }
+    threads
+}
+
 /// What /proc/<pid>/status shows of a process's memory and threads.
 #[derive(Clone, Copy, Debug)]
 pub struct ProcessFigures {

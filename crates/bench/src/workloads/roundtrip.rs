@@ -6,6 +6,12 @@
 //! the client far more than the server, so calls/s mostly measures the client: the server's CPU
 //! per call is the figure that says what the front door costs.
 //!
+//! `--beside-writer` then times point reads, on a client of their own with one connection, while
+//! another connection inserts batches at full speed. The server's CPU per read is read twice: on
+//! the thread serving the reads (found while they run alone, and kept by their connection while
+//! its client keeps sending), and as the process's CPU less what the writer alone cost per
+//! document (which assumes the writer costs beside the reads what it costs alone).
+//!
 //! With `--baseline <strata binary>`, that binary is started too and measured in the same run,
 //! alternating which server goes first in each round; the medians over rounds are printed with
 //! the ratio (server under test / baseline), so a change is measured against the build before it
@@ -18,7 +24,7 @@ use anyhow::{Context as _, bail};
 use bson::{Document, doc};
 use mongodb::Client;
 
-use super::process::{cpu_seconds, local_server_pid};
+use super::process::{cpu_seconds, local_server_pid, thread_cpu_nanos};
 use crate::args::RoundtripArgs;
 use crate::context::Context;
 use crate::target::Target;
@@ -29,6 +35,7 @@ const OPERATIONS: [&str; 3] = ["ping", "insert_one", "find_one"];
 struct Server {
     label: &'static str,
     client: Client,
+    uri: String,
     pid: Option<u32>,
 }
 
@@ -44,7 +51,7 @@ pub async fn run(context: &mut Context, args: &RoundtripArgs) -> anyhow::Result<
     let calls = context.common.scaled(args.calls);
     context.parameter("calls", calls);
     context.parameter("rounds", args.rounds);
-    let mut servers = vec![Server::new("strata", context.client.clone()).await?];
+    let mut servers = vec![Server::new("strata", context.client.clone(), context.uri.clone()).await?];
     let mut baseline = None;
     if let Some(binary) = &args.baseline {
         context.parameter("baseline", binary.display().to_string());
@@ -74,10 +81,10 @@ pub async fn run(context: &mut Context, args: &RoundtripArgs) -> anyhow::Result<
 }
 
 impl Server {
-    async fn new(label: &'static str, client: Client) -> anyhow::Result<Server> {
+    async fn new(label: &'static str, client: Client, uri: String) -> anyhow::Result<Server> {
         // The server's CPU can be read only when it runs on this machine.
         let pid = local_server_pid(&client).await.context("serverStatus")?;
-        Ok(Server { label, client, pid })
+        Ok(Server { label, client, uri, pid })
     }
 }
 
@@ -89,7 +96,7 @@ async fn start_baseline(context: &Context, binary: &Path) -> anyhow::Result<(Tar
     common.strata = Some(binary.to_path_buf());
     let target = Target::start(&common).await.with_context(|| format!("starting the baseline {}", binary.display()))?;
     let client = Client::with_uri_str(target.uri()).await?;
-    let server = Server::new("baseline", client).await?;
+    let server = Server::new("baseline", client, target.uri().to_owned()).await?;
     Ok((target, server))
 }
 
@@ -174,13 +181,19 @@ fn report(context: &mut Context, servers: &[Server], medians: &[[Figures; 3]]) {
     }
 }
 
-/// Point reads while a second connection inserts batches at full speed. The server's CPU per
-/// read is estimated: the writer's CPU per document is measured alone first, and what the
-/// writer inserted during the reads is charged at that rate and subtracted.
+/// Point reads, from a client of their own, while a second connection inserts batches at full
+/// speed. The server's CPU per read is read on the server thread serving the reads, and also
+/// estimated from the whole process: the writer's CPU per document is measured alone first, and
+/// what the writer inserted during the reads is charged at that rate and subtracted (which
+/// assumes a document costs the writer as much beside the reads as alone).
 async fn reads_beside_writer(context: &mut Context, server: &Server, calls: u64) -> anyhow::Result<()> {
     let database = server.client.database(&context.common.db);
     database.drop().await?;
-    let reads = database.collection::<Document>("roundtrip");
+    // The reads on a client of their own with one connection, so that one server thread serves
+    // them all (see `reader_thread`).
+    let mut options = mongodb::options::ClientOptions::parse(&server.uri).await?;
+    options.max_pool_size = Some(1);
+    let reads = Client::with_options(options)?.database(&context.common.db).collection::<Document>("roundtrip");
     reads.create_index(mongodb::IndexModel::builder().keys(doc! { "k": 1 }).build()).await?;
     let pad = "x".repeat(60);
     for start in (0..calls as i64).step_by(1_000) {
@@ -195,7 +208,12 @@ async fn reads_beside_writer(context: &mut Context, server: &Server, calls: u64)
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let (alone_docs, alone_seconds) = (alone.stop().await?, started.1.elapsed().as_secs_f64());
     let alone_cpu = server.pid.and_then(cpu_seconds).zip(started.0).map(|(end, start)| end - start);
+    let reader_thread = reader_thread(server, &reads).await?;
+    // Started with no pause in the reads, so that their connection stays on its thread.
     let writer = Writer::start(written);
+    let reader_before =
+        reader_thread.map(|(pid, tid, _)| (pid, tid, thread_cpu_nanos(pid, SERVING_THREADS).get(&tid).copied()));
+    let reader_alone = reader_thread.map(|(.., nanos)| nanos as f64 / 1e3);
     let before = (server.pid.and_then(cpu_seconds), Instant::now());
     let mut latencies = Vec::with_capacity(calls as usize);
     for i in 0..calls as i64 {
@@ -210,6 +228,11 @@ async fn reads_beside_writer(context: &mut Context, server: &Server, calls: u64)
     let cpu = server.pid.and_then(cpu_seconds).zip(before.0).map(|(end, start)| end - start);
     latencies.sort_unstable();
     let percentile = |fraction: f64| super::percentile(&latencies, fraction);
+    let reader_per_read = reader_before.and_then(|(pid, tid, before)| {
+        let used = thread_cpu_nanos(pid, SERVING_THREADS).get(&tid)?.checked_sub(before?)?;
+        // Far less than a read can cost: the connection moved to another thread meanwhile.
+        (used >= calls * MIN_READ_NANOS).then(|| used as f64 / 1e3 / calls as f64)
+    });
     let per_read = match (cpu, alone_cpu) {
         (Some(cpu), Some(alone_cpu)) if alone_docs > 0 => {
             Some((cpu - alone_cpu / alone_docs as f64 * beside_docs as f64).max(0.0) * 1e6 / calls as f64)
@@ -218,9 +241,11 @@ async fn reads_beside_writer(context: &mut Context, server: &Server, calls: u64)
     };
     let label = server.label;
     println!(
-        "{label}: point reads beside a batch writer: p50 {:.0} us, p99 {:.0} us, server {} us/read (writer {:.0} docs/s alone, {:.0} beside the reads)",
+        "{label}: point reads beside a batch writer: p50 {:.0} us, p99 {:.0} us, server {} us/read on the reads' thread ({} alone; {} by the process's CPU less the writer's) (writer {:.0} docs/s alone, {:.0} beside the reads)",
         percentile(0.5),
         percentile(0.99),
+        reader_per_read.map_or("?".into(), |us| format!("{us:.1}")),
+        reader_alone.map_or("?".into(), |us| format!("{us:.1}")),
         per_read.map_or("?".into(), |us| format!("{us:.1}")),
         alone_docs as f64 / alone_seconds,
         beside_docs as f64 / seconds
@@ -230,12 +255,46 @@ async fn reads_beside_writer(context: &mut Context, server: &Server, calls: u64)
     if let Some(us) = per_read {
         context.measure(label, "find_one beside writer server cpu", us, "us/call");
     }
+    if let Some(us) = reader_per_read {
+        context.measure(label, "find_one beside writer reads thread cpu", us, "us/call");
+    }
+    if let Some(us) = reader_alone {
+        context.measure(label, "find_one alone reads thread cpu", us, "us/call");
+    }
     context.measure(label, "writer alone", alone_docs as f64 / alone_seconds, "docs/s");
     context.measure(label, "writer beside reads", beside_docs as f64 / seconds, "docs/s");
     Ok(())
 }
 
 /// A task inserting batches of 1,000 documents until stopped; `stop` returns how many it wrote.
+/// The server's threads that serve connections (its runtime's, named so by `strata serve`).
+const SERVING_THREADS: &str = "strata-io";
+
+/// Point reads run alone to find the thread serving them (and what they cost it alone).
+const READS_ALONE: u64 = 2_000;
+
+/// Less CPU per read than this on the thread found serving the reads means it no longer was.
+const MIN_READ_NANOS: u64 = 2_000;
+
+/// The server thread serving `reads`' connection: the one of `SERVING_THREADS` that ran most
+/// while `READS_ALONE` point reads ran alone (a connection is served by one thread while its
+/// client keeps sending), with its CPU nanoseconds per read then. `None` if the server's
+/// threads cannot be read here.
+async fn reader_thread(
+    server: &Server,
+    reads: &mongodb::Collection<Document>,
+) -> anyhow::Result<Option<(u32, u32, u64)>> {
+    let Some(pid) = server.pid else { return Ok(None) };
+    let before = thread_cpu_nanos(pid, SERVING_THREADS);
+    for i in 0..READS_ALONE {
+        reads.find_one(doc! { "k": i as i64 }).await?;
+    }
+    let after = thread_cpu_nanos(pid, SERVING_THREADS);
+    let used = |tid: &u32, nanos: &u64| nanos.saturating_sub(before.get(tid).copied().unwrap_or(*nanos));
+    let busiest = after.iter().max_by_key(|(tid, nanos)| used(tid, nanos));
+    Ok(busiest.map(|(tid, nanos)| (pid, *tid, used(tid, nanos) / READS_ALONE)))
+}
+
 struct Writer {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     task: tokio::task::JoinHandle<mongodb::error::Result<u64>>,
