@@ -20,10 +20,11 @@ pub fn thread_cpu_nanos(pid: u32, prefix: &str) -> std::collections::HashMap<u32
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return threads };
     for task in tasks.flatten() {
         let Some(tid) = task.file_name().to_str().and_then(|tid| tid.parse::<u32>().ok()) else { continue };
-        let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if !std::fs::read_to_string(task.path().join("comm")).is_ok_and(|name| name.starts_with(prefix)) {
+            continue;
+        }
         let schedstat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
-        let nanos = schedstat.split_whitespace().next().and_then(|ns| ns.parse::<u64>().ok());
-        if let Some(nanos) = nanos.filter(|_| name.starts_with(prefix)) {
+        if let Some(nanos) = schedstat.split_whitespace().next().and_then(|ns| ns.parse::<u64>().ok()) {
             threads.insert(tid, nanos);
         }
     }

@@ -321,12 +321,12 @@ impl NodeStore {
 
 /// A thin node without sections, as eviction sees it.
 #[derive(Clone, Copy)]
-struct Head {
-    internal: bool,
+pub(super) struct Head {
+    pub(super) internal: bool,
     bytes: usize,
 }
 
-fn head_of(slot: &Slot) -> Option<Head> {
+pub(super) fn head_of(slot: &Slot) -> Option<Head> {
     match &slot.node {
         Some(View::Thin(thin)) if !thin.has_parts() => {
             Some(Head { internal: matches!(thin.layout.head, codec::Head::Internal { .. }), bytes: slot.size })

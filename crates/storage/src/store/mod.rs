@@ -633,11 +633,11 @@ fn mix_kind<'a>(mix: &'a mut CacheMix, slot: &Slot) -> Option<&'a mut u64> {
         None => return None,
         Some(View::Whole(_)) if slot.dirty => &mut mix.dirty_bytes,
         Some(View::Whole(_)) => &mut mix.clean_bytes,
-        Some(View::Thin(thin)) if thin.has_parts() => &mut mix.section_bytes,
-        Some(View::Thin(thin)) if matches!(thin.layout.head, codec::Head::Internal { .. }) => {
-            &mut mix.internal_head_bytes
-        }
-        Some(View::Thin(_)) => &mut mix.leaf_head_bytes,
+        Some(View::Thin(_)) => match eviction::head_of(slot) {
+            None => &mut mix.section_bytes,
+            Some(head) if head.internal => &mut mix.internal_head_bytes,
+            Some(_) => &mut mix.leaf_head_bytes,
+        },
     })
 }
 
