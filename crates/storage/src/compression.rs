@@ -151,13 +151,7 @@ fn zstd_into(raw: &[u8], level: i32, out: &mut Vec<u8>) -> bool {
 }
 
 pub fn decompress(section: &[u8]) -> Result<Vec<u8>> {
-    let corrupt = |what: &str| Error::Corruption(format!("compressed section: {what}"));
-    let (&method, rest) = section.split_first().ok_or_else(|| corrupt("empty"))?;
-    let (len_bytes, payload) = rest.split_at_checked(4).ok_or_else(|| corrupt("truncated length"))?;
-    let raw_len = u32::from_le_bytes(len_bytes.try_into().map_err(|_| corrupt("length"))?) as usize;
-    if raw_len > MAX_SECTION_BYTES {
-        return Err(corrupt("claims more than the largest section"));
-    }
+    let (method, raw_len, payload) = parse(section)?;
     let raw = match method {
         METHOD_NONE => payload.to_vec(),
         METHOD_LZ4 => {
@@ -175,6 +169,42 @@ pub fn decompress(section: &[u8]) -> Result<Vec<u8>> {
     Ok(raw)
 }
 
+/// Decompresses `section` onto the end of `out` (a buffer's pieces, read into one run).
+pub fn decompress_append(section: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    let (method, raw_len, payload) = parse(section)?;
+    let start = out.len();
+    match method {
+        METHOD_NONE => out.extend_from_slice(payload),
+        METHOD_LZ4 => {
+            out.resize(start + raw_len, 0);
+            let space = out.get_mut(start..).unwrap_or_default();
+            let written = lz4_flex::block::decompress_into(payload, space).map_err(|e| corrupt(&e.to_string()))?;
+            out.truncate(start + written);
+        }
+        METHOD_ZSTD => out.extend_from_slice(&zstd_decompress(payload, raw_len).map_err(|e| corrupt(&e.to_string()))?),
+        other => return Err(corrupt(&format!("unknown method {other}"))),
+    }
+    if out.len() - start != raw_len {
+        return Err(corrupt("length differs from the recorded one"));
+    }
+    Ok(())
+}
+
+/// A compressed section's method, raw length (checked against the largest section) and payload.
+fn parse(section: &[u8]) -> Result<(u8, usize, &[u8])> {
+    let (&method, rest) = section.split_first().ok_or_else(|| corrupt("empty"))?;
+    let (len_bytes, payload) = rest.split_at_checked(4).ok_or_else(|| corrupt("truncated length"))?;
+    let raw_len = u32::from_le_bytes(len_bytes.try_into().map_err(|_| corrupt("length"))?) as usize;
+    if raw_len > MAX_SECTION_BYTES {
+        return Err(corrupt("claims more than the largest section"));
+    }
+    Ok((method, raw_len, payload))
+}
+
+fn corrupt(what: &str) -> Error {
+    Error::Corruption(format!("compressed section: {what}"))
+}
+
 #[cfg(test)]
 mod tests {
     //! Goal: every method round-trips, and corrupt sections are errors, never panics.
@@ -187,6 +217,9 @@ mod tests {
             let mut out = Vec::new();
             compress(method, &raw, &mut out);
             assert_eq!(decompress(&out).expect("round trip"), raw, "{method:?}");
+            let mut appended = b"before".to_vec();
+            decompress_append(&out, &mut appended).expect("appends");
+            assert_eq!((&appended[..6], &appended[6..]), (&b"before"[..], &raw[..]), "{method:?}");
             if method != Compression::None {
                 assert!(out.len() < raw.len() / 2, "{method:?} compresses repetitive data");
             }
@@ -234,6 +267,7 @@ mod tests {
         let mut lying = out.clone();
         lying[1..5].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(decompress(&lying).is_err());
+        assert!(decompress_append(&lying, &mut Vec::new()).is_err());
         let mut flipped = out;
         let last = flipped.len() - 1;
         flipped[last] ^= 0xff;

@@ -17,7 +17,9 @@
 //!             3  block               the same with the block's and the node's checksums
 //!                                    recomputed first
 //!             4  basement            a basement section's payload (decompressed)
-//!             5  buffer              a buffer section's payload (decompressed)
+//!             5  buffer              a buffer section's payload (decompressed); the same bytes
+//!                                    are also read as a pieced buffer section (node kind 5),
+//!                                    whole and one key's window at a time
 //!             6  section             a compressed section
 //!             7  slot                a data-file header slot
 //!             8  catalog             a checkpoint's catalog
@@ -28,6 +30,7 @@
 //! [`seed_nodes`] gives seed inputs of every mode: small nodes of every shape in both formats and
 //! every compression (whole, as blocks, as sections), a header slot, a catalog and a log segment.
 
+use std::ops::Bound;
 use std::path::Path;
 
 use crate::compression::{Compression, compress, decompress};
@@ -40,6 +43,7 @@ use crate::node::basement::Basement;
 use crate::node::buffer::{Buffer, RangeDelete};
 use crate::node::codec::{self, HEAD_PREFIX_BYTES, Head, Layout};
 use crate::node::leaf::Leaf;
+use crate::node::pieces::{self, PiecedBuffer};
 use crate::node::{Internal, Node, NodeId};
 use crate::wal::record::read_frame;
 
@@ -75,6 +79,9 @@ pub fn node(data: &[u8]) {
                 read_buffer(&buffer);
                 let again = codec::decode_buffer(codec::encode_buffer(&buffer));
                 assert_eq!(again.as_ref(), Ok(&buffer), "a decoded buffer round-trips");
+            }
+            if let Ok(pieces) = PiecedBuffer::open(rest.to_vec(), None, None) {
+                read_pieces(&pieces);
             }
         }
         6 => {
@@ -183,9 +190,10 @@ fn thin_node(file: &DataFile, addr: BlockAddr, id: NodeId) -> crate::Result<()> 
     route(&layout);
     for (index, section) in layout.sections.iter().enumerate() {
         let bytes = file.read_payload_range(addr, id.0, section.offset as usize, section.len as usize)?;
-        match codec::decode_section_alone(id, &layout.head, index, &bytes, section)? {
+        match codec::decode_section_alone(id, &layout, index, bytes)? {
             codec::Section::Basement(basement) => read_basement(&basement),
             codec::Section::Buffer(buffer) => read_buffer(&buffer),
+            codec::Section::Pieces(pieces) => read_pieces(&pieces),
         }
     }
     Ok(())
@@ -223,6 +231,26 @@ fn read_basement(basement: &Basement) {
         basement.collect_events(entry.key(), &mut events);
     }
     let _ = (basement.first_key(), basement.last_key(), basement.memory_bytes());
+}
+
+/// What readers do with a pieced buffer: the whole of it, then each key's window alone, which
+/// holds the same messages for that key.
+fn read_pieces(pieces: &PiecedBuffer) {
+    let Ok(whole) = pieces.messages_within(Bound::Unbounded, Bound::Unbounded) else {
+        let _ = pieces.messages_within(Bound::Included(b"k"), Bound::Excluded(b"l"));
+        return;
+    };
+    read_buffer(&whole);
+    let mut again = Vec::new();
+    pieces::encode(&whole, Compression::Lz4, &mut again);
+    let again =
+        PiecedBuffer::open(again, None, None).and_then(|p| p.messages_within(Bound::Unbounded, Bound::Unbounded));
+    assert_eq!(again.as_ref(), Ok(&whole), "a decoded pieced buffer round-trips");
+    for (key, events) in whole.points() {
+        let window = pieces.messages_within(Bound::Included(&key), Bound::Included(&key));
+        let read = window.map(|window| window.points_in(Bound::Included(&key), Bound::Included(&key)).collect());
+        assert_eq!(read, Ok(vec![(key, events)]), "a key's window holds its messages");
+    }
 }
 
 /// What a reader does with a buffer: each key's events, resolved through the default update.
@@ -377,6 +405,9 @@ pub fn seed_nodes() -> Vec<(String, Vec<u8>)> {
         for (index, buffer) in internal.buffers.iter().enumerate() {
             let raw = codec::encode_buffer(buffer);
             add(format!("buffer-{index}"), 5, &raw);
+            let mut pieced = Vec::new();
+            pieces::encode(buffer, Compression::Lz4, &mut pieced);
+            add(format!("buffer-pieced-{index}"), 5, &pieced);
             for (method, compression) in
                 [("none", Compression::None), ("lz4", Compression::Lz4), ("zstd", Compression::Zstd(3))]
             {
@@ -415,6 +446,10 @@ fn sample_internal() -> Node {
     );
     left.push_all(b"b", [(7, Event::Delete)], 0, HEAD_BYTES);
     left.push_all(b"c", [(8, Event::Update(b"not a counter".to_vec()))], 0, HEAD_BYTES);
+    // Enough messages that the buffer is written in several pieces.
+    for i in 0..150u64 {
+        left.push_all(format!("d{i:04}").as_bytes(), [(100 + i, Event::Put(vec![b'v'; 40]))], 0, HEAD_BYTES);
+    }
     let mut right = Buffer::default();
     right.push_all(b"m", [(9, Event::Put(Vec::new()))], 0, HEAD_BYTES);
     right.push_range(RangeDelete { start: b"m".to_vec(), end: None, seq: 10 });

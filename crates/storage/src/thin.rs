@@ -13,7 +13,7 @@
 //! always clean: its block holds exactly its version, and readers reach it under their tree's
 //! read lock, so no writer can replace the node and free the block while they read it.
 
-use std::ops::Deref;
+use std::ops::{Bound, Deref};
 use std::sync::Arc;
 
 use crate::error::Result;
@@ -21,6 +21,7 @@ use crate::file::BlockAddr;
 use crate::node::basement::Basement;
 use crate::node::buffer::Buffer;
 use crate::node::codec::{Head, Layout};
+use crate::node::pieces::PiecedBuffer;
 use crate::node::{Node, NodeId, child_index, child_index_below};
 use crate::store::{CachedNode, NodeStore};
 
@@ -29,6 +30,8 @@ use crate::store::{CachedNode, NodeStore};
 pub(crate) enum Part {
     Basement(Arc<Basement>),
     Buffer(Arc<Buffer>),
+    /// A buffer in pieces, kept compressed; readers decode the pieces of their window.
+    Pieces(Arc<PiecedBuffer>),
 }
 
 impl Part {
@@ -36,6 +39,7 @@ impl Part {
         match self {
             Part::Basement(basement) => basement.memory_bytes(),
             Part::Buffer(buffer) => buffer.size_bytes(),
+            Part::Pieces(pieces) => pieces.memory_bytes(),
         }
     }
 }
@@ -87,10 +91,12 @@ impl Thin {
     }
 }
 
-/// A part as a reader holds it: borrowed from a whole node, or shared with a thin one.
+/// A part as a reader holds it: borrowed from a whole node, shared with a thin one, or its own
+/// (the pieces of a buffer decoded for one window).
 pub(crate) enum Held<'a, T> {
     Borrowed(&'a T),
     Shared(Arc<T>),
+    Owned(T),
 }
 
 impl<T> Deref for Held<'_, T> {
@@ -100,6 +106,7 @@ impl<T> Deref for Held<'_, T> {
         match self {
             Held::Borrowed(value) => value,
             Held::Shared(value) => value,
+            Held::Owned(value) => value,
         }
     }
 }
@@ -169,8 +176,15 @@ impl View {
         child_index_below(self.pivots(), key)
     }
 
-    /// The buffer of an internal node's child `index`.
-    pub fn buffer(&self, store: &NodeStore, index: usize) -> Result<Option<Held<'_, Buffer>>> {
+    /// The buffer of an internal node's child `index`, with every message for keys within
+    /// `[lo, hi]` (and perhaps others: a pieced buffer read thin gives the pieces that overlap).
+    pub fn buffer(
+        &self,
+        store: &NodeStore,
+        index: usize,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+    ) -> Result<Option<Held<'_, Buffer>>> {
         match self {
             View::Whole(node) => match &***node {
                 Node::Internal(internal) => Ok(internal.buffers.get(index).map(Held::Borrowed)),
@@ -178,6 +192,7 @@ impl View {
             },
             View::Thin(thin) => match store.part(thin, index)? {
                 Some(Part::Buffer(buffer)) => Ok(Some(Held::Shared(buffer))),
+                Some(Part::Pieces(pieces)) => Ok(Some(Held::Owned(pieces.messages_within(lo, hi)?))),
                 _ => Ok(None),
             },
         }

@@ -5,8 +5,9 @@
 //! ```text
 //! slot (4096 bytes, at 0 or 4096):
 //!   magic "STRATA\0\x01"(8) checksum:u32 (crc32c of the body) body  (rest of the slot zero)
-//! body, format 3 (80 bytes; format 2, the same, names a file that may hold node blocks of the
-//! first node format only — see `node::codec`; a binary that reads only those refuses format 3):
+//! body, format 4 (80 bytes; the same in formats 2 and 3, which name a file that may hold node
+//! blocks of the first node kinds only (format 2: kinds 1 and 2; format 3: up to kind 4; see
+//! `node::codec`), so that a binary that reads only those refuses a later format at open):
 //!   format:u32 generation:u64 checkpoint_seq:u64 log_segment:u64 next_node_id:u64
 //!   next_tree_id:u64 catalog_offset:u64 catalog_len:u32 catalog_copy_offset:u64
 //!   node_size:u32 basement_size:u32 fanout:u32 reserved(4)
@@ -25,8 +26,9 @@ use crate::file::allocator::PAGE_BYTES;
 use crate::node::codec::Reader;
 
 const MAGIC: &[u8; 8] = b"STRATA\0\x01";
-const FORMAT: u32 = 3;
+const FORMAT: u32 = 4;
 const FORMAT_2: u32 = 2;
+const FORMAT_3: u32 = 3;
 const FORMAT_1_BODY_BYTES: usize = 64;
 const BODY_BYTES: usize = 80;
 
@@ -121,7 +123,7 @@ impl Header {
         let format = Reader::new(r.take(4)?).u32()?;
         let body_bytes = match format {
             1 => FORMAT_1_BODY_BYTES,
-            FORMAT_2 | FORMAT => BODY_BYTES,
+            FORMAT_2 | FORMAT_3 | FORMAT => BODY_BYTES,
             _ => return Err(corrupt("unknown format version")),
         };
         let body = slot.get(12..12 + body_bytes).ok_or_else(|| corrupt("truncated"))?;
@@ -170,6 +172,18 @@ mod tests {
             Header::decode(&slot),
             Ok(Some(Header { shape: None, catalog_copy_offset: 0, ..Header::example() }))
         );
+    }
+
+    /// Files of formats 2 and 3 (written before their node kinds grew) still open.
+    #[test]
+    fn earlier_formats_with_a_shape_still_decode() {
+        for format in [FORMAT_2, FORMAT_3] {
+            let mut slot = Header::example().encode();
+            slot[12..16].copy_from_slice(&format.to_le_bytes());
+            let crc = crc32c::crc32c(&slot[12..12 + BODY_BYTES]);
+            slot[8..12].copy_from_slice(&crc.to_le_bytes());
+            assert_eq!(Header::decode(&slot), Ok(Some(Header::example())), "format {format}");
+        }
     }
 
     #[test]

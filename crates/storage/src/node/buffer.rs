@@ -411,25 +411,39 @@ impl Buffer {
     /// grown entry by entry and no second copy of the messages, which cost a reader's path.
     pub fn decode_points(count: usize, mut bytes: Vec<u8>) -> Result<(Buffer, Vec<u8>), String> {
         let mut offsets = Vec::with_capacity(count);
-        let mut previous_key: Option<&[u8]> = None;
-        let mut at = 0usize;
-        for _ in 0..count {
-            let len = check_entry(bytes.get(at..).unwrap_or(&[]))?;
-            let raw = bytes.get(at..at + len).ok_or("truncated buffer entry")?;
-            let key = entry_key(raw);
-            if previous_key.is_some_and(|previous| previous >= key) {
-                return Err("buffer keys out of order".into());
-            }
-            previous_key = Some(key);
-            offsets.push(u32::try_from(at).map_err(|_| "buffer too large")?);
-            at += len;
-        }
+        let at = check_entries(&bytes, 0, count, None, &mut offsets)?;
         let rest = bytes.split_off(at);
-        let run = Run { data: bytes, offsets };
+        Ok((Buffer::of_run(Run { data: bytes, offsets }), rest))
+    }
+
+    /// Reads point messages cut into consecutive pieces (`pieces::PiecedBuffer`): `bytes` holds
+    /// them back to back, and each `(count, end, first_key)` says how many entries the next
+    /// piece holds, the byte where it ends, and the key its first entry must have. Checked as
+    /// `decode_points` checks, and the keys ascend across pieces: one run, as if never cut.
+    pub fn decode_pieces(bytes: Vec<u8>, pieces: &[(usize, usize, &[u8])]) -> Result<Buffer, String> {
+        let mut offsets = Vec::with_capacity(pieces.iter().map(|(count, ..)| *count).sum());
+        let mut at = 0;
+        for &(count, end, first_key) in pieces {
+            if count == 0 || entry_key(bytes.get(at..).unwrap_or_default()) != first_key {
+                return Err("a buffer piece does not start at its key".into());
+            }
+            let previous = offsets.last().map(|&last| entry_key(bytes.get(last as usize..).unwrap_or_default()));
+            at = check_entries(&bytes, at, count, previous, &mut offsets)?;
+            if at != end {
+                return Err("a buffer piece's entries do not end where the piece does".into());
+            }
+        }
+        if at != bytes.len() {
+            return Err("bytes after a buffer's pieces".into());
+        }
+        Ok(Buffer::of_run(Run { data: bytes, offsets }))
+    }
+
+    fn of_run(run: Run) -> Buffer {
         let runs = if run.len() == 0 { Vec::new() } else { vec![run] };
         let mut buffer = Buffer { runs, ..Buffer::default() };
         buffer.size_bytes = buffer.recompute_size();
-        Ok((buffer, rest))
+        buffer
     }
 
     /// Adds decoded range deletes (node decoding).
@@ -811,6 +825,51 @@ fn check_entry(bytes: &[u8]) -> Result<usize, String> {
         at += len;
     }
     Ok(at)
+}
+
+/// Checks `count` entries of untrusted `bytes` from byte `at` on (each by `check_entry`, keys
+/// strictly ascending, the first above `previous_key`), recording where each starts; returns the
+/// byte after the last.
+fn check_entries<'a>(
+    bytes: &'a [u8],
+    mut at: usize,
+    count: usize,
+    mut previous_key: Option<&'a [u8]>,
+    offsets: &mut Vec<u32>,
+) -> Result<usize, String> {
+    for _ in 0..count {
+        let len = check_entry(bytes.get(at..).unwrap_or(&[]))?;
+        let raw = bytes.get(at..at + len).ok_or("truncated buffer entry")?;
+        let key = entry_key(raw);
+        if previous_key.is_some_and(|previous| previous >= key) {
+            return Err("buffer keys out of order".into());
+        }
+        previous_key = Some(key);
+        offsets.push(u32::try_from(at).map_err(|_| "buffer too large")?);
+        at += len;
+    }
+    Ok(at)
+}
+
+/// Cuts encoded point messages (as `encoded_points` gives them; trusted) into consecutive
+/// pieces of whole entries of at least `target` bytes each but the last: each piece's entry
+/// count, the byte where it ends, and its first key.
+pub fn cut_points(points: &[u8], target: usize) -> Vec<(usize, usize, &[u8])> {
+    let mut pieces = Vec::new();
+    let (mut start, mut at, mut count) = (0, 0, 0);
+    while at < points.len() {
+        let Ok(len) = check_entry(points.get(at..).unwrap_or_default()) else {
+            debug_assert!(false, "encoded points that do not read back");
+            break;
+        };
+        at += len;
+        count += 1;
+        if at - start >= target || at >= points.len() {
+            pieces.push((count, at, entry_key(points.get(start..).unwrap_or_default())));
+            (start, count) = (at, 0);
+        }
+    }
+    pieces
 }
 
 /// One event at the start of `bytes`, and its encoded length.

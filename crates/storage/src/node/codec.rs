@@ -11,7 +11,8 @@
 //! section without the rest of the block (partial fetch; see `store` and `thin`).
 //!
 //! ```text
-//! node      := kind:u8 (3 leaf | 4 internal) head_len:u32 head_crc:u32 head section*
+//! node      := kind:u8 (3 leaf | 4 internal | 5 internal, pieced) head_len:u32 head_crc:u32
+//!              head section*
 //!              head_crc = crc32c(node_id:u64 | head)
 //! leaf head := basement_count:u32 (section_len:u32 section_crc:u32)*basement_count
 //!              first_key:bytes*(basement_count - 1)      (of basements 1.., ascending)
@@ -28,6 +29,11 @@
 //!              op: 0 put, 1 delete, 2 update
 //! ```
 //!
+//! Kind 5, the internal node written now, has the head of kind 4, and each of its buffer
+//! sections is a *pieced buffer* (`pieces`): the buffer's entries cut into key-ranged pieces
+//! compressed on their own, so that a reader decodes the few its window needs. Kind 4 nodes are
+//! still read, whole and a section at a time.
+//!
 //! Kinds 1 (leaf) and 2 (internal), written before 2026-11-23, are still read: the same sections
 //! without checksums, each length-prefixed, after `basement_count` or after the pivots. Their
 //! nodes are read whole only (they have no layout) until they are written again.
@@ -37,12 +43,17 @@ use crate::error::{Error, Result};
 use crate::node::basement::Basement;
 use crate::node::buffer::{Buffer, RangeDelete};
 use crate::node::leaf::Leaf;
+use crate::node::pieces::{self, PiecedBuffer};
 use crate::node::{Internal, Node, NodeId};
+use std::ops::Bound;
 
 const KIND_LEAF_V1: u8 = 1;
 const KIND_INTERNAL_V1: u8 = 2;
 const KIND_LEAF: u8 = 3;
 const KIND_INTERNAL: u8 = 4;
+/// An internal node whose buffers are cut into key-ranged pieces (`pieces`), written since
+/// 2026-11-27.
+const KIND_INTERNAL_PIECED: u8 = 5;
 /// kind, head_len, head_crc.
 pub const HEAD_PREFIX_BYTES: usize = 9;
 
@@ -74,6 +85,8 @@ pub enum Head {
 pub struct Layout {
     pub head: Head,
     pub sections: Vec<SectionRef>,
+    /// Whether its buffers are cut into pieces (kind 5), read a window at a time.
+    pub pieced: bool,
 }
 
 impl Layout {
@@ -100,7 +113,7 @@ pub fn encode_node(id: NodeId, node: &Node, compression: Compression) -> Vec<u8>
     let table_len = 8 * sections;
     let kind = match node {
         Node::Leaf(_) => KIND_LEAF,
-        Node::Internal(_) => KIND_INTERNAL,
+        Node::Internal(_) => KIND_INTERNAL_PIECED,
     };
     out.push(kind);
     out.extend_from_slice(&[0; 8]);
@@ -130,18 +143,20 @@ pub fn encode_node(id: NodeId, node: &Node, compression: Compression) -> Vec<u8>
     };
     let head_end = out.len();
     let mut table = Vec::with_capacity(table_len);
-    let mut section = |out: &mut Vec<u8>, raw: &[u8]| {
+    let mut section = |out: &mut Vec<u8>, write: &dyn Fn(&mut Vec<u8>)| {
         let start = out.len();
-        compress(compression, raw, out);
-        let compressed = out.get(start..).unwrap_or_default();
-        put_u32(&mut table, compressed.len());
-        table.extend_from_slice(&section_crc(id, compressed).to_le_bytes());
+        write(out);
+        let written = out.get(start..).unwrap_or_default();
+        put_u32(&mut table, written.len());
+        table.extend_from_slice(&section_crc(id, written).to_le_bytes());
     };
     match node {
-        Node::Leaf(leaf) => leaf.basements().iter().for_each(|basement| section(&mut out, &encode_basement(basement))),
-        Node::Internal(internal) => {
-            internal.buffers.iter().for_each(|buffer| section(&mut out, &encode_buffer(buffer)))
-        }
+        Node::Leaf(leaf) => leaf.basements().iter().for_each(|basement| {
+            section(&mut out, &|out| compress(compression, &encode_basement(basement), out));
+        }),
+        Node::Internal(internal) => internal.buffers.iter().for_each(|buffer| {
+            section(&mut out, &|out| pieces::encode(buffer, compression, out));
+        }),
     }
     if let Some(slot) = out.get_mut(table_at..table_at + table_len) {
         slot.copy_from_slice(&table);
@@ -168,7 +183,7 @@ fn section_crc(id: NodeId, bytes: &[u8]) -> u32 {
 pub fn head_len(prefix: &[u8]) -> Option<usize> {
     let mut r = Reader::new(prefix);
     match r.u8().ok()? {
-        KIND_LEAF | KIND_INTERNAL => Some(HEAD_PREFIX_BYTES + r.u32().ok()? as usize),
+        KIND_LEAF | KIND_INTERNAL | KIND_INTERNAL_PIECED => Some(HEAD_PREFIX_BYTES + r.u32().ok()? as usize),
         _ => None,
     }
 }
@@ -214,12 +229,12 @@ pub fn decode_layout(id: NodeId, bytes: &[u8]) -> Result<Option<Layout>> {
                 }
                 first_keys.push(key);
             }
-            Layout { head: Head::Leaf { first_keys }, sections }
+            Layout { head: Head::Leaf { first_keys }, sections, pieced: false }
         }
-        KIND_INTERNAL => {
+        KIND_INTERNAL | KIND_INTERNAL_PIECED => {
             let (height, children, pivots) = read_routing(&mut r)?;
             let sections = table(&mut r, children.len())?;
-            Layout { head: Head::Internal { height, pivots, children }, sections }
+            Layout { head: Head::Internal { height, pivots, children }, sections, pieced: kind == KIND_INTERNAL_PIECED }
         }
         kind => return Err(corrupt(format!("unknown node kind {kind}"))),
     };
@@ -229,10 +244,15 @@ pub fn decode_layout(id: NodeId, bytes: &[u8]) -> Result<Option<Layout>> {
 
 /// Checks one section's bytes against its checksum and decompresses them.
 fn open_section(id: NodeId, bytes: &[u8], section: &SectionRef) -> Result<Vec<u8>> {
+    check_section(id, bytes, section)?;
+    decompress(bytes)
+}
+
+fn check_section(id: NodeId, bytes: &[u8], section: &SectionRef) -> Result<()> {
     if bytes.len() != section.len as usize || section_crc(id, bytes) != section.crc {
         return Err(corrupt(format!("section checksum mismatch for node {}", id.0)));
     }
-    decompress(bytes)
+    Ok(())
 }
 
 pub fn decode_basement_section(id: NodeId, bytes: &[u8], section: &SectionRef) -> Result<Basement> {
@@ -247,29 +267,38 @@ pub fn decode_buffer_section(id: NodeId, bytes: &[u8], section: &SectionRef) -> 
 pub enum Section {
     Basement(Basement),
     Buffer(Buffer),
+    /// A pieced buffer, kept compressed: its pieces are decoded a window at a time.
+    Pieces(PiecedBuffer),
 }
 
-/// Decodes section `index` of a node whose head is `head`, and checks its keys against the
-/// bounds the head gives it (its neighbours are not read).
-pub fn decode_section_alone(
-    id: NodeId,
-    head: &Head,
-    index: usize,
-    bytes: &[u8],
-    section: &SectionRef,
-) -> Result<Section> {
-    match head {
+/// Decodes section `index` of a node whose layout is `layout`, and checks its keys against the
+/// bounds the head gives it (its neighbours are not read). A pieced buffer's directory is
+/// checked now and each piece when a reader decodes it.
+pub fn decode_section_alone(id: NodeId, layout: &Layout, index: usize, bytes: Vec<u8>) -> Result<Section> {
+    let section = layout.sections.get(index).ok_or_else(|| corrupt(format!("no section {index}")))?;
+    match &layout.head {
         Head::Leaf { first_keys } => {
-            let basement = decode_basement_section(id, bytes, section)?;
+            let basement = decode_basement_section(id, &bytes, section)?;
             check_basement_bounds(first_keys, index, &basement)?;
             Ok(Section::Basement(basement))
         }
+        Head::Internal { pivots, .. } if layout.pieced => {
+            check_section(id, &bytes, section)?;
+            let (lower, upper) = child_bounds(pivots, index);
+            Ok(Section::Pieces(PiecedBuffer::open(bytes, lower, upper)?))
+        }
         Head::Internal { pivots, .. } => {
-            let buffer = decode_buffer_section(id, bytes, section)?;
+            let buffer = decode_buffer_section(id, &bytes, section)?;
             check_buffer_bounds(pivots, index, &buffer)?;
             Ok(Section::Buffer(buffer))
         }
     }
+}
+
+/// The keys child `index` owns, `[pivots[index - 1], pivots[index])`, within its node's.
+fn child_bounds(pivots: &[Vec<u8>], index: usize) -> (Option<&[u8]>, Option<&[u8]>) {
+    let lower = index.checked_sub(1).and_then(|i| pivots.get(i)).map(Vec::as_slice);
+    (lower, pivots.get(index).map(Vec::as_slice))
 }
 
 /// Decodes a whole node; with a layout when it has one (not a node of the first format).
@@ -296,7 +325,14 @@ pub fn decode_node(id: NodeId, bytes: &[u8]) -> Result<(Node, Option<Layout>)> {
         Head::Internal { height, pivots, children } => {
             let mut buffers = Vec::with_capacity(layout.sections.len());
             for (index, section) in layout.sections.iter().enumerate() {
-                let buffer = decode_buffer_section(id, section_bytes(section), section)?;
+                let bytes = section_bytes(section);
+                let buffer = if layout.pieced {
+                    check_section(id, bytes, section)?;
+                    let (lower, upper) = child_bounds(pivots, index);
+                    pieces::Directory::read(bytes, lower, upper)?.decode(bytes, Bound::Unbounded, Bound::Unbounded)?
+                } else {
+                    decode_buffer_section(id, bytes, section)?
+                };
                 check_buffer_bounds(pivots, index, &buffer)?;
                 buffers.push(buffer);
             }
@@ -374,9 +410,8 @@ pub fn check_basement_bounds(first_keys: &[Vec<u8>], index: usize, basement: &Ba
 /// pivots[index])`: every point message buffered for a child lies in that child's range.
 pub fn check_buffer_bounds(pivots: &[Vec<u8>], index: usize, buffer: &Buffer) -> Result<()> {
     let Some((lowest, highest)) = buffer.key_span() else { return Ok(()) };
-    let lower = index.checked_sub(1).and_then(|i| pivots.get(i));
-    let upper = pivots.get(index);
-    if lower.is_some_and(|lower| lowest < lower.as_slice()) || upper.is_some_and(|upper| highest >= upper.as_slice()) {
+    let (lower, upper) = child_bounds(pivots, index);
+    if lower.is_some_and(|lower| lowest < lower) || upper.is_some_and(|upper| highest >= upper) {
         return Err(corrupt("a buffer holds messages outside its child's key range".into()));
     }
     Ok(())
@@ -431,27 +466,27 @@ pub fn encode_buffer(buffer: &Buffer) -> Vec<u8> {
     let (count, points) = buffer.encoded_points();
     put_u32(&mut out, count);
     out.extend_from_slice(&points);
-    put_u32(&mut out, buffer.ranges().len());
-    for range in buffer.ranges() {
-        put_bytes(&mut out, &range.start);
+    put_ranges(&mut out, buffer.ranges());
+    out
+}
+
+/// A buffer's range deletes, as its section (whole or pieced) holds them.
+pub(crate) fn put_ranges(out: &mut Vec<u8>, ranges: &[RangeDelete]) {
+    put_u32(out, ranges.len());
+    for range in ranges {
+        put_bytes(out, &range.start);
         match &range.end {
             None => out.push(0),
             Some(end) => {
                 out.push(1);
-                put_bytes(&mut out, end);
+                put_bytes(out, end);
             }
         }
         out.extend_from_slice(&range.seq.to_le_bytes());
     }
-    out
 }
 
-pub fn decode_buffer(mut bytes: Vec<u8>) -> Result<Buffer> {
-    // The smallest entry: key length, empty key, message count, one delete (seq and op).
-    let key_count = Reader::new(&bytes).count(17)?;
-    bytes.drain(..4);
-    let (points, rest) = Buffer::decode_points(key_count, bytes).map_err(corrupt)?;
-    let mut r = Reader::new(&rest);
+pub(crate) fn read_ranges(r: &mut Reader<'_>) -> Result<Vec<RangeDelete>> {
     let range_count = r.count(13)?;
     let mut ranges = Vec::with_capacity(range_count);
     for _ in 0..range_count {
@@ -463,6 +498,16 @@ pub fn decode_buffer(mut bytes: Vec<u8>) -> Result<Buffer> {
         };
         ranges.push(RangeDelete { start, end, seq: r.u64()? });
     }
+    Ok(ranges)
+}
+
+pub fn decode_buffer(mut bytes: Vec<u8>) -> Result<Buffer> {
+    // The smallest entry: key length, empty key, message count, one delete (seq and op).
+    let key_count = Reader::new(&bytes).count(17)?;
+    bytes.drain(..4);
+    let (points, rest) = Buffer::decode_points(key_count, bytes).map_err(corrupt)?;
+    let mut r = Reader::new(&rest);
+    let ranges = read_ranges(&mut r)?;
     r.finish()?;
     Ok(points.with_ranges(ranges))
 }
@@ -471,13 +516,13 @@ fn corrupt(what: String) -> Error {
     Error::Corruption(format!("node encoding: {what}"))
 }
 
-fn put_u32(out: &mut Vec<u8>, n: usize) {
+pub(crate) fn put_u32(out: &mut Vec<u8>, n: usize) {
     // Sizes are bounded far below 4 GiB by node and key limits; saturate rather than wrap.
     let n = u32::try_from(n).unwrap_or(u32::MAX);
     out.extend_from_slice(&n.to_le_bytes());
 }
 
-fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+pub(crate) fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     put_u32(out, bytes.len());
     out.extend_from_slice(bytes);
 }
@@ -528,6 +573,10 @@ impl<'a> Reader<'a> {
             return Err(corrupt(format!("count {count} exceeds the {} bytes left", self.bytes.len())));
         }
         Ok(count)
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.bytes.len()
     }
 
     pub fn finish(&self) -> Result<()> {
@@ -599,9 +648,49 @@ mod tests {
         let Node::Internal(internal) = sample_internal() else { unreachable!() };
         let bytes = encode_node(ID, &Node::Internal(internal.clone()), Compression::Zstd(1));
         let layout = decode_layout(ID, &bytes).expect("layout").expect("a layout");
-        for (section, buffer) in layout.sections.iter().zip(&internal.buffers) {
+        assert!(layout.pieced, "internal nodes are written with pieced buffers");
+        for (index, (section, buffer)) in layout.sections.iter().zip(&internal.buffers).enumerate() {
             let at = section.offset as usize..(section.offset + section.len) as usize;
-            assert_eq!(decode_buffer_section(ID, &bytes[at], section).as_ref(), Ok(buffer));
+            let Ok(Section::Pieces(pieces)) = decode_section_alone(ID, &layout, index, bytes[at.clone()].to_vec())
+            else {
+                panic!("buffer {index} reads alone as pieces");
+            };
+            assert_eq!(pieces.messages_within(Bound::Unbounded, Bound::Unbounded).as_ref(), Ok(buffer));
+            assert!(decode_section_alone(NodeId(8), &layout, index, bytes[at].to_vec()).is_err(), "another node's");
+        }
+    }
+
+    /// Internal nodes of the second format (kind 4: each buffer one compressed section) still
+    /// read, whole and a section at a time.
+    #[test]
+    fn second_format_internal_nodes_still_decode() {
+        let Node::Internal(internal) = sample_internal() else { unreachable!() };
+        let mut bytes = encode_node(ID, &Node::Internal(internal.clone()), Compression::Lz4);
+        let layout = decode_layout(ID, &bytes).expect("layout").expect("a layout");
+        // The same head with kind 4, followed by the buffers as kind 4 wrote them.
+        bytes.truncate(layout.sections[0].offset as usize);
+        bytes[0] = KIND_INTERNAL;
+        let head_end = bytes.len();
+        let table_at = head_end - 8 * internal.buffers.len();
+        for (index, buffer) in internal.buffers.iter().enumerate() {
+            let start = bytes.len();
+            compress(Compression::Lz4, &encode_buffer(buffer), &mut bytes);
+            let (len, crc) = (bytes.len() - start, section_crc(ID, &bytes[start..]));
+            bytes[table_at + 8 * index..table_at + 8 * index + 4].copy_from_slice(&(len as u32).to_le_bytes());
+            bytes[table_at + 8 * index + 4..table_at + 8 * index + 8].copy_from_slice(&crc.to_le_bytes());
+        }
+        let head_crc = section_crc(ID, &bytes[HEAD_PREFIX_BYTES..head_end]);
+        bytes[5..9].copy_from_slice(&head_crc.to_le_bytes());
+        let (node, layout) = decode_node(ID, &bytes).expect("decodes");
+        assert_eq!(node, Node::Internal(internal.clone()));
+        let layout = layout.expect("a layout");
+        assert!(!layout.pieced);
+        for (index, (section, buffer)) in layout.sections.iter().zip(&internal.buffers).enumerate() {
+            let at = section.offset as usize..(section.offset + section.len) as usize;
+            let Ok(Section::Buffer(read)) = decode_section_alone(ID, &layout, index, bytes[at].to_vec()) else {
+                panic!("buffer {index} reads alone whole");
+            };
+            assert_eq!(&read, buffer);
         }
     }
 
@@ -630,8 +719,9 @@ mod tests {
         let forged = Head::Leaf { first_keys: vec![b"b".to_vec()] };
         let section = &layout.sections[0];
         let at = section.offset as usize..(section.offset + section.len) as usize;
-        assert!(decode_section_alone(ID, &layout.head, 0, &bytes[at.clone()], section).is_ok());
-        assert!(decode_section_alone(ID, &forged, 0, &bytes[at], section).is_err());
+        assert!(decode_section_alone(ID, &layout, 0, bytes[at.clone()].to_vec()).is_ok());
+        let forged = Layout { head: forged, ..layout };
+        assert!(decode_section_alone(ID, &forged, 0, bytes[at].to_vec()).is_err());
     }
 
     /// Blocks of the first format (no head, no section checksums) still read, without a layout.

@@ -10,6 +10,7 @@ pub mod buffer;
 pub mod codec;
 mod flat;
 pub mod leaf;
+pub mod pieces;
 
 use crate::message::{Event, Seq};
 use buffer::{Buffer, RangeDelete};

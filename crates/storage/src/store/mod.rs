@@ -427,12 +427,13 @@ impl NodeStore {
         let disk = self.disk.as_ref().ok_or_else(|| missing(thin.id))?;
         let bytes =
             disk.file.read_payload_range(thin.block, thin.id.0, section.offset as usize, section.len as usize)?;
-        let part = match codec::decode_section_alone(thin.id, &thin.layout.head, index, &bytes, section)? {
-            codec::Section::Basement(basement) => Part::Basement(Arc::new(basement)),
-            codec::Section::Buffer(buffer) => Part::Buffer(Arc::new(buffer)),
-        };
         self.counters.section_loads.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes_read.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        let part = match codec::decode_section_alone(thin.id, &thin.layout, index, bytes)? {
+            codec::Section::Basement(basement) => Part::Basement(Arc::new(basement)),
+            codec::Section::Buffer(buffer) => Part::Buffer(Arc::new(buffer)),
+            codec::Section::Pieces(pieces) => Part::Pieces(Arc::new(pieces)),
+        };
         let mut shard = self.shard(thin.id).lock();
         let thicker = match shard.get(&thin.id) {
             Some(Slot { node: Some(View::Thin(current)), taken: false, .. })

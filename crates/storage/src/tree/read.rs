@@ -54,7 +54,7 @@ impl Tree {
                 break;
             }
             let index = node.child_index(key);
-            if let Some(buffer) = node.buffer(ctx.store, index)? {
+            if let Some(buffer) = node.buffer(ctx.store, index, Bound::Included(key), Bound::Included(key))? {
                 buffer.collect_events(key, &mut events);
             }
             match node.children().get(index) {
@@ -117,7 +117,7 @@ fn window(ctx: &Ctx<'_>, snapshot: Seq, path: Path, lower: Bound<&[u8]>, upper: 
     let mut buffered: BTreeMap<Vec<u8>, Vec<(Seq, Event)>> = BTreeMap::new();
     let mut ranges: Vec<RangeDelete> = Vec::new();
     for (node, index) in &path.internals {
-        let Some(buffer) = node.buffer(ctx.store, *index)? else { continue };
+        let Some(buffer) = node.buffer(ctx.store, *index, lo, hi)? else { continue };
         for (key, events) in buffer.points_in(lo, hi) {
             buffered.entry(key).or_default().extend(events);
         }
