@@ -169,22 +169,34 @@ pub fn decompress(section: &[u8]) -> Result<Vec<u8>> {
     Ok(raw)
 }
 
-/// Decompresses `section` onto the end of `out` (a buffer's pieces, read into one run).
-pub fn decompress_append(section: &[u8], out: &mut Vec<u8>) -> Result<()> {
+/// The length `section` decompresses to, as it records it (checked against the largest section).
+pub fn raw_len(section: &[u8]) -> Result<usize> {
+    parse(section).map(|(_, raw_len, _)| raw_len)
+}
+
+/// Decompresses `section` into `space`, which must be exactly its raw length (a buffer's pieces,
+/// read into one run allocated once for all of them).
+pub fn decompress_into(section: &[u8], space: &mut [u8]) -> Result<()> {
     let (method, raw_len, payload) = parse(section)?;
-    let start = out.len();
-    match method {
-        METHOD_NONE => out.extend_from_slice(payload),
-        METHOD_LZ4 => {
-            out.resize(start + raw_len, 0);
-            let space = out.get_mut(start..).unwrap_or_default();
-            let written = lz4_flex::block::decompress_into(payload, space).map_err(|e| corrupt(&e.to_string()))?;
-            out.truncate(start + written);
-        }
-        METHOD_ZSTD => out.extend_from_slice(&zstd_decompress(payload, raw_len).map_err(|e| corrupt(&e.to_string()))?),
-        other => return Err(corrupt(&format!("unknown method {other}"))),
+    if space.len() != raw_len {
+        return Err(corrupt("length differs from the recorded one"));
     }
-    if out.len() - start != raw_len {
+    let written = match method {
+        METHOD_NONE => {
+            let raw = payload.get(..raw_len).filter(|_| payload.len() == raw_len);
+            space.copy_from_slice(raw.ok_or_else(|| corrupt("length differs from the recorded one"))?);
+            raw_len
+        }
+        METHOD_LZ4 => lz4_flex::block::decompress_into(payload, space).map_err(|e| corrupt(&e.to_string()))?,
+        METHOD_ZSTD => {
+            let raw = zstd_decompress(payload, raw_len).map_err(|e| corrupt(&e.to_string()))?;
+            let raw = raw.get(..raw_len).filter(|_| raw.len() == raw_len);
+            space.copy_from_slice(raw.ok_or_else(|| corrupt("length differs from the recorded one"))?);
+            raw_len
+        }
+        other => return Err(corrupt(&format!("unknown method {other}"))),
+    };
+    if written != raw_len {
         return Err(corrupt("length differs from the recorded one"));
     }
     Ok(())
@@ -217,9 +229,11 @@ mod tests {
             let mut out = Vec::new();
             compress(method, &raw, &mut out);
             assert_eq!(decompress(&out).expect("round trip"), raw, "{method:?}");
-            let mut appended = b"before".to_vec();
-            decompress_append(&out, &mut appended).expect("appends");
-            assert_eq!((&appended[..6], &appended[6..]), (&b"before"[..], &raw[..]), "{method:?}");
+            assert_eq!(raw_len(&out), Ok(raw.len()));
+            let mut space = vec![0; raw.len()];
+            decompress_into(&out, &mut space).expect("into place");
+            assert_eq!(space, raw, "{method:?}");
+            assert!(decompress_into(&out, &mut space[1..]).is_err(), "{method:?}: space of another length");
             if method != Compression::None {
                 assert!(out.len() < raw.len() / 2, "{method:?} compresses repetitive data");
             }
@@ -267,7 +281,7 @@ mod tests {
         let mut lying = out.clone();
         lying[1..5].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(decompress(&lying).is_err());
-        assert!(decompress_append(&lying, &mut Vec::new()).is_err());
+        assert!(decompress_into(&lying, &mut []).is_err());
         let mut flipped = out;
         let last = flipped.len() - 1;
         flipped[last] ^= 0xff;
