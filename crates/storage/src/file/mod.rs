@@ -171,6 +171,11 @@ impl DataFile {
         Ok(block)
     }
 
+    /// Advises the page cache that this block will not be read again soon.
+    pub fn advise_done_with(&self, addr: BlockAddr) {
+        self.file.advise_done_with(addr.offset, u64::from(addr.len));
+    }
+
     /// Reads `len` bytes at `offset` of a block's payload without reading the rest: one section
     /// of a node's encoding, or the rest of a long head. The caller checks them (heads and
     /// sections carry their own checksums); here only the range is checked against the block.

@@ -137,6 +137,11 @@ pub trait File: Send + Sync {
     fn len(&self) -> io::Result<u64>;
     /// Truncates or extends (with zeros) the file. Not durable until [`File::sync`].
     fn set_len(&self, len: u64) -> io::Result<()>;
+
+    /// Advises that `len` bytes at `offset` will not be read again soon, so that the page cache
+    /// keeps other pages instead (a block read by a writer, which rewrites the node elsewhere).
+    /// Advice only: nothing the file holds changes, and a file system may ignore it.
+    fn advise_done_with(&self, _offset: u64, _len: u64) {}
 }
 
 /// A buffer of `len` bytes that a read or a decompression is about to overwrite whole. Not
