@@ -128,6 +128,9 @@ impl DataFile {
         let header = block_header(node_id, payload);
         self.file.write_all_at(&header, addr.offset)?;
         self.file.write_all_at(payload, addr.offset + BLOCK_HEADER_BYTES as u64)?;
+        // Clean pages early: under a memory cap, dirty ones piling up made readers' reads wait
+        // for reclaim (iibench beyond memory: query p99 about 5.0 ms against 6.0).
+        self.file.start_writeback(addr.offset, u64::from(addr.len));
         Ok(())
     }
 

@@ -142,6 +142,11 @@ pub trait File: Send + Sync {
     /// keeps other pages instead (a block read by a writer, which rewrites the node elsewhere).
     /// Advice only: nothing the file holds changes, and a file system may ignore it.
     fn advise_done_with(&self, _offset: u64, _len: u64) {}
+
+    /// Starts writing `len` bytes at `offset` back to the disk now, without waiting for it or
+    /// promising durability (only `sync` does): pages written early are clean, cheap for the
+    /// page cache to give up, where dirty ones piling up make every reader's allocation wait.
+    fn start_writeback(&self, _offset: u64, _len: u64) {}
 }
 
 /// A buffer of `len` bytes that a read or a decompression is about to overwrite whole. Not
