@@ -5,7 +5,9 @@
 //! *layout* stays (the head that routes keys — pivots and children, or basements' first keys —
 //! and where each section lies in the node's block): a few hundred bytes instead of a node's
 //! megabytes. A reader that reaches a thin node reads, checks and decodes the one section it
-//! needs (partial fetch), and the section stays with the thin node until evicted in turn. Only a
+//! needs (partial fetch), and the section stays with the thin node until evicted in turn. A
+//! buffer cut into pieces (node kind 5, `node::pieces`) stays compressed, its checksum and
+//! directory checked once: each reader decodes the pieces its window overlaps. Only a
 //! thin node chosen again, with no section left, is dropped from memory whole. So the routing
 //! part of the tree, small and on every path, stays in memory while its bulk comes and goes.
 //!
