@@ -95,15 +95,16 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-fn zstd_decompress(payload: &[u8], raw_len: usize) -> std::io::Result<Vec<u8>> {
+/// Decompresses a zstd payload into `space`; the length it wrote.
+fn zstd_decompress_into(payload: &[u8], space: &mut [u8]) -> std::io::Result<usize> {
     ZSTD_DECOMPRESSOR.with(|cell| {
         let mut cell = cell.borrow_mut();
         if cell.is_none() {
             *cell = Some(zstd::bulk::Decompressor::new()?);
         }
         match cell.as_mut() {
-            Some(decompressor) => decompressor.decompress(payload, raw_len),
-            None => zstd::bulk::decompress(payload, raw_len),
+            Some(decompressor) => decompressor.decompress_to_buffer(payload, space),
+            None => zstd::bulk::decompress_to_buffer(payload, space),
         }
     })
 }
@@ -151,21 +152,8 @@ fn zstd_into(raw: &[u8], level: i32, out: &mut Vec<u8>) -> bool {
 }
 
 pub fn decompress(section: &[u8]) -> Result<Vec<u8>> {
-    let (method, raw_len, payload) = parse(section)?;
-    let raw = match method {
-        METHOD_NONE => payload.to_vec(),
-        METHOD_LZ4 => {
-            let mut raw = crate::io::buffer_to_overwrite(raw_len);
-            let written = lz4_flex::block::decompress_into(payload, &mut raw).map_err(|e| corrupt(&e.to_string()))?;
-            raw.truncate(written);
-            raw
-        }
-        METHOD_ZSTD => zstd_decompress(payload, raw_len).map_err(|e| corrupt(&e.to_string()))?,
-        other => return Err(corrupt(&format!("unknown method {other}"))),
-    };
-    if raw.len() != raw_len {
-        return Err(corrupt("length differs from the recorded one"));
-    }
+    let mut raw = crate::io::buffer_to_overwrite(raw_len(section)?);
+    decompress_into(section, &mut raw)?;
     Ok(raw)
 }
 
@@ -183,17 +171,12 @@ pub fn decompress_into(section: &[u8], space: &mut [u8]) -> Result<()> {
     }
     let written = match method {
         METHOD_NONE => {
-            let raw = payload.get(..raw_len).filter(|_| payload.len() == raw_len);
+            let raw = Some(payload).filter(|payload| payload.len() == raw_len);
             space.copy_from_slice(raw.ok_or_else(|| corrupt("length differs from the recorded one"))?);
             raw_len
         }
         METHOD_LZ4 => lz4_flex::block::decompress_into(payload, space).map_err(|e| corrupt(&e.to_string()))?,
-        METHOD_ZSTD => {
-            let raw = zstd_decompress(payload, raw_len).map_err(|e| corrupt(&e.to_string()))?;
-            let raw = raw.get(..raw_len).filter(|_| raw.len() == raw_len);
-            space.copy_from_slice(raw.ok_or_else(|| corrupt("length differs from the recorded one"))?);
-            raw_len
-        }
+        METHOD_ZSTD => zstd_decompress_into(payload, space).map_err(|e| corrupt(&e.to_string()))?,
         other => return Err(corrupt(&format!("unknown method {other}"))),
     };
     if written != raw_len {

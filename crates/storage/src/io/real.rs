@@ -177,8 +177,8 @@ mod tests {
 
     /// Goal: every `RealFs` and `RealFile` call does what the trait promises on a real disk.
     /// Method: in a fresh temp dir, create, write at offsets (with a gap), read back (exact and
-    /// short at the end), sync, advise that pages are done with, resize, rename over an existing file, list, remove, and check
-    /// each result and each error kind.
+    /// short at the end), sync, advise that pages are done with and start writeback, resize,
+    /// rename over an existing file, list, remove, and check each result and each error kind.
     #[test]
     fn real_fs_round_trip() {
         let temp = TempDir::new("round-trip");
