@@ -1,4 +1,4 @@
-//! Section compression: each basement and each buffer of a node is compressed on its own, with
+//! Section compression: each basement and each piece of a buffer is compressed on its own, with
 //! a method byte in front, so a block records how to read itself whatever the engine's current
 //! setting.
 //!
