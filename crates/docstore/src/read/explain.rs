@@ -141,6 +141,6 @@ fn index_scan(scan: &IndexScan) -> Document {
         "isPartial": scan.partial,
         "indexVersion": 2,
         "direction": if scan.backward { "backward" } else { "forward" },
-        "indexBounds": scan.bounds.clone(),
+        "indexBounds": scan.bounds.describe(),
     }
 }

@@ -40,7 +40,7 @@ use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::read::bounds::{
-    Interval, KeyRange, combine, extend_prefix, hashed_intervals, key_range, predicate_intervals,
+    IndexBounds, Interval, KeyRange, combine, extend_prefix, hashed_intervals, key_range, predicate_intervals,
 };
 
 /// How many exact prefixes `$in` lists may multiply into before the rest becomes a range.
@@ -80,7 +80,7 @@ pub struct IndexScan {
     pub key_pattern: Document,
     pub ranges: Vec<KeyRange>,
     /// indexBounds for explain.
-    pub bounds: Document,
+    pub bounds: IndexBounds,
     pub backward: bool,
     pub multikey: bool,
     pub sparse: bool,
@@ -398,7 +398,7 @@ fn scan_for(
     let multikey = choice.multikey();
     let mut prefixes: Vec<Vec<u8>> = vec![choice.key_prefix.clone().unwrap_or_default()];
     let mut ranges: Option<Vec<KeyRange>> = None;
-    let mut bounds = Document::new();
+    let mut bounds = IndexBounds::default();
     let (mut equality_fields, mut single_points, mut ranged, mut null_excluded) = (0, 0, false, false);
     for (position, (path, direction)) in choice.fields.iter().enumerate() {
         let intervals = if ranges.is_some() {
@@ -419,7 +419,7 @@ fn scan_for(
         null_excluded |= intervals.as_ref().is_some_and(|list| !list.iter().any(contains_null));
         let intervals = if choice.hashed == Some(position) { intervals.and_then(hashed_intervals) } else { intervals };
         let Some(mut intervals) = intervals else {
-            bounds.insert(path.as_str(), vec![Bson::String(Interval::full().describe(*direction))]);
+            bounds.push(path.as_str(), *direction, vec![Interval::full()]);
             if ranges.is_none() {
                 ranges = Some(prefixes.iter().map(|p| key_range(p, None, *direction)).collect());
             }
@@ -428,8 +428,6 @@ fn scan_for(
         if *direction == Direction::Descending {
             intervals.reverse();
         }
-        bounds
-            .insert(path.as_str(), intervals.iter().map(|i| Bson::String(i.describe(*direction))).collect::<Vec<_>>());
         let all_points = intervals.iter().all(Interval::is_point);
         if all_points && prefixes.len() * intervals.len().max(1) <= MAX_POINT_PREFIXES {
             if intervals.len() == 1 && single_points == position {
@@ -449,6 +447,7 @@ fn scan_for(
                     .collect(),
             );
         }
+        bounds.push(path.as_str(), *direction, intervals);
     }
     let ranges = ranges.unwrap_or_else(|| prefixes.iter().map(|p| key_range(p, None, Direction::Ascending)).collect());
     let sort_direction = sort.filter(|_| choice.same_collation).and_then(|s| sort_direction(choice, s, single_points));
