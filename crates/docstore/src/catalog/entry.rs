@@ -207,6 +207,24 @@ impl CollectionMeta {
         CollectionMeta::from_document(&document)
     }
 
+    /// Whether the entry's index `name` is multikey, read from the entry's bytes without
+    /// decoding the rest; `None` when the entry lists no such index. A covered find asks this
+    /// of its snapshot for every query, and decoding the whole entry each time was 4% of an
+    /// iibench query's CPU.
+    pub fn index_multikey(bytes: &[u8], name: &str) -> Result<Option<bool>> {
+        let corrupt = |what: String| Error::corrupt(format!("catalog entry: {what}"));
+        let entry = bson::RawDocument::from_bytes(bytes).map_err(|e| corrupt(e.to_string()))?;
+        let indexes = entry.get_array("indexes").map_err(|_| corrupt("no 'indexes'".into()))?;
+        for item in indexes {
+            let index = item.ok().and_then(|item| item.as_document()).ok_or_else(|| corrupt("a bad index".into()))?;
+            let spec = index.get_document("spec").map_err(|_| corrupt("an index without spec".into()))?;
+            if spec.get_str("name").is_ok_and(|found| found == name) {
+                return Ok(Some(index.get_bool("multikey").unwrap_or(false)));
+            }
+        }
+        Ok(None)
+    }
+
     /// Every tree this collection owns.
     pub fn trees(&self) -> impl Iterator<Item = &str> {
         std::iter::once(self.tree.as_str())
@@ -267,5 +285,41 @@ mod tests {
         let mut older = meta.to_document();
         older.remove("keyFormat");
         assert_eq!(CollectionMeta::from_document(&older).unwrap().key_format, 1, "entries written before key formats");
+    }
+
+    /// Goal: an index's multikey flag read from the entry's bytes agrees with the decoded
+    /// entry for every index, is `None` for an index the entry does not list, and bytes that
+    /// are not an entry are corruption, never an answer.
+    #[test]
+    fn multikey_is_read_without_decoding() {
+        let index = |name: &str, multikey: bool| IndexMeta {
+            spec: doc! {"v": 2, "key": {name: 1}, "name": name},
+            tree: format!("i.{name}"),
+            multikey,
+            ready: true,
+        };
+        let meta = CollectionMeta {
+            db: "d".into(),
+            name: "c".into(),
+            tree: "c.1".into(),
+            options: doc! {},
+            indexes: vec![index("a_1", false), index("b_1", true), index("c_1", false)],
+            natural: None,
+            key_format: 2,
+        };
+        let bytes = meta.encode().unwrap();
+        for listed in &CollectionMeta::decode(&bytes).unwrap().indexes {
+            assert_eq!(CollectionMeta::index_multikey(&bytes, listed.name()).unwrap(), Some(listed.multikey));
+        }
+        assert_eq!(CollectionMeta::index_multikey(&bytes, "z_1").unwrap(), None);
+        let mut older = meta.to_document();
+        let Some(Bson::Array(indexes)) = older.get_mut("indexes") else { panic!("no indexes") };
+        let Some(Bson::Document(first)) = indexes.first_mut() else { panic!("no first index") };
+        first.remove("multikey");
+        let older = bson::RawDocumentBuf::try_from(&older).unwrap().into_bytes();
+        assert_eq!(CollectionMeta::index_multikey(&older, "a_1").unwrap(), Some(false), "no flag: not multikey");
+        assert!(CollectionMeta::index_multikey(b"not bson", "a_1").is_err());
+        let no_indexes = bson::RawDocumentBuf::try_from(&doc! {"db": "d"}).unwrap().into_bytes();
+        assert!(CollectionMeta::index_multikey(&no_indexes, "a_1").is_err());
     }
 }

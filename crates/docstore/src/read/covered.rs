@@ -124,8 +124,7 @@ fn index_fields_read(
 fn multikey_in_snapshot(catalog: &Catalog, snapshot: &Snapshot, collection: &Collection, index: &str) -> Result<bool> {
     let key = namespace_key(&collection.meta.db, &collection.meta.name);
     let Some(bytes) = snapshot.get(catalog.tree(), &key)? else { return Ok(true) };
-    let meta = CollectionMeta::decode(&bytes)?;
-    Ok(meta.indexes.iter().find(|i| i.name() == index).is_none_or(|i| i.multikey))
+    Ok(CollectionMeta::index_multikey(&bytes, index)?.unwrap_or(true))
 }
 
 /// Sets `value` at a dotted path, creating the documents on the way (a non-multikey index has
