@@ -456,7 +456,7 @@ fn scan_for(
     let mut scan = IndexScan {
         index: choice.secondary.map(|i| i.name.clone()),
         name: choice.secondary.map_or_else(|| "_id_".to_string(), |i| i.name.clone()),
-        key_pattern: choice.key_pattern.clone().into_owned(),
+        key_pattern: choice.key_pattern.as_ref().clone(),
         ranges,
         bounds,
         backward,

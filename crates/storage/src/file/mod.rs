@@ -141,14 +141,10 @@ impl DataFile {
         let Some(offset) = self.allocator.lock().allocate_before(u64::from(addr.len), addr.offset) else {
             return Ok(None);
         };
-        let copied = self.read_block(addr, node_id).and_then(|payload| {
-            let header = block_header(node_id, &payload);
-            self.file.write_all_at(&header, offset)?;
-            self.file.write_all_at(&payload, offset + BLOCK_HEADER_BYTES as u64)?;
-            Ok(())
-        });
+        let copy = BlockAddr { offset, len: addr.len };
+        let copied = self.read_block(addr, node_id).and_then(|payload| self.write_reserved(copy, node_id, &payload));
         match copied {
-            Ok(()) => Ok(Some(BlockAddr { offset, len: addr.len })),
+            Ok(()) => Ok(Some(copy)),
             Err(error) => {
                 self.allocator.lock().free(offset, u64::from(addr.len));
                 Err(error)
