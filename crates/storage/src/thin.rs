@@ -137,6 +137,15 @@ impl View {
         }
     }
 
+    /// The thin node, when section `index` (a child's buffer, or a basement) is one a reader
+    /// would have to read from its block.
+    pub fn unread_section(&self, index: usize) -> Option<&Arc<Thin>> {
+        match self {
+            View::Thin(thin) if index < thin.layout.sections.len() && thin.part(index).is_none() => Some(thin),
+            _ => None,
+        }
+    }
+
     /// The node's height (0 for a leaf).
     pub fn height(&self) -> u32 {
         match self {

@@ -192,6 +192,12 @@ impl DataFile {
         Ok(bytes)
     }
 
+    /// Starts reading `len` bytes at `offset` of a block's payload, without waiting for them: a
+    /// `read_payload_range` of the same bytes soon after finds them read or on their way.
+    pub fn start_reading_payload_range(&self, addr: BlockAddr, offset: usize, len: usize) {
+        self.file.advise_will_need(addr.offset + (BLOCK_HEADER_BYTES + offset) as u64, len as u64);
+    }
+
     /// Reads the first `len` bytes of a block's payload (fewer if the payload is shorter),
     /// checking the block's magic, node id and length; its checksum needs the whole block.
     pub fn read_payload_prefix(&self, addr: BlockAddr, node_id: u64, len: usize) -> Result<Vec<u8>> {

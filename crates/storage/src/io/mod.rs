@@ -143,6 +143,11 @@ pub trait File: Send + Sync {
     /// Advice only: nothing the file holds changes, and a file system may ignore it.
     fn advise_done_with(&self, _offset: u64, _len: u64) {}
 
+    /// Advises that `len` bytes at `offset` will be read soon: the file system may start reading
+    /// them now, without waiting, so that reads a reader is about to make one after the other
+    /// go to the disk together. Advice only: nothing the file holds changes.
+    fn advise_will_need(&self, _offset: u64, _len: u64) {}
+
     /// Starts writing `len` bytes at `offset` back to the disk now, without waiting for it or
     /// promising durability (only `sync` does): pages written early are clean, cheap for the
     /// page cache to give up, where dirty ones piling up make every reader's allocation wait.

@@ -139,6 +139,16 @@ impl File for RealFile {
 
     #[cfg(target_os = "linux")]
     #[allow(unsafe_code)]
+    fn advise_will_need(&self, offset: u64, len: u64) {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else { return };
+        // SAFETY: as in `advise_done_with`. POSIX_FADV_WILLNEED submits the reads of the pages
+        // not cached and returns without waiting for them; a failure only leaves them unread.
+        let _ = unsafe { libc::posix_fadvise(self.file.as_raw_fd(), offset, len, libc::POSIX_FADV_WILLNEED) };
+    }
+
+    #[cfg(target_os = "linux")]
+    #[allow(unsafe_code)]
     fn start_writeback(&self, offset: u64, len: u64) {
         use std::os::fd::AsRawFd;
         let (Ok(offset), Ok(len)) = (libc::off64_t::try_from(offset), libc::off64_t::try_from(len)) else { return };
@@ -177,7 +187,7 @@ mod tests {
 
     /// Goal: every `RealFs` and `RealFile` call does what the trait promises on a real disk.
     /// Method: in a fresh temp dir, create, write at offsets (with a gap), read back (exact and
-    /// short at the end), sync, advise that pages are done with and start writeback, resize,
+    /// short at the end), sync, advise that pages are done with or needed soon and start writeback, resize,
     /// rename over an existing file, list, remove, and check each result and each error kind.
     #[test]
     fn real_fs_round_trip() {
@@ -207,6 +217,8 @@ mod tests {
         file.write_all_at(b"W", 14).unwrap();
         file.advise_done_with(0, 15);
         file.advise_done_with(u64::MAX, 1);
+        file.advise_will_need(0, 15);
+        file.advise_will_need(u64::MAX, 1);
         file.start_writeback(0, 15);
         file.start_writeback(u64::MAX, 1);
         file.read_exact_at(&mut buf, 0).unwrap();

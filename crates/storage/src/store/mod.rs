@@ -456,6 +456,14 @@ impl NodeStore {
         Ok(Some(part))
     }
 
+    /// Starts reading section `index` of a thin node from its block, without waiting: a `part`
+    /// of it soon after finds its bytes read or on their way.
+    pub fn start_reading_part(&self, thin: &Thin, index: usize) {
+        if let (Some(disk), Some(section)) = (&self.disk, thin.layout.sections.get(index)) {
+            disk.file.start_reading_payload_range(thin.block, section.offset as usize, section.len as usize);
+        }
+    }
+
     /// Removes the node for changing; the caller `put`s it back (or `free`s it). The node stays
     /// charged while the writer has it: a flush cascade holds a node per level, megabytes each,
     /// and uncharged they were memory the budget did not see. If a checkpoint or an eviction

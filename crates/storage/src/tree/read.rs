@@ -43,24 +43,19 @@ impl Tree {
         let guard = self.root.read();
         // Thin nodes' blocks are read section by section along the way.
         let _pin = ctx.store.pin();
-        let mut id = guard.ok_or_else(|| self.not_found())?;
+        let root = guard.ok_or_else(|| self.not_found())?;
+        let path = descend(ctx, root, Seek::AtOrAfter(Bound::Included(key))).map_err(|damage| damage.error)?;
+        start_unread_sections(ctx, &path);
         let mut events = Vec::new();
-        loop {
-            let node = ctx.store.view(id)?;
-            if node.is_leaf() {
-                if let Some(basement) = node.basement(ctx.store, node.basement_index(key))? {
-                    basement.collect_events(key, &mut events);
-                }
-                break;
-            }
-            let index = node.child_index(key);
-            if let Some(buffer) = node.buffer(ctx.store, index, Bound::Included(key), Bound::Included(key))? {
+        for (node, index) in &path.internals {
+            if let Some(buffer) = node.buffer(ctx.store, *index, Bound::Included(key), Bound::Included(key))? {
                 buffer.collect_events(key, &mut events);
             }
-            match node.children().get(index) {
-                Some(child) => id = *child,
-                None => break,
-            }
+        }
+        if let Some((leaf, index)) = &path.leaf
+            && let Some(basement) = leaf.basement(ctx.store, *index)?
+        {
+            basement.collect_events(key, &mut events);
         }
         Ok(resolve(key, &mut events, snapshot, &ctx.options.update))
     }
@@ -116,6 +111,7 @@ fn window(ctx: &Ctx<'_>, snapshot: Seq, path: Path, lower: Bound<&[u8]>, upper: 
     // and most have no message above them, so those are read straight from their versions.
     let mut buffered: BTreeMap<Vec<u8>, Vec<(Seq, Event)>> = BTreeMap::new();
     let mut ranges: Vec<RangeDelete> = Vec::new();
+    start_unread_sections(ctx, &path);
     for (node, index) in &path.internals {
         let Some(buffer) = node.buffer(ctx.store, *index, lo, hi)? else { continue };
         for (key, events) in buffer.points_in(lo, hi) {
@@ -161,6 +157,22 @@ fn window(ctx: &Ctx<'_>, snapshot: Seq, path: Path, lower: Bound<&[u8]>, upper: 
     }
     drop(leaf_entries);
     Ok(Batch { entries, window_lo, window_hi })
+}
+
+/// Starts reading, all at once, the sections a read's path needs (buffers on the way down, the
+/// leaf's basement) that are not in memory, when there are two or more: read one after the other, each
+/// miss waited for the disk and then for a core in turn, and beyond memory those waits were the
+/// tail of iibench's queries. A single miss gains nothing from being started early, and leaving
+/// it to the plain read keeps the kernel's readahead for a scan's later windows (one basement
+/// each, laid out in order), which advice would turn off.
+fn start_unread_sections(ctx: &Ctx<'_>, path: &Path) {
+    let sections = path.internals.iter().chain(&path.leaf);
+    let unread: Vec<_> = sections.filter_map(|(node, index)| Some((node.unread_section(*index)?, *index))).collect();
+    if unread.len() >= 2 {
+        for (thin, index) in unread {
+            ctx.store.start_reading_part(thin, index);
+        }
+    }
 }
 
 /// Which window a scan reads: the first at or after a lower bound, or the last at or before an
