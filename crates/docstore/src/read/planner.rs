@@ -1,12 +1,13 @@
 //! The query planner: a collection scan, one index scan, or a union of index scans for `$or`.
 //!
 //! Candidates are the `_id` index (the collection tree itself) and every ready secondary index.
-//! For each, [`scan_for`] walks the key pattern: fields with equality (or `$in`) predicates
+//! For each, [`Candidate::new`] walks the key pattern: fields with equality (or `$in`) predicates
 //! extend a set of exact key prefixes; the first field with a range predicate bounds the last
 //! component; the first field without predicates ends the bounds. A candidate is scored by
 //! (equality fields, whether a range bounds it, whether it yields the requested sort order,
 //! uniqueness, fewer fields) and the best wins; with none bounded or sorting, a collection scan.
-//! There is no trial execution: the score is the whole cost model.
+//! There is no trial execution: the score is the whole cost model. Scoring needs each field's
+//! intervals only; the encoded keys are built for the winner alone (`Candidate::into_scan`).
 //!
 //! Eligibility: a sparse index only when the bounds exclude `null` (else documents without the
 //! field would be missed); a partial index only when every top-level field of its filter appears
@@ -111,12 +112,30 @@ pub struct Plan {
     pub covered: bool,
 }
 
-struct Candidate {
-    scan: IndexScan,
+/// An index the planner may choose and how it would scan it. Its keys are built only if it
+/// wins (`into_scan`): every branch of an `$or` weighs every index, and building each one's
+/// keys, bounds and names was most of what planning cost an iibench query.
+struct Candidate<'c> {
+    choice: IndexChoice<'c>,
+    /// Each index field's intervals, in the order the scan reads them, and what they do.
+    fields: Vec<(FieldBounds, Vec<Interval>)>,
     equality_fields: usize,
     ranged: bool,
     sorted: bool,
+    backward: bool,
     null_excluded: bool,
+}
+
+/// What one index field's intervals do to a scan.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FieldBounds {
+    /// Exact values: each extends every key prefix so far.
+    Points,
+    /// The first range: it bounds the last component of the keys.
+    Range,
+    /// No predicate bounds it: the keys end before it (the first such field), or after an
+    /// earlier range.
+    Unbounded,
 }
 
 /// An index the planner may choose: the `_id` index (`secondary: None`) or a ready secondary
@@ -200,7 +219,7 @@ pub fn plan(
     match best_candidate(collection, &predicates, filter_document, sort, true, collation)? {
         Some(candidate) => Ok(Plan {
             sorted: candidate.sorted || sort.is_none(),
-            access: Access::IndexScan(candidate.scan),
+            access: Access::IndexScan(candidate.into_scan()),
             covered: false,
         }),
         None => Ok(Plan { access: Access::CollectionScan { backward: false }, sorted: sort.is_none(), covered: false }),
@@ -230,32 +249,32 @@ fn plan_or(
         let scans = per_branch
             .into_iter()
             .filter_map(|candidates| {
-                candidates.into_iter().find(|(candidate, _)| candidate.scan.index.as_ref() == Some(&shared))
+                candidates.into_iter().find(|(candidate, _)| candidate.index_name() == Some(shared.as_str()))
             })
-            .map(|(candidate, _)| candidate.scan)
+            .map(|(candidate, _)| candidate.into_scan())
             .collect();
         return Ok(Some(scans));
     }
-    let scans = per_branch.into_iter().filter_map(best_of).map(|candidate| candidate.scan).collect();
+    let scans = per_branch.into_iter().filter_map(best_of).map(Candidate::into_scan).collect();
     Ok(Some(scans))
 }
 
 /// A secondary index that is, for every branch, as good as that branch's best.
-fn shared_index(per_branch: &[Vec<(Candidate, Score)>]) -> Option<String> {
+fn shared_index(per_branch: &[Vec<(Candidate<'_>, Score)>]) -> Option<String> {
     // Per branch, the indexes that tie its best on everything but length.
-    let best_indexes: Vec<Vec<&String>> = per_branch
+    let best_indexes: Vec<Vec<&str>> = per_branch
         .iter()
         .map(|candidates| {
             let best = candidates.iter().map(|(_, score)| score.ignoring_length()).max();
             candidates
                 .iter()
                 .filter(|(_, score)| Some(score.ignoring_length()) == best)
-                .filter_map(|(candidate, _)| candidate.scan.index.as_ref())
+                .filter_map(|(candidate, _)| candidate.index_name())
                 .collect()
         })
         .collect();
     let (first, rest) = best_indexes.split_first()?;
-    first.iter().find(|name| rest.iter().all(|names| names.contains(name))).map(|name| (*name).clone())
+    first.iter().find(|name| rest.iter().all(|names| names.contains(name))).map(|name| (*name).to_owned())
 }
 
 /// How a candidate ranks: equality fields, then a range, then a useful order, then uniqueness,
@@ -270,32 +289,32 @@ impl Score {
 }
 
 /// The best-scoring candidate; the first of equal scores.
-fn best_of(candidates: Vec<(Candidate, Score)>) -> Option<Candidate> {
+fn best_of<'c>(candidates: Vec<(Candidate<'c>, Score)>) -> Option<Candidate<'c>> {
     let best = candidates.into_iter().reduce(|best, next| if next.1 > best.1 { next } else { best });
     best.map(|(candidate, _)| candidate)
 }
 
-fn best_candidate(
-    collection: &Collection,
+fn best_candidate<'c>(
+    collection: &'c Collection,
     predicates: &HashMap<String, Vec<&Predicate>>,
     filter_document: &Document,
     sort: Option<&SortSpec>,
     sort_counts: bool,
-    collation: Option<&Collation>,
-) -> Result<Option<Candidate>> {
+    collation: Option<&'c Collation>,
+) -> Result<Option<Candidate<'c>>> {
     Ok(best_of(scored_candidates(collection, predicates, filter_document, sort, sort_counts, collation)?))
 }
 
 /// Every useful, eligible scan of the `_id` index and the ready indexes, with its score, in
 /// the order the indexes are listed (the first of equal scores wins).
-fn scored_candidates(
-    collection: &Collection,
+fn scored_candidates<'c>(
+    collection: &'c Collection,
     predicates: &HashMap<String, Vec<&Predicate>>,
     filter_document: &Document,
     sort: Option<&SortSpec>,
     sort_counts: bool,
-    collation: Option<&Collation>,
-) -> Result<Vec<(Candidate, Score)>> {
+    collation: Option<&'c Collation>,
+) -> Result<Vec<(Candidate<'c>, Score)>> {
     let mut choices = vec![IndexChoice::id(collation)?];
     // A text index answers `$text` only (`read::text`), a geo index `$near` (`read::geo`).
     let secondary = collection.ready_indexes().filter(|index| !index.is_special() && index.wildcard.is_none());
@@ -307,12 +326,13 @@ fn scored_candidates(
         }
     }
     let mut scored = Vec::new();
-    for choice in &choices {
-        let candidate = scan_for(choice, predicates, sort);
+    for choice in choices {
+        let candidate = Candidate::new(choice, predicates, sort);
         let useful = candidate.equality_fields > 0 || candidate.ranged || (sort_counts && candidate.sorted);
-        if !useful || !eligible(choice, &candidate, filter_document) {
+        if !useful || !eligible(&candidate, filter_document) {
             continue;
         }
+        let choice = &candidate.choice;
         let unique = choice.secondary.is_none_or(Index::is_unique);
         let score = Score(
             candidate.equality_fields,
@@ -326,7 +346,8 @@ fn scored_candidates(
     Ok(scored)
 }
 
-fn eligible(choice: &IndexChoice<'_>, candidate: &Candidate, filter_document: &Document) -> bool {
+fn eligible(candidate: &Candidate<'_>, filter_document: &Document) -> bool {
+    let choice = &candidate.choice;
     let Some(index) = choice.secondary else {
         return true;
     };
@@ -367,8 +388,9 @@ fn plan_hinted(collection: &Collection, filter: &Filter, sort: Option<&SortSpec>
             .ok_or_else(bad_hint)?,
     };
     let predicates = top_level_predicates(filter.root());
-    let candidate = scan_for(&choice, &predicates, sort);
-    Ok(Plan { sorted: candidate.sorted || sort.is_none(), access: Access::IndexScan(candidate.scan), covered: false })
+    let candidate = Candidate::new(choice, &predicates, sort);
+    let sorted = candidate.sorted || sort.is_none();
+    Ok(Plan { sorted, access: Access::IndexScan(candidate.into_scan()), covered: false })
 }
 
 fn bad_hint() -> Error {
@@ -389,86 +411,119 @@ fn top_level_predicates(root: &MatchExpr) -> HashMap<String, Vec<&Predicate>> {
     out
 }
 
-/// The scan of one index for the predicates (see the module header).
-fn scan_for(
-    choice: &IndexChoice<'_>,
-    predicates: &HashMap<String, Vec<&Predicate>>,
-    sort: Option<&SortSpec>,
-) -> Candidate {
-    let multikey = choice.multikey();
-    let mut prefixes: Vec<Vec<u8>> = vec![choice.key_prefix.clone().unwrap_or_default()];
-    let mut ranges: Option<Vec<KeyRange>> = None;
-    let mut bounds = IndexBounds::default();
-    let (mut equality_fields, mut single_points, mut ranged, mut null_excluded) = (0, 0, false, false);
-    for (position, (path, direction)) in choice.fields.iter().enumerate() {
-        let intervals = if ranges.is_some() {
-            None
-        } else {
-            let usable = |p: &&&Predicate| {
-                (choice.same_collation || !predicate_has_text(p)) && (choice.key_prefix.is_none() || scalar_only(p))
+impl<'c> Candidate<'c> {
+    /// How `choice` would scan for the predicates (see the module header), without its keys.
+    fn new(choice: IndexChoice<'c>, predicates: &HashMap<String, Vec<&Predicate>>, sort: Option<&SortSpec>) -> Self {
+        let multikey = choice.multikey();
+        let mut fields = Vec::with_capacity(choice.fields.len());
+        let (mut prefixes, mut bounded) = (1usize, false);
+        let (mut equality_fields, mut single_points, mut ranged, mut null_excluded) = (0, 0, false, false);
+        for (position, (path, _)) in choice.fields.iter().enumerate() {
+            let intervals =
+                if bounded { None } else { field_intervals(&choice, predicates.get(path.as_str()), multikey) };
+            null_excluded |= intervals.as_ref().is_some_and(|list| !list.iter().any(contains_null));
+            let intervals =
+                if choice.hashed == Some(position) { intervals.and_then(hashed_intervals) } else { intervals };
+            let Some(intervals) = intervals else {
+                fields.push((FieldBounds::Unbounded, vec![Interval::full()]));
+                bounded = true;
+                continue;
             };
-            let list = predicates
-                .get(path.as_str())
-                .map(|ps| ps.iter().filter(usable).map(|p| predicate_intervals(p, multikey)));
-            let intervals = list.and_then(|lists| combine(lists, multikey));
-            match choice.collation {
-                Some(collation) => intervals.map(|list| list.into_iter().map(|i| collated(i, collation)).collect()),
-                None => intervals,
+            let all_points = intervals.iter().all(Interval::is_point);
+            if all_points && prefixes * intervals.len().max(1) <= MAX_POINT_PREFIXES {
+                if intervals.len() == 1 && single_points == position {
+                    single_points += 1;
+                }
+                equality_fields += 1;
+                prefixes *= intervals.len();
+                fields.push((FieldBounds::Points, intervals));
+            } else {
+                ranged = true;
+                bounded = true;
+                fields.push((FieldBounds::Range, intervals));
             }
-        };
-        null_excluded |= intervals.as_ref().is_some_and(|list| !list.iter().any(contains_null));
-        let intervals = if choice.hashed == Some(position) { intervals.and_then(hashed_intervals) } else { intervals };
-        let Some(mut intervals) = intervals else {
-            bounds.push(path.as_str(), *direction, vec![Interval::full()]);
-            if ranges.is_none() {
-                ranges = Some(prefixes.iter().map(|p| key_range(p, None, *direction)).collect());
-            }
-            continue;
-        };
-        if *direction == Direction::Descending {
-            intervals.reverse();
         }
-        let all_points = intervals.iter().all(Interval::is_point);
-        if all_points && prefixes.len() * intervals.len().max(1) <= MAX_POINT_PREFIXES {
-            if intervals.len() == 1 && single_points == position {
-                single_points += 1;
-            }
-            equality_fields += 1;
-            prefixes = prefixes
-                .iter()
-                .flat_map(|p| intervals.iter().map(move |i| extend_prefix(p, &i.low.0, *direction)))
-                .collect();
-        } else {
-            ranged = true;
-            ranges = Some(
-                prefixes
-                    .iter()
-                    .flat_map(|p| intervals.iter().map(move |i| key_range(p, Some(i), *direction)))
-                    .collect(),
-            );
-        }
-        bounds.push(path.as_str(), *direction, intervals);
+        let sort_direction =
+            sort.filter(|_| choice.same_collation).and_then(|s| sort_direction(&choice, s, single_points));
+        let sorted = sort_direction.is_some() && !multikey;
+        let backward = sorted && sort_direction == Some(true);
+        Candidate { choice, fields, equality_fields, ranged, sorted, backward, null_excluded }
     }
-    let ranges = ranges.unwrap_or_else(|| prefixes.iter().map(|p| key_range(p, None, Direction::Ascending)).collect());
-    let sort_direction = sort.filter(|_| choice.same_collation).and_then(|s| sort_direction(choice, s, single_points));
-    let sorted = sort_direction.is_some() && !multikey;
-    let backward = sorted && sort_direction == Some(true);
-    let mut scan = IndexScan {
-        index: choice.secondary.map(|i| i.name.clone()),
-        name: choice.secondary.map_or_else(|| "_id_".to_string(), |i| i.name.clone()),
-        key_pattern: choice.key_pattern.as_ref().clone(),
-        ranges,
-        bounds,
-        backward,
-        multikey,
-        sparse: choice.secondary.is_some_and(|i| i.sparse),
-        partial: choice.secondary.is_some_and(|i| i.partial.is_some()),
-        unique: choice.secondary.is_none_or(Index::is_unique),
+
+    /// The secondary index's name; `None` for the `_id` index.
+    fn index_name(&self) -> Option<&str> {
+        self.choice.secondary.map(|index| index.name.as_str())
+    }
+
+    /// The scan, its keys built: exact prefixes from the point fields, then the range (or the
+    /// whole of the next field) under each.
+    fn into_scan(self) -> IndexScan {
+        let Candidate { choice, fields, backward, .. } = self;
+        let mut prefixes: Vec<Vec<u8>> = vec![choice.key_prefix.clone().unwrap_or_default()];
+        let mut ranges: Option<Vec<KeyRange>> = None;
+        let mut bounds = IndexBounds::default();
+        for ((path, direction), (use_of, mut intervals)) in choice.fields.iter().zip(fields) {
+            if *direction == Direction::Descending && use_of != FieldBounds::Unbounded {
+                intervals.reverse();
+            }
+            match use_of {
+                FieldBounds::Points => {
+                    prefixes = prefixes
+                        .iter()
+                        .flat_map(|p| intervals.iter().map(move |i| extend_prefix(p, &i.low.0, *direction)))
+                        .collect();
+                }
+                FieldBounds::Range => {
+                    ranges = Some(
+                        prefixes
+                            .iter()
+                            .flat_map(|p| intervals.iter().map(move |i| key_range(p, Some(i), *direction)))
+                            .collect(),
+                    );
+                }
+                FieldBounds::Unbounded if ranges.is_none() => {
+                    ranges = Some(prefixes.iter().map(|p| key_range(p, None, *direction)).collect());
+                }
+                FieldBounds::Unbounded => {}
+            }
+            bounds.push(path.as_str(), *direction, intervals);
+        }
+        let mut ranges =
+            ranges.unwrap_or_else(|| prefixes.iter().map(|p| key_range(p, None, Direction::Ascending)).collect());
+        if backward {
+            ranges.reverse();
+        }
+        let (secondary, multikey) = (choice.secondary, choice.multikey());
+        IndexScan {
+            index: secondary.map(|i| i.name.clone()),
+            name: secondary.map_or_else(|| "_id_".to_string(), |i| i.name.clone()),
+            key_pattern: choice.key_pattern.into_owned(),
+            ranges,
+            bounds,
+            backward,
+            multikey,
+            sparse: secondary.is_some_and(|i| i.sparse),
+            partial: secondary.is_some_and(|i| i.partial.is_some()),
+            unique: secondary.is_none_or(Index::is_unique),
+        }
+    }
+}
+
+/// The intervals one field's predicates allow in `choice`'s keys; `None` when none bounds it.
+fn field_intervals(
+    choice: &IndexChoice<'_>,
+    predicates: Option<&Vec<&Predicate>>,
+    multikey: bool,
+) -> Option<Vec<Interval>> {
+    let usable = |p: &&&Predicate| {
+        (choice.same_collation || !predicate_has_text(p)) && (choice.key_prefix.is_none() || scalar_only(p))
     };
-    if backward {
-        scan.ranges.reverse();
+    let lists = predicates.map(|ps| ps.iter().filter(usable).map(|p| predicate_intervals(p, multikey)));
+    let intervals = lists.and_then(|lists| combine(lists, multikey));
+    match choice.collation {
+        Some(collation) => intervals.map(|list| list.into_iter().map(|i| collated(i, collation)).collect()),
+        None => intervals,
     }
-    Candidate { scan, equality_fields, ranged, sorted, null_excluded }
 }
 
 /// Whether a predicate compares with scalars only (a wildcard index has leaves, no documents or
