@@ -187,8 +187,8 @@ mod tests {
 
     /// Goal: every `RealFs` and `RealFile` call does what the trait promises on a real disk.
     /// Method: in a fresh temp dir, create, write at offsets (with a gap), read back (exact and
-    /// short at the end), sync, advise that pages are done with or needed soon and start writeback, resize,
-    /// rename over an existing file, list, remove, and check each result and each error kind.
+    /// short at the end), sync, advise that pages are done with or needed soon, start writeback,
+    /// resize, rename over an existing file, list, remove, and check each result and error kind.
     #[test]
     fn real_fs_round_trip() {
         let temp = TempDir::new("round-trip");
@@ -212,8 +212,8 @@ mod tests {
         assert_eq!(file.read_at(&mut tail, 15).unwrap(), 0);
         let eof = file.read_exact_at(&mut tail, 12).unwrap_err();
         assert_eq!(eof.kind(), io::ErrorKind::UnexpectedEof);
-        // Advice to drop cached pages (written and synced, or not yet), and writeback started
-        // early, change nothing read.
+        // Advice to drop cached pages (written and synced, or not yet) or to read them soon, and
+        // writeback started early, change nothing read.
         file.write_all_at(b"W", 14).unwrap();
         file.advise_done_with(0, 15);
         file.advise_done_with(u64::MAX, 1);

@@ -41,7 +41,8 @@ pub(crate) struct Batch {
 impl Tree {
     pub fn get(&self, ctx: &Ctx<'_>, key: &[u8], snapshot: Seq) -> Result<Option<Vec<u8>>> {
         let guard = self.root.read();
-        // Thin nodes' blocks are read section by section along the way.
+        // Thin nodes' blocks are read a part at a time: heads on the way down, then the
+        // path's buffers and the leaf's basement.
         let _pin = ctx.store.pin();
         let root = guard.ok_or_else(|| self.not_found())?;
         let path = descend(ctx, root, Seek::AtOrAfter(Bound::Included(key))).map_err(|damage| damage.error)?;
@@ -160,11 +161,11 @@ fn window(ctx: &Ctx<'_>, snapshot: Seq, path: Path, lower: Bound<&[u8]>, upper: 
 }
 
 /// Starts reading, all at once, the sections a read's path needs (buffers on the way down, the
-/// leaf's basement) that are not in memory, when there are two or more: read one after the other, each
-/// miss waited for the disk and then for a core in turn, and beyond memory those waits were the
-/// tail of iibench's queries. A single miss gains nothing from being started early, and leaving
-/// it to the plain read keeps the kernel's readahead for a scan's later windows (one basement
-/// each, laid out in order), which advice would turn off.
+/// leaf's basement) that are not in memory, when there are two or more. Read one after the
+/// other, each miss waited for the disk and then for a core in turn, and beyond memory those
+/// waits were the tail of iibench's queries. A single miss gains nothing from being started
+/// early, and left to the plain read it keeps the kernel's readahead going for a scan's later
+/// windows (one basement each, laid out in order), which reads of advised pages do not.
 fn start_unread_sections(ctx: &Ctx<'_>, path: &Path) {
     let sections = path.internals.iter().chain(&path.leaf);
     let unread: Vec<_> = sections.filter_map(|(node, index)| Some((node.unread_section(*index)?, *index))).collect();
