@@ -160,7 +160,7 @@ async fn diagnostic_commands() {
     let strata = status.get_document("strata").unwrap();
     assert_eq!(strata.get_array("nodeBytesWrittenByHeight").unwrap().len(), 8);
     let cache = strata.get_document("cache").unwrap();
-    for counter in ["writeCopies", "partialEvictions", "headLoads", "sectionLoads"] {
+    for counter in ["writeCopies", "partialEvictions", "headLoads", "sectionLoads", "sectionsStartedEarly"] {
         assert!(cache.get_i64(counter).is_ok(), "serverStatus.strata.cache.{counter}");
     }
     let kinds = cache.get_document("bytesByKind").unwrap();

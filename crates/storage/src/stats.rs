@@ -123,6 +123,9 @@ pub struct Stats {
     /// Reads of a node's head alone and of single sections (a basement or a buffer), by readers.
     pub head_loads: u64,
     pub section_loads: u64,
+    /// Of those sections, the ones whose reads were started together, ahead, because a read's
+    /// path missed two or more of them.
+    pub sections_started_early: u64,
     /// Node bytes read from the data file (whole blocks, heads and sections).
     pub node_bytes_read: u64,
     pub write_backs: u64,
@@ -212,6 +215,7 @@ pub(crate) fn add_cache_and_disk(stats: &mut Stats, shared: &crate::engine::Shar
     stats.partial_evictions = c.partial_evictions.load(Relaxed);
     stats.head_loads = c.head_loads.load(Relaxed);
     stats.section_loads = c.section_loads.load(Relaxed);
+    stats.sections_started_early = c.sections_started.load(Relaxed);
     stats.node_bytes_read = c.bytes_read.load(Relaxed);
     stats.write_backs = c.write_backs.load(Relaxed);
     stats.node_write_failures = c.write_failures.load(Relaxed);

@@ -147,7 +147,7 @@ fn a_window_starts_its_unread_sections_together() {
 
     let engine = Engine::open_with(fs.clone(), dir, options()).expect("reopen");
     let snapshot = engine.snapshot();
-    let mut advised_reads = 0;
+    let (mut advised_reads, mut advice_given) = (0, 0);
     for probe in (0..20_000).step_by(997) {
         log.lock().clear();
         let from = key(probe);
@@ -158,7 +158,9 @@ fn a_window_starts_its_unread_sections_together() {
             .expect("read");
         assert!(first.0 >= from, "probe {probe}: a key below the range");
         let calls = std::mem::take(&mut *log.lock());
-        advised_reads += usize::from(check_advice(&calls, &format!("probe {probe}")) > 0);
+        let advised = check_advice(&calls, &format!("probe {probe}"));
+        advised_reads += usize::from(advised > 0);
+        advice_given += advised;
 
         log.lock().clear();
         let again = snapshot
@@ -180,7 +182,9 @@ fn a_window_starts_its_unread_sections_together() {
         log.lock().clear();
         assert_eq!(snapshot.get(tree, &key(probe)).expect("get"), Some(vec![7; 40]), "key {probe}");
         let calls = std::mem::take(&mut *log.lock());
-        advised_gets += usize::from(check_advice(&calls, &format!("get {probe}")) > 0);
+        let advised = check_advice(&calls, &format!("get {probe}"));
+        advised_gets += usize::from(advised > 0);
+        advice_given += advised;
     }
     assert!(advised_gets >= 5, "only {advised_gets} cold gets started their sections together");
 
@@ -196,5 +200,8 @@ fn a_window_starts_its_unread_sections_together() {
         "a scan's later windows read one section each, unadvised: {advice} advice, {reads} reads"
     );
     drop(snapshot);
+    let stats = engine.stats();
+    assert_eq!(stats.sections_started_early as usize, advice_given + advice, "the counter counts each advice");
+    assert!(stats.section_loads >= stats.sections_started_early, "every section started was then read");
     engine.verify().expect("verify after the reads");
 }

@@ -89,28 +89,7 @@ pub fn stats_document(stats: &docstore::EngineStats) -> Document {
             "replayedRecords": n(stats.recovery.replayed_records),
             "replayedBytes": n(stats.recovery.replayed_bytes),
         },
-        "cache": {
-            "usedBytes": n(stats.cache_used_bytes),
-            "budgetBytes": n(stats.cache_budget_bytes),
-            "evictions": n(stats.evictions),
-            "loads": n(stats.cache_loads),
-            "partialEvictions": n(stats.partial_evictions),
-            "headLoads": n(stats.head_loads),
-            "sectionLoads": n(stats.section_loads),
-            "writeBacks": n(stats.write_backs),
-            "throttleWaits": n(stats.throttle_waits),
-            "writeCopies": n(stats.write_copies),
-            // What the used bytes hold: beyond memory, what dirty nodes leave to readers.
-            "bytesByKind": {
-                "dirty": n(stats.cache_mix.dirty_bytes),
-                "clean": n(stats.cache_mix.clean_bytes),
-                "sections": n(stats.cache_mix.section_bytes),
-                "internalHeads": n(stats.cache_mix.internal_head_bytes),
-                "leafHeads": n(stats.cache_mix.leaf_head_bytes),
-                "withWriters": n(stats.cache_mix.with_writers_bytes),
-                "held": n(stats.cache_mix.held_bytes),
-            },
-        },
+        "cache": cache_document(stats),
         "nodeBytesUncompressed": n(stats.node_bytes_uncompressed),
         "nodeBytesWritten": n(stats.node_bytes_written),
         "nodeBytesRead": n(stats.node_bytes_read),
@@ -127,5 +106,33 @@ pub fn stats_document(stats: &docstore::EngineStats) -> Document {
         "freeBytes": n(stats.free_bytes),
         "retiredBytes": n(stats.retired_bytes),
         "bytesReturned": n(stats.bytes_returned),
+    }
+}
+
+/// serverStatus.strata.cache: the node cache's size, traffic and what its bytes hold.
+fn cache_document(stats: &docstore::EngineStats) -> Document {
+    let n = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+    doc! {
+        "usedBytes": n(stats.cache_used_bytes),
+        "budgetBytes": n(stats.cache_budget_bytes),
+        "evictions": n(stats.evictions),
+        "loads": n(stats.cache_loads),
+        "partialEvictions": n(stats.partial_evictions),
+        "headLoads": n(stats.head_loads),
+        "sectionLoads": n(stats.section_loads),
+        "sectionsStartedEarly": n(stats.sections_started_early),
+        "writeBacks": n(stats.write_backs),
+        "throttleWaits": n(stats.throttle_waits),
+        "writeCopies": n(stats.write_copies),
+        // What the used bytes hold: beyond memory, what dirty nodes leave to readers.
+        "bytesByKind": {
+            "dirty": n(stats.cache_mix.dirty_bytes),
+            "clean": n(stats.cache_mix.clean_bytes),
+            "sections": n(stats.cache_mix.section_bytes),
+            "internalHeads": n(stats.cache_mix.internal_head_bytes),
+            "leafHeads": n(stats.cache_mix.leaf_head_bytes),
+            "withWriters": n(stats.cache_mix.with_writers_bytes),
+            "held": n(stats.cache_mix.held_bytes),
+        },
     }
 }
