@@ -117,8 +117,8 @@ pub struct Plan {
 /// keys, bounds and names was most of what planning cost an iibench query.
 struct Candidate<'c> {
     choice: IndexChoice<'c>,
-    /// Each index field's intervals, in the order the scan reads them, and what they do.
-    fields: Vec<(FieldBounds, Vec<Interval>)>,
+    /// What each index field's predicates do to the scan, in the index's order.
+    fields: Vec<FieldBounds>,
     equality_fields: usize,
     ranged: bool,
     sorted: bool,
@@ -126,13 +126,12 @@ struct Candidate<'c> {
     null_excluded: bool,
 }
 
-/// What one index field's intervals do to a scan.
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// What one index field's intervals (in the order the scan reads them) do to a scan.
 enum FieldBounds {
     /// Exact values: each extends every key prefix so far.
-    Points,
+    Points(Vec<Interval>),
     /// The first range: it bounds the last component of the keys.
-    Range,
+    Range(Vec<Interval>),
     /// No predicate bounds it: the keys end before it (the first such field), or after an
     /// earlier range.
     Unbounded,
@@ -425,7 +424,7 @@ impl<'c> Candidate<'c> {
             let intervals =
                 if choice.hashed == Some(position) { intervals.and_then(hashed_intervals) } else { intervals };
             let Some(intervals) = intervals else {
-                fields.push((FieldBounds::Unbounded, vec![Interval::full()]));
+                fields.push(FieldBounds::Unbounded);
                 bounded = true;
                 continue;
             };
@@ -436,11 +435,11 @@ impl<'c> Candidate<'c> {
                 }
                 equality_fields += 1;
                 prefixes *= intervals.len();
-                fields.push((FieldBounds::Points, intervals));
+                fields.push(FieldBounds::Points(intervals));
             } else {
                 ranged = true;
                 bounded = true;
-                fields.push((FieldBounds::Range, intervals));
+                fields.push(FieldBounds::Range(intervals));
             }
         }
         let sort_direction =
@@ -462,30 +461,39 @@ impl<'c> Candidate<'c> {
         let mut prefixes: Vec<Vec<u8>> = vec![choice.key_prefix.clone().unwrap_or_default()];
         let mut ranges: Option<Vec<KeyRange>> = None;
         let mut bounds = IndexBounds::default();
-        for ((path, direction), (use_of, mut intervals)) in choice.fields.iter().zip(fields) {
-            if *direction == Direction::Descending && use_of != FieldBounds::Unbounded {
-                intervals.reverse();
-            }
-            match use_of {
-                FieldBounds::Points => {
+        for ((path, direction), field) in choice.fields.iter().zip(fields) {
+            let in_scan_order = |mut intervals: Vec<Interval>| {
+                if *direction == Direction::Descending {
+                    intervals.reverse();
+                }
+                intervals
+            };
+            let intervals = match field {
+                FieldBounds::Points(intervals) => {
+                    let intervals = in_scan_order(intervals);
                     prefixes = prefixes
                         .iter()
                         .flat_map(|p| intervals.iter().map(move |i| extend_prefix(p, &i.low.0, *direction)))
                         .collect();
+                    intervals
                 }
-                FieldBounds::Range => {
+                FieldBounds::Range(intervals) => {
+                    let intervals = in_scan_order(intervals);
                     ranges = Some(
                         prefixes
                             .iter()
                             .flat_map(|p| intervals.iter().map(move |i| key_range(p, Some(i), *direction)))
                             .collect(),
                     );
+                    intervals
                 }
-                FieldBounds::Unbounded if ranges.is_none() => {
-                    ranges = Some(prefixes.iter().map(|p| key_range(p, None, *direction)).collect());
+                FieldBounds::Unbounded => {
+                    if ranges.is_none() {
+                        ranges = Some(prefixes.iter().map(|p| key_range(p, None, *direction)).collect());
+                    }
+                    vec![Interval::full()]
                 }
-                FieldBounds::Unbounded => {}
-            }
+            };
             bounds.push(path.as_str(), *direction, intervals);
         }
         let mut ranges =

@@ -57,9 +57,13 @@ fn engine_stats(context: &Context) -> Option<Document> {
     Some(stats)
 }
 
+/// A counter as BSON's int64 (saturating: no counter gets there).
+fn n(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
 /// The engine's statistics in serverStatus's shape.
 pub fn stats_document(stats: &docstore::EngineStats) -> Document {
-    let n = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
     let levels = |values: &[u64]| values.iter().map(|&v| n(v)).collect::<Vec<i64>>();
     doc! {
         "commits": n(stats.commits),
@@ -111,7 +115,6 @@ pub fn stats_document(stats: &docstore::EngineStats) -> Document {
 
 /// serverStatus.strata.cache: the node cache's size, traffic and what its bytes hold.
 fn cache_document(stats: &docstore::EngineStats) -> Document {
-    let n = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
     doc! {
         "usedBytes": n(stats.cache_used_bytes),
         "budgetBytes": n(stats.cache_budget_bytes),

@@ -76,6 +76,11 @@ fn block_header(node_id: u64, payload: &[u8]) -> Vec<u8> {
     header
 }
 
+/// Where byte `offset` of a block's payload lies in the file.
+fn payload_at(addr: BlockAddr, offset: usize) -> u64 {
+    addr.offset + (BLOCK_HEADER_BYTES + offset) as u64
+}
+
 /// The payload length a block's address implies.
 fn payload_len(addr: BlockAddr, node_id: u64) -> Result<usize> {
     (addr.len as usize)
@@ -185,9 +190,8 @@ impl DataFile {
             return Err(corrupt_block(addr, node_id, &what));
         }
         let mut bytes = crate::io::buffer_to_overwrite(len);
-        let at = addr.offset + (BLOCK_HEADER_BYTES + offset) as u64;
         self.file
-            .read_exact_at(&mut bytes, at)
+            .read_exact_at(&mut bytes, payload_at(addr, offset))
             .map_err(|error| past_the_end(error, &|what| corrupt_block(addr, node_id, what)))?;
         Ok(bytes)
     }
@@ -195,7 +199,7 @@ impl DataFile {
     /// Starts reading `len` bytes at `offset` of a block's payload, without waiting for them: a
     /// `read_payload_range` of the same bytes soon after finds them read or on their way.
     pub fn start_reading_payload_range(&self, addr: BlockAddr, offset: usize, len: usize) {
-        self.file.advise_will_need(addr.offset + (BLOCK_HEADER_BYTES + offset) as u64, len as u64);
+        self.file.advise_will_need(payload_at(addr, offset), len as u64);
     }
 
     /// Reads the first `len` bytes of a block's payload (fewer if the payload is shorter),

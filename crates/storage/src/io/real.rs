@@ -95,6 +95,19 @@ impl FileSystem for RealFs {
     }
 }
 
+impl RealFile {
+    /// `posix_fadvise` on a range. Its result is ignored: it is advice, and failing to drop
+    /// pages, or to read them early, changes nothing read.
+    #[cfg(target_os = "linux")]
+    #[allow(unsafe_code)]
+    fn advise(&self, offset: u64, len: u64, advice: libc::c_int) {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else { return };
+        // SAFETY: posix_fadvise reads no memory of ours; the descriptor is open while `self` is.
+        let _ = unsafe { libc::posix_fadvise(self.file.as_raw_fd(), offset, len, advice) };
+    }
+}
+
 impl File for RealFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         // pread may return less than asked before the end of the file (signals, some file
@@ -128,23 +141,15 @@ impl File for RealFile {
     }
 
     #[cfg(target_os = "linux")]
-    #[allow(unsafe_code)]
     fn advise_done_with(&self, offset: u64, len: u64) {
-        use std::os::fd::AsRawFd;
-        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else { return };
-        // SAFETY: posix_fadvise reads no memory of ours; the descriptor is open while `self` is.
-        // Its result is ignored: it is advice, and failing to drop pages changes nothing read.
-        let _ = unsafe { libc::posix_fadvise(self.file.as_raw_fd(), offset, len, libc::POSIX_FADV_DONTNEED) };
+        self.advise(offset, len, libc::POSIX_FADV_DONTNEED);
     }
 
+    /// POSIX_FADV_WILLNEED submits the reads of the pages not cached and returns without
+    /// waiting for them.
     #[cfg(target_os = "linux")]
-    #[allow(unsafe_code)]
     fn advise_will_need(&self, offset: u64, len: u64) {
-        use std::os::fd::AsRawFd;
-        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else { return };
-        // SAFETY: as in `advise_done_with`. POSIX_FADV_WILLNEED submits the reads of the pages
-        // not cached and returns without waiting for them; a failure only leaves them unread.
-        let _ = unsafe { libc::posix_fadvise(self.file.as_raw_fd(), offset, len, libc::POSIX_FADV_WILLNEED) };
+        self.advise(offset, len, libc::POSIX_FADV_WILLNEED);
     }
 
     #[cfg(target_os = "linux")]
