@@ -215,7 +215,7 @@ pub(crate) fn add_cache_and_disk(stats: &mut Stats, shared: &crate::engine::Shar
     stats.partial_evictions = c.partial_evictions.load(Relaxed);
     stats.head_loads = c.head_loads.load(Relaxed);
     stats.section_loads = c.section_loads.load(Relaxed);
-    stats.sections_started_early = c.sections_started.load(Relaxed);
+    stats.sections_started_early = c.sections_started_early.load(Relaxed);
     stats.node_bytes_read = c.bytes_read.load(Relaxed);
     stats.write_backs = c.write_backs.load(Relaxed);
     stats.node_write_failures = c.write_failures.load(Relaxed);

@@ -119,8 +119,6 @@ struct Candidate<'c> {
     choice: IndexChoice<'c>,
     /// What each index field's predicates do to the scan, in the index's order.
     fields: Vec<FieldBounds>,
-    equality_fields: usize,
-    ranged: bool,
     sorted: bool,
     backward: bool,
     null_excluded: bool,
@@ -327,15 +325,16 @@ fn scored_candidates<'c>(
     let mut scored = Vec::new();
     for choice in choices {
         let candidate = Candidate::new(choice, predicates, sort);
-        let useful = candidate.equality_fields > 0 || candidate.ranged || (sort_counts && candidate.sorted);
+        let (equality_fields, ranged) = (candidate.equality_fields(), candidate.ranged());
+        let useful = equality_fields > 0 || ranged || (sort_counts && candidate.sorted);
         if !useful || !eligible(&candidate, filter_document) {
             continue;
         }
         let choice = &candidate.choice;
         let unique = choice.secondary.is_none_or(Index::is_unique);
         let score = Score(
-            candidate.equality_fields,
-            candidate.ranged,
+            equality_fields,
+            ranged,
             candidate.sorted && sort_counts,
             unique,
             std::cmp::Reverse(choice.fields.len()),
@@ -416,7 +415,7 @@ impl<'c> Candidate<'c> {
         let multikey = choice.multikey();
         let mut fields = Vec::with_capacity(choice.fields.len());
         let (mut prefixes, mut bounded) = (1usize, false);
-        let (mut equality_fields, mut single_points, mut ranged, mut null_excluded) = (0, 0, false, false);
+        let (mut single_points, mut null_excluded) = (0, false);
         for (position, (path, _)) in choice.fields.iter().enumerate() {
             let intervals =
                 if bounded { None } else { field_intervals(&choice, predicates.get(path.as_str()), multikey) };
@@ -433,11 +432,9 @@ impl<'c> Candidate<'c> {
                 if intervals.len() == 1 && single_points == position {
                     single_points += 1;
                 }
-                equality_fields += 1;
                 prefixes *= intervals.len();
                 fields.push(FieldBounds::Points(intervals));
             } else {
-                ranged = true;
                 bounded = true;
                 fields.push(FieldBounds::Range(intervals));
             }
@@ -446,7 +443,17 @@ impl<'c> Candidate<'c> {
             sort.filter(|_| choice.same_collation).and_then(|s| sort_direction(&choice, s, single_points));
         let sorted = sort_direction.is_some() && !multikey;
         let backward = sorted && sort_direction == Some(true);
-        Candidate { choice, fields, equality_fields, ranged, sorted, backward, null_excluded }
+        Candidate { choice, fields, sorted, backward, null_excluded }
+    }
+
+    /// How many leading fields the scan fixes to exact values.
+    fn equality_fields(&self) -> usize {
+        self.fields.iter().filter(|field| matches!(field, FieldBounds::Points(_))).count()
+    }
+
+    /// Whether a field bounds the scan to a range.
+    fn ranged(&self) -> bool {
+        self.fields.iter().any(|field| matches!(field, FieldBounds::Range(_)))
     }
 
     /// The secondary index's name; `None` for the `_id` index.

@@ -147,7 +147,7 @@ pub(crate) struct CacheCounters {
     pub section_loads: AtomicU64,
     /// Sections whose reads were started ahead, together with the rest of one read's path
     /// (`start_reading_part`); each is also a section load once read.
-    pub sections_started: AtomicU64,
+    pub sections_started_early: AtomicU64,
     /// Node bytes read from the data file: whole blocks, heads, sections.
     pub bytes_read: AtomicU64,
     /// Nodes dropped from memory entirely; nodes made thin or thinner (sections dropped).
@@ -464,7 +464,7 @@ impl NodeStore {
     pub fn start_reading_part(&self, thin: &Thin, index: usize) {
         if let (Some(disk), Some(section)) = (&self.disk, thin.layout.sections.get(index)) {
             disk.file.start_reading_payload_range(thin.block, section.offset as usize, section.len as usize);
-            self.counters.sections_started.fetch_add(1, Ordering::Relaxed);
+            self.counters.sections_started_early.fetch_add(1, Ordering::Relaxed);
         }
     }
 
