@@ -6,11 +6,10 @@
 //! with ExceededMemoryLimit (146) on a connection that stays open. Small messages are always
 //! admitted: checking costs a read of /proc.
 
-use bytes::Buf as _;
-use bytes::BytesMut;
 use wire::{HEADER_LENGTH, Limits, MsgHeader, Request};
 
 use crate::error::CommandError;
+use crate::read_buffer::ReadBuffer;
 
 /// Messages below this are admitted without a check.
 pub const CHECK_FROM_BYTES: usize = 4 << 20;
@@ -38,7 +37,7 @@ pub enum Admission {
 impl Admission {
     /// Admits or refuses the message at the start of `buffer`: a small one, or one that fits in
     /// memory, is admitted; `Unchecked` while its first bytes are not all in.
-    pub fn check(buffer: &BytesMut, limits: &Limits, memory_limit: Option<u64>) -> Admission {
+    pub fn check(buffer: &[u8], limits: &Limits, memory_limit: Option<u64>) -> Admission {
         let Some(limit) = memory_limit else { return Admission::Admitted };
         let length = match wire::message_length(buffer, limits) {
             Ok(Some(length)) => length,
@@ -75,10 +74,10 @@ impl Admission {
 
     /// While refused: drops what `buffer` holds of the message; once all of it is skipped,
     /// returns the request to answer and the error to answer it with (and is `Unchecked`).
-    pub fn skip(&mut self, buffer: &mut BytesMut) -> Option<(Request, CommandError)> {
+    pub fn skip(&mut self, buffer: &mut ReadBuffer) -> Option<(Request, CommandError)> {
         let Admission::Refused { remaining, .. } = self else { return None };
         let skipped = (*remaining).min(buffer.len());
-        buffer.advance(skipped);
+        buffer.consume(skipped);
         *remaining -= skipped;
         if *remaining > 0 {
             return None;

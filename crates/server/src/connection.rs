@@ -31,7 +31,6 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bson::RawDocumentBuf;
-use bytes::{Buf, BytesMut};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
@@ -41,6 +40,7 @@ use crate::admission::Admission;
 use crate::command::Command;
 use crate::dispatch;
 use crate::error::CommandError;
+use crate::read_buffer::ReadBuffer;
 use crate::state::{ConnectionInfo, Context, Park, Shared};
 
 const INITIAL_BUFFER_BYTES: usize = 16 * 1024;
@@ -90,7 +90,7 @@ enum Burst {
 struct Session {
     /// What every command of this connection runs with (built once, not per command).
     context: Context,
-    buffer: BytesMut,
+    buffer: ReadBuffer,
     shutdown: watch::Receiver<bool>,
     /// The TLS session when the client speaks TLS (kept across idle periods).
     tls: Option<Box<rustls::ServerConnection>>,
@@ -174,7 +174,7 @@ pub async fn serve(mut stream: TcpStream, shared: Arc<Shared>, info: ConnectionI
     let context = Context::new(shared, info);
     let mut session = Session {
         context,
-        buffer: BytesMut::new(),
+        buffer: ReadBuffer::default(),
         shutdown,
         tls,
         handshake_noted: false,
@@ -324,12 +324,12 @@ impl Session {
                 return Burst::Close;
             }
             if self.buffer.is_empty() && self.crowded() && !stream.has_pending() {
-                self.buffer = BytesMut::new();
+                self.buffer.release();
                 return Burst::Idle;
             }
             let limits = self.limits();
             reserve_for_next(&mut self.buffer, &limits);
-            match read_some(stream, &mut self.buffer) {
+            match self.buffer.read_from(stream) {
                 Ok(0) => {
                     if !self.buffer.is_empty() {
                         debug!(
@@ -344,7 +344,7 @@ impl Session {
                 Err(error) if matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
                     if self.buffer.is_empty() {
                         // An idle connection keeps no buffer.
-                        self.buffer = BytesMut::new();
+                        self.buffer.release();
                     }
                     return Burst::Idle;
                 }
@@ -374,19 +374,19 @@ impl Session {
             }
             if matches!(self.admission, Admission::Unchecked) {
                 let memory_limit = self.context.shared.config.memory_limit_bytes;
-                self.admission = Admission::check(&self.buffer, &limits, memory_limit);
+                self.admission = Admission::check(self.buffer.held(), &limits, memory_limit);
             }
             if matches!(self.admission, Admission::Refused { .. }) {
                 return None;
             }
-            match wire::decode_frame(&self.buffer, &limits) {
+            match wire::decode_frame(self.buffer.held(), &limits) {
                 Ok(Some((frame, consumed))) => {
-                    self.buffer.advance(consumed);
+                    self.buffer.consume(consumed);
                     self.admission = Admission::Unchecked;
                     // The frame holds its own copy: a large message's buffer goes now, not
                     // when the next one comes.
                     if self.buffer.is_empty() && self.buffer.capacity() > LARGE_BUFFER_BYTES {
-                        self.buffer = BytesMut::new();
+                        self.buffer.release();
                     }
                     if let Some(end) = self.answer(stream, frame) {
                         return Some(end);
@@ -514,24 +514,10 @@ impl Session {
     }
 }
 
-/// Most bytes one read asks for: the room is zeroed first (no unsafe code), so a large message
-/// read a socket buffer at a time must not zero its whole capacity each time.
-const READ_CHUNK_BYTES: usize = 256 * 1024;
-
-/// Reads what the socket has into the buffer's spare capacity.
-fn read_some(stream: &mut impl Read, buffer: &mut BytesMut) -> std::io::Result<usize> {
-    let filled = buffer.len();
-    let room = (buffer.capacity() - filled).clamp(1, READ_CHUNK_BYTES);
-    buffer.resize(filled + room, 0);
-    let result = stream.read(buffer.get_mut(filled..).unwrap_or_default());
-    buffer.truncate(filled + *result.as_ref().unwrap_or(&0));
-    result
-}
-
 /// Make room for the next read: up to the rest of the current message, but never more than
 /// the bytes already held (or 16 KiB), so memory follows what the client really sent.
-fn reserve_for_next(buffer: &mut BytesMut, limits: &Limits) {
-    let wanted = match wire::message_length(buffer, limits) {
+fn reserve_for_next(buffer: &mut ReadBuffer, limits: &Limits) {
+    let wanted = match wire::message_length(buffer.held(), limits) {
         Ok(Some(length)) => length.saturating_sub(buffer.len()),
         _ => INITIAL_BUFFER_BYTES,
     };

@@ -41,6 +41,7 @@ pub mod logging;
 pub mod metrics;
 mod operations;
 mod profiler;
+mod read_buffer;
 mod read_concern;
 mod replication;
 mod sessions;
