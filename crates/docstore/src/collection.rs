@@ -121,6 +121,8 @@ pub struct CollectionInfo {
     pub options: Document,
     /// A view, not a collection.
     pub view: bool,
+    /// A collection's UUID (a view has none).
+    pub uuid: Option<bson::Uuid>,
 }
 
 /// What listDatabases says about one database.

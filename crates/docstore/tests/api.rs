@@ -174,6 +174,7 @@ fn filter_delete(filter: Document) -> DeleteRequest {
 #[test]
 fn catalog_operations_survive_restart() {
     let dir = tempdir();
+    let uuids;
     {
         let store = Store::open(&dir, StoreOptions::default()).unwrap();
         store.create_collection("db", "a", doc! {"capped": false}).unwrap();
@@ -182,7 +183,17 @@ fn catalog_operations_survive_restart() {
         assert_eq!(store.create_collection("d.b", "x", doc! {}).unwrap_err().code(), 73);
         store.insert("db", "b", vec![rawdoc! {"_id": 1, "x": 1}], true, Durability::Immediate);
         store.create_indexes("db", "b", &[doc! {"key": {"x": 1}, "unique": true}]).unwrap();
-        store.rename_collection(("db", "b"), ("other", "renamed"), false).unwrap();
+        let uuid_of = |db: &str, name: &str| {
+            let infos = store.list_collections(db);
+            infos.iter().find(|info| info.name == name).and_then(|info| info.uuid).expect("a collection has a UUID")
+        };
+        let b = uuid_of("db", "b");
+        assert_ne!(uuid_of("db", "a"), b, "each collection its own UUID");
+        store.rename_collection(("db", "b"), ("db", "b2"), false).unwrap();
+        assert_eq!(uuid_of("db", "b2"), b, "a rename within a database keeps the UUID");
+        store.rename_collection(("db", "b2"), ("other", "renamed"), false).unwrap();
+        assert_ne!(uuid_of("other", "renamed"), b, "a collection moved to another database is new there");
+        uuids = (Some(uuid_of("db", "a")), Some(uuid_of("other", "renamed")));
         store.insert("gone", "g", vec![rawdoc! {"_id": 1}], true, Durability::Immediate);
         store.drop_database("gone").unwrap();
         assert!(!store.drop_collection("db", "nothing").unwrap());
@@ -194,8 +205,9 @@ fn catalog_operations_survive_restart() {
     assert_eq!(names, vec!["db", "other"]);
     assert_eq!(
         store.list_collections("db"),
-        vec![CollectionInfo { name: "a".into(), options: doc! {"capped": false}, view: false }]
+        vec![CollectionInfo { name: "a".into(), options: doc! {"capped": false}, view: false, uuid: uuids.0 }]
     );
+    assert_eq!(store.list_collections("other")[0].uuid, uuids.1, "a collection keeps its UUID over a restart");
     assert_eq!(store.list_indexes("other", "renamed").unwrap().len(), 2);
     let outcome = store.insert("other", "renamed", vec![rawdoc! {"_id": 2, "x": 1}], true, Durability::Immediate);
     assert_eq!(outcome.errors[0].1.code(), 11000);

@@ -76,6 +76,32 @@ fn every_change_is_logged_in_order() {
     assert!(matches!(log[1].get("wall"), Some(Bson::DateTime(_))));
     assert_eq!(log[1].get_i64("t").unwrap(), 1);
     assert_eq!(store.oplog().unwrap().last(), *stamps.last().unwrap());
+    let uuid = log[0].get("ui").cloned();
+    assert!(matches!(uuid, Some(Bson::Binary(_))), "the create names the new collection's UUID");
+    for entry in &log {
+        assert_eq!(entry.get("ui"), uuid.as_ref(), "every entry names the one collection, renamed or not: {entry}");
+    }
+}
+
+/// Goal: a rename that replaces a collection names the one it dropped by its UUID
+/// (`dropTarget`), as mongod's entry does; one that replaces none says `false`.
+#[test]
+fn a_rename_names_the_collection_it_replaced() {
+    let store = store();
+    store.create_collection("db", "a", doc! {}).unwrap();
+    store.create_collection("db", "b", doc! {}).unwrap();
+    let target = store.list_collections("db").into_iter().find(|info| info.name == "b").and_then(|info| info.uuid);
+    store.rename_collection(("db", "a"), ("db", "b"), true).unwrap();
+    let renames: Vec<Document> = entries(&store)
+        .iter()
+        .filter_map(|entry| entry.get_document("o").ok().cloned())
+        .filter(|o| o.contains_key("renameCollection"))
+        .collect();
+    assert_eq!(renames.len(), 1);
+    assert_eq!(renames[0].get("dropTarget"), target.map(|uuid| Bson::Binary(bson::Binary::from_uuid(uuid))).as_ref());
+    store.rename_collection(("db", "b"), ("db", "c"), true).unwrap();
+    let last = entries(&store).pop().and_then(|entry| entry.get_document("o").ok().cloned()).unwrap();
+    assert_eq!(last.get("dropTarget"), Some(&Bson::Boolean(false)));
 }
 
 /// Goal: the oplog keeps within its cap, dropping its oldest entries first, and its counters

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! key "db.collection"  (db names hold no '.', so the first '.' splits it)
-//! value BSON { db, name, tree: "c.<n>", options: {...}, indexes: [
+//! value BSON { db, name, tree: "c.<n>", uuid: UUID, options: {...}, indexes: [
 //!              { spec: {v: 2, key, name, unique?, sparse?, partialFilterExpression?,
 //!                       expireAfterSeconds?, clustered?}, tree: "i.<n>", multikey, ready } ] }
 //! key "\0next_tree"    value u64 little-endian: the next <n> for a tree name
@@ -23,7 +23,7 @@
 //! (except the server's own `admin.system.users` and `admin.system.roles`); a
 //! namespace `db.collection` is at most 255 bytes.
 
-use bson::{Bson, Document, doc};
+use bson::{Binary, Bson, Document, Uuid, doc};
 
 use crate::error::{Error, Result};
 
@@ -56,6 +56,10 @@ pub struct CollectionMeta {
     pub natural: Option<String>,
     /// How its trees encode keys (`super::key_format`; entries without one are format 1).
     pub key_format: i32,
+    /// MongoDB's collection UUID (`listCollections`' `info.uuid`, the oplog's `ui`): made at
+    /// create, kept by a rename. Entries written before collections had one get one at the
+    /// catalog's open (`Catalog::open`); only a salvaging open leaves it `None`.
+    pub uuid: Option<Uuid>,
 }
 
 /// One secondary index in the catalog.
@@ -162,6 +166,9 @@ impl CollectionMeta {
             document.insert("natural", natural.clone());
         }
         document.insert("keyFormat", self.key_format);
+        if let Some(uuid) = self.uuid {
+            document.insert("uuid", Binary::from_uuid(uuid));
+        }
         document
     }
 
@@ -193,6 +200,13 @@ impl CollectionMeta {
             indexes,
             natural: document.get_str("natural").ok().map(str::to_string),
             key_format: document.get_i32("keyFormat").unwrap_or(1),
+            uuid: match document.get("uuid") {
+                None => None,
+                Some(Bson::Binary(binary)) => {
+                    Some(binary.to_uuid().map_err(|e| Error::corrupt(format!("catalog entry's uuid: {e}")))?)
+                }
+                Some(_) => return Err(Error::corrupt("catalog entry's uuid is not a UUID")),
+            },
         })
     }
 
@@ -276,6 +290,7 @@ mod tests {
             }],
             natural: None,
             key_format: 2,
+            uuid: Some(Uuid::new()),
         };
         let bytes = meta.encode().unwrap();
         assert_eq!(CollectionMeta::decode(&bytes).unwrap(), meta);
@@ -285,6 +300,10 @@ mod tests {
         let mut older = meta.to_document();
         older.remove("keyFormat");
         assert_eq!(CollectionMeta::from_document(&older).unwrap().key_format, 1, "entries written before key formats");
+        older.remove("uuid");
+        assert_eq!(CollectionMeta::from_document(&older).unwrap().uuid, None, "entries written before UUIDs");
+        older.insert("uuid", "not a uuid");
+        assert!(CollectionMeta::from_document(&older).is_err());
     }
 
     /// Goal: an index's multikey flag read from the entry's bytes agrees with the decoded
@@ -306,6 +325,7 @@ mod tests {
             indexes: vec![index("a_1", false), index("b_1", true), index("c_1", false)],
             natural: None,
             key_format: 2,
+            uuid: None,
         };
         let bytes = meta.encode().unwrap();
         for listed in &CollectionMeta::decode(&bytes).unwrap().indexes {

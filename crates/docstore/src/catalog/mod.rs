@@ -25,7 +25,7 @@ pub mod view;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, Uuid};
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use storage::{Durability, Engine, Salvaged, Snapshot, Transaction, TreeId};
 
@@ -94,8 +94,9 @@ impl Catalog {
             holds: Arc::default(),
             document_compression,
         };
-        let (metas, views) = catalog.load(engine)?;
+        let (mut metas, views) = catalog.load(engine)?;
         drop_garbage_trees(engine, &metas)?;
+        catalog.give_uuids(engine, &mut metas)?;
         catalog.views.write().extend(views.into_iter().map(|view| ((view.db.clone(), view.name.clone()), view)));
         for meta in metas {
             let key = (meta.db.clone(), meta.name.clone());
@@ -103,6 +104,21 @@ impl Catalog {
             catalog.collections.write().insert(key, Arc::new(collection));
         }
         Ok(catalog)
+    }
+
+    /// Entries written before collections had UUIDs get one now, written back in one
+    /// transaction so that it stays theirs (a salvaging open writes nothing: they stay `None`).
+    fn give_uuids(&self, engine: &Engine, metas: &mut [CollectionMeta]) -> Result<()> {
+        if engine.options().salvage || metas.iter().all(|meta| meta.uuid.is_some()) {
+            return Ok(());
+        }
+        let mut txn = engine.begin();
+        for meta in metas.iter_mut().filter(|meta| meta.uuid.is_none()) {
+            meta.uuid = Some(Uuid::new());
+            self.put_meta(&mut txn, meta)?;
+        }
+        txn.commit(Durability::Immediate)?;
+        Ok(())
     }
 
     fn load(&self, engine: &Engine) -> Result<(Vec<CollectionMeta>, Vec<ViewMeta>)> {
@@ -180,7 +196,7 @@ impl Catalog {
             command.insert(key, value);
         }
         crate::validation::Validator::from_options(&meta.options)?;
-        let entries = self.command_entries(db, command)?;
+        let entries = self.command_entries(db, command, meta.uuid)?;
         self.replace_meta_logged(engine, &locked.collection, meta, entries)?;
         Ok(())
     }
@@ -231,7 +247,7 @@ impl Catalog {
         let normalized = crate::index::spec::ParsedSpec::parse(&spec)?.normalized();
         let meta = Catalog::with_index(&locked.collection.meta, &index.name, |index| index.spec = normalized.clone());
         let command = bson::doc! {"collMod": name, "index": {"name": index.name.clone()}};
-        let entries = self.command_entries(db, command)?;
+        let entries = self.command_entries(db, command, meta.uuid)?;
         self.replace_meta_logged(engine, &locked.collection, meta, entries)?;
         Ok(reply)
     }
@@ -289,12 +305,13 @@ impl Catalog {
         Ok(seq)
     }
 
-    /// A command entry for `db`, when changes to it are logged.
-    pub fn command_entries(&self, db: &str, command: Document) -> Result<Vec<Entry>> {
+    /// A command entry for `db`, when changes to it are logged, with the UUID (`ui`) of the
+    /// collection it changes, if it changes one.
+    pub fn command_entries(&self, db: &str, command: Document, collection: Option<Uuid>) -> Result<Vec<Entry>> {
         if !self.logs(db) {
             return Ok(Vec::new());
         }
-        Ok(vec![Entry::command(db, &command)?])
+        Ok(vec![Entry::command(db, &command)?.with_collection_uuid(collection)])
     }
 
     /// How documents are compressed where a collection's options do not say (`None`: the
@@ -413,7 +430,7 @@ impl Catalog {
         self.check_view_chain(&view)?;
         let mut create = bson::doc! {"create": name};
         create.extend(view.options());
-        let entries = self.command_entries(db, create)?;
+        let entries = self.command_entries(db, create, None)?;
         let mut txn = engine.begin();
         self.put_entry(&mut txn, ViewMeta::key(db, name), view.encode()?);
         self.commit_logged(engine, txn, db, entries, Durability::Immediate)?;
@@ -447,7 +464,7 @@ impl Catalog {
         }
         let mut txn = engine.begin();
         self.delete_entry(&mut txn, ViewMeta::key(db, name));
-        let entries = self.command_entries(db, bson::doc! {"drop": name})?;
+        let entries = self.command_entries(db, bson::doc! {"drop": name}, None)?;
         self.commit_logged(engine, txn, db, entries, Durability::Immediate)?;
         self.views.write().remove(&(db.to_string(), name.to_string()));
         Ok(true)
@@ -567,9 +584,10 @@ impl Catalog {
         options: Document,
     ) -> Result<Arc<Collection>> {
         let tree = self.new_tree(engine, COLLECTION_TREE_PREFIX)?;
+        let uuid = Uuid::new();
         let mut create = bson::doc! {"create": name};
         create.extend(options.clone());
-        let entries = self.command_entries(db, create)?;
+        let entries = self.command_entries(db, create, Some(uuid))?;
         let natural = match crate::capped::Capped::from_options(&options)? {
             Some(_) => Some(self.new_tree(engine, entry::NATURAL_TREE_PREFIX)?),
             None => None,
@@ -582,6 +600,7 @@ impl Catalog {
             indexes: Vec::new(),
             natural,
             key_format: key_format::KEY_FORMAT,
+            uuid: Some(uuid),
         };
         let mut txn = engine.begin();
         self.put_meta(&mut txn, &meta)?;
@@ -604,7 +623,7 @@ impl Catalog {
         self.delete_entry(&mut txn, namespace_key(db, name));
         txn.delete(self.counts_tree, collection.count_key.clone());
         txn.delete(self.counts_tree, collection.size_key.clone());
-        let entries = self.command_entries(db, bson::doc! {"drop": name})?;
+        let entries = self.command_entries(db, bson::doc! {"drop": name}, collection.meta.uuid)?;
         self.commit_logged(engine, txn, db, entries, Durability::Immediate)?;
         self.collections.write().remove(&(db.to_string(), name.to_string()));
         for tree in collection.meta.trees() {
@@ -620,7 +639,7 @@ impl Catalog {
         for info in &collections {
             self.drop_collection(engine, db, &info.name)?;
         }
-        let entries = self.command_entries(db, bson::doc! {"dropDatabase": 1})?;
+        let entries = self.command_entries(db, bson::doc! {"dropDatabase": 1}, None)?;
         if !collections.is_empty() && !entries.is_empty() {
             self.commit_logged(engine, engine.begin(), db, entries, Durability::Immediate)?;
         }
@@ -643,11 +662,16 @@ impl Catalog {
         if from == to {
             return Err(Error::IllegalOperation("Can't rename a collection to itself".into()));
         }
-        if self.collection(to.0, to.1).is_some() {
+        // As in mongod's entry, `dropTarget` is the UUID of the collection it dropped, if any.
+        let mut dropped = Bson::Boolean(false);
+        if let Some(target) = self.collection(to.0, to.1) {
             if !drop_target {
                 return Err(Error::NamespaceExists("target namespace exists".into()));
             }
             self.drop_collection(engine, to.0, to.1)?;
+            if let Some(uuid) = target.meta.uuid {
+                dropped = Bson::Binary(bson::Binary::from_uuid(uuid));
+            }
         }
         let _ddl = self.ddl.lock();
         let collection = self
@@ -662,6 +686,10 @@ impl Catalog {
         let mut meta = collection.meta.clone();
         meta.db = to.0.into();
         meta.name = to.1.into();
+        if from.0 != to.0 {
+            // As in MongoDB, a collection moved to another database is a new collection there.
+            meta.uuid = Some(Uuid::new());
+        }
         let mut txn = engine.begin();
         self.delete_entry(&mut txn, namespace_key(from.0, from.1));
         self.put_meta(&mut txn, &meta)?;
@@ -669,9 +697,9 @@ impl Catalog {
             "renameCollection": format!("{}.{}", from.0, from.1),
             "to": format!("{}.{}", to.0, to.1),
             "stayTemp": false,
-            "dropTarget": drop_target,
+            "dropTarget": dropped,
         };
-        let entries = self.command_entries(from.0, rename)?;
+        let entries = self.command_entries(from.0, rename, collection.meta.uuid)?;
         self.commit_logged(engine, txn, from.0, entries, Durability::Immediate)?;
         let renamed =
             Arc::new(Collection::open(engine, meta, Arc::clone(&collection.write_lock), self.document_compression)?);
@@ -691,6 +719,7 @@ impl Catalog {
                 name: name.clone(),
                 options: collection.meta.options.clone(),
                 view: false,
+                uuid: collection.meta.uuid,
             })
             .collect();
         let views = self.views.read();
@@ -699,6 +728,7 @@ impl Catalog {
             name: name.clone(),
             options: view.options(),
             view: true,
+            uuid: None,
         }));
         infos
     }
@@ -849,6 +879,26 @@ fn drop_garbage_trees(engine: &Engine, metas: &[CollectionMeta]) -> Result<()> {
 mod tests {
     use super::*;
     use crate::{Store, StoreOptions};
+
+    /// Goal: an entry written before collections had UUIDs gets one at the catalog's next
+    /// open, and keeps that one at every open after.
+    #[test]
+    fn entries_without_a_uuid_get_one_that_stays() {
+        let engine = Engine::open_in_memory(storage::Options::default()).unwrap();
+        let catalog = Catalog::open(&engine, None).unwrap();
+        let created = catalog.create_collection(&engine, "db", "old", Document::new()).unwrap();
+        let mut older = created.meta.clone();
+        older.uuid = None;
+        let mut txn = engine.begin();
+        catalog.put_meta(&mut txn, &older).unwrap();
+        txn.commit(Durability::Immediate).unwrap();
+        drop(catalog);
+        let given = Catalog::open(&engine, None).unwrap().collection("db", "old").unwrap().meta.uuid;
+        assert!(given.is_some());
+        assert_ne!(given, created.meta.uuid, "a new UUID, not a remembered one");
+        let again = Catalog::open(&engine, None).unwrap().collection("db", "old").unwrap().meta.uuid;
+        assert_eq!(again, given);
+    }
 
     fn entry(key: &str) -> storage::Result<Salvaged> {
         Ok(Salvaged::Entry(key.as_bytes().to_vec(), format!("value of {key}").into_bytes()))

@@ -10,6 +10,10 @@
 //! | `c` `create` / `createIndexes` / `dropIndexes` / `collMod` | `create`, `createIndexes`, `dropIndexes`, `modify` (only with `showExpandedEvents`) |
 //! | `c` `applyOps` (a transaction) | each of its operations, with `lsid` and `txnNumber` |
 //!
+//! With `showExpandedEvents`, an event on a collection carries its entry's `ui` as
+//! `collectionUUID`, and a `rename` an `operationDescription` (`to`, and `dropTarget`: the
+//! UUID of the collection it replaced, if any).
+//!
 //! A collection's stream is invalidated by the collection's drop or rename, a database's by its
 //! drop; the `invalidate` event ends the stream.
 
@@ -64,9 +68,29 @@ fn change(entry: &Document, scope: &Scope, expanded: bool) -> Option<Change> {
     let ns = entry.get_str("ns").ok()?;
     let (db, collection) = ns.split_once('.')?;
     let o = entry.get_document("o").ok()?;
-    if op == "c" {
-        return command_change(db, o, scope, expanded);
+    let mut change = if op == "c" {
+        command_change(db, o, scope, expanded)?
+    } else {
+        data_change(op, db, collection, o, entry, scope, expanded)?
+    };
+    // mongod's `collectionUUID` is its entry's `ui` (a collection's, not a database's or a
+    // view's), shown only with `showExpandedEvents`.
+    if expanded && let Some(ui) = entry.get("ui") {
+        change.event.insert("collectionUUID", ui.clone());
     }
+    Some(change)
+}
+
+/// An insert, update, replace or delete.
+fn data_change(
+    op: &str,
+    db: &str,
+    collection: &str,
+    o: &Document,
+    entry: &Document,
+    scope: &Scope,
+    expanded: bool,
+) -> Option<Change> {
     if !scope.covers(db, collection) {
         return None;
     }
@@ -140,9 +164,18 @@ fn command_change(db: &str, o: &Document, scope: &Scope, expanded: bool) -> Opti
             if !scope.covers(from_db, from) {
                 return None;
             }
+            let mut event =
+                doc! {"operationType": "rename", "ns": {"db": from_db, "coll": from}, "to": {"db": to_db, "coll": to}};
+            if expanded {
+                let mut description = doc! {"to": {"db": to_db, "coll": to}};
+                if let Some(uuid @ Bson::Binary(_)) = o.get("dropTarget") {
+                    description.insert("dropTarget", uuid.clone());
+                }
+                event.insert("operationDescription", description);
+            }
             Some(Change {
                 index: 0,
-                event: doc! {"operationType": "rename", "ns": {"db": from_db, "coll": from}, "to": {"db": to_db, "coll": to}},
+                event,
                 lookup: None,
                 diff: None,
                 invalidates: matches!(scope, Scope::Collection(..)),

@@ -168,7 +168,7 @@ pub fn drop_indexes(
         .collect();
     let mut entries = Vec::new();
     for index in &doomed {
-        entries.extend(catalog.command_entries(db, bson::doc! {"dropIndexes": name, "index": index})?);
+        entries.extend(catalog.command_entries(db, bson::doc! {"dropIndexes": name, "index": index}, meta.uuid)?);
     }
     remove_indexes(engine, catalog, collection, meta, &trees, entries)?;
     Ok(was)
@@ -248,7 +248,7 @@ pub fn build(engine: &Engine, catalog: &Catalog, db: &str, name: &str, index_nam
             if let Some(index) = meta.indexes.iter().find(|i| i.name() == index_name) {
                 command.extend(index.spec.clone());
             }
-            let entries = catalog.command_entries(db, command)?;
+            let entries = catalog.command_entries(db, command, meta.uuid)?;
             catalog.replace_meta_logged(engine, &locked.collection, meta, entries)?;
             Ok(())
         }

@@ -4,7 +4,7 @@
 //! (eight bytes at a fixed offset) under its ordering lock instead of re-encoding the entry:
 //!
 //! ```text
-//! length:i32 | 0x11 "ts\0" ts:u64le | t: term | v: 2 | op | ns | o | o2? | wall | lsid? txnNumber? stmtId?
+//! length:i32 | 0x11 "ts\0" ts:u64le | t: term | v: 2 | op | ns | o | o2? | wall | ui? | lsid? txnNumber? stmtId?
 //! ```
 //!
 //! `op` is `i` (insert: `o` the document, `o2` its `_id`), `u` (update: `o` a `$v: 2` diff or
@@ -13,7 +13,7 @@
 //! applyOps) or `n` (a no-op, which carries a retryable write's record when nothing changed).
 
 use bson::raw::cstr;
-use bson::{Bson, DateTime, Document, RawDocument, RawDocumentBuf, Timestamp, doc};
+use bson::{Binary, Bson, DateTime, Document, RawDocument, RawDocumentBuf, Timestamp, Uuid, doc};
 
 use crate::error::{Error, Result};
 
@@ -98,6 +98,15 @@ impl Entry {
         let mut bytes = Entry::start("n", "");
         bytes.append(cstr!("o"), raw(&doc! {"msg": msg})?);
         Ok(Entry::finish(bytes))
+    }
+
+    /// Names the collection the entry changes by its UUID (`ui`), as mongod's entries do:
+    /// change streams show it as `collectionUUID`. `None` (a view, a database): no `ui`.
+    pub fn with_collection_uuid(mut self, uuid: Option<Uuid>) -> Entry {
+        if let Some(uuid) = uuid {
+            self.bytes.append(cstr!("ui"), Binary::from_uuid(uuid));
+        }
+        self
     }
 
     /// Adds the session fields of a retryable write or a transaction.

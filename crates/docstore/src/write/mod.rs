@@ -244,7 +244,7 @@ impl<'s> DocumentWrite<'s> {
 
     fn log(&mut self, entry: impl FnOnce(&str) -> Result<Entry>) -> Result<()> {
         if let Some(entries) = &mut self.entries {
-            entries.push(entry(&self.collection.namespace())?);
+            entries.push(entry(&self.collection.namespace())?.with_collection_uuid(self.collection.meta.uuid));
         }
         Ok(())
     }

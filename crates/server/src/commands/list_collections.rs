@@ -35,6 +35,9 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             "options": info.options.clone(),
             "info": { "readOnly": info.view },
         };
+        if let (Some(uuid), Ok(info_document)) = (info.uuid, full.get_document_mut("info")) {
+            info_document.insert("uuid", bson::Binary::from_uuid(uuid));
+        }
         // A clustered collection's `_id` index is its clustered index, reported in its options.
         if kind == "collection" && !info.options.contains_key("clusteredIndex") {
             full.insert("idIndex", doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_" });

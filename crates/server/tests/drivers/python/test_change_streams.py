@@ -191,3 +191,49 @@ def test_pre_and_post_images(rs):
     with pytest.raises(pymongo.errors.OperationFailure) as refused:
         db.command("collMod", "plain", recordPreImages=True)
     assert refused.value.code == 72
+
+
+def collection_uuid(db, name):
+    (info,) = db.list_collections(filter={"name": name})
+    return info["info"]["uuid"]
+
+
+def test_expanded_events_name_the_collection_by_the_uuid_list_collections_shows(rs):
+    db = rs.cs_uuid
+    db.drop_collection("a")
+    db.drop_collection("b")
+    db.create_collection("a")
+    db.create_collection("b")
+    a, b = collection_uuid(db, "a"), collection_uuid(db, "b")
+    assert a != b
+    with db.a.watch(max_await_time_ms=200, show_expanded_events=True) as expanded, db.a.watch(
+        max_await_time_ms=200
+    ) as plain:
+        db.a.insert_one({"_id": 1})
+        db.a.create_index("x")
+        db.a.rename("b", dropTarget=True)
+        events = drain(expanded, 3)
+        plain_events = drain(plain, 2)
+    assert [e["operationType"] for e in events] == ["insert", "createIndexes", "rename"]
+    assert all(e["collectionUUID"] == a for e in events), events
+    assert events[2]["operationDescription"] == {"to": {"db": "cs_uuid", "coll": "b"}, "dropTarget": b}
+    assert all("collectionUUID" not in e and "operationDescription" not in e for e in plain_events)
+    assert collection_uuid(db, "b") == a, "a rename within a database keeps the UUID"
+
+
+def test_a_collection_keeps_its_uuid_over_a_restart(workdir):
+    process = StrataProcess(os.path.join(workdir, "uuid"))
+    client = process.client()
+    client.u.c.insert_one({"_id": 1})
+    before = collection_uuid(client.u, "c")
+    assert before.subtype == 4 and len(before) == 16
+    client.close()
+    process.stop()
+    process = StrataProcess(os.path.join(workdir, "uuid"))
+    client = process.client()
+    assert collection_uuid(client.u, "c") == before
+    client.u.c.drop()
+    client.u.c.insert_one({"_id": 1})
+    assert collection_uuid(client.u, "c") != before, "a collection made again is a new one"
+    client.close()
+    process.stop()
