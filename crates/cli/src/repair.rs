@@ -130,7 +130,9 @@ fn salvage_collection(
 ) -> anyhow::Result<CollectionReport> {
     let name = collection.name.as_str();
     let mut report = CollectionReport { namespace: format!("{db}.{name}"), ..CollectionReport::default() };
-    target.create_collection(db, name, collection.options.clone()).with_context(|| format!("creating {db}.{name}"))?;
+    target
+        .create_collection_as(db, name, collection.options.clone(), collection.uuid)
+        .with_context(|| format!("creating {db}.{name}"))?;
     report.counted = source.estimated_document_count(db, name).ok();
     let mut copier =
         Copier { target, db, name, batch: Vec::with_capacity(BATCH_DOCUMENTS), inserted: 0, refused: Vec::new() };

@@ -296,10 +296,23 @@ impl Store {
 
     /// Creates a collection, or a view when the options have `viewOn` (and `pipeline`).
     pub fn create_collection(&self, db: &str, name: &str, options: Document) -> Result<()> {
+        self.create_collection_as(db, name, options, None)
+    }
+
+    /// `create_collection`, keeping a UUID the collection had (`strata repair`; a view has none).
+    pub fn create_collection_as(
+        &self,
+        db: &str,
+        name: &str,
+        options: Document,
+        uuid: Option<bson::Uuid>,
+    ) -> Result<()> {
         if options.contains_key("viewOn") {
             return self.inner.catalog.create_view(&self.inner.engine, db, name, &options);
         }
-        let collection = self.inner.catalog.create_collection(&self.inner.engine, db, name, options)?;
+        // (bson's default UUID is a new random one.)
+        let uuid = uuid.unwrap_or_default();
+        let collection = self.inner.catalog.create_collection_as(&self.inner.engine, db, name, options, uuid)?;
         // A time-series collection with a metaField gets MongoDB's default index.
         if let Some(index) = collection.timeseries.as_ref().and_then(timeseries::TimeSeries::default_index) {
             self.create_indexes(db, name, &[index])?;

@@ -526,6 +526,19 @@ impl Catalog {
         name: &str,
         options: Document,
     ) -> Result<Arc<Collection>> {
+        self.create_collection_as(engine, db, name, options, Uuid::new())
+    }
+
+    /// Creates a collection with the UUID it is given (`strata repair` makes each collection
+    /// again with the UUID it had).
+    pub fn create_collection_as(
+        &self,
+        engine: &Engine,
+        db: &str,
+        name: &str,
+        options: Document,
+        uuid: Uuid,
+    ) -> Result<Arc<Collection>> {
         validate_user_collection(db, name)?;
         crate::compression::requested(&options)?;
         crate::validation::Validator::from_options(&options)?;
@@ -548,7 +561,7 @@ impl Catalog {
         if self.collection(db, name).is_some() || self.is_view(db, name) {
             return Err(Error::NamespaceExists(format!("Collection {db}.{name} already exists.")));
         }
-        self.create_collection_locked(engine, db, name, options)
+        self.create_collection_locked(engine, db, name, options, uuid)
     }
 
     /// The collection, created with default options if absent (implicit creation by a write).
@@ -561,7 +574,7 @@ impl Catalog {
         let _ddl = self.ddl.lock();
         match self.collection(db, name) {
             Some(collection) => Ok(collection),
-            None => self.create_collection_locked(engine, db, name, Document::new()),
+            None => self.create_collection_locked(engine, db, name, Document::new(), Uuid::new()),
         }
     }
 
@@ -571,7 +584,7 @@ impl Catalog {
         validate_server_collection(db, name)?;
         let _ddl = self.ddl.lock();
         if self.collection(db, name).is_none() {
-            self.create_collection_locked(engine, db, name, options)?;
+            self.create_collection_locked(engine, db, name, options, Uuid::new())?;
         }
         Ok(())
     }
@@ -582,9 +595,9 @@ impl Catalog {
         db: &str,
         name: &str,
         options: Document,
+        uuid: Uuid,
     ) -> Result<Arc<Collection>> {
         let tree = self.new_tree(engine, COLLECTION_TREE_PREFIX)?;
-        let uuid = Uuid::new();
         let mut create = bson::doc! {"create": name};
         create.extend(options.clone());
         let entries = self.command_entries(db, create, Some(uuid))?;

@@ -212,3 +212,24 @@ def test_repair_names_the_collections_when_the_catalog_itself_is_damaged(workdir
         shutil.rmtree(out, ignore_errors=True)
     print(f"the name appears at {len(places)} places; zeroing it stopped the server at {refused}")
     assert refused > 0, "no zeroed place was in the live catalog: the test did not damage it"
+
+
+def test_repair_keeps_each_collection_s_uuid(workdir):
+    """A repaired collection is the same collection: its UUID (listCollections' `info.uuid`,
+    the oplog's `ui`) is the one it had."""
+    dbpath = os.path.join(workdir, "uuid-pristine")
+    server = StrataProcess(dbpath)
+    client = server.client()
+    client.rot.a.insert_one({"_id": 1})
+    client.rot.b.insert_one({"_id": 1})
+    before = {info["name"]: info["info"]["uuid"] for info in client.rot.list_collections()}
+    client.close()
+    server.stop()
+    out = os.path.join(workdir, "uuid-repaired")
+    repair(dbpath, out)
+    server = StrataProcess(out)
+    client = server.client()
+    after = {info["name"]: info["info"]["uuid"] for info in client.rot.list_collections()}
+    client.close()
+    server.stop()
+    assert after == before and len(set(before.values())) == 2, (before, after)
