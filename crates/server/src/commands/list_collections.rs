@@ -33,11 +33,8 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             "name": info.name.clone(),
             "type": kind,
             "options": info.options.clone(),
-            "info": { "readOnly": info.view },
+            "info": collection_info(&info),
         };
-        if let (Some(uuid), Ok(info_document)) = (info.uuid, full.get_document_mut("info")) {
-            info_document.insert("uuid", bson::Binary::from_uuid(uuid));
-        }
         // A clustered collection's `_id` index is its clustered index, reported in its options.
         if kind == "collection" && !info.options.contains_key("clusteredIndex") {
             full.insert("idIndex", doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_" });
@@ -53,4 +50,13 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     }
     entries.sort_by(|a: &Document, b: &Document| a.get_str("name").ok().cmp(&b.get_str("name").ok()));
     documents_cursor(entries, &command.namespace("$cmd.listCollections"))
+}
+
+/// `info`: whether it is a view, and a collection's UUID.
+fn collection_info(info: &docstore::CollectionInfo) -> Document {
+    let mut document = doc! { "readOnly": info.view };
+    if let Some(uuid) = info.uuid {
+        document.insert("uuid", bson::Binary::from_uuid(uuid));
+    }
+    document
 }
