@@ -193,7 +193,7 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<RunResult> {
     }
     let store = Store::open(dir, options)?;
     if indexed {
-        store.create_indexes("bench", "bio", &[doc! {"key": {"name": 1}}])?;
+        store.collection(("bench", "bio")).create_indexes(&[doc! {"key": {"name": 1}}])?;
     }
     let mut rng = StdRng::seed_from_u64(0);
     let sixth = (args.docs / 6).max(1);
@@ -211,7 +211,7 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<RunResult> {
         let batch: Vec<RawDocumentBuf> = (0..n).map(|i| document(&mut rng, inserted + i)).collect();
         let insert_started = Instant::now();
         let cpu_before = cpu::thread_cpu_ns();
-        let outcome = store.insert("bench", "bio", batch, true, Durability::Periodic);
+        let outcome = store.collection(("bench", "bio")).insert(batch, true, Durability::Periodic);
         insert_cpu_ns += cpu::thread_cpu_ns().saturating_sub(cpu_before);
         let took = insert_started.elapsed();
         insert_time += took;
@@ -269,7 +269,7 @@ fn run(dir: &Path, args: &Args, indexed: bool) -> BenchResult<RunResult> {
         times.voluntary_switches as f64 * 1000.0 / args.docs as f64,
         times.preemptions as f64 * 1000.0 / args.docs as f64,
     );
-    let count = store.estimated_document_count("bench", "bio")?;
+    let count = store.collection(("bench", "bio")).estimated_document_count()?;
     if count != args.docs {
         return Err(format!("the collection holds {count} documents, not {}", args.docs).into());
     }

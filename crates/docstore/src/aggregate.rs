@@ -19,14 +19,15 @@ use std::sync::{Arc, Weak};
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use query::error::QueryError;
 use query::pipeline::{
-    CollectionSource, Context, DocumentStream, MemoryLimits, Namespace, Pipeline, SpillRun, SpillStore,
+    CollectionSource, Context as PipelineContext, DocumentStream, MemoryLimits, Namespace, Pipeline, SpillRun,
+    SpillStore,
 };
 use storage::Durability;
 
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::read::find::{Cursor, FindRequest};
 use crate::spill::{SpillTree, to_query};
-use crate::store::Inner;
 use crate::write::Writer;
 use crate::write::update::{UpdateModification, UpdateRequest};
 
@@ -46,19 +47,19 @@ pub struct AggregateOptions {
 
 /// The store as pipelines see it: other collections, and spill trees.
 pub struct StoreSource {
-    inner: Weak<Inner>,
+    inner: Weak<Context>,
 }
 
 impl StoreSource {
-    fn inner(&self) -> Result<Arc<Inner>, QueryError> {
+    fn inner(&self) -> Result<Arc<Context>, QueryError> {
         self.inner.upgrade().ok_or_else(|| to_query(Error::IllegalOperation("the store was closed".into())))
     }
 }
 
-impl Inner {
+impl Context {
     /// Runs a pipeline over `collection` (`None`: a database-level pipeline without input).
     pub fn aggregate(
-        self: &Arc<Inner>,
+        self: &Arc<Context>,
         db: &str,
         collection: Option<&str>,
         pipeline: &[Document],
@@ -105,7 +106,7 @@ impl Inner {
             Some(found) => found.collation_for(options.collation.as_ref()),
             None => options.collation.clone().filter(|collation| !collation.is_simple()),
         };
-        let mut context = Context::shared(db, source.clone())
+        let mut context = PipelineContext::shared(db, source.clone())
             .with_limits(limits)
             .with_vars(options.variables.clone())
             .with_collation(collation);
@@ -126,7 +127,7 @@ impl Inner {
     /// first, each with its distance (× `distanceMultiplier`) and, with `includeLocs`, its
     /// location (`read::geo`).
     fn geo_near(
-        self: &Arc<Inner>,
+        self: &Arc<Context>,
         db: &str,
         name: &str,
         spec: &Bson,
@@ -158,22 +159,22 @@ impl Inner {
         Ok(documents)
     }
 
-    fn read_documents(self: &Arc<Inner>, db: &str, name: &str, find: &FindRequest) -> Result<Vec<Document>> {
+    fn read_documents(self: &Arc<Context>, db: &str, name: &str, find: &FindRequest) -> Result<Vec<Document>> {
         let (cursor, _) = self.find_with_counters(db, name, find, Arc::default())?;
         cursor.map(|item| item.and_then(|raw| decode(&raw))).collect()
     }
 
-    fn replace_contents(self: &Arc<Inner>, namespace: &Namespace, documents: Vec<Document>) -> Result<()> {
+    fn replace_contents(self: &Arc<Context>, namespace: &Namespace, documents: Vec<Document>) -> Result<()> {
         let (db, target) = (namespace.db.as_str(), namespace.collection.as_str());
         crate::catalog::validate_user_collection(db, target)?;
         let temp = format!("tmp.agg_out.{}", self.temp_number());
-        self.catalog.create_collection(&self.engine, db, &temp, Document::new())?;
+        crate::catalog::ddl::create_collection(self, db, &temp, Document::new())?;
         let result = (|| -> Result<()> {
-            if let Ok(specs) = crate::index::build::list_indexes(&self.catalog, db, target) {
+            if let Ok(specs) = crate::index::build::list_indexes(self, db, target) {
                 let specs: Vec<Document> =
                     specs.into_iter().filter(|s| s.get_str("name").ok() != Some("_id_")).collect();
                 if !specs.is_empty() {
-                    crate::index::build::create_indexes(&self.engine, &self.catalog, db, &temp, &specs)?;
+                    crate::index::build::create_indexes(self, db, &temp, &specs)?;
                 }
             }
             let raws = documents.iter().map(encode).collect::<Result<Vec<_>>>()?;
@@ -181,10 +182,10 @@ impl Inner {
             if let Some((_, error)) = outcome.errors.into_iter().next() {
                 return Err(error);
             }
-            self.catalog.rename_collection(&self.engine, (db, &temp), (db, target), true)
+            crate::catalog::ddl::rename_collection(self, (db, &temp), (db, target), true)
         })();
         if result.is_err() {
-            let _ = self.catalog.drop_collection(&self.engine, db, &temp);
+            let _ = crate::catalog::ddl::drop_collection(self, db, &temp);
         }
         result
     }

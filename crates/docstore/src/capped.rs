@@ -115,16 +115,22 @@ impl Natural {
         Ok(())
     }
 
-    /// Writes this order into the empty tree `target`, each `_id` in the current key encoding
-    /// (read from the document in `documents`): a key format upgrade (`catalog::key_format`).
-    pub(crate) fn copy_rekeyed(&self, engine: &Engine, documents: TreeId, target: TreeId) -> Result<()> {
+    /// Writes this order into the empty tree `target`, each `_id` keyed by `new_key` of the
+    /// document in `documents`: a key format upgrade (`catalog::key_format`).
+    pub(crate) fn copy_rekeyed(
+        &self,
+        engine: &Engine,
+        documents: TreeId,
+        target: TreeId,
+        new_key: impl Fn(&[u8]) -> Result<Vec<u8>>,
+    ) -> Result<()> {
         let snapshot = engine.snapshot();
         let mut txn = engine.begin();
         let mut pending = 0;
         for entry in self.ids(&snapshot, None, false) {
             let (seq, old_id) = entry?;
             let Some(document) = snapshot.get(documents, &old_id)? else { continue };
-            let id = crate::catalog::key_format::new_id_key(&document)?;
+            let id = new_key(&document)?;
             txn.put(target, order_key(seq), id.clone());
             txn.put(target, id_key(&id), seq.to_be_bytes().to_vec());
             pending += 1;
@@ -171,70 +177,6 @@ impl Natural {
                 Err(error) => Some(Err(error.into())),
             }
         })
-    }
-}
-
-impl crate::store::Inner {
-    /// `convertToCapped`: the collection's documents (in `_id` order) copied into a new capped
-    /// collection of `size` bytes, which then replaces it; as in MongoDB, its secondary
-    /// indexes are not kept, and the oldest documents go if they do not fit. On error the
-    /// original stays as it was.
-    pub fn convert_to_capped(self: &std::sync::Arc<Self>, db: &str, name: &str, size: i64) -> Result<()> {
-        let options = bson::doc! {"capped": true, "size": size};
-        Capped::from_options(&options)?;
-        self.catalog.existing(db, name)?;
-        let temp = format!("tmp.convertToCapped.{}", self.temp_number());
-        self.catalog.create_collection(&self.engine, db, &temp, options)?;
-        let copied = (|| -> Result<()> {
-            let request = crate::read::find::FindRequest::default();
-            let mut documents = self.find_with_counters(db, name, &request, Default::default())?.0;
-            loop {
-                let batch = documents.next_batch(1000, 16 << 20)?;
-                if batch.is_empty() {
-                    break;
-                }
-                let mut writer = crate::write::Writer::plain(storage::Durability::Periodic);
-                if let Some((_, error)) = self.insert(db, &temp, batch, true, &mut writer).errors.into_iter().next() {
-                    return Err(error);
-                }
-            }
-            self.catalog.rename_collection(&self.engine, (db, &temp), (db, name), true)
-        })();
-        if copied.is_err() {
-            let _ = self.catalog.drop_collection(&self.engine, db, &temp);
-        }
-        copied
-    }
-
-    /// Removes a capped collection's oldest documents until it is within its limits (after an
-    /// insert, under the collection's write lock), in groups of
-    /// [`crate::write::delete::DELETE_GROUP`].
-    pub(crate) fn trim_capped(&self, locked: &mut crate::catalog::Locked) -> Result<()> {
-        let (Some(capped), Some(natural)) = (locked.collection.capped, locked.collection.natural.as_ref()) else {
-            return Ok(());
-        };
-        let (mut count, mut bytes) = self.catalog.counters(&self.engine, &locked.collection)?;
-        if !capped.exceeded(count, bytes) {
-            return Ok(());
-        }
-        let snapshot = self.engine.snapshot();
-        let mut oldest = Vec::new();
-        for entry in natural.ids(&snapshot, None, false) {
-            if !capped.exceeded(count, bytes) {
-                break;
-            }
-            let (_, id) = entry?;
-            let Some(document) = snapshot.get(locked.collection.tree, &id)? else { continue };
-            count -= 1;
-            bytes -= document.len() as i64;
-            oldest.push(crate::read::scan::raw(document)?);
-        }
-        let mut writer = crate::write::Writer::plain(storage::Durability::Periodic);
-        while !oldest.is_empty() {
-            let rest = oldest.split_off(oldest.len().min(crate::write::delete::DELETE_GROUP));
-            self.remove_group(locked, std::mem::replace(&mut oldest, rest), &mut writer, None)?;
-        }
-        Ok(())
     }
 }
 

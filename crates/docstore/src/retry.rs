@@ -22,39 +22,11 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bson::{Document, RawDocumentBuf};
-use storage::{Durability, Snapshot, Transaction, TreeId};
+use storage::{Snapshot, Transaction, TreeId};
 
 use crate::error::{Error, Result};
 
 pub const SESSIONS_TREE: &str = "__sessions";
-
-/// How a write runs: its durability; for a retryable write, what to record; inside a
-/// multi-document transaction, the transaction (durability then applies at its commit).
-pub struct WriteOptions<'a> {
-    pub durability: Durability,
-    pub retry: Option<Retry>,
-    pub transaction: Option<&'a mut crate::transaction::DocumentTransaction>,
-    /// `bypassDocumentValidation`: the collection's validator is not checked.
-    pub bypass_validation: bool,
-}
-
-impl From<Durability> for WriteOptions<'static> {
-    fn from(durability: Durability) -> WriteOptions<'static> {
-        WriteOptions { durability, retry: None, transaction: None, bypass_validation: false }
-    }
-}
-
-impl WriteOptions<'_> {
-    /// The writer for one store call, and whether the call's writes are synced after it (not
-    /// a transaction's: its commit is).
-    pub(crate) fn writer(&mut self) -> (crate::write::Writer<'_>, bool) {
-        let durable_now = self.transaction.is_none();
-        let mut writer =
-            crate::write::Writer::new(self.durability, self.retry.as_ref(), self.transaction.as_deref_mut());
-        writer.bypass_validation = self.bypass_validation;
-        (writer, durable_now)
-    }
-}
 
 /// A retryable write's session statement(s).
 #[derive(Debug)]

@@ -15,15 +15,15 @@ use query::error::QueryError;
 use query::pipeline::{SpillRun, SpilledRecords};
 use storage::{Durability, RangeIter, TreeId};
 
+use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::store::Inner;
 
 const MAX_BATCH_RECORDS: usize = 1000;
 const MAX_BATCH_BYTES: usize = 4 * 1024 * 1024;
 
 /// A spill tree being written.
 pub struct SpillTree {
-    inner: Weak<Inner>,
+    inner: Weak<Context>,
     tree: TreeId,
     guard: DropTree,
     pending: Vec<(Vec<u8>, Vec<u8>)>,
@@ -31,7 +31,7 @@ pub struct SpillTree {
 }
 
 impl SpillTree {
-    pub fn create(inner: &Arc<Inner>) -> Result<SpillTree> {
+    pub fn create(inner: &Arc<Context>) -> Result<SpillTree> {
         let name = inner.temp_tree_name();
         let tree = inner.engine.create_tree(&name)?;
         let guard = DropTree { inner: Arc::downgrade(inner), name };
@@ -70,7 +70,7 @@ impl SpillTree {
     }
 }
 
-fn upgrade(inner: &Weak<Inner>) -> Result<Arc<Inner>> {
+fn upgrade(inner: &Weak<Context>) -> Result<Arc<Context>> {
     inner.upgrade().ok_or_else(|| Error::IllegalOperation("the store was closed".into()))
 }
 
@@ -91,7 +91,7 @@ impl Iterator for SortedSpill {
 
 /// Drops a spill tree when the records it holds are no longer needed.
 struct DropTree {
-    inner: Weak<Inner>,
+    inner: Weak<Context>,
     name: String,
 }
 

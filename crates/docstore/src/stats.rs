@@ -8,13 +8,14 @@
 use bson::{Document, doc};
 use storage::Engine;
 
-use crate::catalog::{Catalog, size_key, validate_db_name};
+use crate::catalog::{size_key, validate_db_name};
+use crate::context::Context;
 use crate::error::Result;
 
 /// The maintained document counter: no scan.
-pub fn estimated_document_count(engine: &Engine, catalog: &Catalog, db: &str, name: &str) -> Result<u64> {
-    match catalog.collection(db, name) {
-        Some(collection) => Ok(catalog.counters(engine, &collection)?.0.max(0) as u64),
+pub fn estimated_document_count(cx: &Context, db: &str, name: &str) -> Result<u64> {
+    match cx.catalog.collection(db, name) {
+        Some(collection) => Ok(cx.catalog.counters(&cx.engine, &collection)?.0.max(0) as u64),
         None => Ok(0),
     }
 }
@@ -25,24 +26,24 @@ pub fn estimated_document_count(engine: &Engine, catalog: &Catalog, db: &str, na
 /// documents in `_id` order in the collection's own tree, so the `_id_` index takes no space of
 /// its own. The `strata` section has the logical index sizes and each tree's compression, so a
 /// user can see what compression gives.
-pub fn coll_stats(engine: &Engine, catalog: &Catalog, db: &str, name: &str, scale: u64) -> Result<Document> {
+pub fn coll_stats(cx: &Context, db: &str, name: &str, scale: u64) -> Result<Document> {
     let scale = scale.max(1) as i64;
-    let collection = catalog.existing(db, name)?;
-    let (count, size) = catalog.counters(engine, &collection)?;
-    let storage = space(engine, collection.tree)?;
+    let collection = cx.catalog.existing(db, name)?;
+    let (count, size) = cx.catalog.counters(&cx.engine, &collection)?;
+    let storage = space(&cx.engine, collection.tree)?;
     let mut index_sizes = doc! { "_id_": 0i64 };
     let mut logical_index_sizes = doc! { "_id_": 0i64 };
-    let documents = requested(&collection.meta.options).or(catalog.document_compression());
-    let mut compression = doc! { "collection": compression_name(engine, documents) };
+    let documents = requested(&collection.meta.options).or(cx.catalog.document_compression());
+    let mut compression = doc! { "collection": compression_name(&cx.engine, documents) };
     let mut index_compression = Document::new();
     let mut total_index = 0i64;
     for index in &collection.indexes {
-        let bytes = space(engine, index.tree)?;
+        let bytes = space(&cx.engine, index.tree)?;
         index_sizes.insert(index.name.clone(), bytes / scale);
         total_index += bytes;
-        let logical = catalog.counter(engine, &size_key(&index.meta.tree))?.max(0);
+        let logical = cx.catalog.counter(&cx.engine, &size_key(&index.meta.tree))?.max(0);
         logical_index_sizes.insert(index.name.clone(), logical / scale);
-        index_compression.insert(index.name.clone(), compression_name(engine, requested(&index.meta.spec)));
+        index_compression.insert(index.name.clone(), compression_name(&cx.engine, requested(&index.meta.spec)));
     }
     compression.insert("indexes", index_compression);
     let mut stats = doc! {
@@ -74,20 +75,21 @@ pub fn coll_stats(engine: &Engine, catalog: &Catalog, db: &str, name: &str, scal
 
 /// dbStats' figures (without `ok`): the sums of its collections' (logical `dataSize`,
 /// compressed `storageSize` and `indexSize`), and the data file every database shares.
-pub fn db_stats(engine: &Engine, catalog: &Catalog, db: &str, scale: u64) -> Result<Document> {
+pub fn db_stats(cx: &Context, db: &str, scale: u64) -> Result<Document> {
     validate_db_name(db)?;
     let scale_i = scale.max(1) as i64;
     let (mut objects, mut data, mut storage, mut indexes, mut index_bytes) = (0i64, 0i64, 0i64, 0i64, 0i64);
-    let (views, collections): (Vec<_>, Vec<_>) = catalog.list_collections(db).into_iter().partition(|info| info.view);
+    let (views, collections): (Vec<_>, Vec<_>) =
+        cx.catalog.list_collections(db).into_iter().partition(|info| info.view);
     for info in &collections {
-        let stats = coll_stats(engine, catalog, db, &info.name, 1)?;
+        let stats = coll_stats(cx, db, &info.name, 1)?;
         objects += stats.get_i64("count").unwrap_or(0);
         data += stats.get_i64("size").unwrap_or(0);
         storage += stats.get_i64("storageSize").unwrap_or(0);
         indexes += i64::from(stats.get_i32("nindexes").unwrap_or(0));
         index_bytes += stats.get_i64("totalIndexSize").unwrap_or(0);
     }
-    let file = engine.stats();
+    let file = cx.engine.stats();
     let bytes = |n: u64| i64::try_from(n).unwrap_or(i64::MAX) / scale_i;
     Ok(doc! {
         "db": db,

@@ -199,62 +199,47 @@ impl DocumentTransaction {
     }
 }
 
-impl Drop for DocumentTransaction {
-    fn drop(&mut self) {
-        self.end();
-    }
-}
-
-impl crate::store::Inner {
-    pub fn begin_transaction(&self) -> DocumentTransaction {
-        DocumentTransaction::begin(self.catalog.holds(), self.engine.snapshot(), self.engine.pending())
-    }
-
-    /// A transaction whose base is `at` (a snapshot taken earlier and still held).
-    pub fn begin_transaction_at(&self, at: &ReadAt) -> DocumentTransaction {
-        DocumentTransaction::begin(self.catalog.holds(), at.0.clone(), self.engine.pending())
-    }
-
-    pub fn commit_transaction(
-        &self,
-        mut txn: DocumentTransaction,
-        durability: storage::Durability,
+impl DocumentTransaction {
+    /// Commits the transaction's writes as one engine transaction, with one `applyOps` entry
+    /// (naming `session`) when `oplog` is kept; a unique key taken by a commit since the
+    /// transaction began is a WriteConflict. The caller trims the oplog and syncs the log.
+    pub(crate) fn commit(
+        mut self,
+        engine: &storage::Engine,
+        oplog: Option<&crate::oplog::Oplog>,
         session: Option<(&Document, i64)>,
+        durability: storage::Durability,
     ) -> Result<()> {
-        if txn.is_empty() {
-            txn.end();
+        if self.is_empty() {
+            self.end();
             return Ok(());
         }
-        let pending = std::mem::replace(&mut txn.pending, Arc::new(self.engine.pending()));
+        let pending = std::mem::replace(&mut self.pending, Arc::new(engine.pending()));
         let pending = Arc::try_unwrap(pending).unwrap_or_else(|shared| (*shared).clone());
-        let operations = std::mem::take(&mut txn.operations);
-        let under_lock = match durability {
-            storage::Durability::Immediate => storage::Durability::None,
-            other => other,
-        };
-        let committed = match self.catalog.oplog().filter(|_| !operations.is_empty()) {
+        let operations = std::mem::take(&mut self.operations);
+        let committed = match oplog.filter(|_| !operations.is_empty()) {
             Some(oplog) => {
-                let images = std::mem::take(&mut txn.images);
+                let images = std::mem::take(&mut self.images);
                 let mut entry =
                     crate::oplog::Entry::command("admin", &bson::doc! {"applyOps": operations})?.with_images(images);
                 if let Some((lsid, txn_number)) = session {
                     entry = entry.with_session(lsid, txn_number, None)?;
                 }
-                oplog.commit_pending(&self.engine, pending, vec![entry], under_lock).map(|_| ())
+                oplog.commit_pending(engine, pending, vec![entry], durability).map(|_| ())
             }
-            None => self.engine.commit_pending(pending, under_lock).map(|_| ()),
+            None => engine.commit_pending(pending, durability).map(|_| ()),
         };
-        txn.end();
+        self.end();
         match committed {
-            Ok(()) => {}
-            Err(storage::Error::KeyExists { .. }) => return Err(write_conflict()),
-            Err(other) => return Err(other.into()),
+            Ok(()) => Ok(()),
+            Err(storage::Error::KeyExists { .. }) => Err(write_conflict()),
+            Err(other) => Err(other.into()),
         }
-        if let Some(oplog) = self.catalog.oplog()
-            && let Err(error) = oplog.trim_if_full(&self.engine)
-        {
-            tracing::warn!(%error, "trimming the oplog failed");
-        }
-        self.make_durable(durability)
+    }
+}
+
+impl Drop for DocumentTransaction {
+    fn drop(&mut self) {
+        self.end();
     }
 }

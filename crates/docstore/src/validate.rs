@@ -18,10 +18,10 @@ use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
 use bson::Bson;
-use storage::{Engine, Snapshot};
+use storage::Snapshot;
 
-use crate::catalog::Catalog;
-use crate::collection::Collection;
+use crate::catalog::Descriptor;
+use crate::context::Context;
 use crate::error::Result;
 use crate::index::{Index, id_key};
 use crate::write::document_id;
@@ -51,9 +51,9 @@ impl ValidateReport {
 /// Cross-checks a collection's documents, index entries and counters (see the module header).
 /// Damage (a block that fails its checksum, a document that does not parse) is reported in
 /// the errors, with the `_id`s around it, and the check goes on past it.
-pub fn validate(engine: &Engine, catalog: &Catalog, db: &str, name: &str) -> Result<ValidateReport> {
-    let collection = catalog.existing(db, name)?;
-    let snapshot = engine.snapshot();
+pub fn validate(cx: &Context, db: &str, name: &str) -> Result<ValidateReport> {
+    let collection = cx.catalog.existing(db, name)?;
+    let snapshot = cx.engine.snapshot();
     let mut report = ValidateReport::default();
     let mut tallies = vec![Tally::default(); collection.indexes.len()];
     let read = read_documents(&snapshot, &collection, &mut report.errors, |position, key, value| {
@@ -63,7 +63,7 @@ pub fn validate(engine: &Engine, catalog: &Catalog, db: &str, name: &str) -> Res
     })?;
     let (bytes, multikey) = (read.bytes, read.multikey);
     report.documents = read.documents;
-    match catalog.counters(engine, &collection) {
+    match cx.catalog.counters(&cx.engine, &collection) {
         Ok((count, size)) if count != report.documents as i64 || size != bytes => report
             .errors
             .push(format!("counters say {count} documents of {size} bytes; found {} of {bytes}", report.documents)),
@@ -144,7 +144,7 @@ struct DocumentsRead {
 /// `errors`.
 fn read_documents(
     snapshot: &Snapshot,
-    collection: &Collection,
+    collection: &Descriptor,
     errors: &mut Vec<String>,
     mut entry: impl FnMut(usize, &[u8], &[u8]),
 ) -> Result<DocumentsRead> {
@@ -210,7 +210,7 @@ fn read_index(
 
 /// Names what differs in an inconsistent index: gathers, from both sides, the entries of the
 /// buckets that do not balance (at most `DETAIL_LIMIT` each) and compares them.
-fn differences(snapshot: &Snapshot, collection: &Collection, position: usize, tally: &Tally) -> Result<Vec<String>> {
+fn differences(snapshot: &Snapshot, collection: &Descriptor, position: usize, tally: &Tally) -> Result<Vec<String>> {
     let Some(index) = collection.indexes.get(position) else { return Ok(Vec::new()) };
     let mut errors = Vec::new();
     let (mut wanted, mut found) = (BTreeMap::new(), BTreeMap::new());
@@ -264,22 +264,22 @@ mod tests {
     fn each_kind_of_index_damage_is_counted() {
         let store = Store::open_in_memory(StoreOptions::default()).expect("store");
         let documents = (0..3000).map(|i| rawdoc! {"_id": i, "a": i % 17, "u": i}).collect();
-        assert!(store.insert("db", "c", documents, true, Durability::None).errors.is_empty());
-        store.create_indexes("db", "c", &[doc! {"key": {"a": 1}, "name": "a_1"}]).expect("index");
-        assert!(store.validate("db", "c").expect("validate").is_valid());
+        assert!(store.collection(("db", "c")).insert(documents, true, Durability::None).errors.is_empty());
+        store.collection(("db", "c")).create_indexes(&[doc! {"key": {"a": 1}, "name": "a_1"}]).expect("index");
+        assert!(store.collection(("db", "c")).validate().expect("validate").is_valid());
 
-        let collection = store.inner.catalog.existing("db", "c").expect("collection");
+        let collection = store.cx.catalog.existing("db", "c").expect("collection");
         let index = collection.indexes.iter().find(|index| index.name == "a_1").expect("a_1");
-        let snapshot = store.inner.engine.snapshot();
+        let snapshot = store.cx.engine.snapshot();
         let entries: Vec<(Vec<u8>, Vec<u8>)> = snapshot.iter(index.tree).take(2).map(|e| e.expect("entry")).collect();
         let [(first_key, _), (second_key, second_value)] = entries.as_slice() else { panic!("two entries") };
-        let mut damage = store.inner.engine.begin();
+        let mut damage = store.cx.engine.begin();
         damage.delete(index.tree, first_key.clone());
         damage.put(index.tree, [second_key.as_slice(), b"x"].concat(), second_value.clone());
         damage.put(index.tree, second_key.clone(), [second_value.as_slice(), b"?"].concat());
         damage.commit(Durability::None).expect("commit");
 
-        let report = store.validate("db", "c").expect("validate");
+        let report = store.collection(("db", "c")).validate().expect("validate");
         assert_eq!(report.errors, vec!["index a_1: 1 entries missing, 1 extra, 1 with other payloads".to_owned()]);
         assert_eq!(report.index_entries.get("a_1"), Some(&3000), "one entry removed, one added");
     }

@@ -131,7 +131,8 @@ impl Run {
             };
             let mut got: Vec<Document> = self
                 .store()
-                .find(DB, COLL, &request)
+                .collection((DB, COLL))
+                .find(&request)
                 .unwrap()
                 .map(|d| Document::try_from(d.unwrap().as_ref()).unwrap())
                 .collect();
@@ -142,17 +143,16 @@ impl Run {
             }
             assert_eq!(got, expected, "filter {filter} sort {sort:?} projection {projection:?} hint {hint:?}");
         }
-        let count =
-            self.store().count(DB, COLL, &FindRequest { filter: filter.clone(), ..FindRequest::default() }).unwrap();
+        let count = self
+            .store()
+            .collection((DB, COLL))
+            .count(&FindRequest { filter: filter.clone(), ..FindRequest::default() })
+            .unwrap();
         assert_eq!(count as usize, expected.len(), "count {filter}");
         let explain = self
             .store()
-            .explain(
-                DB,
-                COLL,
-                &FindRequest { filter, sort, projection, ..FindRequest::default() },
-                Verbosity::ExecutionStats,
-            )
+            .collection((DB, COLL))
+            .explain(&FindRequest { filter, sort, projection, ..FindRequest::default() }, Verbosity::ExecutionStats)
             .unwrap();
         if explain.to_string().contains("PROJECTION_COVERED") {
             self.covered_plans += 1;
@@ -173,7 +173,7 @@ impl Run {
             0..=3 => {
                 let documents: Vec<Document> = (0..self.rng.gen_range(1..20)).map(|_| self.random_document()).collect();
                 let raws = documents.iter().map(|d| RawDocumentBuf::try_from(d).unwrap()).collect();
-                let outcome = self.store().insert(DB, COLL, raws, false, Durability::None);
+                let outcome = self.store().collection((DB, COLL)).insert(raws, false, Durability::None);
                 let mut failed: Vec<usize> = outcome
                     .errors
                     .iter()
@@ -209,7 +209,7 @@ impl Run {
                     variables: Default::default(),
                     collation: None,
                 };
-                let outcome = self.store().update(DB, COLL, &request, Durability::None).unwrap();
+                let outcome = self.store().collection((DB, COLL)).update(&request, Durability::None).unwrap();
                 let parsed_update = query::update::Update::parse(&update, &[]).unwrap();
                 let mut matched = 0;
                 let mut ids: Vec<i64> = self
@@ -225,11 +225,8 @@ impl Run {
                     if outcome.matched == 1 {
                         let changed = self
                             .store()
-                            .find(
-                                DB,
-                                COLL,
-                                &FindRequest { filter: doc! {"_id": {"$in": ids.clone()}}, ..FindRequest::default() },
-                            )
+                            .collection((DB, COLL))
+                            .find(&FindRequest { filter: doc! {"_id": {"$in": ids.clone()}}, ..FindRequest::default() })
                             .unwrap()
                             .count();
                         let _ = changed;
@@ -260,9 +257,8 @@ impl Run {
                 let parsed = Filter::parse(&filter).unwrap();
                 let deleted = self
                     .store()
+                    .collection((DB, COLL))
                     .delete(
-                        DB,
-                        COLL,
                         &DeleteRequest { filter, just_one: false, hint: None, ..Default::default() },
                         Durability::None,
                     )
@@ -284,7 +280,8 @@ impl Run {
     fn resync_model(&mut self) {
         let got: Vec<Document> = self
             .store()
-            .find(DB, COLL, &FindRequest::default())
+            .collection((DB, COLL))
+            .find(&FindRequest::default())
             .unwrap()
             .map(|d| Document::try_from(d.unwrap().as_ref()).unwrap())
             .collect();
@@ -310,13 +307,13 @@ impl Run {
         let name = spec
             .get_str("name")
             .map(str::to_string)
-            .unwrap_or_else(|_| docstore::index::spec::default_name(spec.get_document("key").unwrap()));
+            .unwrap_or_else(|_| docstore::default_index_name(spec.get_document("key").unwrap()));
         if let Some(position) = self.indexes.iter().position(|i| i.get_str("name").unwrap() == name) {
-            self.store().drop_indexes(DB, COLL, &IndexSelector::Name(name)).unwrap();
+            self.store().collection((DB, COLL)).drop_indexes(&IndexSelector::Name(name)).unwrap();
             self.indexes.remove(position);
             return;
         }
-        let result = self.store().create_indexes(DB, COLL, std::slice::from_ref(&spec));
+        let result = self.store().collection((DB, COLL)).create_indexes(std::slice::from_ref(&spec));
         let mut named = spec.clone();
         named.insert("name", name);
         match result {
@@ -335,10 +332,10 @@ impl Run {
     }
 
     fn validate(&self) {
-        let report = self.store().validate(DB, COLL).unwrap();
+        let report = self.store().collection((DB, COLL)).validate().unwrap();
         assert!(report.is_valid(), "{:?}", report.errors);
         assert_eq!(report.documents as usize, self.model.len());
-        assert_eq!(self.store().estimated_document_count(DB, COLL).unwrap() as usize, self.model.len());
+        assert_eq!(self.store().collection((DB, COLL)).estimated_document_count().unwrap() as usize, self.model.len());
         self.store().verify_engine().unwrap();
     }
 }
@@ -374,7 +371,7 @@ fn run(seed: u64, steps: usize) -> usize {
         covered_plans: 0,
     };
     run.reopen();
-    run.store().create_collection(DB, COLL, doc! {}).unwrap();
+    run.store().collection((DB, COLL)).create(doc! {}).unwrap();
     for _ in 0..3 {
         run.change_indexes();
     }

@@ -29,8 +29,8 @@ fn summary(entry: &Document) -> (String, String, Document) {
 #[test]
 fn every_change_is_logged_in_order() {
     let store = store();
-    store.create_collection("db", "c", doc! {}).unwrap();
-    store.insert("db", "c", vec![rawdoc! {"_id": 1, "a": 1, "b": [1, 2]}], true, Durability::None);
+    store.collection(("db", "c")).create(doc! {}).unwrap();
+    store.collection(("db", "c")).insert(vec![rawdoc! {"_id": 1, "a": 1, "b": [1, 2]}], true, Durability::None);
     let set = UpdateRequest {
         filter: doc! {"_id": 1},
         update: UpdateModification::Document(doc! {"$set": {"a": 2}, "$pop": {"b": 1}}),
@@ -41,16 +41,17 @@ fn every_change_is_logged_in_order() {
         variables: Default::default(),
         collation: None,
     };
-    store.update("db", "c", &set, Durability::None).unwrap();
+    store.collection(("db", "c")).update(&set, Durability::None).unwrap();
     let replace = UpdateRequest { update: UpdateModification::Document(doc! {"z": 1}), ..set.clone() };
-    store.update("db", "c", &replace, Durability::None).unwrap();
-    store.create_indexes("db", "c", &[doc! {"key": {"z": 1}, "name": "z_1"}]).unwrap();
+    store.collection(("db", "c")).update(&replace, Durability::None).unwrap();
+    store.collection(("db", "c")).create_indexes(&[doc! {"key": {"z": 1}, "name": "z_1"}]).unwrap();
     store
-        .delete("db", "c", &DeleteRequest { filter: doc! {"_id": 1}, ..DeleteRequest::default() }, Durability::None)
+        .collection(("db", "c"))
+        .delete(&DeleteRequest { filter: doc! {"_id": 1}, ..DeleteRequest::default() }, Durability::None)
         .unwrap();
-    store.drop_indexes("db", "c", &IndexSelector::Names(vec!["z_1".into()])).unwrap();
-    store.rename_collection(("db", "c"), ("db", "d"), false).unwrap();
-    store.drop_collection("db", "d").unwrap();
+    store.collection(("db", "c")).drop_indexes(&IndexSelector::Names(vec!["z_1".into()])).unwrap();
+    store.collection(("db", "c")).rename(("db", "d"), false).unwrap();
+    store.collection(("db", "d")).drop().unwrap();
 
     let log = entries(&store);
     let got: Vec<(String, String, Document)> = log.iter().map(summary).collect();
@@ -88,10 +89,10 @@ fn every_change_is_logged_in_order() {
 #[test]
 fn a_rename_names_the_collection_it_replaced() {
     let store = store();
-    store.create_collection("db", "a", doc! {}).unwrap();
-    store.create_collection("db", "b", doc! {}).unwrap();
+    store.collection(("db", "a")).create(doc! {}).unwrap();
+    store.collection(("db", "b")).create(doc! {}).unwrap();
     let target = store.list_collections("db").into_iter().find(|info| info.name == "b").and_then(|info| info.uuid);
-    store.rename_collection(("db", "a"), ("db", "b"), true).unwrap();
+    store.collection(("db", "a")).rename(("db", "b"), true).unwrap();
     let renames: Vec<Document> = entries(&store)
         .iter()
         .filter_map(|entry| entry.get_document("o").ok().cloned())
@@ -99,7 +100,7 @@ fn a_rename_names_the_collection_it_replaced() {
         .collect();
     assert_eq!(renames.len(), 1);
     assert_eq!(renames[0].get("dropTarget"), target.map(|uuid| Bson::Binary(bson::Binary::from_uuid(uuid))).as_ref());
-    store.rename_collection(("db", "b"), ("db", "c"), true).unwrap();
+    store.collection(("db", "b")).rename(("db", "c"), true).unwrap();
     let last = entries(&store).pop().and_then(|entry| entry.get_document("o").ok().cloned()).unwrap();
     assert_eq!(last.get("dropTarget"), Some(&Bson::Boolean(false)));
 }
@@ -111,7 +112,7 @@ fn the_oplog_is_capped_from_its_oldest_end() {
     let store = Store::open_in_memory(StoreOptions::default()).unwrap();
     store.enable_oplog(20_000).unwrap();
     for i in 0..2_000 {
-        store.insert("db", "c", vec![rawdoc! {"_id": i, "pad": "x".repeat(50)}], true, Durability::None);
+        store.collection(("db", "c")).insert(vec![rawdoc! {"_id": i, "pad": "x".repeat(50)}], true, Durability::None);
     }
     let log = entries(&store);
     let bytes: usize = log.iter().map(|e| bson::RawDocumentBuf::try_from(e).unwrap().as_bytes().len()).sum();
@@ -123,18 +124,18 @@ fn the_oplog_is_capped_from_its_oldest_end() {
     assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "a contiguous suffix: {ids:?}");
     let (count, held) = store.oplog().unwrap().size();
     assert_eq!((count as usize, held as usize), (log.len(), bytes));
-    assert_eq!(store.estimated_document_count("local", "oplog.rs").unwrap() as usize, log.len());
+    assert_eq!(store.collection(("local", "oplog.rs")).estimated_document_count().unwrap() as usize, log.len());
 }
 
 /// Users read the oplog with find but may not write to it; `local` changes are not logged.
 #[test]
 fn the_oplog_is_read_only_for_users() {
     let store = store();
-    store.insert("db", "c", vec![rawdoc! {"_id": 1}], true, Durability::None);
-    let outcome = store.insert("local", "oplog.rs", vec![rawdoc! {"op": "i"}], true, Durability::None);
+    store.collection(("db", "c")).insert(vec![rawdoc! {"_id": 1}], true, Durability::None);
+    let outcome = store.collection(("local", "oplog.rs")).insert(vec![rawdoc! {"op": "i"}], true, Durability::None);
     assert_eq!(outcome.errors.len(), 1);
-    store.insert("local", "scratch", vec![rawdoc! {"_id": 1}], true, Durability::None);
-    let found: Vec<_> = store.find("local", "oplog.rs", &FindRequest::default()).unwrap().collect();
+    store.collection(("local", "scratch")).insert(vec![rawdoc! {"_id": 1}], true, Durability::None);
+    let found: Vec<_> = store.collection(("local", "oplog.rs")).find(&FindRequest::default()).unwrap().collect();
     assert_eq!(found.len(), 2, "the implicit create and the insert; local's own writes are not logged");
 }
 
@@ -142,7 +143,7 @@ fn the_oplog_is_read_only_for_users() {
 #[test]
 fn a_standalone_store_keeps_no_oplog() {
     let store = Store::open_in_memory(StoreOptions::default()).unwrap();
-    store.insert("db", "c", vec![rawdoc! {"_id": 1}], true, Durability::None);
+    store.collection(("db", "c")).insert(vec![rawdoc! {"_id": 1}], true, Durability::None);
     assert!(store.oplog().is_none());
     assert!(store.list_collections("local").is_empty());
 }

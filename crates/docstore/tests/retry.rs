@@ -34,29 +34,39 @@ fn update(filter: Document, update: Document, upsert: bool) -> UpdateRequest {
 #[test]
 fn statements_record_their_results() {
     let store = Store::open_in_memory(StoreOptions::default()).unwrap();
-    let outcome =
-        store.insert("db", "c", vec![rawdoc! {"_id": 1}, rawdoc! {"_id": 2}], true, retry(1, vec![10, 11], true));
+    let outcome = store.collection(("db", "c")).insert(
+        vec![rawdoc! {"_id": 1}, rawdoc! {"_id": 2}],
+        true,
+        retry(1, vec![10, 11], true),
+    );
     assert_eq!(outcome.inserted, 2);
     assert_eq!(store.executed(&LSID, 1, 10).unwrap(), Some(doc! {"n": 1}));
     assert_eq!(store.executed(&LSID, 1, 11).unwrap(), Some(doc! {"n": 1}));
     assert_eq!(store.executed(&LSID, 1, 12).unwrap(), None);
 
-    store.update("db", "c", &update(doc! {"_id": 1}, doc! {"$set": {"a": 1}}, false), retry(2, vec![0], true)).unwrap();
+    store
+        .collection(("db", "c"))
+        .update(&update(doc! {"_id": 1}, doc! {"$set": {"a": 1}}, false), retry(2, vec![0], true))
+        .unwrap();
     assert_eq!(store.executed(&LSID, 2, 0).unwrap(), Some(doc! {"n": 1, "nModified": 1}));
     assert_eq!(store.executed(&LSID, 1, 10).unwrap(), None, "a newer txnNumber forgets the older records");
     store
-        .update("db", "c", &update(doc! {"_id": 9}, doc! {"$set": {"a": 1}}, false), retry(2, vec![1], false))
+        .collection(("db", "c"))
+        .update(&update(doc! {"_id": 9}, doc! {"$set": {"a": 1}}, false), retry(2, vec![1], false))
         .unwrap();
     assert_eq!(
         store.executed(&LSID, 2, 1).unwrap(),
         Some(doc! {"n": 0_i64, "nModified": 0}),
         "no match is recorded too"
     );
-    store.update("db", "c", &update(doc! {"_id": 5}, doc! {"$set": {"a": 1}}, true), retry(2, vec![2], false)).unwrap();
+    store
+        .collection(("db", "c"))
+        .update(&update(doc! {"_id": 5}, doc! {"$set": {"a": 1}}, true), retry(2, vec![2], false))
+        .unwrap();
     assert_eq!(store.executed(&LSID, 2, 2).unwrap(), Some(doc! {"n": 1, "nModified": 0, "upserted": 5}));
 
     let remove = DeleteRequest { filter: doc! {"_id": 2}, just_one: true, ..DeleteRequest::default() };
-    assert_eq!(store.delete("db", "c", &remove, retry(2, vec![3], false)).unwrap(), 1);
+    assert_eq!(store.collection(("db", "c")).delete(&remove, retry(2, vec![3], false)).unwrap(), 1);
     assert_eq!(store.executed(&LSID, 2, 3).unwrap(), Some(doc! {"n": 1_i64}));
 
     let request = FindAndModifyRequest {
@@ -65,7 +75,7 @@ fn statements_record_their_results() {
         return_new: true,
         ..FindAndModifyRequest::default()
     };
-    let first = store.find_and_modify("db", "c", &request, retry(2, vec![4], false)).unwrap();
+    let first = store.collection(("db", "c")).find_and_modify(&request, retry(2, vec![4], false)).unwrap();
     let recorded = store.executed(&LSID, 2, 4).unwrap().unwrap();
     assert_eq!(FindAndModifyOutcome::from_document(&recorded), first);
     assert_eq!(first.value, Some(doc! {"_id": 1, "a": 2}));
@@ -81,7 +91,7 @@ fn records_survive_a_reopen() {
     let _ = std::fs::remove_dir_all(&dir);
     {
         let store = Store::open(&dir, StoreOptions::default()).unwrap();
-        store.insert("db", "c", vec![rawdoc! {"_id": 1}], true, retry(5, vec![0], true));
+        store.collection(("db", "c")).insert(vec![rawdoc! {"_id": 1}], true, retry(5, vec![0], true));
         store.close().unwrap();
     }
     let store = Store::open(&dir, StoreOptions::default()).unwrap();
@@ -97,7 +107,7 @@ fn records_survive_a_reopen() {
 fn runs_of_statements_are_one_record_each() {
     let store = Store::open_in_memory(StoreOptions::default()).unwrap();
     let documents = (0..5).map(|i| rawdoc! {"_id": i}).collect();
-    let outcome = store.insert("db", "c", documents, true, retry(3, vec![10, 11, 12, 14, 15], true));
+    let outcome = store.collection(("db", "c")).insert(documents, true, retry(3, vec![10, 11, 12, 14, 15], true));
     assert_eq!(outcome.inserted, 5);
     for stmt in [10, 11, 12, 14, 15] {
         assert_eq!(store.executed(&LSID, 3, stmt).unwrap(), Some(doc! {"n": 1}), "statement {stmt}");

@@ -34,7 +34,12 @@ fn set(filter: Document, update: Document) -> UpdateRequest {
 
 fn all(store: &Store, read_at: Option<ReadAt>) -> Vec<Document> {
     let request = FindRequest { read_at, sort: Some(doc! {"_id": 1}), ..FindRequest::default() };
-    store.find("db", "c", &request).unwrap().map(|d| Document::try_from(d.unwrap().as_ref()).unwrap()).collect()
+    store
+        .collection(("db", "c"))
+        .find(&request)
+        .unwrap()
+        .map(|d| Document::try_from(d.unwrap().as_ref()).unwrap())
+        .collect()
 }
 
 /// Goal: a transaction reads its own writes on top of its snapshot, nobody else sees them until
@@ -42,13 +47,13 @@ fn all(store: &Store, read_at: Option<ReadAt>) -> Vec<Document> {
 #[test]
 fn isolation_and_reading_own_writes() {
     let store = store();
-    store.insert("db", "c", vec![rawdoc! {"_id": 1, "n": 0}], true, Durability::None);
+    store.collection(("db", "c")).insert(vec![rawdoc! {"_id": 1, "n": 0}], true, Durability::None);
     let mut txn = store.begin_transaction();
-    store.insert("db", "c", vec![rawdoc! {"_id": 2, "n": 0}], true, in_txn(&mut txn));
-    store.update("db", "c", &set(doc! {"_id": 1}, doc! {"$inc": {"n": 5}}), in_txn(&mut txn)).unwrap();
+    store.collection(("db", "c")).insert(vec![rawdoc! {"_id": 2, "n": 0}], true, in_txn(&mut txn));
+    store.collection(("db", "c")).update(&set(doc! {"_id": 1}, doc! {"$inc": {"n": 5}}), in_txn(&mut txn)).unwrap();
     assert_eq!(all(&store, Some(txn.read_at())), vec![doc! {"_id": 1, "n": 5}, doc! {"_id": 2, "n": 0}]);
     assert_eq!(all(&store, None), vec![doc! {"_id": 1, "n": 0}], "uncommitted writes are invisible");
-    store.insert("db", "c", vec![rawdoc! {"_id": 3}], true, Durability::None);
+    store.collection(("db", "c")).insert(vec![rawdoc! {"_id": 3}], true, Durability::None);
     assert_eq!(all(&store, Some(txn.read_at())).len(), 2, "a commit after the snapshot is invisible to it");
     store.commit_transaction(txn, Durability::None, None).unwrap();
     assert_eq!(all(&store, None).len(), 3);
@@ -56,17 +61,13 @@ fn isolation_and_reading_own_writes() {
 
     let mut aborted = store.begin_transaction();
     store
-        .delete(
-            "db",
-            "c",
-            &DeleteRequest { filter: doc! {}, just_one: false, ..DeleteRequest::default() },
-            in_txn(&mut aborted),
-        )
+        .collection(("db", "c"))
+        .delete(&DeleteRequest { filter: doc! {}, just_one: false, ..DeleteRequest::default() }, in_txn(&mut aborted))
         .unwrap();
     assert!(all(&store, Some(aborted.read_at())).is_empty());
     drop(aborted);
     assert_eq!(all(&store, None).len(), 3, "an abort leaves nothing");
-    store.validate("db", "c").unwrap();
+    store.collection(("db", "c")).validate().unwrap();
 }
 
 /// Goal: conflicting writes fail at once with WriteConflict: a document another open
@@ -74,23 +75,28 @@ fn isolation_and_reading_own_writes() {
 #[test]
 fn write_conflicts_are_found_at_once() {
     let store = store();
-    store.insert("db", "c", vec![rawdoc! {"_id": 1, "n": 0}, rawdoc! {"_id": 2, "n": 0}], true, Durability::None);
+    store.collection(("db", "c")).insert(
+        vec![rawdoc! {"_id": 1, "n": 0}, rawdoc! {"_id": 2, "n": 0}],
+        true,
+        Durability::None,
+    );
     let mut first = store.begin_transaction();
     let mut second = store.begin_transaction();
-    store.update("db", "c", &set(doc! {"_id": 1}, doc! {"$inc": {"n": 1}}), in_txn(&mut first)).unwrap();
-    let conflict = store.update("db", "c", &set(doc! {"_id": 1}, doc! {"$inc": {"n": 1}}), in_txn(&mut second));
+    store.collection(("db", "c")).update(&set(doc! {"_id": 1}, doc! {"$inc": {"n": 1}}), in_txn(&mut first)).unwrap();
+    let conflict =
+        store.collection(("db", "c")).update(&set(doc! {"_id": 1}, doc! {"$inc": {"n": 1}}), in_txn(&mut second));
     assert!(matches!(conflict, Err(Error::WriteConflict(_))), "{conflict:?}");
     assert_eq!(conflict.unwrap_err().code(), 112);
     store.commit_transaction(first, Durability::None, None).unwrap();
 
     let mut late = store.begin_transaction();
-    store.update("db", "c", &set(doc! {"_id": 2}, doc! {"$set": {"n": 7}}), Durability::None).unwrap();
-    let stale = store.update("db", "c", &set(doc! {"_id": 2}, doc! {"$inc": {"n": 1}}), in_txn(&mut late));
+    store.collection(("db", "c")).update(&set(doc! {"_id": 2}, doc! {"$set": {"n": 7}}), Durability::None).unwrap();
+    let stale = store.collection(("db", "c")).update(&set(doc! {"_id": 2}, doc! {"$inc": {"n": 1}}), in_txn(&mut late));
     assert!(matches!(stale, Err(Error::WriteConflict(_))), "changed after the snapshot: {stale:?}");
     drop(late);
 
     let mut duplicate = store.begin_transaction();
-    let outcome = store.insert("db", "c", vec![rawdoc! {"_id": 1}], true, in_txn(&mut duplicate));
+    let outcome = store.collection(("db", "c")).insert(vec![rawdoc! {"_id": 1}], true, in_txn(&mut duplicate));
     assert!(matches!(outcome.errors.first(), Some((0, Error::DuplicateKey { .. }))), "{:?}", outcome.errors);
     assert_eq!(all(&store, None), vec![doc! {"_id": 1, "n": 1}, doc! {"_id": 2, "n": 7}]);
 }
@@ -99,14 +105,13 @@ fn write_conflicts_are_found_at_once() {
 #[test]
 fn a_commit_is_one_apply_ops_entry() {
     let store = store();
-    store.insert("db", "c", vec![rawdoc! {"_id": 1}], true, Durability::None);
+    store.collection(("db", "c")).insert(vec![rawdoc! {"_id": 1}], true, Durability::None);
     let before = store.oplog().unwrap().last();
     let mut txn = store.begin_transaction();
-    store.insert("db", "c", vec![rawdoc! {"_id": 2}, rawdoc! {"_id": 3}], true, in_txn(&mut txn));
+    store.collection(("db", "c")).insert(vec![rawdoc! {"_id": 2}, rawdoc! {"_id": 3}], true, in_txn(&mut txn));
     store
+        .collection(("db", "c"))
         .delete(
-            "db",
-            "c",
             &DeleteRequest { filter: doc! {"_id": 1}, just_one: true, ..DeleteRequest::default() },
             in_txn(&mut txn),
         )
@@ -129,12 +134,12 @@ fn a_commit_is_one_apply_ops_entry() {
 #[test]
 fn a_plain_write_waits_for_the_holder() {
     let store = store();
-    store.insert("db", "c", vec![rawdoc! {"_id": 1, "n": 0}], true, Durability::None);
+    store.collection(("db", "c")).insert(vec![rawdoc! {"_id": 1, "n": 0}], true, Durability::None);
     let mut txn = store.begin_transaction();
-    store.update("db", "c", &set(doc! {"_id": 1}, doc! {"$inc": {"n": 10}}), in_txn(&mut txn)).unwrap();
+    store.collection(("db", "c")).update(&set(doc! {"_id": 1}, doc! {"$inc": {"n": 10}}), in_txn(&mut txn)).unwrap();
     let other = Arc::clone(&store);
     let writer = thread::spawn(move || {
-        other.update("db", "c", &set(doc! {"_id": 1}, doc! {"$inc": {"n": 1}}), Durability::None).unwrap()
+        other.collection(("db", "c")).update(&set(doc! {"_id": 1}, doc! {"$inc": {"n": 1}}), Durability::None).unwrap()
     });
     thread::sleep(std::time::Duration::from_millis(200));
     assert!(!writer.is_finished(), "the plain write waits for the transaction");
@@ -154,7 +159,7 @@ fn concurrent_random_transactions_lose_no_update() {
     let store = store();
     let counters: i32 = 8;
     let docs: Vec<bson::RawDocumentBuf> = (0..counters).map(|i| rawdoc! {"_id": i, "n": 0_i64}).collect();
-    store.insert("db", "c", docs, true, Durability::None);
+    store.collection(("db", "c")).insert(docs, true, Durability::None);
     let threads: Vec<_> = (0..4)
         .map(|t| {
             let store = Arc::clone(&store);
@@ -171,7 +176,7 @@ fn concurrent_random_transactions_lose_no_update() {
                         let mut failed = false;
                         for pick in &picks {
                             let request = set(doc! {"_id": pick}, doc! {"$inc": {"n": amount}});
-                            if store.update("db", "c", &request, in_txn(&mut txn)).is_err() {
+                            if store.collection(("db", "c")).update(&request, in_txn(&mut txn)).is_err() {
                                 failed = true;
                                 break;
                             }
@@ -201,6 +206,6 @@ fn concurrent_random_transactions_lose_no_update() {
     let found: Vec<i64> = all(&store, None).iter().map(|d| d.get_i64("n").unwrap()).collect();
     assert_eq!(found, expected, "seed {seed}");
     println!("{conflicts} write conflicts retried");
-    store.validate("db", "c").unwrap();
+    store.collection(("db", "c")).validate().unwrap();
     store.verify_engine().unwrap();
 }

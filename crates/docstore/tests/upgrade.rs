@@ -33,7 +33,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn find(store: &Store, collection: &str, request: FindRequest) -> Vec<Document> {
-    let cursor = store.find("upgrade", collection, &request).unwrap();
+    let cursor = store.collection(("upgrade", collection)).find(&request).unwrap();
     cursor.map(|d| Document::try_from(d.unwrap().as_ref()).unwrap()).collect()
 }
 
@@ -91,7 +91,8 @@ fn a_format_1_directory_opens_with_every_index_rebuilt() {
     assert_eq!(numbers(&range), vec![1, 14, 15, 31]);
 
     // The unique index still refuses a duplicate.
-    let outcome = store.insert("upgrade", "numbers", vec![rawdoc! {"_id": "dup", "n": 3}], true, Durability::None);
+    let outcome =
+        store.collection(("upgrade", "numbers")).insert(vec![rawdoc! {"_id": "dup", "n": 3}], true, Durability::None);
     assert_eq!(outcome.errors.first().map(|(_, e)| e.code()), Some(11000));
 
     // _id lookups of every number type, and the _id order.
@@ -106,7 +107,7 @@ fn a_format_1_directory_opens_with_every_index_rebuilt() {
     assert_eq!(numbers(&in_id_order), vec![5, 6, 3, 4, 0, 1, 8, 2, 7]);
 
     for collection in ["numbers", "ids", "log", "strings"] {
-        let report = store.validate("upgrade", collection).unwrap();
+        let report = store.collection(("upgrade", collection)).validate().unwrap();
         assert!(report.is_valid(), "{collection}: {:?}", report.errors);
     }
     store.close().unwrap();
@@ -126,16 +127,16 @@ fn a_capped_collection_keeps_its_order_and_the_upgrade_runs_once() {
     let before = order.len();
     let next =
         (200..200 + before as i32).map(|n| rawdoc! {"_id": f64::from(n) * 0.25 - 10.0, "n": n, "pad": "x".repeat(40)});
-    let outcome = store.insert("upgrade", "log", next.collect(), true, Durability::None);
+    let outcome = store.collection(("upgrade", "log")).insert(next.collect(), true, Durability::None);
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
     let after = numbers(&find(&store, "log", request(doc! {}, None, Some("$natural"))));
     assert_eq!(after.first(), Some(&200), "the oldest went first: {after:?}");
-    let trees: Vec<Document> = store.list_indexes("upgrade", "numbers").unwrap();
+    let trees: Vec<Document> = store.collection(("upgrade", "numbers")).list_indexes().unwrap();
     store.close().unwrap();
 
     let store = Store::open(&dir, StoreOptions::default()).unwrap();
     assert!(store.upgraded_collections().is_empty(), "the second open has nothing to upgrade");
-    assert_eq!(store.list_indexes("upgrade", "numbers").unwrap(), trees);
+    assert_eq!(store.collection(("upgrade", "numbers")).list_indexes().unwrap(), trees);
     assert_eq!(numbers(&find(&store, "log", request(doc! {}, None, Some("$natural")))), after);
     let strings =
         find(&store, "strings", request(doc! {"n": {"$gte": 1.1, "$lt": 4.4}}, Some(doc! {"n": 1}), Some("n_1")));
@@ -170,7 +171,7 @@ fn check_fixture(store: &Store) {
     assert!(order.len() > 20 && order.last() == Some(&199), "{order:?}");
     assert!(order.windows(2).all(|pair| pair[1] == pair[0] + 1), "{order:?}");
     for collection in ["numbers", "ids", "log", "strings"] {
-        let report = store.validate("upgrade", collection).unwrap();
+        let report = store.collection(("upgrade", collection)).validate().unwrap();
         assert!(report.is_valid(), "{collection}: {:?}", report.errors);
     }
 }

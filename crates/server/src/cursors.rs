@@ -27,10 +27,10 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// oplog afresh at each batch and never ends unless invalidated.
 pub enum Source {
     Store(docstore::Cursor),
-    Changes(docstore::change_stream::ChangeStream),
+    Changes(docstore::ChangeStream),
     /// A tailable cursor on the oplog; `await_data`: an empty getMore waits for entries.
     Tail {
-        tail: docstore::oplog::tail::Tail,
+        tail: docstore::Tail,
         await_data: bool,
     },
 }
@@ -66,11 +66,7 @@ impl ServerCursor {
         }
     }
 
-    pub fn change_stream(
-        stream: docstore::change_stream::ChangeStream,
-        namespace: String,
-        owner: Vec<UserName>,
-    ) -> ServerCursor {
+    pub fn change_stream(stream: docstore::ChangeStream, namespace: String, owner: Vec<UserName>) -> ServerCursor {
         ServerCursor {
             cursor: Source::Changes(stream),
             pending: None,
@@ -90,12 +86,7 @@ impl ServerCursor {
         }
     }
 
-    pub fn tail(
-        tail: docstore::oplog::tail::Tail,
-        await_data: bool,
-        namespace: String,
-        owner: Vec<UserName>,
-    ) -> ServerCursor {
+    pub fn tail(tail: docstore::Tail, await_data: bool, namespace: String, owner: Vec<UserName>) -> ServerCursor {
         ServerCursor {
             cursor: Source::Tail { tail, await_data },
             pending: None,

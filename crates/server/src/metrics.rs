@@ -242,7 +242,7 @@ fn collection_sizes(registry: &Registry, shared: &Shared) {
     let store = &shared.store;
     for database in store.list_databases().unwrap_or_default() {
         for collection in store.list_collections(&database.name) {
-            let Ok(stats) = store.coll_stats(&database.name, &collection.name, 1) else { continue };
+            let Ok(stats) = store.collection((&database.name, &collection.name)).stats(1) else { continue };
             let labels = [database.name.as_str(), collection.name.as_str()];
             let number = |key: &str| stats.get(key).and_then(crate::command::as_i64).unwrap_or(0) as f64;
             documents.with_label_values(&labels).set(number("count"));

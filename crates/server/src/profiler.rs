@@ -154,9 +154,9 @@ pub fn note(context: &Context, ran: &Ran<'_>) {
 
 fn write(context: &Context, db: &str, entry: &Document) -> docstore::Result<()> {
     let store = &context.shared.store;
-    store.ensure_system_collection(db, "system.profile", doc! {"capped": true, "size": PROFILE_COLLECTION_BYTES})?;
+    store.collection((db, "system.profile")).ensure_system(doc! {"capped": true, "size": PROFILE_COLLECTION_BYTES})?;
     let raw = RawDocumentBuf::try_from(entry).map_err(|e| docstore::Error::BadValue(e.to_string()))?;
-    let outcome = store.insert(db, "system.profile", vec![raw], true, docstore::Durability::Periodic);
+    let outcome = store.collection((db, "system.profile")).insert(vec![raw], true, docstore::Durability::Periodic);
     match outcome.errors.into_iter().next() {
         Some((_, error)) => Err(error),
         None => Ok(()),

@@ -34,7 +34,7 @@ pub const CONFIG_DB: &str = "local";
 pub const CONFIG_COLLECTION: &str = "system.replset";
 
 /// The term of the only election a one-member set has.
-const TERM: i64 = docstore::oplog::entry::TERM;
+const TERM: i64 = docstore::OPLOG_TERM;
 
 /// A replica set's state in this server.
 pub struct Replication {
@@ -59,7 +59,8 @@ impl Replication {
             config: RwLock::new(None),
             me,
         };
-        let stored = store.find(CONFIG_DB, CONFIG_COLLECTION, &FindRequest::default())?.next().transpose()?;
+        let stored =
+            store.collection((CONFIG_DB, CONFIG_COLLECTION)).find(&FindRequest::default())?.next().transpose()?;
         if let Some(raw) = stored {
             let config = Document::try_from(raw.as_ref()).map_err(|e| CommandError::internal(e.to_string()))?;
             store.enable_oplog(replication.oplog_bytes)?;
@@ -101,10 +102,10 @@ impl Replication {
             return Err(CommandError::new(ErrorCode::AlreadyInitialized, "already initialized"));
         }
         let config = self.checked_config(given)?;
-        store.ensure_system_collection(CONFIG_DB, CONFIG_COLLECTION, bson::Document::new())?;
+        store.collection((CONFIG_DB, CONFIG_COLLECTION)).ensure_system(bson::Document::new())?;
         let oplog = store.enable_oplog(self.oplog_bytes)?;
         let raw = RawDocumentBuf::try_from(&config).map_err(|e| CommandError::bad_value(e.to_string()))?;
-        let outcome = store.insert(CONFIG_DB, CONFIG_COLLECTION, vec![raw], true, Durability::Immediate);
+        let outcome = store.collection((CONFIG_DB, CONFIG_COLLECTION)).insert(vec![raw], true, Durability::Immediate);
         if let Some((_, error)) = outcome.errors.into_iter().next() {
             return Err(error.into());
         }

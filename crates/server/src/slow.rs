@@ -60,7 +60,8 @@ pub fn plan_summary(context: &Context, command: &Command) -> Option<String> {
     let explained = context
         .shared
         .store
-        .explain(&command.database, &collection, &request, docstore::Verbosity::QueryPlanner)
+        .collection((&command.database, &collection))
+        .explain(&request, docstore::Verbosity::QueryPlanner)
         .ok()?;
     let winning = explained.get_document("queryPlanner").ok()?.get_document("winningPlan").ok()?;
     Some(summarize(winning))

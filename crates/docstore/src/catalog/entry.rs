@@ -27,6 +27,9 @@ use bson::{Binary, Bson, Document, Uuid, doc};
 
 use crate::error::{Error, Result};
 
+/// The key format this build writes (`catalog::key_format` upgrades older ones).
+pub const KEY_FORMAT: i32 = 2;
+
 pub const CATALOG_TREE: &str = "__catalog";
 /// The catalog's copy: every entry written to `__catalog` is written here in the same
 /// transaction, so that `strata repair` can still name the collections when `__catalog`'s

@@ -26,73 +26,71 @@ use std::sync::Arc;
 
 use storage::{Durability, Engine, TreeId};
 
-use super::{COLLECTION_TREE_PREFIX, Catalog, CollectionMeta, INDEX_TREE_PREFIX, count_key, entry, size_key};
-use crate::collection::{Collection, tree_id};
+use super::{COLLECTION_TREE_PREFIX, CollectionMeta, INDEX_TREE_PREFIX, count_key, entry, size_key};
+use crate::catalog::{Descriptor, tree_id};
+use crate::context::Context;
 use crate::error::{Error, Result};
 
-/// The format this build writes.
-pub const KEY_FORMAT: i32 = 2;
+pub use super::entry::KEY_FORMAT;
 
 /// Documents copied per engine transaction.
 const COPY_BATCH: usize = 1_000;
 
-impl Catalog {
-    /// Rebuilds each collection whose trees use an older key format; returns their
-    /// namespaces. The oplog is keyed by time, not by encoded values, and is left as it is.
-    pub fn upgrade_key_formats(&self, engine: &Engine) -> Result<Vec<String>> {
-        let mut upgraded = Vec::new();
-        for collection in self.collections() {
-            let meta = &collection.meta;
-            if meta.key_format >= KEY_FORMAT
-                || (meta.db.as_str(), meta.name.as_str()) == (crate::oplog::DB, crate::oplog::COLLECTION)
-            {
-                continue;
-            }
-            self.rekey(engine, &collection)?;
-            upgraded.push(collection.namespace());
+/// Rebuilds each collection whose trees use an older key format; returns their
+/// namespaces. The oplog is keyed by time, not by encoded values, and is left as it is.
+pub fn upgrade_key_formats(cx: &Context) -> Result<Vec<String>> {
+    let mut upgraded = Vec::new();
+    for collection in cx.catalog.collections() {
+        let meta = &collection.meta;
+        if meta.key_format >= KEY_FORMAT
+            || (meta.db.as_str(), meta.name.as_str()) == (crate::oplog::DB, crate::oplog::COLLECTION)
+        {
+            continue;
         }
-        Ok(upgraded)
+        rekey(cx, &collection)?;
+        upgraded.push(collection.namespace());
     }
+    Ok(upgraded)
+}
 
-    fn rekey(&self, engine: &Engine, collection: &Arc<Collection>) -> Result<()> {
-        let old = &collection.meta;
-        let tree = self.new_tree(engine, COLLECTION_TREE_PREFIX)?;
-        let documents = tree_id(engine, &tree)?;
-        // As `Collection::open` will: blocks the copy writes out are compressed as they will be.
-        let compression = crate::compression::requested(&old.options).unwrap_or(None).or(self.document_compression);
-        engine.set_tree_compression(documents, compression)?;
-        copy_documents(engine, collection.tree, documents)?;
-        let natural = match &collection.natural {
-            Some(order) => {
-                let name = self.new_tree(engine, entry::NATURAL_TREE_PREFIX)?;
-                order.copy_rekeyed(engine, collection.tree, tree_id(engine, &name)?)?;
-                Some(name)
-            }
-            None => None,
-        };
-        let mut indexes = old.indexes.clone();
-        for index in &mut indexes {
-            index.tree = self.new_tree(engine, INDEX_TREE_PREFIX)?;
-            index.ready = false;
-            index.multikey = false;
+fn rekey(cx: &Context, collection: &Arc<Descriptor>) -> Result<()> {
+    let old = &collection.meta;
+    let tree = super::ddl::new_tree(cx, COLLECTION_TREE_PREFIX)?;
+    let documents = tree_id(&cx.engine, &tree)?;
+    // As `Descriptor::open` will: blocks the copy writes out are compressed as they will be.
+    let compression = crate::compression::requested(&old.options).unwrap_or(None).or(cx.catalog.document_compression);
+    cx.engine.set_tree_compression(documents, compression)?;
+    copy_documents(&cx.engine, collection.tree, documents)?;
+    let natural = match &collection.natural {
+        Some(order) => {
+            let name = super::ddl::new_tree(cx, entry::NATURAL_TREE_PREFIX)?;
+            order.copy_rekeyed(&cx.engine, collection.tree, tree_id(&cx.engine, &name)?, new_id_key)?;
+            Some(name)
         }
-        let meta = CollectionMeta { tree, natural, indexes, key_format: KEY_FORMAT, ..old.clone() };
-        let (count, size) = self.counters(engine, collection)?;
-        let mut txn = engine.begin();
-        self.put_meta(&mut txn, &meta)?;
-        txn.update(self.counts_tree, count_key(&meta.tree), count.to_le_bytes().to_vec());
-        txn.update(self.counts_tree, size_key(&meta.tree), size.to_le_bytes().to_vec());
-        for old_tree in old.trees() {
-            txn.delete(self.counts_tree, count_key(old_tree));
-            txn.delete(self.counts_tree, size_key(old_tree));
-        }
-        txn.commit(Durability::Immediate)?;
-        self.install(engine, collection, meta)?;
-        for old_tree in old.trees() {
-            engine.drop_tree(old_tree)?;
-        }
-        Ok(())
+        None => None,
+    };
+    let mut indexes = old.indexes.clone();
+    for index in &mut indexes {
+        index.tree = super::ddl::new_tree(cx, INDEX_TREE_PREFIX)?;
+        index.ready = false;
+        index.multikey = false;
     }
+    let meta = CollectionMeta { tree, natural, indexes, key_format: KEY_FORMAT, ..old.clone() };
+    let (count, size) = cx.catalog.counters(&cx.engine, collection)?;
+    let mut txn = cx.engine.begin();
+    cx.catalog.put_meta(&mut txn, &meta)?;
+    txn.update(cx.catalog.counts_tree, count_key(&meta.tree), count.to_le_bytes().to_vec());
+    txn.update(cx.catalog.counts_tree, size_key(&meta.tree), size.to_le_bytes().to_vec());
+    for old_tree in old.trees() {
+        txn.delete(cx.catalog.counts_tree, count_key(old_tree));
+        txn.delete(cx.catalog.counts_tree, size_key(old_tree));
+    }
+    txn.commit(Durability::Immediate)?;
+    cx.catalog.install(&cx.engine, collection, meta)?;
+    for old_tree in old.trees() {
+        cx.engine.drop_tree(old_tree)?;
+    }
+    Ok(())
 }
 
 /// Copies every document of `from` into `to`, keyed by its `_id` in the current encoding.

@@ -23,11 +23,11 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
 
 use bson::{Bson, Document, RawDocumentBuf, Timestamp, doc};
-use query::pipeline::{Context, InMemorySource, Pipeline};
+use query::pipeline::{Context as PipelineContext, InMemorySource, Pipeline};
 
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::read::find::FindRequest;
-use crate::store::Inner;
 use token::Position;
 
 /// Entries read from the oplog per step.
@@ -150,7 +150,7 @@ impl ChangeStreamOptions {
 
 /// An open change stream (see the module header).
 pub struct ChangeStream {
-    inner: Weak<Inner>,
+    inner: Weak<Context>,
     scope: Scope,
     options: ChangeStreamOptions,
     pipeline: Pipeline,
@@ -163,10 +163,10 @@ pub struct ChangeStream {
     ended: bool,
 }
 
-impl Inner {
+impl Context {
     /// Opens a change stream; `stages` is the whole pipeline, `$changeStream` first.
-    pub fn watch(self: &Arc<Inner>, scope: Scope, stages: &[Document]) -> Result<ChangeStream> {
-        let Some(oplog) = self.catalog.oplog() else {
+    pub fn watch(self: &Arc<Context>, scope: Scope, stages: &[Document]) -> Result<ChangeStream> {
+        let Some(oplog) = self.oplog() else {
             return Err(Error::IllegalOperation("The $changeStream stage is only supported on replica sets".into()));
         };
         let spec = match stages.first().and_then(|first| first.get("$changeStream")) {
@@ -223,7 +223,7 @@ impl Inner {
 }
 
 impl ChangeStream {
-    fn inner(&self) -> Result<Arc<Inner>> {
+    fn inner(&self) -> Result<Arc<Context>> {
         self.inner.upgrade().ok_or_else(|| Error::IllegalOperation("the store was closed".into()))
     }
 
@@ -259,7 +259,7 @@ impl ChangeStream {
     /// Reads one step of entries after the position; false when there were none.
     fn read_more(&mut self) -> Result<bool> {
         let inner = self.inner()?;
-        let Some(oplog) = inner.catalog.oplog() else { return Ok(false) };
+        let Some(oplog) = inner.oplog() else { return Ok(false) };
         let snapshot = inner.engine.snapshot();
         let from = crate::oplog::from_u64(self.position.ts);
         let entries = oplog.read_from(&snapshot, from, READ_ENTRIES)?;
@@ -288,7 +288,7 @@ impl ChangeStream {
     /// Completes an event, runs it through the pipeline, and queues what comes out.
     fn deliver(
         &mut self,
-        inner: &Arc<Inner>,
+        inner: &Arc<Context>,
         entry: &Document,
         ts: Timestamp,
         position: Position,
@@ -307,7 +307,7 @@ impl ChangeStream {
         }
         self.add_images(inner, &operation, &change, position, &mut event)?;
         let source = InMemorySource::new();
-        let context = Context::new(String::new(), &source);
+        let context = PipelineContext::new(String::new(), &source);
         for output in self.pipeline.run(vec![event], &context)? {
             if output.get_document("_id").ok() != Some(&token) {
                 return Err(Error::ChangeStreamFatal(
@@ -340,7 +340,7 @@ impl ChangeStream {
     /// `changeStreamPreAndPostImages` keeps beside the oplog.
     fn add_images(
         &self,
-        inner: &Arc<Inner>,
+        inner: &Arc<Context>,
         operation: &str,
         change: &event::Change,
         position: Position,
@@ -401,8 +401,8 @@ impl ChangeStream {
     }
 
     /// The document before the change at `position`, if its collection kept it.
-    fn pre_image(&self, inner: &Arc<Inner>, position: Position) -> Result<Option<Document>> {
-        let Some(oplog) = inner.catalog.oplog() else { return Ok(None) };
+    fn pre_image(&self, inner: &Arc<Context>, position: Position) -> Result<Option<Document>> {
+        let Some(oplog) = inner.oplog() else { return Ok(None) };
         let snapshot = inner.engine.snapshot();
         match oplog.pre_image(&snapshot, position.timestamp(), position.index)? {
             Some(bytes) => {

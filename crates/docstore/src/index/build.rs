@@ -11,12 +11,14 @@
 //! the duplicate key error, removing the index. Then the index is marked ready and the planner
 //! may use it. A build a crash interrupted runs again at open.
 
-use bson::{Bson, Document};
-use storage::{Durability, Engine};
+use bson::Document;
+use storage::Durability;
 
 use crate::catalog::{self, Catalog, IndexMeta};
-use crate::collection::{Collection, id_index_spec};
+use crate::catalog::{Descriptor, id_index_spec};
+use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::index::spec::IndexSelector;
 use crate::index::spec::ParsedSpec;
 
 /// Documents indexed per write-locked batch of a build.
@@ -32,44 +34,11 @@ pub struct CreateIndexesOutcome {
     pub note: Option<String>,
 }
 
-/// Which indexes dropIndexes removes.
-#[derive(Debug, Clone, PartialEq)]
-pub enum IndexSelector {
-    /// `"*"`: every index but `_id`.
-    All,
-    Name(String),
-    Names(Vec<String>),
-    KeyPattern(Document),
-}
-
-impl IndexSelector {
-    /// Reads dropIndexes' `index` argument.
-    pub fn from_bson(value: &Bson) -> Result<IndexSelector> {
-        match value {
-            Bson::String(name) if name == "*" => Ok(IndexSelector::All),
-            Bson::String(name) => Ok(IndexSelector::Name(name.clone())),
-            Bson::Document(pattern) => Ok(IndexSelector::KeyPattern(pattern.clone())),
-            Bson::Array(names) => names
-                .iter()
-                .map(|n| n.as_str().map(str::to_string).ok_or_else(|| Error::bad_value("index names must be strings")))
-                .collect::<Result<Vec<_>>>()
-                .map(IndexSelector::Names),
-            _ => Err(Error::bad_value("dropIndexes 'index' must be a string, an object or an array of strings")),
-        }
-    }
-}
-
 /// createIndexes: registers the new indexes, then builds each.
-pub fn create_indexes(
-    engine: &Engine,
-    catalog: &Catalog,
-    db: &str,
-    name: &str,
-    specs: &[Document],
-) -> Result<CreateIndexesOutcome> {
+pub fn create_indexes(cx: &Context, db: &str, name: &str, specs: &[Document]) -> Result<CreateIndexesOutcome> {
     let parsed = specs.iter().map(ParsedSpec::parse).collect::<Result<Vec<_>>>()?;
-    let existed = catalog.collection(db, name).is_some();
-    let collection = catalog.collection_or_create(engine, db, name)?;
+    let existed = cx.catalog.collection(db, name).is_some();
+    let collection = crate::catalog::ddl::collection_or_create(cx, db, name)?;
     let before = 1 + collection.indexes.len();
     let mut new_specs: Vec<ParsedSpec> = Vec::new();
     for (mut spec, given) in parsed.into_iter().zip(specs) {
@@ -107,9 +76,9 @@ pub fn create_indexes(
             note: Some("all indexes already exist".into()),
         });
     }
-    let names = register_indexes(engine, catalog, db, name, &new_specs)?;
+    let names = register_indexes(cx, db, name, &new_specs)?;
     for index in &names {
-        build(engine, catalog, db, name, index)?;
+        build(cx, db, name, index)?;
     }
     Ok(CreateIndexesOutcome {
         created_collection_automatically: !existed,
@@ -120,19 +89,16 @@ pub fn create_indexes(
 }
 
 /// Adds the indexes to the catalog, not ready; returns their names.
-fn register_indexes(
-    engine: &Engine,
-    catalog: &Catalog,
-    db: &str,
-    name: &str,
-    specs: &[ParsedSpec],
-) -> Result<Vec<String>> {
+fn register_indexes(cx: &Context, db: &str, name: &str, specs: &[ParsedSpec]) -> Result<Vec<String>> {
     let trees = {
-        let _ddl = catalog.ddl();
-        specs.iter().map(|_| catalog.new_tree(engine, catalog::INDEX_TREE_PREFIX)).collect::<Result<Vec<_>>>()?
+        let _ddl = cx.catalog.ddl();
+        specs
+            .iter()
+            .map(|_| crate::catalog::ddl::new_tree(cx, catalog::INDEX_TREE_PREFIX))
+            .collect::<Result<Vec<_>>>()?
     };
     let locked =
-        catalog.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns does not exist: {db}.{name}")))?;
+        cx.catalog.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns does not exist: {db}.{name}")))?;
     let mut meta = locked.collection.meta.clone();
     for (spec, tree) in specs.iter().zip(trees) {
         if meta.indexes.iter().any(|i| i.name() == spec.name) {
@@ -140,20 +106,15 @@ fn register_indexes(
         }
         meta.indexes.push(IndexMeta { spec: spec.normalized(), tree, multikey: false, ready: false });
     }
-    catalog.replace_meta(engine, &locked.collection, meta)?;
+    crate::catalog::ddl::replace_meta(cx, &locked.collection, meta)?;
     Ok(specs.iter().map(|s| s.name.clone()).collect())
 }
 
 /// dropIndexes: returns the number of indexes before the drop.
-pub fn drop_indexes(
-    engine: &Engine,
-    catalog: &Catalog,
-    db: &str,
-    name: &str,
-    selector: &IndexSelector,
-) -> Result<usize> {
-    let _ddl = catalog.ddl();
-    let locked = catalog.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns not found {db}.{name}")))?;
+pub fn drop_indexes(cx: &Context, db: &str, name: &str, selector: &IndexSelector) -> Result<usize> {
+    let _ddl = cx.catalog.ddl();
+    let locked =
+        cx.catalog.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns not found {db}.{name}")))?;
     let collection = &locked.collection;
     let was = 1 + collection.indexes.len();
     let doomed = select(collection, selector)?;
@@ -168,42 +129,41 @@ pub fn drop_indexes(
         .collect();
     let mut entries = Vec::new();
     for index in &doomed {
-        entries.extend(catalog.command_entries(db, bson::doc! {"dropIndexes": name, "index": index}, meta.uuid)?);
+        entries.extend(cx.command_entries(db, bson::doc! {"dropIndexes": name, "index": index}, meta.uuid)?);
     }
-    remove_indexes(engine, catalog, collection, meta, &trees, entries)?;
+    remove_indexes(cx, collection, meta, &trees, entries)?;
     Ok(was)
 }
 
 fn remove_indexes(
-    engine: &Engine,
-    catalog: &Catalog,
-    collection: &Collection,
+    cx: &Context,
+    collection: &Descriptor,
     meta: catalog::CollectionMeta,
     trees: &[String],
     entries: Vec<crate::oplog::Entry>,
 ) -> Result<()> {
-    let mut txn = engine.begin();
-    catalog.put_meta(&mut txn, &meta)?;
+    let mut txn = cx.engine.begin();
+    cx.catalog.put_meta(&mut txn, &meta)?;
     for tree in trees {
-        txn.delete(catalog.counts_tree(), catalog::size_key(tree));
+        txn.delete(cx.catalog.counts_tree(), catalog::size_key(tree));
     }
-    catalog.commit_logged(engine, txn, &meta.db, entries, Durability::Immediate)?;
-    catalog.install(engine, collection, meta)?;
+    cx.commit_logged(txn, &meta.db, entries, Durability::Immediate)?;
+    cx.catalog.install(&cx.engine, collection, meta)?;
     for tree in trees {
-        engine.drop_tree(tree)?;
+        cx.engine.drop_tree(tree)?;
     }
     Ok(())
 }
 
 /// listIndexes' documents, the `_id` index first.
-pub fn list_indexes(catalog: &Catalog, db: &str, name: &str) -> Result<Vec<Document>> {
-    let collection = catalog.existing(db, name)?;
+pub fn list_indexes(cx: &Context, db: &str, name: &str) -> Result<Vec<Document>> {
+    let collection = cx.catalog.existing(db, name)?;
     let mut specs = vec![id_index_spec(&collection.meta.options)];
     specs.extend(collection.indexes.iter().map(|i| i.meta.spec.clone()));
     Ok(specs)
 }
 
-fn select(collection: &Collection, selector: &IndexSelector) -> Result<Vec<String>> {
+fn select(collection: &Descriptor, selector: &IndexSelector) -> Result<Vec<String>> {
     let refuse_id = || Error::InvalidOptions("cannot drop _id index".into());
     let find = |name: &str| -> Result<String> {
         if name == "_id_" {
@@ -237,10 +197,11 @@ fn select(collection: &Collection, selector: &IndexSelector) -> Result<Vec<Strin
 }
 
 /// Builds a registered index (see the module header); on failure removes it.
-pub fn build(engine: &Engine, catalog: &Catalog, db: &str, name: &str, index_name: &str) -> Result<()> {
-    match build_entries(engine, catalog, db, name, index_name) {
+pub fn build(cx: &Context, db: &str, name: &str, index_name: &str) -> Result<()> {
+    match build_entries(cx, db, name, index_name) {
         Ok(()) => {
-            let locked = catalog
+            let locked = cx
+                .catalog
                 .lock(db, name)
                 .ok_or_else(|| Error::NamespaceNotFound(format!("{db}.{name} dropped during an index build")))?;
             let meta = Catalog::with_index(&locked.collection.meta, index_name, |i| i.ready = true);
@@ -248,36 +209,37 @@ pub fn build(engine: &Engine, catalog: &Catalog, db: &str, name: &str, index_nam
             if let Some(index) = meta.indexes.iter().find(|i| i.name() == index_name) {
                 command.extend(index.spec.clone());
             }
-            let entries = catalog.command_entries(db, command, meta.uuid)?;
-            catalog.replace_meta_logged(engine, &locked.collection, meta, entries)?;
+            let entries = cx.command_entries(db, command, meta.uuid)?;
+            crate::catalog::ddl::replace_meta_logged(cx, &locked.collection, meta, entries)?;
             Ok(())
         }
         Err(error) => {
-            if let Some(locked) = catalog.lock(db, name) {
+            if let Some(locked) = cx.catalog.lock(db, name) {
                 let mut meta = locked.collection.meta.clone();
                 let trees: Vec<String> =
                     meta.indexes.iter().filter(|i| i.name() == index_name).map(|i| i.tree.clone()).collect();
                 meta.indexes.retain(|i| i.name() != index_name);
-                remove_indexes(engine, catalog, &locked.collection, meta, &trees, Vec::new())?;
+                remove_indexes(cx, &locked.collection, meta, &trees, Vec::new())?;
             }
             Err(error)
         }
     }
 }
 
-fn build_entries(engine: &Engine, catalog: &Catalog, db: &str, name: &str, index_name: &str) -> Result<()> {
+fn build_entries(cx: &Context, db: &str, name: &str, index_name: &str) -> Result<()> {
     let mut after: Option<Vec<u8>> = None;
     loop {
-        let mut locked = catalog
+        let mut locked = cx
+            .catalog
             .lock(db, name)
             .ok_or_else(|| Error::NamespaceNotFound(format!("{db}.{name} dropped during an index build")))?;
         let collection = std::sync::Arc::clone(&locked.collection);
         let index = collection
             .index(index_name)
             .ok_or_else(|| Error::IndexNotFound(format!("index {index_name} dropped during its build")))?;
-        let snapshot = engine.snapshot();
+        let snapshot = cx.engine.snapshot();
         let lower = after.as_deref().map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
-        let mut write = crate::write::DocumentWrite::new(engine, catalog, &collection);
+        let mut write = crate::write::DocumentWrite::new(cx, &collection);
         let mut batch_keys: std::collections::HashMap<Vec<u8>, Vec<u8>> = std::collections::HashMap::new();
         let mut count = 0;
         let mut documents = Vec::new();
@@ -311,7 +273,7 @@ fn build_entries(engine: &Engine, catalog: &Catalog, db: &str, name: &str, index
 fn check_unique(
     snapshot: &storage::Snapshot,
     index: &crate::index::Index,
-    collection: &Collection,
+    collection: &Descriptor,
     id: &[u8],
     keys: &[document::keycodec::EncodedKey],
     batch_keys: &mut std::collections::HashMap<Vec<u8>, Vec<u8>>,

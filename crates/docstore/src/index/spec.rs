@@ -24,8 +24,36 @@ use bson::{Bson, Document, doc};
 
 use crate::error::{Error, Result};
 
+/// Which indexes dropIndexes removes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IndexSelector {
+    /// `"*"`: every index but `_id`.
+    All,
+    Name(String),
+    Names(Vec<String>),
+    KeyPattern(Document),
+}
+
+impl IndexSelector {
+    /// Reads dropIndexes' `index` argument.
+    pub fn from_bson(value: &Bson) -> Result<IndexSelector> {
+        match value {
+            Bson::String(name) if name == "*" => Ok(IndexSelector::All),
+            Bson::String(name) => Ok(IndexSelector::Name(name.clone())),
+            Bson::Document(pattern) => Ok(IndexSelector::KeyPattern(pattern.clone())),
+            Bson::Array(names) => names
+                .iter()
+                .map(|n| n.as_str().map(str::to_string).ok_or_else(|| Error::bad_value("index names must be strings")))
+                .collect::<Result<Vec<_>>>()
+                .map(IndexSelector::Names),
+            _ => Err(Error::bad_value("dropIndexes 'index' must be a string, an object or an array of strings")),
+        }
+    }
+}
+
 /// A validated index specification.
 #[derive(Debug, Clone, PartialEq)]
+
 pub struct ParsedSpec {
     pub key: Document,
     pub name: String,

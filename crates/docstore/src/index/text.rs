@@ -162,11 +162,6 @@ fn raw_words(text: &str) -> impl Iterator<Item = &str> + '_ {
     text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty())
 }
 
-/// The words of a text, lower-cased and without diacritics.
-pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    raw_words(text).map(fold)
-}
-
 /// Lower case, diacritics dropped.
 pub fn fold(word: &str) -> String {
     Sensitivity::default().fold(word)

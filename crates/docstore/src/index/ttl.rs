@@ -16,8 +16,8 @@ use std::time::Duration;
 use bson::doc;
 use storage::Durability;
 
+use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::store::Inner;
 use crate::write::delete::DeleteRequest;
 
 /// The running monitor.
@@ -27,7 +27,7 @@ pub struct TtlMonitor {
 }
 
 impl TtlMonitor {
-    pub fn start(inner: &Arc<Inner>, interval: Duration) -> Result<TtlMonitor> {
+    pub fn start(inner: &Arc<Context>, interval: Duration) -> Result<TtlMonitor> {
         let (stop, receiver) = channel();
         let weak = Arc::downgrade(inner);
         let thread = std::thread::Builder::new()
@@ -51,7 +51,7 @@ impl Drop for TtlMonitor {
     }
 }
 
-fn run(inner: Weak<Inner>, stop: Receiver<()>, interval: Duration) {
+fn run(inner: Weak<Context>, stop: Receiver<()>, interval: Duration) {
     loop {
         match stop.recv_timeout(interval) {
             Err(RecvTimeoutError::Timeout) => {}
@@ -66,7 +66,7 @@ fn run(inner: Weak<Inner>, stop: Receiver<()>, interval: Duration) {
 }
 
 /// One TTL pass over every collection; returns how many documents expired.
-pub fn expire_once(inner: &Arc<Inner>) -> Result<u64> {
+pub fn expire_once(inner: &Arc<Context>) -> Result<u64> {
     let now = bson::DateTime::now().timestamp_millis();
     let expiring: Vec<(String, String, String, i64)> = inner
         .catalog

@@ -28,7 +28,7 @@ use bson::Timestamp;
 use parking_lot::{Mutex, RwLock};
 use storage::{Durability, Engine, PendingWrites, Seq, Snapshot, Transaction, Writes};
 
-use crate::collection::Collection;
+use crate::catalog::Descriptor;
 use crate::error::Result;
 
 pub use entry::Entry;
@@ -44,7 +44,7 @@ type Listener = Box<dyn Fn() + Send + Sync>;
 
 /// The store's oplog.
 pub struct Oplog {
-    collection: Arc<Collection>,
+    collection: Arc<Descriptor>,
     /// Held from stamping entries to committing them, so `ts` order is commit order.
     order: Mutex<Timestamp>,
     /// The newest committed entry's `ts` (as its u64 form).
@@ -69,7 +69,7 @@ impl Oplog {
     /// Opens the oplog over its collection (which exists), reading its newest entry and counters.
     pub fn open(
         engine: &Engine,
-        collection: Arc<Collection>,
+        collection: Arc<Descriptor>,
         (counts_tree, images_tree): (storage::TreeId, storage::TreeId),
         counters: (i64, i64),
         cap_bytes: u64,
@@ -93,7 +93,7 @@ impl Oplog {
         })
     }
 
-    pub fn collection(&self) -> &Arc<Collection> {
+    pub fn collection(&self) -> &Arc<Descriptor> {
         &self.collection
     }
 

@@ -8,14 +8,14 @@ use std::sync::{Arc, Weak};
 use bson::{RawDocumentBuf, Timestamp};
 use query::filter::Filter;
 
+use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::store::Inner;
 
 /// Entries read per step.
 const READ_ENTRIES: usize = 1000;
 
 pub struct Tail {
-    inner: Weak<Inner>,
+    inner: Weak<Context>,
     filter: Filter,
     position: Position,
 }
@@ -28,9 +28,9 @@ enum Position {
     Capped { db: String, name: String, last: Option<u64> },
 }
 
-impl Inner {
-    pub fn tail_oplog(self: &Arc<Inner>, filter: &bson::Document) -> Result<Tail> {
-        if self.catalog.oplog().is_none() {
+impl Context {
+    pub fn tail_oplog(self: &Arc<Context>, filter: &bson::Document) -> Result<Tail> {
+        if self.oplog().is_none() {
             return Err(Error::bad_value("tailable cursor requested on non capped collection"));
         }
         Ok(Tail { inner: Arc::downgrade(self), filter: Filter::parse(filter)?, position: Position::Oplog(None) })
@@ -38,7 +38,7 @@ impl Inner {
 
     /// A tailable cursor on a capped collection (`crate::capped`): its documents in insertion
     /// order, then those inserted since, batch after batch.
-    pub fn tail_capped(self: &Arc<Inner>, db: &str, name: &str, filter: &bson::Document) -> Result<Tail> {
+    pub fn tail_capped(self: &Arc<Context>, db: &str, name: &str, filter: &bson::Document) -> Result<Tail> {
         let capped = self.catalog.collection(db, name).is_some_and(|collection| collection.natural.is_some());
         if !capped {
             return Err(Error::bad_value(format!(
@@ -62,12 +62,12 @@ impl Tail {
 }
 
 fn oplog_batch(
-    inner: &Inner,
+    inner: &Context,
     filter: &Filter,
     last_read: &mut Option<Timestamp>,
     max: usize,
 ) -> Result<Vec<RawDocumentBuf>> {
-    let Some(oplog) = inner.catalog.oplog() else { return Ok(Vec::new()) };
+    let Some(oplog) = inner.oplog() else { return Ok(Vec::new()) };
     let snapshot = inner.engine.snapshot();
     if let (Some(last), Some(first)) = (*last_read, oplog.first(&snapshot)?)
         && super::as_u64(first) > super::as_u64(last)
@@ -98,7 +98,7 @@ fn oplog_batch(
 }
 
 fn capped_batch(
-    inner: &Inner,
+    inner: &Context,
     filter: &Filter,
     (db, name): (&str, &str),
     last_read: &mut Option<u64>,

@@ -25,8 +25,9 @@ use query::projection::Projection;
 use query::sort::SortSpec;
 use storage::Snapshot;
 
-use crate::catalog::{Catalog, CollectionMeta, namespace_key};
-use crate::collection::Collection;
+use crate::catalog::Descriptor;
+use crate::catalog::{CollectionMeta, namespace_key};
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::index::{Entry, Index};
 use crate::read::planner::{Access, Plan};
@@ -43,9 +44,9 @@ pub struct Covered {
 impl Covered {
     /// The covering index of a find, if it has one in `snapshot`.
     pub fn for_find(
-        catalog: &Catalog,
+        cx: &Context,
         snapshot: &Snapshot,
-        collection: &Collection,
+        collection: &Descriptor,
         plan: &Plan,
         filter: &Filter,
         sort: Option<&SortSpec>,
@@ -54,9 +55,7 @@ impl Covered {
         let Some(index) = scanned_index(&plan.access).and_then(|name| collection.index(name)) else { return Ok(None) };
         let Some(read) = index_fields_read(index, plan, filter, sort, projection) else { return Ok(None) };
         // A collated index holds the collation's surrogates, not the strings.
-        if index.clustering
-            || index.collation.is_some()
-            || multikey_in_snapshot(catalog, snapshot, collection, &index.name)?
+        if index.clustering || index.collation.is_some() || multikey_in_snapshot(cx, snapshot, collection, &index.name)?
         {
             return Ok(None);
         }
@@ -121,9 +120,9 @@ fn index_fields_read(
 
 /// Whether the collection's catalog entry, as of `snapshot`, marks the index multikey (or no
 /// longer lists it: then nothing is assumed).
-fn multikey_in_snapshot(catalog: &Catalog, snapshot: &Snapshot, collection: &Collection, index: &str) -> Result<bool> {
+fn multikey_in_snapshot(cx: &Context, snapshot: &Snapshot, collection: &Descriptor, index: &str) -> Result<bool> {
     let key = namespace_key(&collection.meta.db, &collection.meta.name);
-    let Some(bytes) = snapshot.get(catalog.tree(), &key)? else { return Ok(true) };
+    let Some(bytes) = snapshot.get(cx.catalog.tree(), &key)? else { return Ok(true) };
     Ok(CollectionMeta::index_multikey(&bytes, index)?.unwrap_or(true))
 }
 

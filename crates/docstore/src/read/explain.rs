@@ -10,11 +10,11 @@ use std::time::Instant;
 
 use bson::{Bson, Document, doc};
 
+use crate::context::Context;
 use crate::error::Result;
 use crate::read::find::FindRequest;
 use crate::read::planner::{Access, IndexScan, Plan};
 use crate::read::scan::ExecutionCounters;
-use crate::store::Inner;
 
 /// How much explain runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,9 +24,9 @@ pub enum Verbosity {
     AllPlansExecution,
 }
 
-impl Inner {
+impl Context {
     pub fn explain(
-        self: &Arc<Inner>,
+        self: &Arc<Context>,
         db: &str,
         name: &str,
         request: &FindRequest,

@@ -18,13 +18,13 @@ use query::filter::Filter;
 use query::projection::Projection;
 use query::sort::SortSpec;
 
-use crate::collection::Collection;
+use crate::catalog::Descriptor;
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::read::covered::Covered;
 use crate::read::planner::{Access, Hint, Plan, plan};
 use crate::read::scan::{ExecutionCounters, Scan, raw};
 use crate::spill::{SortedSpill, SpillTree};
-use crate::store::Inner;
 
 /// A find (also the read half of update, delete and findAndModify).
 #[derive(Debug, Clone, Default)]
@@ -148,7 +148,7 @@ pub struct Prepared {
     pub variables: Arc<Variables>,
 }
 
-impl Inner {
+impl Context {
     /// What a read reads: the transaction's view it is given, else the latest commit.
     pub fn snapshot_for(&self, read_at: Option<&crate::transaction::ReadAt>) -> storage::Snapshot {
         match read_at {
@@ -157,7 +157,7 @@ impl Inner {
         }
     }
 
-    pub fn prepare_find(&self, collection: &crate::collection::Collection, request: &FindRequest) -> Result<Prepared> {
+    pub fn prepare_find(&self, collection: &crate::catalog::Descriptor, request: &FindRequest) -> Result<Prepared> {
         let collation = collection.collation_for(request.collation.as_ref());
         let variables = match &collation {
             Some(collation) if !collation.is_simple() => {
@@ -188,7 +188,7 @@ impl Inner {
     }
 
     /// Counts the plan's use of each index it scans (`$indexStats`).
-    fn note_index_use(&self, collection: &Collection, plan: &Plan) {
+    fn note_index_use(&self, collection: &Descriptor, plan: &Plan) {
         let scans = match &plan.access {
             Access::IndexScan(scan) => std::slice::from_ref(scan),
             Access::Or(scans) => scans.as_slice(),
@@ -200,14 +200,14 @@ impl Inner {
                 None => Some(collection.meta.tree.as_str()),
             };
             if let Some(tree) = tree {
-                self.catalog.index_usage.note(tree);
+                self.index_usage.note(tree);
             }
         }
     }
 
     /// Runs a find; the counters fill as the cursor is pulled (explain reads them).
     pub fn find_with_counters(
-        self: &Arc<Inner>,
+        self: &Arc<Context>,
         db: &str,
         name: &str,
         request: &FindRequest,
@@ -243,7 +243,7 @@ impl Inner {
         }
         let snapshot = self.snapshot_for(request.read_at.as_ref());
         let covered = Covered::for_find(
-            &self.catalog,
+            self,
             &snapshot,
             &collection,
             &prepared.plan,
@@ -300,7 +300,7 @@ impl Inner {
 
     /// A find on a view: the view's pipeline over its source, then the find as stages.
     fn find_in_view(
-        self: &Arc<Inner>,
+        self: &Arc<Context>,
         db: &str,
         source: &str,
         mut pipeline: Vec<Document>,
@@ -338,7 +338,7 @@ impl Inner {
 
     /// A blocking sort: in memory up to the limit, then (if allowed) through a temporary tree.
     fn sorted(
-        self: &Arc<Inner>,
+        self: &Arc<Context>,
         input: Box<dyn Iterator<Item = Result<RawDocumentBuf>> + Send>,
         sort: &SortSpec,
         allow_disk_use: bool,
@@ -364,7 +364,7 @@ impl Inner {
     }
 
     fn spill(
-        self: &Arc<Inner>,
+        self: &Arc<Context>,
         held: Vec<(Vec<u8>, RawDocumentBuf)>,
         rest: Box<dyn Iterator<Item = Result<RawDocumentBuf>> + Send>,
         sort: &SortSpec,
@@ -382,7 +382,7 @@ impl Inner {
         Ok(SortedResults::Disk(Box::new(tree.into_sorted()?)))
     }
 
-    pub fn count(self: &Arc<Inner>, db: &str, name: &str, request: &FindRequest) -> Result<u64> {
+    pub fn count(self: &Arc<Context>, db: &str, name: &str, request: &FindRequest) -> Result<u64> {
         let mut request = request.clone();
         request.projection = None;
         request.sort = None;
@@ -397,7 +397,7 @@ impl Inner {
 
     /// The distinct values at `key` among the request's matches (its filter, view and
     /// collation), each once in MongoDB's order (under the collation, one of each equal group).
-    pub fn distinct(self: &Arc<Inner>, db: &str, name: &str, key: &str, request: &FindRequest) -> Result<Vec<Bson>> {
+    pub fn distinct(self: &Arc<Context>, db: &str, name: &str, key: &str, request: &FindRequest) -> Result<Vec<Bson>> {
         let path = document::path::FieldPath::parse(key).map_err(|e| Error::bad_value(e.to_string()))?;
         let collation = match self.catalog.collection(db, name) {
             Some(collection) => collection.collation_for(request.collation.as_ref()),

@@ -19,7 +19,8 @@ use document::path::FieldPath;
 use query::filter::{Filter, MatchExpr, Predicate};
 use query::geo::Near;
 
-use crate::collection::Collection;
+use crate::catalog::Descriptor;
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::index::geo::{GeoKind, UNBOXED};
@@ -27,7 +28,6 @@ use crate::index::path_values;
 use crate::operation;
 use crate::read::bounds::{Interval, KeyRange, key_range};
 use crate::read::scan::raw;
-use crate::store::Inner;
 
 /// The `$near`/`$nearSphere` of a filter's top-level conjunction, with its field.
 pub fn near_of(filter: &Filter) -> Option<(FieldPath, Near)> {
@@ -53,7 +53,7 @@ fn no_index() -> Error {
 }
 
 /// The geo index that serves a near query on `path`.
-pub fn near_index<'c>(collection: &'c Collection, path: &FieldPath, near: &Near) -> Result<&'c Index> {
+pub fn near_index<'c>(collection: &'c Descriptor, path: &FieldPath, near: &Near) -> Result<&'c Index> {
     collection
         .indexes
         .iter()
@@ -87,7 +87,7 @@ struct Found {
     documents: Vec<(Vec<u8>, RawDocumentBuf, f64)>,
 }
 
-impl Inner {
+impl Context {
     /// The documents of a near query that match `filter` (which holds the `$near`), nearest
     /// first (ties in `_id` order), each with its distance in the query's units.
     ///
@@ -98,7 +98,7 @@ impl Inner {
     /// would reach a pole or cross the antimeridian.
     pub fn find_near(
         &self,
-        collection: &Collection,
+        collection: &Descriptor,
         snapshot: &storage::Snapshot,
         filter: &Filter,
         path: &FieldPath,
@@ -107,7 +107,7 @@ impl Inner {
     ) -> Result<Vec<(RawDocumentBuf, f64)>> {
         let index = near_index(collection, path, near)?;
         let Some(kind) = &index.geo else { return Err(no_index()) };
-        self.catalog.index_usage.note(&index.meta.tree);
+        self.index_usage.note(&index.meta.tree);
         let location_first = index.geo_position() == Some(0);
         let mut found = Found::default();
         if let (Some(wanted), None, true) = (wanted, near.max, location_first) {
@@ -133,7 +133,7 @@ impl Inner {
     #[allow(clippy::too_many_arguments)]
     fn read_near(
         &self,
-        collection: &Collection,
+        collection: &Descriptor,
         snapshot: &storage::Snapshot,
         index: &Index,
         kind: &GeoKind,
@@ -311,7 +311,7 @@ impl GeoNear {
 }
 
 /// The one geo index's field, when the stage names no `key`.
-pub fn only_geo_field(collection: &Collection) -> Result<String> {
+pub fn only_geo_field(collection: &Descriptor) -> Result<String> {
     let mut fields = collection
         .indexes
         .iter()

@@ -37,7 +37,7 @@ use query::collation::Collation;
 use query::filter::{Filter, InItem, MatchExpr, Predicate};
 use query::sort::SortSpec;
 
-use crate::collection::Collection;
+use crate::catalog::Descriptor;
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::read::bounds::{
@@ -196,7 +196,7 @@ impl<'c> IndexChoice<'c> {
 
 /// Chooses a plan for a filter (and sort) over a collection.
 pub fn plan(
-    collection: &Collection,
+    collection: &Descriptor,
     filter: &Filter,
     filter_document: &Document,
     sort: Option<&SortSpec>,
@@ -228,7 +228,7 @@ pub fn plan(
 /// length), every branch scans it: the union's entries then come from one index, and a
 /// projection of its fields is answered from the index alone (`read::covered`).
 fn plan_or(
-    collection: &Collection,
+    collection: &Descriptor,
     branches: &[MatchExpr],
     filter_document: &Document,
     collation: Option<&Collation>,
@@ -292,7 +292,7 @@ fn best_of<'c>(candidates: Vec<(Candidate<'c>, Score)>) -> Option<Candidate<'c>>
 }
 
 fn best_candidate<'c>(
-    collection: &'c Collection,
+    collection: &'c Descriptor,
     predicates: &HashMap<String, Vec<&Predicate>>,
     filter_document: &Document,
     sort: Option<&SortSpec>,
@@ -305,7 +305,7 @@ fn best_candidate<'c>(
 /// Every useful, eligible scan of the `_id` index and the ready indexes, with its score, in
 /// the order the indexes are listed (the first of equal scores wins).
 fn scored_candidates<'c>(
-    collection: &'c Collection,
+    collection: &'c Descriptor,
     predicates: &HashMap<String, Vec<&Predicate>>,
     filter_document: &Document,
     sort: Option<&SortSpec>,
@@ -359,7 +359,7 @@ fn eligible(candidate: &Candidate<'_>, filter_document: &Document) -> bool {
     }
 }
 
-fn plan_hinted(collection: &Collection, filter: &Filter, sort: Option<&SortSpec>, hint: &Hint) -> Result<Plan> {
+fn plan_hinted(collection: &Descriptor, filter: &Filter, sort: Option<&SortSpec>, hint: &Hint) -> Result<Plan> {
     let sort = sort.filter(|s| !s.is_empty());
     let collation = filter.collation();
     let choice = match hint {

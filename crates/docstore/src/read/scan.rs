@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bson::RawDocumentBuf;
 use storage::{RangeIter, Snapshot, TreeId};
 
-use crate::collection::Collection;
+use crate::catalog::Descriptor;
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::operation;
@@ -73,7 +73,7 @@ pub struct Scan {
 impl Scan {
     pub fn new(
         snapshot: Snapshot,
-        collection: &Collection,
+        collection: &Descriptor,
         access: &Access,
         covered: Option<Covered>,
         counters: Arc<ExecutionCounters>,

@@ -23,7 +23,8 @@ use query::filter::Filter;
 use query::projection::Projection;
 use query::sort::SortSpec;
 
-use crate::collection::Collection;
+use crate::catalog::Descriptor;
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::index::text::{TextQuery, phrase_under};
@@ -31,7 +32,6 @@ use crate::operation;
 use crate::read::bounds::{extend_prefix, key_range};
 use crate::read::find::{Cursor, FindRequest};
 use crate::read::scan::{ExecutionCounters, raw};
-use crate::store::Inner;
 
 /// Splits a filter into its `$text` query and the rest; `None` without `$text`.
 pub fn extract(filter: &Document) -> Result<Option<(TextQuery, Document)>> {
@@ -68,11 +68,11 @@ pub fn without_text(filter: &Document) -> Result<std::borrow::Cow<'_, Document>>
     }
 }
 
-impl Inner {
+impl Context {
     /// Runs a find whose filter has `$text` (see the module header).
     pub fn find_text(
-        self: &Arc<Inner>,
-        collection: &Collection,
+        self: &Arc<Context>,
+        collection: &Descriptor,
         request: &FindRequest,
         query: TextQuery,
         rest: &Document,
@@ -82,7 +82,7 @@ impl Inner {
             text_index(collection).ok_or_else(|| Error::IndexNotFound("text index required for $text query".into()))?;
         let query = query.analyzed(query.language.unwrap_or(spec.default_language));
         let snapshot = self.snapshot_for(request.read_at.as_ref());
-        self.catalog.index_usage.note(&index.meta.tree);
+        self.index_usage.note(&index.meta.tree);
         let prefix = equality_prefix(spec, index, rest)?;
         let scores = term_scores(&snapshot, index, &prefix, &query.terms, counters)?;
         let filter = Filter::parse(rest)?.with_variables(Arc::clone(&request.variables));
@@ -152,7 +152,7 @@ impl Inner {
 }
 
 /// The collection's text index (ready), with its settings.
-fn text_index(collection: &Collection) -> Option<(&Index, &crate::index::text::TextSpec)> {
+fn text_index(collection: &Descriptor) -> Option<(&Index, &crate::index::text::TextSpec)> {
     collection
         .indexes
         .iter()

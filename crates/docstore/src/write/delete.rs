@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use bson::{Document, RawDocumentBuf};
 
+use crate::context::Context;
 use crate::error::Result;
 use crate::index::id_key;
 use crate::read::find::FindRequest;
 use crate::read::planner::Hint;
 use crate::retry::Retry;
-use crate::store::Inner;
 use crate::write::{Writer, document_id};
 
 /// Documents removed per engine transaction.
@@ -32,10 +32,41 @@ pub struct DeleteRequest {
     pub collation: Option<query::collation::Collation>,
 }
 
-impl Inner {
+impl Context {
+    /// Removes a capped collection's oldest documents until it is within its limits (after an
+    /// insert, under the collection's write lock), in groups of
+    /// [`DELETE_GROUP`].
+    pub(crate) fn trim_capped(&self, locked: &mut crate::catalog::Locked) -> Result<()> {
+        let (Some(capped), Some(natural)) = (locked.collection.capped, locked.collection.natural.as_ref()) else {
+            return Ok(());
+        };
+        let (mut count, mut bytes) = self.catalog.counters(&self.engine, &locked.collection)?;
+        if !capped.exceeded(count, bytes) {
+            return Ok(());
+        }
+        let snapshot = self.engine.snapshot();
+        let mut oldest = Vec::new();
+        for entry in natural.ids(&snapshot, None, false) {
+            if !capped.exceeded(count, bytes) {
+                break;
+            }
+            let (_, id) = entry?;
+            let Some(document) = snapshot.get(locked.collection.tree, &id)? else { continue };
+            count -= 1;
+            bytes -= document.len() as i64;
+            oldest.push(crate::read::scan::raw(document)?);
+        }
+        let mut writer = crate::write::Writer::plain(storage::Durability::Periodic);
+        while !oldest.is_empty() {
+            let rest = oldest.split_off(oldest.len().min(DELETE_GROUP));
+            self.remove_group(locked, std::mem::replace(&mut oldest, rest), &mut writer, None)?;
+        }
+        Ok(())
+    }
+
     /// Deletes what the filter matches; returns how many documents went.
     pub fn delete(
-        self: &Arc<Inner>,
+        self: &Arc<Context>,
         db: &str,
         name: &str,
         request: &DeleteRequest,
@@ -89,7 +120,7 @@ impl Inner {
             return Ok(0);
         }
         let durability = writer.durability;
-        let mut write = writer.write(&self.engine, &self.catalog, &locked.collection);
+        let mut write = writer.write(self, &locked.collection);
         for document in &group {
             let id = document_id(document)?.unwrap_or(bson::Bson::Null);
             write.remove(&id_key(&id), document)?;

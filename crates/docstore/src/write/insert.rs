@@ -8,12 +8,11 @@
 //! the request. `ordered` stops at the first error; unordered goes on.
 
 use bson::{Bson, RawDocument, RawDocumentBuf, oid::ObjectId};
-use storage::Durability;
 
 use crate::catalog::Locked;
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::index::id_key;
-use crate::store::Inner;
 use crate::write::{Recording, Writer, check_id, document_id};
 
 /// Documents per engine transaction in a bulk insert.
@@ -39,7 +38,7 @@ struct Prepared {
     raw: RawDocumentBuf,
 }
 
-impl Inner {
+impl Context {
     pub fn insert(
         &self,
         db: &str,
@@ -49,7 +48,7 @@ impl Inner {
         writer: &mut Writer<'_>,
     ) -> InsertOutcome {
         let mut outcome = InsertOutcome::default();
-        let mut locked = match self.catalog.lock_or_create(&self.engine, db, name) {
+        let mut locked = match crate::catalog::ddl::lock_or_create(self, db, name) {
             Ok(locked) => locked,
             Err(error) => {
                 if !documents.is_empty() {
@@ -139,7 +138,7 @@ impl Inner {
             }
         }
         let (durability, retry) = (writer.durability, writer.retry.filter(|_| !writer.in_transaction()));
-        let mut write = writer.write(&self.engine, &self.catalog, &locked.collection);
+        let mut write = writer.write(self, &locked.collection);
         for prepared in documents {
             write.insert(&prepared.id, &prepared.raw)?;
         }
@@ -165,21 +164,10 @@ impl Inner {
         if let Err(error) = self.trim_capped(locked) {
             tracing::warn!(%error, collection = %locked.collection.namespace(), "trimming a capped collection failed");
         }
-        self.catalog.capped_inserted();
+        self.capped_inserted();
     }
 
-    /// Inserts one decoded document (`$merge`, `$out`) under a lock already held; returns its
-    /// `_id`.
-    pub fn insert_one_locked(
-        &self,
-        locked: &mut Locked,
-        document: RawDocumentBuf,
-        durability: Durability,
-    ) -> Result<Bson> {
-        self.insert_one_recorded(locked, document, &mut Writer::plain(durability), None)
-    }
-
-    /// [`Inner::insert_one_locked`] for an upsert: into its writer's transaction, recording a
+    /// Inserts one decoded document under a lock already held (an upsert), into its writer's transaction, recording a
     /// retryable statement with it.
     pub fn insert_one_recorded(
         &self,
@@ -194,7 +182,7 @@ impl Inner {
             self.await_unheld(locked, &prepared.id)?;
         }
         let durability = writer.durability;
-        let mut write = writer.write(&self.engine, &self.catalog, &locked.collection);
+        let mut write = writer.write(self, &locked.collection);
         write.insert(&prepared.id, &prepared.raw)?;
         if let Some((retry, stmt_id, result)) = recording {
             let inserted =

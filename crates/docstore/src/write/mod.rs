@@ -18,15 +18,43 @@ use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocument};
 use document::keycodec::EncodedKey;
-use storage::{Durability, Engine, Transaction, Writes};
+use storage::{Durability, Transaction, Writes};
 
-use crate::catalog::{Catalog, CollectionMeta};
-use crate::collection::Collection;
+use crate::catalog::CollectionMeta;
+use crate::catalog::Descriptor;
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::index::{Index, id_key};
 use crate::oplog::{Entry, diff};
 use crate::retry::Retry;
 use crate::transaction::{DocumentTransaction, write_conflict};
+
+/// How a write runs: its durability; for a retryable write, what to record; inside a
+/// multi-document transaction, the transaction (durability then applies at its commit).
+pub struct WriteOptions<'a> {
+    pub durability: Durability,
+    pub retry: Option<Retry>,
+    pub transaction: Option<&'a mut DocumentTransaction>,
+    /// `bypassDocumentValidation`: the collection's validator is not checked.
+    pub bypass_validation: bool,
+}
+
+impl From<Durability> for WriteOptions<'static> {
+    fn from(durability: Durability) -> WriteOptions<'static> {
+        WriteOptions { durability, retry: None, transaction: None, bypass_validation: false }
+    }
+}
+
+impl WriteOptions<'_> {
+    /// The writer for one store call, and whether the call's writes are synced after it (not
+    /// a transaction's: its commit is).
+    pub(crate) fn writer(&mut self) -> (Writer<'_>, bool) {
+        let durable_now = self.transaction.is_none();
+        let mut writer = Writer::new(self.durability, self.retry.as_ref(), self.transaction.as_deref_mut());
+        writer.bypass_validation = self.bypass_validation;
+        (writer, durable_now)
+    }
+}
 
 /// How a statement's writes are committed: with the durability asked, with a retryable
 /// write's records, or into an open multi-document transaction (whose reads see them).
@@ -53,13 +81,8 @@ impl<'a> Writer<'a> {
     }
 
     /// A document write for `collection`, into the transaction if there is one.
-    pub fn write<'s>(
-        &'s mut self,
-        engine: &'s Engine,
-        catalog: &'s Catalog,
-        collection: &Arc<Collection>,
-    ) -> DocumentWrite<'s> {
-        let mut write = DocumentWrite::within(engine, catalog, collection, self.txn.as_deref_mut());
+    pub fn write<'s>(&'s mut self, cx: &'s Context, collection: &Arc<Descriptor>) -> DocumentWrite<'s> {
+        let mut write = DocumentWrite::within(cx, collection, self.txn.as_deref_mut());
         write.validate = !self.bypass_validation;
         write
     }
@@ -71,14 +94,6 @@ impl<'a> Writer<'a> {
     /// The transaction's view, for the statement's reads.
     pub fn read_at(&self) -> Option<crate::transaction::ReadAt> {
         self.txn.as_ref().map(|txn| txn.read_at())
-    }
-
-    /// A retryable write's recording, when not in a transaction (whose commit is what retries).
-    pub fn recording<'r>(&self, stmt: usize, result: &'r dyn Fn(&Document) -> Result<Document>) -> Option<Recording<'r>>
-    where
-        'a: 'r,
-    {
-        self.retry.filter(|_| self.txn.is_none()).map(|retry| (retry, retry.stmt_id(stmt), result))
     }
 }
 
@@ -104,9 +119,8 @@ impl Sink<'_> {
 
 /// Messages of a write not yet committed.
 pub struct DocumentWrite<'s> {
-    engine: &'s Engine,
-    catalog: &'s Catalog,
-    collection: Arc<Collection>,
+    cx: &'s Context,
+    collection: Arc<Descriptor>,
     sink: Sink<'s>,
     count_delta: i64,
     size_delta: i64,
@@ -125,17 +139,16 @@ pub struct DocumentWrite<'s> {
 }
 
 impl<'s> DocumentWrite<'s> {
-    pub fn new(engine: &'s Engine, catalog: &'s Catalog, collection: &Arc<Collection>) -> DocumentWrite<'s> {
+    pub fn new(cx: &'s Context, collection: &Arc<Descriptor>) -> DocumentWrite<'s> {
         DocumentWrite {
-            engine,
-            catalog,
+            cx,
             collection: Arc::clone(collection),
-            sink: Sink::Engine(engine.begin()),
+            sink: Sink::Engine(cx.engine.begin()),
             count_delta: 0,
             size_delta: 0,
             new_multikey: HashSet::new(),
             index_bytes: Vec::new(),
-            entries: catalog.logs(&collection.meta.db).then(Vec::new),
+            entries: cx.logs(&collection.meta.db).then(Vec::new),
             replacement: false,
             validate: false,
         }
@@ -143,26 +156,24 @@ impl<'s> DocumentWrite<'s> {
 
     /// A write into a multi-document transaction (see [`crate::transaction`]).
     pub fn in_transaction(
-        engine: &'s Engine,
-        catalog: &'s Catalog,
-        collection: &Arc<Collection>,
+        cx: &'s Context,
+        collection: &Arc<Descriptor>,
         txn: &'s mut DocumentTransaction,
     ) -> DocumentWrite<'s> {
-        let mut write = DocumentWrite::new(engine, catalog, collection);
+        let mut write = DocumentWrite::new(cx, collection);
         write.sink = Sink::Transaction { txn };
         write
     }
 
     /// A write into `txn` if there is one, else its own engine transaction.
     pub fn within(
-        engine: &'s Engine,
-        catalog: &'s Catalog,
-        collection: &Arc<Collection>,
+        cx: &'s Context,
+        collection: &Arc<Descriptor>,
         txn: Option<&'s mut DocumentTransaction>,
     ) -> DocumentWrite<'s> {
         match txn {
-            Some(txn) => DocumentWrite::in_transaction(engine, catalog, collection, txn),
-            None => DocumentWrite::new(engine, catalog, collection),
+            Some(txn) => DocumentWrite::in_transaction(cx, collection, txn),
+            None => DocumentWrite::new(cx, collection),
         }
     }
 
@@ -170,7 +181,7 @@ impl<'s> DocumentWrite<'s> {
     /// transaction's statements are retried by retrying its commit instead.
     pub fn record(&mut self, retry: &Retry, stmt_id: i32, result: Document) -> Result<()> {
         match &mut self.sink {
-            Sink::Engine(txn) => retry.record(txn, self.catalog.sessions_tree(), stmt_id, &result),
+            Sink::Engine(txn) => retry.record(txn, self.cx.sessions_tree, stmt_id, &result),
             Sink::Transaction { .. } => Ok(()),
         }
     }
@@ -178,7 +189,7 @@ impl<'s> DocumentWrite<'s> {
     /// Records a run of consecutive statements sharing one result (an insert group's documents).
     pub fn record_run(&mut self, retry: &Retry, first: i32, last: i32, result: Document) -> Result<()> {
         match &mut self.sink {
-            Sink::Engine(txn) => retry.record_run(txn, self.catalog.sessions_tree(), first, last, &result),
+            Sink::Engine(txn) => retry.record_run(txn, self.cx.sessions_tree, first, last, &result),
             Sink::Transaction { .. } => Ok(()),
         }
     }
@@ -200,11 +211,11 @@ impl<'s> DocumentWrite<'s> {
     fn claim(&mut self, id: &[u8]) -> Result<()> {
         let key = (self.collection.tree, id.to_vec());
         match &mut self.sink {
-            Sink::Engine(_) => match self.catalog.holds().holder(&key) {
+            Sink::Engine(_) => match &self.cx.holds.holder(&key) {
                 Some(_) => Err(write_conflict()),
                 None => Ok(()),
             },
-            Sink::Transaction { txn } => txn.hold(key, self.engine),
+            Sink::Transaction { txn } => txn.hold(key, &self.cx.engine),
         }
     }
 
@@ -292,7 +303,7 @@ impl<'s> DocumentWrite<'s> {
         self.refuse_capped_in_transaction()?;
         self.sink.writes().delete(self.collection.tree, id.to_vec());
         if let Some(natural) = &self.collection.natural {
-            natural.forget(self.sink.writes(), &self.engine.snapshot(), id)?;
+            natural.forget(self.sink.writes(), &self.cx.engine.snapshot(), id)?;
         }
         for index in &self.collection.indexes {
             let (keys, _) = index.keys(raw)?;
@@ -374,11 +385,11 @@ impl<'s> DocumentWrite<'s> {
 
     /// Commits atomically; a duplicate key comes back as [`Error::DuplicateKey`] (described
     /// from `documents`, the documents this write inserted or changed).
-    pub fn commit(mut self, durability: Durability, documents: &[&RawDocument]) -> Result<Arc<Collection>> {
+    pub fn commit(mut self, durability: Durability, documents: &[&RawDocument]) -> Result<Arc<Descriptor>> {
         if self.collection.meta.db == crate::oplog::DB && self.collection.meta.name == crate::oplog::COLLECTION {
             return Err(Error::IllegalOperation("cannot write to 'local.oplog.rs' directly".into()));
         }
-        let counts = self.catalog.counts_tree();
+        let counts = self.cx.catalog.counts_tree();
         let mut updates = Vec::new();
         if self.count_delta != 0 {
             updates.push((self.collection.count_key.clone(), self.count_delta));
@@ -407,17 +418,17 @@ impl<'s> DocumentWrite<'s> {
                     txn.operations.push(entry.into_operation());
                 }
                 return match new_meta {
-                    Some(meta) => self.catalog.replace_meta(self.engine, &self.collection, meta),
+                    Some(meta) => crate::catalog::ddl::replace_meta(self.cx, &self.collection, meta),
                     None => Ok(self.collection),
                 };
             }
         };
         let mut txn = txn;
         if let Some(meta) = &new_meta {
-            self.catalog.put_meta(&mut txn, meta)?;
+            self.cx.catalog.put_meta(&mut txn, meta)?;
         }
         let db = self.collection.meta.db.clone();
-        match self.catalog.commit_logged(self.engine, txn, &db, entries, under_lock(durability)) {
+        match self.cx.commit_logged(txn, &db, entries, under_lock(durability)) {
             Ok(_) => {}
             Err(storage::Error::KeyExists { tree, key }) => {
                 return Err(duplicate_key(&self.collection, &tree, &key, documents));
@@ -425,7 +436,7 @@ impl<'s> DocumentWrite<'s> {
             Err(other) => return Err(other.into()),
         }
         match new_meta {
-            Some(meta) => self.catalog.install(self.engine, &self.collection, meta),
+            Some(meta) => self.cx.catalog.install(&self.cx.engine, &self.collection, meta),
             None => Ok(self.collection),
         }
     }
@@ -468,7 +479,7 @@ fn check_stored(raw: &RawDocument, what: &str) -> Result<()> {
 
 /// The durability a document write commits with while its collection's lock is held: one that
 /// must reach the disk is synced only after the lock is released (`Store`'s write methods call
-/// `Inner::make_durable`), so concurrent `j:true` writers of one collection share log syncs
+/// `Context::make_durable`), so concurrent `j:true` writers of one collection share log syncs
 /// instead of queueing behind each other's. Not yet durable, such a write is already visible,
 /// as any commit is between its publication and its sync.
 fn under_lock(durability: Durability) -> Durability {
@@ -504,7 +515,7 @@ fn apply_key_diff(
 }
 
 /// Describes an engine `KeyExists` as MongoDB's duplicate key error.
-fn duplicate_key(collection: &Collection, tree: &str, key: &[u8], documents: &[&RawDocument]) -> Error {
+fn duplicate_key(collection: &Descriptor, tree: &str, key: &[u8], documents: &[&RawDocument]) -> Error {
     let namespace = collection.namespace();
     if tree == collection.meta.tree {
         let id = documents
@@ -573,13 +584,13 @@ fn add_index_bytes(totals: &mut Vec<(String, i64)>, tree: &str, delta: i64) {
 /// lifetime limit (60 s), after which the holder has been aborted.
 const HOLD_WAIT: std::time::Duration = std::time::Duration::from_secs(65);
 
-impl crate::store::Inner {
+impl crate::context::Context {
     /// Outside a transaction, before writing document `id`: if an open transaction holds it,
     /// releases the collection's lock, waits for the holder to end, and takes the lock again
     /// (with the collection's newest descriptor). True if it waited: the caller reads the
     /// document's new version.
     pub(crate) fn await_unheld(&self, locked: &mut crate::catalog::Locked, id: &[u8]) -> Result<bool> {
-        let holds = self.catalog.holds();
+        let holds = &self.holds;
         let key = (locked.collection.tree, id.to_vec());
         if holds.holder(&key).is_none() {
             return Ok(false);
@@ -591,7 +602,7 @@ impl crate::store::Inner {
     }
 
     /// A document's latest committed version.
-    pub(crate) fn latest_document(&self, collection: &Collection, id: &[u8]) -> Result<Option<bson::RawDocumentBuf>> {
+    pub(crate) fn latest_document(&self, collection: &Descriptor, id: &[u8]) -> Result<Option<bson::RawDocumentBuf>> {
         match self.engine.snapshot().get(collection.tree, id)? {
             Some(bytes) => Ok(Some(crate::read::scan::raw(bytes)?)),
             None => Ok(None),
@@ -601,7 +612,7 @@ impl crate::store::Inner {
     /// After waiting for a transaction: the document's new version if it still matches.
     pub(crate) fn still_matching(
         &self,
-        collection: &Collection,
+        collection: &Descriptor,
         id: &[u8],
         filter: &query::filter::Filter,
     ) -> Result<Option<bson::RawDocumentBuf>> {

@@ -17,12 +17,12 @@ use query::update::{ApplyOptions, Update};
 use storage::Durability;
 
 use crate::catalog::Locked;
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::index::id_key;
 use crate::read::find::FindRequest;
 use crate::read::planner::Hint;
 use crate::retry::Retry;
-use crate::store::Inner;
 use crate::write::insert::with_generated_id;
 use crate::write::{Recording, Writer, document_id};
 
@@ -201,9 +201,9 @@ impl ModificationKind {
     }
 }
 
-impl Inner {
+impl Context {
     pub fn update(
-        self: &Arc<Inner>,
+        self: &Arc<Context>,
         db: &str,
         name: &str,
         request: &UpdateRequest,
@@ -223,7 +223,7 @@ impl Inner {
         let mut locked = match (self.catalog.lock(db, name), request.upsert) {
             (Some(locked), _) => locked,
             (None, false) => return Ok(UpdateOutcome::default()),
-            (None, true) => self.catalog.lock_or_create(&self.engine, db, name)?,
+            (None, true) => crate::catalog::ddl::lock_or_create(self, db, name)?,
         };
         let collation = locked.collection.collation_for(request.collation.as_ref());
         let modification = modification.under(collation.clone());
@@ -267,7 +267,7 @@ impl Inner {
     /// never meets a document it moved). In a transaction they are read whole first: a write
     /// made while a reader of the transaction's view is open would copy its pending writes.
     pub(crate) fn matching(
-        self: &Arc<Inner>,
+        self: &Arc<Context>,
         db: &str,
         name: &str,
         find: &FindRequest,
@@ -319,7 +319,7 @@ impl Inner {
         let new_raw = encode(&new)?;
         let id = document_id(old)?.unwrap_or(Bson::Null);
         let durability = writer.durability;
-        let mut write = writer.write(&self.engine, &self.catalog, &locked.collection);
+        let mut write = writer.write(self, &locked.collection);
         if modification.is_replacement() {
             write.log_as_replacement();
         }
@@ -352,13 +352,13 @@ impl Inner {
     /// Commits a retryable statement's record alone (the statement changed nothing).
     pub fn record_alone(&self, retry: &Retry, stmt_id: i32, result: &Document, durability: Durability) -> Result<()> {
         let mut txn = self.engine.begin();
-        retry.record(&mut txn, self.catalog.sessions_tree(), stmt_id, result)?;
+        retry.record(&mut txn, self.sessions_tree, stmt_id, result)?;
         txn.commit(durability)?;
         Ok(())
     }
 
     pub fn find_and_modify(
-        self: &Arc<Inner>,
+        self: &Arc<Context>,
         db: &str,
         name: &str,
         request: &FindAndModifyRequest,
@@ -384,7 +384,7 @@ impl Inner {
         let mut locked = match (self.catalog.lock(db, name), request.upsert) {
             (Some(locked), _) => locked,
             (None, false) => return Ok(FindAndModifyOutcome::default()),
-            (None, true) => self.catalog.lock_or_create(&self.engine, db, name)?,
+            (None, true) => crate::catalog::ddl::lock_or_create(self, db, name)?,
         };
         let collation = locked.collection.collation_for(request.collation.as_ref());
         let modification = modification.map(|m| m.under(collation.clone()));
@@ -441,7 +441,7 @@ impl Inner {
                 upserted_id: None,
             };
             let durability = writer.durability;
-            let mut write = writer.write(&self.engine, &self.catalog, &locked.collection);
+            let mut write = writer.write(self, &locked.collection);
             let id = document_id(&old)?.unwrap_or(Bson::Null);
             write.remove(&id_key(&id), &old)?;
             if let Some(retry) = retry {

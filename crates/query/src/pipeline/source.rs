@@ -27,6 +27,20 @@ impl Namespace {
     }
 }
 
+/// `(db, collection)`, as callers hold the two names.
+impl<D: AsRef<str>, C: AsRef<str>> From<(D, C)> for Namespace {
+    fn from((db, collection): (D, C)) -> Namespace {
+        Namespace::new(db.as_ref(), collection.as_ref())
+    }
+}
+
+/// `db.collection`, as MongoDB writes a namespace.
+impl std::fmt::Display for Namespace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.db, self.collection)
+    }
+}
+
 /// What a pipeline needs from the collection layer.
 pub trait CollectionSource {
     /// Every document of a collection; a collection that does not exist is empty.

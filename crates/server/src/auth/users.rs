@@ -282,7 +282,7 @@ impl<'s> Directory<'s> {
 
     /// True if at least one user exists (the localhost exception ends with the first user).
     pub fn has_users(&self) -> bool {
-        self.store.estimated_document_count(ADMIN_DB, USERS_COLLECTION).is_ok_and(|count| count > 0)
+        self.store.collection((ADMIN_DB, USERS_COLLECTION)).estimated_document_count().is_ok_and(|count| count > 0)
     }
 
     /// Adds a user; "already exists" if one has that name.
@@ -367,11 +367,11 @@ impl<'s> Directory<'s> {
     }
 
     fn documents(&self, collection: &str, filter: Document) -> Result<Vec<Document>, CommandError> {
-        if self.store.estimated_document_count(ADMIN_DB, collection).is_err() {
+        if self.store.collection((ADMIN_DB, collection)).estimated_document_count().is_err() {
             return Ok(Vec::new());
         }
         let request = FindRequest { filter, ..FindRequest::default() };
-        let mut cursor = self.store.find(ADMIN_DB, collection, &request)?;
+        let mut cursor = self.store.collection((ADMIN_DB, collection)).find(&request)?;
         let raw = cursor.next_batch(usize::MAX, usize::MAX)?;
         raw.iter().map(|document| Ok(Document::try_from(document.as_ref())?)).collect()
     }
@@ -383,9 +383,9 @@ impl<'s> Directory<'s> {
         exists: impl Fn() -> String,
         exists_code: i32,
     ) -> Result<(), CommandError> {
-        self.store.ensure_system_collection(ADMIN_DB, collection, bson::Document::new())?;
+        self.store.collection((ADMIN_DB, collection)).ensure_system(bson::Document::new())?;
         let raw = bson::RawDocumentBuf::try_from(&document)?;
-        let outcome = self.store.insert(ADMIN_DB, collection, vec![raw], true, Durability::Immediate);
+        let outcome = self.store.collection((ADMIN_DB, collection)).insert(vec![raw], true, Durability::Immediate);
         if let Some(error) = outcome.durability_error {
             return Err(error.into());
         }
@@ -407,7 +407,7 @@ impl<'s> Directory<'s> {
             variables: Default::default(),
             collation: None,
         };
-        match self.store.update(ADMIN_DB, collection, &request, Durability::Immediate) {
+        match self.store.collection((ADMIN_DB, collection)).update(&request, Durability::Immediate) {
             Ok(outcome) => Ok(outcome.matched > 0),
             Err(docstore::Error::NamespaceNotFound(_)) => Ok(false),
             Err(error) => Err(error.into()),
@@ -416,7 +416,7 @@ impl<'s> Directory<'s> {
 
     fn remove(&self, collection: &str, filter: Document) -> Result<u64, CommandError> {
         let request = DeleteRequest { filter, just_one: false, ..DeleteRequest::default() };
-        match self.store.delete(ADMIN_DB, collection, &request, Durability::Immediate) {
+        match self.store.collection((ADMIN_DB, collection)).delete(&request, Durability::Immediate) {
             Ok(removed) => Ok(removed),
             Err(docstore::Error::NamespaceNotFound(_)) => Ok(0),
             Err(error) => Err(error.into()),

@@ -61,7 +61,10 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         None => DEFAULT_FIRST_BATCH,
     };
     let store = &context.shared.store;
-    let cursor = store.aggregate(&command.database, input.as_deref(), &pipeline, &options)?;
+    let cursor = match input.as_deref() {
+        Some(input) => store.collection((&command.database, input)).aggregate(&pipeline, &options)?,
+        None => store.aggregate_database(&command.database, &pipeline, &options)?,
+    };
     let namespace = command.namespace(collection.as_deref().unwrap_or("$cmd.aggregate"));
     let mut cursor = ServerCursor::new(cursor, namespace, auth::owner(context));
     cursor.at_cluster_time = at_cluster_time;
@@ -75,7 +78,7 @@ fn change_stream(
     collection: Option<&str>,
     pipeline: &[Document],
 ) -> Result<RawDocumentBuf, CommandError> {
-    use docstore::change_stream::Scope;
+    use docstore::ChangeStreamScope as Scope;
     let spec = pipeline.first().and_then(|stage| stage.get_document("$changeStream").ok());
     let all = spec.and_then(|spec| spec.get_bool("allChangesForCluster").ok()).unwrap_or(false);
     let db = command.database.clone();
@@ -179,7 +182,7 @@ fn index_stats(
 ) -> Result<bool, CommandError> {
     let Some((first, collection)) = collection_stage(pipeline, "$indexStats", collection)? else { return Ok(false) };
     let host = context.shared.local_addr.to_string();
-    let stats = match context.shared.store.index_stats(&command.database, collection) {
+    let stats = match context.shared.store.collection((&command.database, collection)).index_stats() {
         Ok(stats) => stats,
         Err(docstore::Error::NamespaceNotFound(_)) => Vec::new(),
         Err(error) => return Err(error.into()),
@@ -228,10 +231,10 @@ fn coll_stats(
                 if scale < 1 {
                     return Err(CommandError::bad_value("scale has to be > 0"));
                 }
-                stats.insert("storageStats", store.coll_stats(&command.database, collection, scale as u64)?);
+                stats.insert("storageStats", store.collection((&command.database, collection)).stats(scale as u64)?);
             }
             "count" => {
-                let count = store.estimated_document_count(&command.database, collection)?;
+                let count = store.collection((&command.database, collection)).estimated_document_count()?;
                 stats.insert("count", crate::commands::int(count));
             }
             "latencyStats" => {

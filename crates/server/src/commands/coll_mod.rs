@@ -46,10 +46,10 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let store = &context.shared.store;
     let mut reply_fields = Document::new();
     if let Some((selector, index_changes)) = index {
-        reply_fields = store.modify_index(&command.database, &collection, &selector, &index_changes)?;
+        reply_fields = store.collection((&command.database, &collection)).modify_index(&selector, &index_changes)?;
     }
     if !changes.is_empty() || reply_fields.is_empty() {
-        store.set_collection_options(&command.database, &collection, changes)?;
+        store.collection((&command.database, &collection)).set_options(changes)?;
     }
     reply(reply_fields)
 }

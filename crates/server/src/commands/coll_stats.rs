@@ -9,6 +9,6 @@ use crate::state::Context;
 
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let collection = command.collection()?;
-    let stats = context.shared.store.coll_stats(&command.database, &collection, scale(command)?)?;
+    let stats = context.shared.store.collection((&command.database, &collection)).stats(scale(command)?)?;
     reply(stats)
 }

@@ -14,7 +14,7 @@ use crate::state::Context;
 
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let collection = command.collection()?;
-    let report = context.shared.store.compact(&command.database, &collection)?;
+    let report = context.shared.store.collection((&command.database, &collection)).compact()?;
     let freed = report.file_bytes_before.saturating_sub(report.file_bytes_after);
     info!(
         ns = %command.namespace(&collection),

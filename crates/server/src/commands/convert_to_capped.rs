@@ -17,6 +17,6 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             "BSON field 'convertToCapped.size' is missing but a required field",
         ));
     };
-    context.shared.store.convert_to_capped(&command.database, &collection, size)?;
+    context.shared.store.collection((&command.database, &collection)).convert_to_capped(size)?;
     reply(doc! {})
 }

@@ -16,9 +16,9 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let simple = request.filter.is_empty() && request.skip == 0 && request.limit.is_none() && request.hint.is_none();
     // (a collation changes no count of every document)
     let n = if simple {
-        store.estimated_document_count(&command.database, &collection)?
+        store.collection((&command.database, &collection)).estimated_document_count()?
     } else {
-        store.count(&command.database, &collection, &request)?
+        store.collection((&command.database, &collection)).count(&request)?
     };
     reply(doc! { "n": int(n) })
 }

@@ -15,6 +15,6 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             options.insert(key.clone(), value.clone());
         }
     }
-    context.shared.store.create_collection(&command.database, &collection, options)?;
+    context.shared.store.collection((&command.database, &collection)).create(options)?;
     reply(doc! {})
 }

@@ -27,7 +27,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             ));
         }
     };
-    let outcome = context.shared.store.create_indexes(&command.database, &collection, &specs)?;
+    let outcome = context.shared.store.collection((&command.database, &collection)).create_indexes(&specs)?;
     let mut fields = doc! {
         "numIndexesBefore": outcome.num_indexes_before as i32,
         "numIndexesAfter": outcome.num_indexes_after as i32,

@@ -34,7 +34,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             crate::transactions::with(context, |active| {
                 let transaction = active.and_then(|active| active.txn());
                 let options = docstore::WriteOptions { durability, retry, transaction, bypass_validation: false };
-                Ok(context.shared.store.delete(&command.database, &collection, &request, options)?)
+                Ok(context.shared.store.collection((&command.database, &collection)).delete(&request, options)?)
             })
         });
         match result {

@@ -24,7 +24,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         collation: collation(command.get("collation"))?,
         ..FindRequest::default()
     };
-    let values = context.shared.store.distinct(&command.database, &collection, key, &request)?;
+    let values = context.shared.store.collection((&command.database, &collection)).distinct(key, &request)?;
     let mut fields = doc! { "values": values };
     if let Some(ts) = at_cluster_time {
         fields.insert("atClusterTime", ts);

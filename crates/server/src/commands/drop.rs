@@ -11,8 +11,8 @@ use crate::state::Context;
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let collection = command.collection()?;
     let store = &context.shared.store;
-    let indexes = store.list_indexes(&command.database, &collection).map(|list| list.len()).unwrap_or(0);
-    let existed = store.drop_collection(&command.database, &collection)?;
+    let indexes = store.collection((&command.database, &collection)).list_indexes().map(|list| list.len()).unwrap_or(0);
+    let existed = store.collection((&command.database, &collection)).drop()?;
     let mut fields = doc! { "ns": command.namespace(&collection) };
     if existed {
         fields.insert("nIndexesWas", indexes as i32);

@@ -28,6 +28,6 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             ));
         }
     };
-    let was = context.shared.store.drop_indexes(&command.database, &collection, &selector)?;
+    let was = context.shared.store.collection((&command.database, &collection)).drop_indexes(&selector)?;
     reply(doc! { "nIndexesWas": was as i32 })
 }

@@ -37,7 +37,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let collection = explained.collection()?;
     let mut request = as_find(&explained)?;
     request.variables = std::sync::Arc::new(crate::commands::variables(context, &explained)?);
-    let mut result = context.shared.store.explain(&command.database, &collection, &request, verbosity)?;
+    let mut result = context.shared.store.collection((&command.database, &collection)).explain(&request, verbosity)?;
     result.insert("command", inner);
     result.insert("serverInfo", doc! { "host": context.shared.local_addr.to_string(), "version": VERSION });
     reply(result)

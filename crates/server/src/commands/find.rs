@@ -27,7 +27,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     if command.optional_bool("tailable")?.unwrap_or(false) {
         return tailable(context, command, &collection, &request, batch);
     }
-    let cursor = context.shared.store.find(&command.database, &collection, &request)?;
+    let cursor = context.shared.store.collection((&command.database, &collection)).find(&request)?;
     let mut cursor = ServerCursor::new(cursor, command.namespace(&collection), auth::owner(context));
     cursor.at_cluster_time = at_cluster_time;
     cursor.no_timeout = command.optional_bool("noCursorTimeout")?.unwrap_or(false);
@@ -50,7 +50,7 @@ fn tailable(
     let store = &context.shared.store;
     let tail = match (command.database.as_str(), collection) {
         ("local", "oplog.rs") => store.tail_oplog(&request.filter)?,
-        (db, name) => store.tail_capped(db, name, &request.filter)?,
+        (db, name) => store.collection((db, name)).tail(&request.filter)?,
     };
     let cursor = ServerCursor::tail(tail, await_data, command.namespace(collection), auth::owner(context));
     first_batch(&context.shared.cursors, cursor, batch, false)

@@ -25,7 +25,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
                 let transaction = active.and_then(|active| active.txn());
                 let options =
                     docstore::WriteOptions { durability: command.durability(), retry, transaction, bypass_validation };
-                store.find_and_modify(&command.database, &collection, &request, options)
+                store.collection((&command.database, &collection)).find_and_modify(&request, options)
             })?
         }
     };

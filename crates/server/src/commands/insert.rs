@@ -44,7 +44,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     let mut outcome = crate::transactions::with(context, |active| {
         let transaction = active.and_then(|active| active.txn());
         let options = WriteOptions { durability: command.durability(), retry, transaction, bypass_validation };
-        store.insert(&command.database, &collection, documents, ordered, options)
+        store.collection((&command.database, &collection)).insert(documents, ordered, options)
     });
     if checkout.is_some() {
         for (index, _) in &mut outcome.errors {

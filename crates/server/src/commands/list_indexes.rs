@@ -9,6 +9,6 @@ use crate::state::Context;
 
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let collection = command.collection()?;
-    let indexes = context.shared.store.list_indexes(&command.database, &collection)?;
+    let indexes = context.shared.store.collection((&command.database, &collection)).list_indexes()?;
     documents_cursor(indexes, &command.namespace(&collection))
 }

@@ -230,11 +230,11 @@ pub fn write_reply(n: i64, extra: Document, errors: Vec<Document>) -> Result<Raw
 }
 
 /// The `hint` argument, if any.
-pub fn hint(value: Option<&Bson>) -> Result<Option<docstore::read::planner::Hint>, CommandError> {
+pub fn hint(value: Option<&Bson>) -> Result<Option<docstore::Hint>, CommandError> {
     match value {
         None | Some(Bson::Null) => Ok(None),
         Some(Bson::Document(pattern)) if pattern.is_empty() => Ok(None),
-        Some(value) => Ok(Some(docstore::read::planner::Hint::from_bson(value)?)),
+        Some(value) => Ok(Some(docstore::Hint::from_bson(value)?)),
     }
 }
 

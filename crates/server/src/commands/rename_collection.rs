@@ -22,7 +22,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     };
     let to = split(to)?;
     let drop_target = command.optional_bool("dropTarget")?.unwrap_or(false);
-    context.shared.store.rename_collection(from, to, drop_target)?;
+    context.shared.store.collection(from).rename(to, drop_target)?;
     reply(doc! {})
 }
 

@@ -54,7 +54,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
             crate::transactions::with(context, |active| {
                 let transaction = active.and_then(|active| active.txn());
                 let options = docstore::WriteOptions { durability, retry, transaction, bypass_validation };
-                Ok(context.shared.store.update(&command.database, &collection, &request, options)?)
+                Ok(context.shared.store.collection((&command.database, &collection)).update(&request, options)?)
             })
         });
         match result {

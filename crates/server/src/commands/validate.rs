@@ -9,7 +9,7 @@ use crate::state::Context;
 
 pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let collection = command.collection()?;
-    let report = context.shared.store.validate(&command.database, &collection)?;
+    let report = context.shared.store.collection((&command.database, &collection)).validate()?;
     let mut keys = Document::new();
     for (name, count) in &report.index_entries {
         keys.insert(name.clone(), i64::try_from(*count).unwrap_or(i64::MAX));
