@@ -13,8 +13,8 @@
 //! the binaries used before, held on to memory freed inside its arenas (up to twice the cache with
 //! its defaults), needed its arenas capped at two and trims from the evictor to stay under a
 //! cap, and still peaked at the cap now and then; its arena locks, shared by the committing
-//! thread and the engine's threads, also made an indexed insert wait (docs/BENCHMARKS.md,
-//! session 10).
+//! thread and the engine's threads, also made an indexed insert wait
+//! (docs/bench/history/02-collections-bio.md, sessions 9 and 10).
 //!
 //! A program that embeds the engine on another allocator still works; on glibc the engine trims
 //! it after each checkpoint and from the evictor while the process is well over budget

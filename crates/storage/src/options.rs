@@ -83,7 +83,8 @@ impl Default for Options {
             // The unit a point read beyond memory reads and decompresses. At 64 KiB a read cost
             // 34 KB of node bytes and ran at a quarter of redb's rate; 16 KiB reads 9 KB at 0.6x
             // redb's, with the same insert rate and file size (engine iibench, 1M rows, 64 MiB
-            // cap; docs/BENCHMARKS.md "Point reads beyond memory, beside redb").
+            // cap; docs/bench/history/06-sessions-13-22.md, "Point reads and scans beyond memory,
+            // beside redb"; the current figures are in docs/BENCHMARKS.md).
             basement_size_bytes: 16 << 10,
             fanout: 16,
             flush_mode: FlushMode::Background,
