@@ -2,7 +2,7 @@
 //! value order) or as an index key read from disk.
 //!
 //! The body is `document::fuzzing::document` (its module header says what the input is and what must
-//! hold), so `crates/server/tests/fuzz_corpus.rs` replays `fuzz/corpus/document/` through the same
+//! hold), so `crates/document/tests/fuzz_corpus.rs` replays `fuzz/corpus/document/` through the same
 //! code on stable. Run with `cargo +nightly fuzz run document` from the repository root, or every
 //! target with `scripts/fuzz`.
 

@@ -2,7 +2,7 @@
 //! a projection and a sort).
 //!
 //! The body is `query::fuzzing::filter` (its module header says what the input is and what must
-//! hold), so `crates/server/tests/fuzz_corpus.rs` replays `fuzz/corpus/filter/` through the same
+//! hold), so `crates/query/tests/fuzz_corpus.rs` replays `fuzz/corpus/filter/` through the same
 //! code on stable. Run with `cargo +nightly fuzz run filter` from the repository root, or every
 //! target with `scripts/fuzz`.
 

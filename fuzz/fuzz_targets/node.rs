@@ -2,7 +2,7 @@
 //! header slots, catalogs, log segments.
 //!
 //! The body is `storage::fuzzing::node` (its module header says what the input is and what must
-//! hold), so `crates/server/tests/fuzz_corpus.rs` replays `fuzz/corpus/node/` through the same
+//! hold), so `crates/storage/tests/fuzz_corpus.rs` replays `fuzz/corpus/node/` through the same
 //! code on stable. Run with `cargo +nightly fuzz run node` from the repository root, or every
 //! target with `scripts/fuzz`.
 

@@ -149,7 +149,7 @@ impl From<storage::Error> for Error {
         match error {
             storage::Error::TooLarge(message) => Error::DocumentTooLarge(message),
             storage::Error::Corruption(message) => Error::Corruption(message),
-            full @ storage::Error::NoSpace(_) => Error::OutOfDiskSpace(full.to_string()),
+            full @ storage::Error::NoSpace { .. } => Error::OutOfDiskSpace(full.to_string()),
             locked @ storage::Error::DirectoryLocked { .. } => Error::DirectoryLocked(locked.to_string()),
             other => Error::Storage(other),
         }

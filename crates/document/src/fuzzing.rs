@@ -1,6 +1,6 @@
 //! Fuzz entry point for documents as the store receives and reads them: not part of the crate's
 //! API. [`document`] is the body of the `document` cargo-fuzz target (`fuzz/`), and
-//! `crates/server/tests/fuzz_corpus.rs` replays the committed corpus through it on stable. It
+//! `tests/fuzz_corpus.rs` replays the committed corpus through it on stable. It
 //! takes any bytes, returns nothing, and panics only when a promise breaks.
 //!
 //! Bytes that frame a BSON document (`RawDocument::from_bytes`) go where an inserted document

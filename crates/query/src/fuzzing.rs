@@ -1,6 +1,6 @@
 //! Fuzz entry points for the query language: not part of the crate's API. [`filter`] and
 //! [`update`] are the bodies of the `filter` and `update` cargo-fuzz targets (`fuzz/`), and
-//! `crates/server/tests/fuzz_corpus.rs` replays the committed corpora through them on stable.
+//! `tests/fuzz_corpus.rs` replays the committed corpora through them on stable.
 //! Each takes any bytes, returns nothing, and panics only when a promise breaks.
 //!
 //! Input of both: BSON documents back to back (what cannot be read as one ends the list); each

@@ -1,124 +1,64 @@
-//! Goal: every input of the committed fuzz corpora still runs through its target without a
-//! panic, on stable and in CI, which does not run the fuzzers (they need nightly): the seeds, what
-//! the fuzzers found worth keeping, and each input that once crashed a target (kept, named, in
-//! `fuzz/regressions/<target>/` after its fix). Method: each target's body is a `fuzzing`
-//! function of the crate it exercises, the same one the cargo-fuzz binary calls, so this test
-//! calls it on every file of `fuzz/corpus/<target>/` and `fuzz/regressions/<target>/`; a missing
-//! or empty corpus fails (a replay of nothing must not pass), and so does a target in
-//! `fuzz/Cargo.toml` this file does not replay. A failure names the file: reproduce it with
-//! `cargo +nightly fuzz run <target> <file>`.
+//! Goal: every committed input of the fuzz corpora (`command`, `sasl`) still runs through
+//! their bodies in `server::fuzzing` without a panic, on stable. Method, and what makes it
+//! fail: `fuzz/replay.rs`, which every crate with a fuzz target includes.
 //!
 //! `cargo test --release -p server --test fuzz_corpus -- --ignored write_seeds` rewrites the
-//! generated seeds (`seed-*`, see `fuzz_corpus/seeds.rs`) into the corpora.
+//! generated seeds (`seed-*`) into the corpora. The `command` seeds are built from
+//! the commands and frames of the `frame` seeds (`crates/wire/tests/fuzz_corpus/seeds.rs`);
+//! `sasl`'s corpus predates the generated seeds and is not generated.
 
-#[path = "fuzz_corpus/seeds.rs"]
-mod seeds;
+#[path = "../../../fuzz/bson_seeds.rs"]
+#[allow(dead_code, reason = "each crate's seeds use some of the shared helpers")]
+mod bson_seeds;
+#[path = "../../wire/tests/fuzz_corpus/seeds.rs"]
+mod frame_seeds;
+#[path = "../../../fuzz/replay.rs"]
+mod replay;
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::{Path, PathBuf};
-
-/// A fuzz target's body.
-type Body = fn(&[u8]);
-
-/// Every fuzz target and its body.
-const TARGETS: &[(&str, Body)] = &[
-    ("frame", wire::fuzzing::frame),
-    ("command", server::fuzzing::command),
-    ("sasl", server::fuzzing::sasl),
-    ("document", document::fuzzing::document),
-    ("filter", query::fuzzing::filter),
-    ("update", query::fuzzing::update),
-    ("node", storage::fuzzing::node),
-];
-
-fn fuzz_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
-}
-
-/// The files of `dir`, sorted (none if it does not exist).
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut files: Vec<PathBuf> = entries.flatten().map(|entry| entry.path()).filter(|path| path.is_file()).collect();
-    files.sort();
-    files
-}
-
-fn replay(target: &str) {
-    let run = TARGETS.iter().find(|(name, _)| *name == target).map(|(_, run)| *run).expect("a known target");
-    let corpus = files(&fuzz_dir().join("corpus").join(target));
-    assert!(!corpus.is_empty(), "fuzz/corpus/{target}/ is missing or empty: the replay would prove nothing");
-    let regressions = files(&fuzz_dir().join("regressions").join(target));
-    let mut failures = Vec::new();
-    for path in corpus.iter().chain(&regressions) {
-        let data = std::fs::read(path).expect("a corpus file reads");
-        if catch_unwind(AssertUnwindSafe(|| run(&data))).is_err() {
-            failures.push(path.display().to_string());
-        }
-    }
-    assert!(failures.is_empty(), "{target}: {} of {} inputs panicked: {failures:#?}", failures.len(), corpus.len());
-}
-
-#[test]
-fn frame() {
-    replay("frame");
-}
+use bson_seeds::{bytes, named};
+use frame_seeds::{command_documents, frames};
+use replay::Seeds;
 
 #[test]
 fn command() {
-    replay("command");
+    replay::replay("command", server::fuzzing::command);
 }
 
 #[test]
 fn sasl() {
-    replay("sasl");
+    replay::replay("sasl", server::fuzzing::sasl);
 }
 
-#[test]
-fn document() {
-    replay("document");
-}
-
-#[test]
-fn filter() {
-    replay("filter");
-}
-
-#[test]
-fn update() {
-    replay("update");
-}
-
-#[test]
-fn node() {
-    replay("node");
-}
-
-/// A target added to `fuzz/Cargo.toml` is replayed here too.
+/// Each target listed for this crate in `fuzz/replay.rs` is replayed above, and every target of
+/// `fuzz/Cargo.toml` is listed there.
 #[test]
 fn every_fuzz_target_is_replayed() {
-    let manifest = std::fs::read_to_string(fuzz_dir().join("Cargo.toml")).expect("fuzz/Cargo.toml reads");
-    let declared: Vec<&str> = manifest
-        .split("[[bin]]")
-        .skip(1)
-        .filter_map(|bin| bin.lines().find_map(|line| line.trim().strip_prefix("name = ")))
-        .map(|name| name.trim_matches('"'))
-        .collect();
-    let mut replayed: Vec<&str> = TARGETS.iter().map(|(name, _)| *name).collect();
-    let mut declared_sorted = declared.clone();
-    declared_sorted.sort_unstable();
-    replayed.sort_unstable();
-    assert_eq!(declared_sorted, replayed, "fuzz/Cargo.toml's targets and this test's");
+    replay::check_targets(env!("CARGO_PKG_NAME"), &["command", "sasl"]);
 }
 
 /// Writes the generated seeds into `fuzz/corpus/<target>/seed-<name>` (existing files are kept).
 #[test]
 #[ignore = "writes files: run by hand after changing the seeds"]
 fn write_seeds() {
-    for (target, seeds) in seeds::all() {
-        let dir = fuzz_dir().join("corpus").join(target);
-        std::fs::create_dir_all(&dir).expect("the corpus directory is created");
-        for (name, bytes) in seeds {
-            std::fs::write(dir.join(format!("seed-{name}")), bytes).expect("a seed is written");
-        }
+    replay::write_seeds("command", commands());
+}
+
+/// Commands a driver sends, each after a 1 (run as a command), and the first frames, each after
+/// a 0 (decoded from the wire first).
+fn commands() -> Seeds {
+    let mut seeds: Seeds = command_documents()
+        .iter()
+        .enumerate()
+        .map(|(index, command)| {
+            let mut input = vec![1];
+            input.extend(bytes(command));
+            (named("doc", index, command), input)
+        })
+        .collect();
+    for (name, frame) in frames().into_iter().take(6) {
+        let mut input = vec![0];
+        input.extend(frame);
+        seeds.push((format!("wire-{name}"), input));
     }
+    seeds
 }

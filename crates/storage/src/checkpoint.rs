@@ -143,9 +143,9 @@ pub(crate) fn checkpoint_holding(shared: &Shared, durable: &Durable, state: &mut
         Err(error) => {
             shared.store.restore_superseded(release);
             shared.store.restore_superseded(shared.store.take_replaced());
-            if matches!(error, Error::Stopped(_)) {
+            if matches!(error, Error::Stopped { .. }) {
                 // The data file may have lost pages the cache now believes are on disk.
-                durable.log.stop(&error.to_string());
+                durable.log.stop("checkpoint failed", &error);
             }
             Err(error)
         }

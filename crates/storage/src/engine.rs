@@ -169,7 +169,7 @@ impl Shared {
     /// reopening recovers from the last checkpoint and the log.
     pub fn flush_failed(&self, error: &Error) {
         if let Some(log) = self.log() {
-            log.stop(&format!("flush failed: {error}"));
+            log.stop("flush failed", error);
         }
         // Counted once the log is stopped: whoever sees the count sees commits refused.
         Counters::add(&self.counters.flush_failures, 1);
@@ -469,11 +469,11 @@ impl Engine {
         let checkpointed = crate::checkpoint::checkpoint(&self.shared)
             .and_then(|()| crate::compact::at_close(&self.shared).or_else(ignore_no_space));
         match checkpointed {
-            Err(Error::NoSpace(reason)) => {
+            Err(Error::NoSpace { source, .. }) => {
                 self.sync()?;
-                Err(Error::NoSpace(format!(
-                    "{reason} (the final checkpoint did not fit; every commit is in the log, which the next start replays)"
-                )))
+                let context =
+                    "the final checkpoint did not fit; every commit is in the log, which the next start replays";
+                Err(Error::NoSpace { context: context.into(), source })
             }
             other => other,
         }
@@ -534,7 +534,7 @@ impl Engine {
 /// A compaction that ran out of room leaves the last checkpoint as it was: nothing to report.
 fn ignore_no_space(error: Error) -> Result<()> {
     match error {
-        Error::NoSpace(_) => Ok(()),
+        Error::NoSpace { .. } => Ok(()),
         other => Err(other),
     }
 }

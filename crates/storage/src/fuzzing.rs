@@ -1,6 +1,6 @@
 //! Fuzz entry points for the bytes the engine reads back from its files: not part of the
 //! engine's API. [`node`] is the body of the `node` cargo-fuzz target (`fuzz/`), and
-//! `crates/server/tests/fuzz_corpus.rs` replays the committed corpus through it on stable. It
+//! `tests/fuzz_corpus.rs` replays the committed corpus through it on stable. It
 //! takes any bytes, returns nothing, and panics only when a promise breaks: a decoder panics, or a
 //! node that decoded does not encode and decode back to itself, or its head alone does not give
 //! the layout the whole node gave.

@@ -127,7 +127,7 @@ fn lock_directory(fs: &dyn FileSystem, dir: &Path) -> Result<LockGuard> {
     let pid = std::process::id();
     let path = dir.join(LOCK_FILE);
     let locked = fs.try_lock(&path, &pid.to_string()).map_err(|error| {
-        Error::Io(format!("cannot lock the data directory {} ({}): {error}", dir.display(), path.display()))
+        Error::io(format!("cannot lock the data directory {} ({})", dir.display(), path.display()), error)
     })?;
     match locked {
         Lock::Taken(guard) => Ok(guard),

@@ -119,7 +119,7 @@ impl<'e> Transaction<'e> {
                     // The log has the commit but the trees have part of it: stop, so that only
                     // a reopen (which replays it whole) serves this state.
                     if let Some(log) = shared.log() {
-                        log.stop(&format!("applying a commit failed: {error}"));
+                        log.stop("applying a commit failed", &error);
                     }
                     return Err(error);
                 }

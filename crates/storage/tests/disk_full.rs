@@ -117,13 +117,13 @@ fn one_case(seed: u64) {
         }
     }
     let refused = refused.unwrap_or_else(|| panic!("{what}: commits went on with the disk full"));
-    assert!(matches!(refused, Error::NoSpace(_)), "{what}: refused with {refused:?}, not NoSpace");
+    assert!(matches!(refused, Error::NoSpace { .. }), "{what}: refused with {refused:?}, not NoSpace");
     // Refused again, with the same error, not a stop.
     let again = work.commit().expect_err("still full");
-    assert!(matches!(again, Error::NoSpace(_)), "{what}: then {again:?}");
+    assert!(matches!(again, Error::NoSpace { .. }), "{what}: then {again:?}");
     work.check_reads(&format!("{what}, disk full"));
     let failed = work.engine.checkpoint();
-    assert!(!matches!(failed, Err(Error::Stopped(_))), "{what}: a checkpoint on a full disk stopped the engine");
+    assert!(!matches!(failed, Err(Error::Stopped { .. })), "{what}: a checkpoint on a full disk stopped the engine");
     let stats = work.engine.stats();
     assert!(stats.writes_refused.is_some(), "{what}: stats do not say writes are refused");
     if std::env::var("STRATA_VERBOSE").is_ok() {
@@ -139,7 +139,7 @@ fn one_case(seed: u64) {
     loop {
         match work.commit() {
             Ok(()) => break,
-            Err(Error::NoSpace(_)) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Err(Error::NoSpace { .. }) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
             Err(error) => panic!("{what}: commits did not resume after space was freed: {error}"),
         }
     }

@@ -1,5 +1,5 @@
 //! Fuzz entry point for the wire decoder: not part of the crate's API. [`frame`] is the body of
-//! the `frame` cargo-fuzz target (`fuzz/`), and `crates/server/tests/fuzz_corpus.rs` replays the
+//! the `frame` cargo-fuzz target (`fuzz/`), and `tests/fuzz_corpus.rs` replays the
 //! committed corpus through it on stable.
 //!
 //! Input: bytes as received on a connection. No input may panic `decode_frame`,

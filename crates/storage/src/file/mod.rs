@@ -245,7 +245,7 @@ impl DataFile {
     }
 
     pub fn sync(&self) -> Result<()> {
-        self.file.sync().map_err(|e| Error::Stopped(format!("data file sync failed: {e}")))
+        self.file.sync().map_err(|e| Error::from(e).stopping("data file sync failed"))
     }
 
     /// Writes the header slot of its generation and syncs it: the checkpoint's commit point.

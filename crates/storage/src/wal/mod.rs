@@ -60,7 +60,7 @@ struct State {
     /// The highest position a `Periodic` commit waits to see synced.
     periodic_wanted: u64,
     syncing: bool,
-    failed: Option<String>,
+    failed: Option<Error>,
     /// The last write failed (see the module header): the error, until a write succeeds.
     stalled: Option<Error>,
     /// Failed writes so far: a `sync_to` reports a stall only if one failed after it began.
@@ -127,7 +127,7 @@ impl Log {
     pub fn append(&self, encode: impl FnOnce(&mut Vec<u8>)) -> Result<u64> {
         let mut state = self.state.lock();
         if let Some(failed) = &state.failed {
-            return Err(Error::Stopped(failed.clone()));
+            return Err(failed.clone());
         }
         if let Some(stalled) = &state.stalled {
             // A sync in flight is the retry; its outcome is not known yet.
@@ -156,10 +156,10 @@ impl Log {
     }
 
     /// Stops the log: no later commit is acknowledged (after a failure elsewhere in the engine).
-    pub fn stop(&self, reason: &str) {
+    pub fn stop(&self, context: &'static str, cause: &Error) {
         let mut state = self.state.lock();
         if state.failed.is_none() {
-            state.failed = Some(reason.to_string());
+            state.failed = Some(cause.clone().stopping(context));
         }
         self.synced.notify_all();
     }
@@ -208,7 +208,7 @@ impl Log {
         let failures_before = state.write_failures;
         loop {
             if let Some(failed) = &state.failed {
-                return Err(Error::Stopped(failed.clone()));
+                return Err(failed.clone());
             }
             if state.synced >= position {
                 return Ok(());
@@ -243,7 +243,7 @@ impl Log {
                 }
                 (Ok(()), Some(Err(error))) => {
                     recycle_buffer(&mut state, buffer);
-                    state.failed = Some(format!("log sync failed: {error}"));
+                    state.failed = Some(Error::from(error).stopping("log sync failed"));
                 }
                 (Ok(()), _) => {
                     recycle_buffer(&mut state, buffer);
@@ -276,7 +276,7 @@ impl Log {
     pub fn rotate_now(&self) -> Result<u64> {
         let mut state = self.state.lock();
         if let Some(failed) = &state.failed {
-            return Err(Error::Stopped(failed.clone()));
+            return Err(failed.clone());
         }
         self.rotate(&mut state)?;
         Ok(state.segment)
@@ -326,17 +326,17 @@ impl Log {
     /// write or create leaves the current segment in use, to be rotated by a later append.
     fn rotate_locked(&self, state: &mut State) -> Result<()> {
         self.write_buffer(state)?;
-        let stop = |state: &mut State, what: &str, error: std::io::Error| {
-            let reason = format!("log rotation failed ({what}): {error}");
-            state.failed = Some(reason.clone());
-            Error::Stopped(reason)
+        let stop = |state: &mut State, what: &'static str, error: std::io::Error| {
+            let stopped = Error::from(error).stopping(what);
+            state.failed = Some(stopped.clone());
+            stopped
         };
-        state.file.sync().map_err(|error| stop(state, "sync", error))?;
+        state.file.sync().map_err(|error| stop(state, "log rotation failed (sync)", error))?;
         state.synced = state.appended;
         let next = state.segment + 1;
         let file = self.fs.open(&segment_path(&self.dir, next), OpenMode::Create)?;
         file.set_len(0)?;
-        self.fs.sync_dir(&self.dir).map_err(|error| stop(state, "directory sync", error))?;
+        self.fs.sync_dir(&self.dir).map_err(|error| stop(state, "log rotation failed (directory sync)", error))?;
         let finished = state.file_offset;
         state.older_segments.insert(state.segment, finished);
         state.file = file;

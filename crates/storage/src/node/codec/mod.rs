@@ -37,15 +37,31 @@
 //! Kinds 1 (leaf) and 2 (internal), written before 2026-11-23, are still read: the same sections
 //! without checksums, each length-prefixed, after `basement_count` or after the pivots. Their
 //! nodes are read whole only (they have no layout) until they are written again.
+//!
+//! Here: the node and its head (layout, sections, both formats); `rules.rs`: what a decoded node
+//! must keep; `payload.rs`: a basement's and a buffer's section payloads; `reader.rs`: the
+//! bounds-checked reader and writers of the integers and byte strings above.
 
 use crate::compression::{Compression, compress, decompress};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::node::basement::Basement;
-use crate::node::buffer::{Buffer, RangeDelete};
+use crate::node::buffer::Buffer;
 use crate::node::leaf::Leaf;
 use crate::node::pieces::{self, PiecedBuffer};
 use crate::node::{Internal, Node, NodeId};
 use std::ops::Bound;
+
+mod payload;
+mod reader;
+mod rules;
+
+pub use payload::{decode_basement, decode_buffer, encode_basement, encode_buffer};
+pub(crate) use payload::{put_ranges, read_ranges};
+pub use reader::Reader;
+use reader::corrupt;
+pub(crate) use reader::{put_bytes, put_u32};
+pub use rules::{check_basement_bounds, check_buffer_bounds};
+use rules::{check_basements, child_bounds, read_routing};
 
 const KIND_LEAF_V1: u8 = 1;
 const KIND_INTERNAL_V1: u8 = 2;
@@ -295,12 +311,6 @@ pub fn decode_section_alone(id: NodeId, layout: &Layout, index: usize, bytes: Ve
     }
 }
 
-/// The keys child `index` owns, `[pivots[index - 1], pivots[index])`, within its node's.
-fn child_bounds(pivots: &[Vec<u8>], index: usize) -> (Option<&[u8]>, Option<&[u8]>) {
-    let lower = index.checked_sub(1).and_then(|i| pivots.get(i)).map(Vec::as_slice);
-    (lower, pivots.get(index).map(Vec::as_slice))
-}
-
 /// Decodes a whole node; with a layout when it has one (not a node of the first format).
 pub fn decode_node(id: NodeId, bytes: &[u8]) -> Result<(Node, Option<Layout>)> {
     let Some(layout) = decode_layout(id, bytes)? else { return Ok((decode_node_v1(bytes)?, None)) };
@@ -342,81 +352,6 @@ pub fn decode_node(id: NodeId, bytes: &[u8]) -> Result<(Node, Option<Layout>)> {
     Ok((node, Some(layout)))
 }
 
-/// An internal node's height, child ids and pivots, written alike by both formats: a height of
-/// at least 1, and strictly ascending pivots (`tree::verify`'s rules for an internal node alone,
-/// so that a block whose checksums hold but whose routing does not is corruption, not a node
-/// that hides keys from readers).
-fn read_routing(r: &mut Reader<'_>) -> Result<(u32, Vec<NodeId>, Vec<Vec<u8>>)> {
-    let height = r.u32()?;
-    if height == 0 {
-        return Err(corrupt("internal node of height 0".into()));
-    }
-    let count = r.count(8)?;
-    if count == 0 {
-        return Err(corrupt("internal node without children".into()));
-    }
-    let mut children = Vec::with_capacity(count);
-    for _ in 0..count {
-        children.push(NodeId(r.u64()?));
-    }
-    let mut pivots: Vec<Vec<u8>> = Vec::with_capacity(count - 1);
-    for _ in 1..count {
-        let pivot = r.bytes()?.to_vec();
-        if pivots.last().is_some_and(|previous| previous >= &pivot) {
-            return Err(corrupt("pivots out of order".into()));
-        }
-        pivots.push(pivot);
-    }
-    Ok((height, children, pivots))
-}
-
-/// A leaf's basements as `tree::verify` requires them of a leaf alone: none empty beside others,
-/// and each one's keys below the next one's (each basement's own keys are checked by
-/// `Basement::decode`). A leaf that broke this would route keys to the wrong basement: readers
-/// would miss them and a flush would merge into the wrong place.
-fn check_basements(basements: &[Basement]) -> Result<()> {
-    if basements.len() > 1 && basements.iter().any(Basement::is_empty) {
-        return Err(corrupt("an empty basement beside others".into()));
-    }
-    for pair in basements.windows(2) {
-        if let [left, right] = pair
-            && left.last_key() >= right.first_key()
-        {
-            return Err(corrupt("basements out of key order".into()));
-        }
-    }
-    Ok(())
-}
-
-/// A leaf's basement `index` against the keys its head routes by (`first_keys`, the first key
-/// of each basement after the first): a basement after the first starts at its head key, and
-/// every basement ends below the next one's. Checked for a whole node and for a section read
-/// alone into a thin node, whose neighbours are not read: a section whose checksum holds but
-/// whose keys lie outside its head's bounds would hide them from readers routed by the head.
-pub fn check_basement_bounds(first_keys: &[Vec<u8>], index: usize, basement: &Basement) -> Result<()> {
-    let lower = index.checked_sub(1).and_then(|i| first_keys.get(i)).map(Vec::as_slice);
-    if lower.is_some() && basement.first_key() != lower {
-        return Err(corrupt("a basement's first key differs from its head".into()));
-    }
-    if let (Some(upper), Some(last)) = (first_keys.get(index), basement.last_key())
-        && last >= upper.as_slice()
-    {
-        return Err(corrupt("a basement's keys reach past the next basement's first key".into()));
-    }
-    Ok(())
-}
-
-/// An internal node's buffer `index` against its child's key range, `[pivots[index - 1],
-/// pivots[index])`: every point message buffered for a child lies in that child's range.
-pub fn check_buffer_bounds(pivots: &[Vec<u8>], index: usize, buffer: &Buffer) -> Result<()> {
-    let Some((lowest, highest)) = buffer.key_span() else { return Ok(()) };
-    let (lower, upper) = child_bounds(pivots, index);
-    if lower.is_some_and(|lower| lowest < lower) || upper.is_some_and(|upper| highest >= upper) {
-        return Err(corrupt("a buffer holds messages outside its child's key range".into()));
-    }
-    Ok(())
-}
-
 /// The first format: sections length-prefixed, without checksums or a head.
 fn decode_node_v1(bytes: &[u8]) -> Result<Node> {
     let mut r = Reader::new(bytes);
@@ -448,147 +383,13 @@ fn decode_internal_v1(r: &mut Reader<'_>) -> Result<Internal> {
     Ok(Internal { height, pivots, children, buffers })
 }
 
-pub fn encode_basement(basement: &Basement) -> Vec<u8> {
-    let mut out = Vec::with_capacity(basement.encoded().len() + 4);
-    put_u32(&mut out, basement.len());
-    out.extend_from_slice(basement.encoded());
-    out
-}
-
-pub fn decode_basement(bytes: &[u8]) -> Result<Basement> {
-    let mut r = Reader::new(bytes);
-    let count = r.count(17)?;
-    Basement::decode(count, bytes.get(4..).unwrap_or(&[]))
-}
-
-pub fn encode_buffer(buffer: &Buffer) -> Vec<u8> {
-    let mut out = Vec::with_capacity(buffer.size_bytes() + 16);
-    let (count, points) = buffer.encoded_points();
-    put_u32(&mut out, count);
-    out.extend_from_slice(&points);
-    put_ranges(&mut out, buffer.ranges());
-    out
-}
-
-/// A buffer's range deletes, as its section (whole or pieced) holds them.
-pub(crate) fn put_ranges(out: &mut Vec<u8>, ranges: &[RangeDelete]) {
-    put_u32(out, ranges.len());
-    for range in ranges {
-        put_bytes(out, &range.start);
-        match &range.end {
-            None => out.push(0),
-            Some(end) => {
-                out.push(1);
-                put_bytes(out, end);
-            }
-        }
-        out.extend_from_slice(&range.seq.to_le_bytes());
-    }
-}
-
-pub(crate) fn read_ranges(r: &mut Reader<'_>) -> Result<Vec<RangeDelete>> {
-    let range_count = r.count(13)?;
-    let mut ranges = Vec::with_capacity(range_count);
-    for _ in 0..range_count {
-        let start = r.bytes()?.to_vec();
-        let end = match r.u8()? {
-            0 => None,
-            1 => Some(r.bytes()?.to_vec()),
-            tag => return Err(corrupt(format!("unknown range end tag {tag}"))),
-        };
-        ranges.push(RangeDelete { start, end, seq: r.u64()? });
-    }
-    Ok(ranges)
-}
-
-pub fn decode_buffer(mut bytes: Vec<u8>) -> Result<Buffer> {
-    // The smallest entry: key length, empty key, message count, one delete (seq and op).
-    let key_count = Reader::new(&bytes).count(17)?;
-    bytes.drain(..4);
-    let (points, rest) = Buffer::decode_points(key_count, bytes).map_err(corrupt)?;
-    let mut r = Reader::new(&rest);
-    let ranges = read_ranges(&mut r)?;
-    r.finish()?;
-    Ok(points.with_ranges(ranges))
-}
-
-fn corrupt(what: String) -> Error {
-    Error::Corruption(format!("node encoding: {what}"))
-}
-
-pub(crate) fn put_u32(out: &mut Vec<u8>, n: usize) {
-    // Sizes are bounded far below 4 GiB by node and key limits; saturate rather than wrap.
-    let n = u32::try_from(n).unwrap_or(u32::MAX);
-    out.extend_from_slice(&n.to_le_bytes());
-}
-
-pub(crate) fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
-    put_u32(out, bytes.len());
-    out.extend_from_slice(bytes);
-}
-
-/// A cursor over untrusted bytes: every read checks what is left.
-pub struct Reader<'a> {
-    bytes: &'a [u8],
-}
-
-impl<'a> Reader<'a> {
-    pub fn new(bytes: &'a [u8]) -> Reader<'a> {
-        Reader { bytes }
-    }
-
-    pub fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if n > self.bytes.len() {
-            return Err(corrupt(format!("needs {n} bytes, {} left", self.bytes.len())));
-        }
-        let (head, tail) = self.bytes.split_at(n);
-        self.bytes = tail;
-        Ok(head)
-    }
-
-    pub fn u8(&mut self) -> Result<u8> {
-        Ok(self.take(1)?.first().copied().unwrap_or_default())
-    }
-
-    pub fn u32(&mut self) -> Result<u32> {
-        let array: [u8; 4] = self.take(4)?.try_into().map_err(|_| corrupt("u32".into()))?;
-        Ok(u32::from_le_bytes(array))
-    }
-
-    pub fn u64(&mut self) -> Result<u64> {
-        let array: [u8; 8] = self.take(8)?.try_into().map_err(|_| corrupt("u64".into()))?;
-        Ok(u64::from_le_bytes(array))
-    }
-
-    pub fn bytes(&mut self) -> Result<&'a [u8]> {
-        let len = self.u32()? as usize;
-        self.take(len)
-    }
-
-    /// A count of items each at least `min_item_bytes` long: a count the remaining bytes cannot
-    /// hold is corruption, caught before anything is allocated for it.
-    pub fn count(&mut self, min_item_bytes: usize) -> Result<usize> {
-        let count = self.u32()? as usize;
-        if count.saturating_mul(min_item_bytes) > self.bytes.len() {
-            return Err(corrupt(format!("count {count} exceeds the {} bytes left", self.bytes.len())));
-        }
-        Ok(count)
-    }
-
-    pub fn remaining(&self) -> usize {
-        self.bytes.len()
-    }
-
-    pub fn finish(&self) -> Result<()> {
-        if self.bytes.is_empty() { Ok(()) } else { Err(corrupt(format!("{} trailing bytes", self.bytes.len()))) }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     //! Goal: every node encodes and decodes to itself, and garbage never panics the decoder.
     use super::*;
+    use crate::error::Error;
     use crate::message::Event;
+    use crate::node::buffer::RangeDelete;
     use proptest::prelude::*;
 
     fn sample_internal() -> Node {
