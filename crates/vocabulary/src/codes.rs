@@ -1,7 +1,7 @@
 //! MongoDB's error codes and their `codeName`s: the one table in Strata.
 //!
-//! Numbers and names follow MongoDB's `error_codes.yml`; only the codes Strata can report are
-//! listed. Every crate names a code through `ErrorCode`; the only numbers written elsewhere are
+//! Numbers and names follow MongoDB's `error_codes.yml`; only the codes Strata can report, and
+//! those MongoDB's error categories name (`categories`), are listed. Every crate names a code through `ErrorCode`; the only numbers written elsewhere are
 //! MongoDB's *assertion-site* codes (the five-digit `Location<code>` codes, such as 16020 for a
 //! `$add` of a non-number), which MongoDB itself writes as bare numbers at the one place that
 //! raises each; [`code_name`] names those `Location<code>`.
@@ -46,6 +46,7 @@ error_codes! {
     InternalError = 1,
     BadValue = 2,
     NoSuchKey = 4,
+    GraphContainsCycle = 5,
     HostUnreachable = 6,
     HostNotFound = 7,
     UnknownError = 8,
@@ -70,7 +71,7 @@ error_codes! {
     NonExistentPath = 29,
     InvalidPath = 30,
     RoleNotFound = 31,
-    RoleDataInconsistent = 32,
+    RolesNotRelated = 32,
     ConflictingUpdateOperators = 40,
     CursorNotFound = 43,
     NoMatchingDocument = 47,
@@ -83,6 +84,7 @@ error_codes! {
     EmptyFieldName = 56,
     DottedFieldName = 57,
     CommandNotFound = 59,
+    StaleShardVersion = 63,
     WriteConcernTimeout = 64,
     ImmutableField = 66,
     CannotCreateIndex = 67,
@@ -90,6 +92,7 @@ error_codes! {
     InvalidOptions = 72,
     InvalidNamespace = 73,
     NoReplicationEnabled = 76,
+    RoleDataInconsistent = 80,
     IndexOptionsConflict = 85,
     IndexKeySpecsConflict = 86,
     NetworkTimeout = 89,
@@ -106,12 +109,14 @@ error_codes! {
     DocumentValidationFailure = 121,
     NotAReplicaSet = 123,
     CommandFailed = 125,
+    FailedToSatisfyReadPreference = 133,
+    ReadConcernMajorityNotAvailableYet = 134,
     CappedPositionLost = 136,
     CursorInUse = 143,
     ExceededMemoryLimit = 146,
     ZLibError = 147,
-    ViewDepthLimitExceeded = 149,
-    GraphContainsCycle = 150,
+    StaleEpoch = 150,
+    ViewDepthLimitExceeded = 165,
     CommandNotSupportedOnView = 166,
     OptionNotSupportedOnView = 167,
     InvalidPipelineOperator = 168,
@@ -129,6 +134,7 @@ error_codes! {
     QueryFeatureNotAllowed = 224,
     TransactionTooOld = 225,
     TooManyDocumentSequences = 233,
+    RetryChangeStream = 234,
     CursorKilled = 237,
     NotImplemented = 238,
     SnapshotTooOld = 239,
@@ -154,12 +160,15 @@ error_codes! {
     UnsupportedOpQueryCommand = 352,
     InvalidBSONType = 357,
     SocketException = 9001,
+    LegacyNotPrimary = 10058,
     NotWritablePrimary = 10107,
     BSONObjectTooLarge = 10334,
     DuplicateKey = 11000,
     InterruptedAtShutdown = 11600,
     Interrupted = 11601,
     InterruptedDueToReplStateChange = 11602,
+    MergeStageNoMatchingDocument = 13113,
+    StaleConfig = 13388,
     NotPrimaryNoSecondaryOk = 13435,
     NotPrimaryOrSecondary = 13436,
     OutOfDiskSpace = 14031,
@@ -208,10 +217,12 @@ mod tests {
             (1, "InternalError"),
             (2, "BadValue"),
             (4, "NoSuchKey"),
+            (5, "GraphContainsCycle"),
             (9, "FailedToParse"),
             (10, "CannotMutateObject"),
             (11, "UserNotFound"),
             (13, "Unauthorized"),
+            (32, "RolesNotRelated"),
             (14, "TypeMismatch"),
             (16, "InvalidLength"),
             (17, "ProtocolError"),
@@ -230,10 +241,13 @@ mod tests {
             (68, "IndexAlreadyExists"),
             (72, "InvalidOptions"),
             (73, "InvalidNamespace"),
+            (80, "RoleDataInconsistent"),
             (85, "IndexOptionsConflict"),
             (86, "IndexKeySpecsConflict"),
             (96, "OperationFailed"),
             (115, "CommandNotSupported"),
+            (150, "StaleEpoch"),
+            (165, "ViewDepthLimitExceeded"),
             (166, "CommandNotSupportedOnView"),
             (223, "IllegalOpMsgFlag"),
             (288, "ChecksumMismatch"),
@@ -241,6 +255,7 @@ mod tests {
             (301, "DataCorruptionDetected"),
             (10334, "BSONObjectTooLarge"),
             (11000, "DuplicateKey"),
+            (13113, "MergeStageNoMatchingDocument"),
         ];
         for (code, name) in expected {
             let found = ErrorCode::from_code(code).unwrap_or_else(|| panic!("code {code} missing"));
