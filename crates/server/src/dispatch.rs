@@ -219,7 +219,7 @@ fn run_handler(context: &Context, command: &Command, handler: commands::Handler)
 /// Damage found while a command read a collection is reported with the collection's name, so
 /// that the operator knows what to `validate` and repair.
 fn name_damaged_collection(command: &Command, error: &mut CommandError) {
-    if error.code != wire::ErrorCode::DataCorruptionDetected.code() {
+    if error.code != wire::ErrorCode::DataCorruptionDetected {
         return;
     }
     // getMore names its collection in `collection`; the others in their first field.
@@ -236,7 +236,9 @@ fn name_damaged_collection(command: &Command, error: &mut CommandError) {
 pub fn error_document(error: &CommandError) -> RawDocumentBuf {
     match RawDocumentBuf::try_from(&error.to_document()) {
         Ok(document) => document,
-        Err(_) => bson::rawdoc! { "ok": 0.0, "errmsg": "unencodable error", "code": 1, "codeName": "InternalError" },
+        Err(_) => {
+            bson::rawdoc! { "ok": 0.0, "errmsg": "unencodable error", "code": ErrorCode::InternalError.code(), "codeName": ErrorCode::InternalError.name() }
+        }
     }
 }
 

@@ -178,6 +178,52 @@ error_codes! {
     IDLUnknownField = 40415,
 }
 
+/// A code as a reply carries it: one of the table's ([`ErrorCode`]) or an assertion-site code
+/// (`crate::location`). The number is the one thing kept; [`Code::name`] derives the `codeName`
+/// from it, so a code and its name cannot disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Code(i32);
+
+impl Code {
+    /// The code numbered `number` (a table code, an assertion-site code, or a client's number).
+    pub const fn new(number: i32) -> Code {
+        Code(number)
+    }
+
+    /// The number a reply's `code` carries.
+    pub const fn number(self) -> i32 {
+        self.0
+    }
+
+    /// The `codeName` a reply carries: the table's name, or `Location<code>`.
+    pub fn name(self) -> &'static str {
+        code_name(self.0)
+    }
+
+    /// The table's entry for this code, if it has one.
+    pub fn known(self) -> Option<ErrorCode> {
+        ErrorCode::from_code(self.0)
+    }
+}
+
+impl From<ErrorCode> for Code {
+    fn from(code: ErrorCode) -> Code {
+        Code(code.code())
+    }
+}
+
+impl PartialEq<ErrorCode> for Code {
+    fn eq(&self, other: &ErrorCode) -> bool {
+        self.0 == other.code()
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.name(), self.0)
+    }
+}
+
 /// The `codeName` MongoDB gives `code`, if the table knows it.
 pub fn known_code_name(code: i32) -> Option<&'static str> {
     ErrorCode::from_code(code).map(ErrorCode::name)
@@ -266,6 +312,20 @@ mod tests {
         }
         assert_eq!(known_code_name(3), None);
         assert_eq!(code_name(16020), "Location16020");
+    }
+
+    /// Goal: a `Code` names itself as the table or `Location<code>` does, and equals its
+    /// `ErrorCode`.
+    #[test]
+    fn typed_code_names_itself() {
+        let duplicate = Code::from(ErrorCode::DuplicateKey);
+        assert_eq!((duplicate.number(), duplicate.name()), (11000, "DuplicateKey"));
+        assert_eq!(duplicate, ErrorCode::DuplicateKey);
+        assert_eq!(duplicate.known(), Some(ErrorCode::DuplicateKey));
+        let location = Code::new(16020);
+        assert_eq!((location.number(), location.name()), (16020, "Location16020"));
+        assert_eq!(location.known(), None);
+        assert_eq!(location.to_string(), "Location16020 (16020)");
     }
 
     /// Goal: the table is a bijection, sorted by number, so `from_code` finds every entry.

@@ -1,5 +1,5 @@
 //! MongoDB's vocabulary, in one place for every crate: error codes and their `codeName`s
-//! (`codes`), MongoDB's error categories and labels (`categories`), BSON type names (`types`), and the E11000 message (`messages`). The layers keep their errors in their own words (`storage::Error`,
+//! (`codes`), named assertion-site codes (`location`), MongoDB's error categories and labels (`categories`), BSON type names (`types`), and the E11000 message (`messages`). The layers keep their errors in their own words (`storage::Error`,
 //! `document::Error`, `query::QueryError`, `docstore::Error`); each says which MongoDB code it
 //! is through this table, and `server` turns that into a reply.
 
@@ -8,10 +8,11 @@
 
 pub mod categories;
 pub mod codes;
+pub mod location;
 pub mod messages;
 pub mod types;
 
 pub use categories::{Category, Label};
-pub use codes::{ErrorCode, code_name, known_code_name};
+pub use codes::{Code, ErrorCode, code_name, known_code_name};
 pub use messages::{duplicate_key_message, format_document};
 pub use types::{type_name, type_number};

@@ -40,4 +40,4 @@ pub use replies::{error_reply, ok_reply};
 pub use request::{Message, ReplyStream, Request, encode_reply};
 /// MongoDB's error codes and their categories live in `vocabulary`; the wire re-exports them for
 /// its replies.
-pub use vocabulary::{ErrorCode, Label, categories, code_name, known_code_name, type_name};
+pub use vocabulary::{Code, ErrorCode, Label, categories, code_name, known_code_name, location, type_name};

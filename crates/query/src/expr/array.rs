@@ -8,6 +8,7 @@
 //! Indexes must be whole numbers fitting int32; negative indexes count from the end.
 
 use std::cmp::Ordering;
+use vocabulary::location;
 
 use bson::{Bson, Document};
 
@@ -102,7 +103,7 @@ fn slice(args: &[Value]) -> EvalResult {
     }
     let Some(Bson::Array(items)) = &args[0] else {
         return Err(fail(
-            28724,
+            location::SLICE_FIRST_ARGUMENT_NOT_ARRAY,
             format!("First argument to $slice must be an array, but is of type: {}", type_name(&args[0])),
         ));
     };
@@ -479,7 +480,13 @@ fn sort_array(args: &[Value]) -> EvalResult {
 /// `{$firstN | $lastN | $maxN | $minN: {n, input}}`: the first or last `n` elements, or the `n`
 /// largest or smallest (null and missing elements left out), largest or smallest first.
 fn parse_n_elements(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let args = object_fields(name, arg, &["n", "input"], &[], (5787801, 5787901, 5787906))?;
+    let args = object_fields(
+        name,
+        arg,
+        &["n", "input"],
+        &[],
+        (location::N_ACCUMULATOR_NOT_OBJECT, location::N_ACCUMULATOR_UNKNOWN_FIELD, location::N_ACCUMULATOR_WITHOUT_N),
+    )?;
     let func: Func = match name {
         "$firstN" => |a| n_elements(a, "$firstN"),
         "$lastN" => |a| n_elements(a, "$lastN"),

@@ -6,6 +6,7 @@
 //! is evaluated only when the conversion fails; their logic stays in their families.
 
 use bson::Bson;
+use vocabulary::location;
 
 use super::eval::Scope;
 use super::parse::{check_variable_name, parse};
@@ -239,7 +240,7 @@ pub fn eval(form: &Control, scope: &mut Scope<'_>) -> EvalResult {
             match default {
                 Some(d) => scope.eval(d),
                 None => Err(fail(
-                    40066,
+                    location::SWITCH_NO_MATCHING_BRANCH,
                     "$switch could not find a matching branch for an input, and no default was specified.",
                 )),
             }

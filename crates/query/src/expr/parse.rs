@@ -5,6 +5,7 @@
 //! Operators are found by asking each family's `lookup`; the first that knows the name wins.
 
 use bson::Bson;
+use vocabulary::location;
 
 use super::value::fail;
 use super::{Arity, Call, Expr, OpDef};
@@ -51,7 +52,7 @@ pub fn parse(value: &Bson) -> Result<Expr, QueryError> {
 pub fn check_field_name(name: &str) -> Result<(), QueryError> {
     if name.starts_with('$') {
         return Err(fail(
-            16410,
+            location::FIELD_PATH_STARTS_WITH_DOLLAR,
             format!(
                 "FieldPath field names may not start with '$'. Consider using $getField or $setField. (field: {name})"
             ),
@@ -77,7 +78,10 @@ pub fn parse_field_path(path: &str) -> Result<Vec<String>, QueryError> {
             return Err(fail(15998, "FieldPath field names may not be empty strings."));
         }
         if part.starts_with('$') {
-            return Err(fail(16410, format!("FieldPath field names may not start with '$'. (field: {part})")));
+            return Err(fail(
+                location::FIELD_PATH_STARTS_WITH_DOLLAR,
+                format!("FieldPath field names may not start with '$'. (field: {part})"),
+            ));
         }
         parts.push(part.to_string());
     }
