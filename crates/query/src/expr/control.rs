@@ -96,21 +96,27 @@ fn parse_cond(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let mut it = args.into_iter();
     match (it.next(), it.next(), it.next()) {
         (Some(test), Some(then), Some(otherwise)) => Ok(control(Control::Cond { test, then, otherwise })),
-        _ => Err(fail(16020, "Expression $cond takes exactly 3 arguments.")),
+        _ => Err(fail(location::EXPRESSION_ARGUMENT_COUNT_EXACT, "Expression $cond takes exactly 3 arguments.")),
     }
 }
 
 fn parse_if_null(_: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let args = super::parse::positional_args(arg)?;
     if args.len() < 2 {
-        return Err(fail(1257300, format!("$ifNull needs at least two arguments, had: {}", args.len())));
+        return Err(fail(
+            location::IF_NULL_TOO_FEW_ARGUMENTS,
+            format!("$ifNull needs at least two arguments, had: {}", args.len()),
+        ));
     }
     Ok(control(Control::IfNull(args)))
 }
 
 fn parse_switch(_: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let Bson::Document(spec) = arg else {
-        return Err(fail(40060, format!("$switch requires an object as an argument, found: {}", bson_type_name(arg))));
+        return Err(fail(
+            location::SWITCH_ARGUMENT_NOT_OBJECT,
+            format!("$switch requires an object as an argument, found: {}", bson_type_name(arg)),
+        ));
     };
     let mut branches = Vec::new();
     let mut default = None;
@@ -119,7 +125,7 @@ fn parse_switch(_: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
             "branches" => {
                 let Bson::Array(items) = value else {
                     return Err(fail(
-                        40061,
+                        location::SWITCH_BRANCHES_NOT_ARRAY,
                         format!("$switch expected an array for 'branches', found: {}", bson_type_name(value)),
                     ));
                 };
@@ -128,11 +134,16 @@ fn parse_switch(_: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
                 }
             }
             "default" => default = Some(parse(value)?),
-            other => return Err(fail(40067, format!("$switch found an unknown argument: {other}"))),
+            other => {
+                return Err(fail(
+                    location::SWITCH_UNKNOWN_ARGUMENT,
+                    format!("$switch found an unknown argument: {other}"),
+                ));
+            }
         }
     }
     if branches.is_empty() {
-        return Err(fail(40068, "$switch requires at least one branch."));
+        return Err(fail(location::SWITCH_WITHOUT_BRANCHES, "$switch requires at least one branch."));
     }
     Ok(control(Control::Switch { branches, default }))
 }
@@ -140,7 +151,7 @@ fn parse_switch(_: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
 fn parse_branch(item: &Bson) -> Result<(Expr, Expr), QueryError> {
     let Bson::Document(branch) = item else {
         return Err(fail(
-            40062,
+            location::SWITCH_BRANCH_NOT_OBJECT,
             format!("$switch expected each branch to be an object, found: {}", bson_type_name(item)),
         ));
     };
@@ -149,11 +160,20 @@ fn parse_branch(item: &Bson) -> Result<(Expr, Expr), QueryError> {
         match key.as_str() {
             "case" => case = Some(parse(value)?),
             "then" => then = Some(parse(value)?),
-            other => return Err(fail(40063, format!("$switch found an unknown argument to a branch: {other}"))),
+            other => {
+                return Err(fail(
+                    location::SWITCH_BRANCH_UNKNOWN_ARGUMENT,
+                    format!("$switch found an unknown argument to a branch: {other}"),
+                ));
+            }
         }
     }
-    let case = case.ok_or_else(|| fail(40064, "$switch requires each branch have a 'case' expression"))?;
-    let then = then.ok_or_else(|| fail(40065, "$switch requires each branch have a 'then' expression."))?;
+    let case = case.ok_or_else(|| {
+        fail(location::SWITCH_BRANCH_WITHOUT_CASE, "$switch requires each branch have a 'case' expression")
+    })?;
+    let then = then.ok_or_else(|| {
+        fail(location::SWITCH_BRANCH_WITHOUT_THEN, "$switch requires each branch have a 'then' expression.")
+    })?;
     Ok((case, then))
 }
 
@@ -221,8 +241,9 @@ pub fn eval(form: &Control, scope: &mut Scope<'_>) -> EvalResult {
             }
         }
         Control::IfNull(args) => {
-            let (last, rest) =
-                args.split_last().ok_or_else(|| fail(1257300, "$ifNull needs at least two arguments"))?;
+            let (last, rest) = args
+                .split_last()
+                .ok_or_else(|| fail(location::IF_NULL_TOO_FEW_ARGUMENTS, "$ifNull needs at least two arguments"))?;
             for arg in rest {
                 let v = scope.eval(arg)?;
                 if !is_nullish(&v) {
@@ -324,12 +345,12 @@ fn filter_limit(value: crate::expr::Value) -> Result<Option<usize>, QueryError> 
     }
     let n = value.as_ref().and_then(crate::number::Num::from_bson).and_then(|n| n.to_exact_i64()).ok_or_else(|| {
         fail(
-            327391,
+            location::FILTER_LIMIT_NOT_INT32,
             format!("$filter: limit must be represented as a 32-bit integral value: {}", super::value::display(&value)),
         )
     })?;
     if n < 1 {
-        return Err(fail(327392, format!("$filter: limit must be greater than 0: {n}")));
+        return Err(fail(location::FILTER_LIMIT_NOT_POSITIVE, format!("$filter: limit must be greater than 0: {n}")));
     }
     Ok(Some(usize::try_from(n).unwrap_or(usize::MAX)))
 }
@@ -354,7 +375,7 @@ fn eval_reduce(input: &Expr, initial: &Expr, body: &Expr, scope: &mut Scope<'_>)
         Some(Bson::Array(items)) => items,
         Some(other) => {
             return Err(fail(
-                40080,
+                location::REDUCE_INPUT_NOT_ARRAY,
                 format!("$reduce requires an array as 'input', found: {}", bson_type_name(&other)),
             ));
         }
