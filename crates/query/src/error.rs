@@ -135,12 +135,12 @@ pub mod idl {
 
     /// 40415.
     pub fn unknown_field(path: &str) -> QueryError {
-        fail(40415, format!("BSON field '{path}' is an unknown field."))
+        fail(ErrorCode::IDLUnknownField, format!("BSON field '{path}' is an unknown field."))
     }
 
     /// 40414.
     pub fn missing_field(path: &str) -> QueryError {
-        fail(40414, format!("BSON field '{path}' is missing but a required field"))
+        fail(ErrorCode::IDLFailedToParse, format!("BSON field '{path}' is missing but a required field"))
     }
 
     /// TypeMismatch (14).

@@ -395,7 +395,7 @@ fn run_blocking(stage: &Stage, documents: Vec<Document>, context: &Context<'_>) 
             Ok(Vec::new())
         }
         Stage::Documents(expr) => documents_stage(expr, documents, vars),
-        _ => Err(fail(40324, "stage is not a blocking stage")),
+        _ => Err(fail(location::UNRECOGNIZED_PIPELINE_STAGE, "stage is not a blocking stage")),
     }
 }
 

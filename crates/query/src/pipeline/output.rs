@@ -145,7 +145,7 @@ impl MergeSpec {
                 WhenNotMatched::Insert => context.source.insert(target, document),
                 WhenNotMatched::Discard => Ok(()),
                 WhenNotMatched::Fail => Err(fail(
-                    13113,
+                    vocabulary::ErrorCode::MergeStageNoMatchingDocument,
                     "$merge could not find a matching document in the target collection for at least one document in the source collection",
                 )),
             };

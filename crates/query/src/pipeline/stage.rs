@@ -119,7 +119,12 @@ pub fn parse_stage(stage: &Bson) -> Result<Stage, QueryError> {
         "$densify" => Stage::Densify(Box::new(super::densify::DensifySpec::parse(spec)?)),
         "$fill" => Stage::Fill(Box::new(super::fill::FillSpec::parse(spec)?)),
         "$setWindowFields" => Stage::SetWindowFields(Box::new(super::window::SetWindowFields::parse(spec)?)),
-        other => return Err(fail(40324, format!("Unrecognized pipeline stage name: '{other}'"))),
+        other => {
+            return Err(fail(
+                location::UNRECOGNIZED_PIPELINE_STAGE,
+                format!("Unrecognized pipeline stage name: '{other}'"),
+            ));
+        }
     })
 }
 
