@@ -99,9 +99,8 @@ impl QueryError {
     }
 }
 
-/// The code a [`fail`] names: an entry of MongoDB's table, or an assertion-site number (the
-/// five-digit `Location<code>` codes MongoDB raises at one place each, written as numbers
-/// there as in MongoDB's own source).
+/// The code a [`fail`] names: an entry of MongoDB's table, or an assertion-site code (the
+/// `Location<code>` codes MongoDB raises at one place each, named in `vocabulary::location`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Code(i32);
 

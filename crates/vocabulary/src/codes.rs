@@ -1,10 +1,11 @@
 //! MongoDB's error codes and their `codeName`s: the one table in Strata.
 //!
 //! Numbers and names follow MongoDB's `error_codes.yml`; only the codes Strata can report, and
-//! those MongoDB's error categories name (`categories`), are listed. Every crate names a code through `ErrorCode`; the only numbers written elsewhere are
-//! MongoDB's *assertion-site* codes (the five-digit `Location<code>` codes, such as 16020 for a
-//! `$add` of a non-number), which MongoDB itself writes as bare numbers at the one place that
-//! raises each; [`code_name`] names those `Location<code>`.
+//! those MongoDB's error categories name (`categories`), are listed. Every crate names a code
+//! through `ErrorCode` or, for MongoDB's *assertion-site* codes (the `Location<code>` codes
+//! mongod raises at one place each, such as 16554 for an `$add` of a non-number), through a
+//! constant of `crate::location`; [`code_name`] names those `Location<code>`. [`Code`] is either
+//! kind as a reply carries it: a number whose name is derived, never stored beside it.
 
 macro_rules! error_codes {
     ($($name:ident = $code:literal,)*) => {
