@@ -8,6 +8,7 @@
 
 use bson::{Bson, DateTime};
 use chrono::{Datelike, Months, NaiveDate, NaiveDateTime, TimeDelta, Timelike};
+use vocabulary::location;
 
 use super::control::{Control, control};
 use super::date_format::{DEFAULT_FORMAT, format_local, parse_with_format, sunday_week};
@@ -376,7 +377,7 @@ fn date_add(args: &[Value], op: &str, sign: i64) -> EvalResult {
 }
 
 fn overflow(op: &str) -> QueryError {
-    fail(5166406, format!("{op} overflowed"))
+    fail(location::DATE_ADD_OVERFLOW, format!("{op} overflowed"))
 }
 
 /// Adds months, clamping the day to the end of a shorter month (Jan 31 + 1 month = Feb 28/29).
