@@ -46,7 +46,7 @@ pub fn lookup(name: &str) -> Option<OpDef> {
 fn parse_rand(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     match arg {
         Bson::Document(spec) if spec.is_empty() => Ok(Expr::Call(Call { name, func: rand, args: Vec::new() })),
-        _ => Err(fail(10065, "$rand does not currently accept arguments")),
+        _ => Err(fail(location::ARGUMENT_NOT_OBJECT, "$rand does not currently accept arguments")),
     }
 }
 

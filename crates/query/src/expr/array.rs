@@ -186,14 +186,15 @@ fn range_arg(value: &Value, what: &str, codes: (i32, i32)) -> Result<i64, QueryE
 }
 
 fn range(args: &[Value]) -> EvalResult {
-    let start = range_arg(&args[0], "starting value", (34443, 34444))?;
-    let end = range_arg(&args[1], "ending value", (34445, 34446))?;
+    let start =
+        range_arg(&args[0], "starting value", (location::RANGE_START_NOT_NUMBER, location::RANGE_START_NOT_INT32))?;
+    let end = range_arg(&args[1], "ending value", (location::RANGE_END_NOT_NUMBER, location::RANGE_END_NOT_INT32))?;
     let step = match args.get(2) {
-        Some(v) => range_arg(v, "step value", (34447, 34448))?,
+        Some(v) => range_arg(v, "step value", (location::RANGE_STEP_NOT_NUMBER, location::RANGE_STEP_NOT_INT32))?,
         None => 1,
     };
     if step == 0 {
-        return Err(fail(34449, "$range requires a non-zero step value"));
+        return Err(fail(location::RANGE_STEP_ZERO, "$range requires a non-zero step value"));
     }
     let count = if (step > 0 && start < end) || (step < 0 && start > end) {
         ((end - start).abs() + step.abs() - 1) / step.abs()
@@ -473,7 +474,17 @@ fn object_fields(
 /// `{$sortArray: {input, sortBy}}`: `sortBy` is 1 or -1 (the elements by value) or a sort
 /// document (documents by their fields, as `$sort` orders them); the sort is stable.
 fn parse_sort_array(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let args = object_fields(name, arg, &["input", "sortBy"], &["sortBy"], (2942500, 2942501, 2942502))?;
+    let args = object_fields(
+        name,
+        arg,
+        &["input", "sortBy"],
+        &["sortBy"],
+        (
+            location::SORT_ARRAY_ARGUMENT_NOT_OBJECT,
+            location::SORT_ARRAY_UNKNOWN_ARGUMENT,
+            location::SORT_ARRAY_MISSING_ARGUMENT,
+        ),
+    )?;
     match &args[1] {
         Expr::Literal(Bson::Document(spec)) => {
             crate::sort::SortSpec::parse(spec)?;

@@ -85,10 +85,10 @@ fn required<'a>(value: Option<&'a Bson>, op: &str, name: &str, code: i32) -> Res
 
 fn parse_cond(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     if let Bson::Document(_) = arg {
-        let f = fields(name, arg, &["if", "then", "else"], 17083)?;
-        let test = parse(required(f[0], name, "if", 17080)?)?;
-        let then = parse(required(f[1], name, "then", 17081)?)?;
-        let otherwise = parse(required(f[2], name, "else", 17082)?)?;
+        let f = fields(name, arg, &["if", "then", "else"], location::COND_UNKNOWN_ARGUMENT)?;
+        let test = parse(required(f[0], name, "if", location::COND_WITHOUT_IF)?)?;
+        let then = parse(required(f[1], name, "then", location::COND_WITHOUT_THEN)?)?;
+        let otherwise = parse(required(f[2], name, "else", location::COND_WITHOUT_ELSE)?)?;
         return Ok(control(Control::Cond { test, then, otherwise }));
     }
     let args = super::parse::positional_args(arg)?;
@@ -178,12 +178,12 @@ fn parse_branch(item: &Bson) -> Result<(Expr, Expr), QueryError> {
 }
 
 fn parse_let(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let f = fields(name, arg, &["vars", "in"], 16875)?;
-    let vars = required(f[0], name, "vars", 16876)?;
-    let body = parse(required(f[1], name, "in", 16877)?)?;
+    let f = fields(name, arg, &["vars", "in"], location::LET_UNKNOWN_ARGUMENT)?;
+    let vars = required(f[0], name, "vars", location::LET_WITHOUT_VARS)?;
+    let body = parse(required(f[1], name, "in", location::LET_WITHOUT_IN)?)?;
     let Bson::Document(vars) = vars else {
         return Err(fail(
-            10065,
+            location::ARGUMENT_NOT_OBJECT,
             format!("invalid parameter: expected an object (vars), found: {}", bson_type_name(vars)),
         ));
     };
@@ -202,32 +202,35 @@ fn variable_name(value: Option<&Bson>, op: &str) -> Result<String, QueryError> {
             check_variable_name(s, false)?;
             Ok(s.clone())
         }
-        Some(other) => Err(fail(16866, format!("'as' of {op} must be a string, found: {}", bson_type_name(other)))),
+        Some(other) => Err(fail(
+            location::AS_NOT_STRING,
+            format!("'as' of {op} must be a string, found: {}", bson_type_name(other)),
+        )),
     }
 }
 
 fn parse_filter(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let f = fields(name, arg, &["input", "as", "cond", "limit"], 28647)?;
-    let input = parse(required(f[0], name, "input", 28648)?)?;
+    let f = fields(name, arg, &["input", "as", "cond", "limit"], location::FILTER_UNKNOWN_ARGUMENT)?;
+    let input = parse(required(f[0], name, "input", location::FILTER_WITHOUT_INPUT)?)?;
     let var = variable_name(f[1], name)?;
-    let cond = parse(required(f[2], name, "cond", 28650)?)?;
+    let cond = parse(required(f[2], name, "cond", location::FILTER_WITHOUT_COND)?)?;
     let limit = f[3].map(parse).transpose()?;
     Ok(control(Control::Filter { input, name: var, cond, limit }))
 }
 
 fn parse_map(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let f = fields(name, arg, &["input", "as", "in"], 16879)?;
-    let input = parse(required(f[0], name, "input", 16880)?)?;
+    let f = fields(name, arg, &["input", "as", "in"], location::MAP_UNKNOWN_ARGUMENT)?;
+    let input = parse(required(f[0], name, "input", location::MAP_WITHOUT_INPUT)?)?;
     let var = variable_name(f[1], name)?;
-    let body = parse(required(f[2], name, "in", 16882)?)?;
+    let body = parse(required(f[2], name, "in", location::MAP_WITHOUT_IN)?)?;
     Ok(control(Control::Map { input, name: var, body }))
 }
 
 fn parse_reduce(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let f = fields(name, arg, &["input", "initialValue", "in"], 40076)?;
-    let input = parse(required(f[0], name, "input", 40077)?)?;
-    let initial = parse(required(f[1], name, "initialValue", 40078)?)?;
-    let body = parse(required(f[2], name, "in", 40079)?)?;
+    let f = fields(name, arg, &["input", "initialValue", "in"], location::REDUCE_UNKNOWN_ARGUMENT)?;
+    let input = parse(required(f[0], name, "input", location::REDUCE_WITHOUT_INPUT)?)?;
+    let initial = parse(required(f[1], name, "initialValue", location::REDUCE_WITHOUT_INITIAL_VALUE)?)?;
+    let body = parse(required(f[2], name, "in", location::REDUCE_WITHOUT_IN)?)?;
     Ok(control(Control::Reduce { input, initial, body }))
 }
 
@@ -317,7 +320,7 @@ fn array_input(value: crate::expr::Value, code: i32, op: &str) -> Result<Option<
 }
 
 fn eval_filter(input: &Expr, name: &str, cond: &Expr, limit: Option<&Expr>, scope: &mut Scope<'_>) -> EvalResult {
-    let Some(items) = array_input(scope.eval(input)?, 28651, "$filter")? else {
+    let Some(items) = array_input(scope.eval(input)?, location::FILTER_INPUT_NOT_ARRAY, "$filter")? else {
         return Ok(Some(Bson::Null));
     };
     let limit = match limit {
@@ -356,7 +359,7 @@ fn filter_limit(value: crate::expr::Value) -> Result<Option<usize>, QueryError> 
 }
 
 fn eval_map(input: &Expr, name: &str, body: &Expr, scope: &mut Scope<'_>) -> EvalResult {
-    let Some(items) = array_input(scope.eval(input)?, 16883, "$map")? else {
+    let Some(items) = array_input(scope.eval(input)?, location::MAP_INPUT_NOT_ARRAY, "$map")? else {
         return Ok(Some(Bson::Null));
     };
     let mut out = Vec::with_capacity(items.len());

@@ -110,13 +110,26 @@ fn integer_arg(value: &Value, op: &str, what: &str, codes: (i32, i32)) -> Result
 
 fn substr_cp(args: &[Value]) -> EvalResult {
     let text = coerce_to_string(&args[0], "$substrCP")?;
-    let start = integer_arg(&args[1], "$substrCP", "starting index", (34450, 34451))?;
-    let length = integer_arg(&args[2], "$substrCP", "length", (34452, 34453))?;
+    let start = integer_arg(
+        &args[1],
+        "$substrCP",
+        "starting index",
+        (location::SUBSTR_CP_START_NOT_NUMBER, location::SUBSTR_CP_START_NOT_INTEGER),
+    )?;
+    let length = integer_arg(
+        &args[2],
+        "$substrCP",
+        "length",
+        (location::SUBSTR_CP_LENGTH_NOT_NUMBER, location::SUBSTR_CP_LENGTH_NOT_INTEGER),
+    )?;
     if start < 0 {
-        return Err(fail(34455, "$substrCP: the starting index must be nonnegative integer."));
+        return Err(fail(
+            location::SUBSTR_CP_START_NEGATIVE,
+            "$substrCP: the starting index must be nonnegative integer.",
+        ));
     }
     if length < 0 {
-        return Err(fail(34454, "$substrCP: length must be a nonnegative integer."));
+        return Err(fail(location::SUBSTR_CP_LENGTH_NEGATIVE, "$substrCP: length must be a nonnegative integer."));
     }
     let taken: String = text.chars().skip(start as usize).take(length as usize).collect();
     string(taken)
@@ -124,8 +137,8 @@ fn substr_cp(args: &[Value]) -> EvalResult {
 
 fn substr_bytes(args: &[Value]) -> EvalResult {
     let text = coerce_to_string(&args[0], "$substrBytes")?;
-    let start = bytes_position(&args[1], "starting index", 16034)?;
-    let length = bytes_position(&args[2], "length", 16035)?;
+    let start = bytes_position(&args[1], "starting index", location::SUBSTR_BYTES_START_INVALID)?;
+    let length = bytes_position(&args[2], "length", location::SUBSTR_BYTES_LENGTH_INVALID)?;
     // Negative values are huge unsigned numbers in MongoDB: a negative start yields "",
     // a negative length means "to the end".
     let Ok(start) = usize::try_from(start) else { return string("") };
@@ -214,7 +227,11 @@ fn str_len_bytes(args: &[Value]) -> EvalResult {
 
 /// `$indexOfCP`/`$indexOfBytes`: `[string, substring, start?, end?]`.
 fn index_of(args: &[Value], op: &str, code_points: bool) -> EvalResult {
-    let (code_string, code_sub) = if code_points { (40093, 40094) } else { (40091, 40092) };
+    let (code_string, code_sub) = if code_points {
+        (location::INDEX_OF_CP_STRING_NOT_STRING, location::INDEX_OF_CP_SUBSTRING_NOT_STRING)
+    } else {
+        (location::INDEX_OF_BYTES_STRING_NOT_STRING, location::INDEX_OF_BYTES_SUBSTRING_NOT_STRING)
+    };
     let text = match &args[0] {
         None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
         Some(Bson::String(s)) => s,
@@ -297,7 +314,11 @@ fn strcasecmp(args: &[Value]) -> EvalResult {
     })))
 }
 
-const TRIM_CODES: NamedArgCodes = NamedArgCodes { not_object: 50696, unknown: 50694, missing: 50695 };
+const TRIM_CODES: NamedArgCodes = NamedArgCodes {
+    not_object: location::TRIM_ARGUMENT_NOT_OBJECT,
+    unknown: location::TRIM_UNKNOWN_ARGUMENT,
+    missing: location::TRIM_MISSING_ARGUMENT,
+};
 
 fn parse_trim(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let args = named_args(name, arg, &["input", "chars"], &["input"], TRIM_CODES)?;
@@ -362,7 +383,11 @@ fn trim(args: &[Value], op: &str, left: bool, right: bool) -> EvalResult {
     string(out)
 }
 
-const REPLACE_CODES: NamedArgCodes = NamedArgCodes { not_object: 51751, unknown: 51750, missing: 51749 };
+const REPLACE_CODES: NamedArgCodes = NamedArgCodes {
+    not_object: location::REPLACE_ARGUMENT_NOT_OBJECT,
+    unknown: location::REPLACE_UNKNOWN_ARGUMENT,
+    missing: location::REPLACE_MISSING_ARGUMENT,
+};
 
 fn parse_replace(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let args =
@@ -373,7 +398,11 @@ fn parse_replace(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
 }
 
 fn replace(args: &[Value], op: &str, all: bool) -> EvalResult {
-    let names = [("input", 51746), ("find", 51745), ("replacement", 51744)];
+    let names = [
+        ("input", location::REPLACE_INPUT_NOT_STRING),
+        ("find", location::REPLACE_FIND_NOT_STRING),
+        ("replacement", location::REPLACE_REPLACEMENT_NOT_STRING),
+    ];
     let mut strings = Vec::with_capacity(3);
     let mut saw_null = false;
     for (value, (what, code)) in args.iter().zip(names) {
