@@ -75,7 +75,7 @@ impl Context {
         let collection = collection.as_deref();
         if pipeline.iter().skip(1).any(|stage| stage.contains_key("$geoNear")) {
             return Err(Error::Query(query::error::fail(
-                40602,
+                vocabulary::location::GEO_NEAR_NOT_FIRST_STAGE,
                 "$geoNear is only valid as the first stage in a pipeline",
             )));
         }

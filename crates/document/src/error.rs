@@ -31,8 +31,8 @@ pub enum Error {
     InvalidBson(String),
 }
 
-/// MongoDB's assertion 16766: a hashed index field holding an array.
-const HASHED_ARRAY: i32 = 16766;
+/// MongoDB's assertion: a hashed index field holding an array.
+const HASHED_ARRAY: i32 = vocabulary::location::HASHED_INDEX_KEY_IS_ARRAY;
 
 impl Error {
     /// The MongoDB error this is (`vocabulary`'s table).

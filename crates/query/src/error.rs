@@ -99,9 +99,8 @@ impl QueryError {
     }
 }
 
-/// The code a [`fail`] names: an entry of MongoDB's table, or an assertion-site number (the
-/// five-digit `Location<code>` codes MongoDB raises at one place each, written as numbers
-/// there as in MongoDB's own source).
+/// The code a [`fail`] names: an entry of MongoDB's table, or an assertion-site code (the
+/// `Location<code>` codes MongoDB raises at one place each, named in `vocabulary::location`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Code(i32);
 
@@ -135,12 +134,12 @@ pub mod idl {
 
     /// 40415.
     pub fn unknown_field(path: &str) -> QueryError {
-        fail(40415, format!("BSON field '{path}' is an unknown field."))
+        fail(ErrorCode::IDLUnknownField, format!("BSON field '{path}' is an unknown field."))
     }
 
     /// 40414.
     pub fn missing_field(path: &str) -> QueryError {
-        fail(40414, format!("BSON field '{path}' is missing but a required field"))
+        fail(ErrorCode::IDLFailedToParse, format!("BSON field '{path}' is missing but a required field"))
     }
 
     /// TypeMismatch (14).

@@ -7,6 +7,7 @@
 //! `indexKey`, ...) is refused (17308).
 
 use bson::Bson;
+use vocabulary::location;
 
 use crate::error::{QueryError, fail};
 
@@ -22,7 +23,9 @@ pub fn is_text_score(value: &Bson) -> bool {
 pub fn field(argument: &Bson) -> Result<&'static str, QueryError> {
     match argument {
         Bson::String(kind) if kind == "textScore" => Ok(TEXT_SCORE_FIELD),
-        Bson::String(kind) => Err(fail(17308, format!("Unsupported argument to $meta: {kind}"))),
-        _ => Err(fail(17307, "$meta only supports string arguments")),
+        Bson::String(kind) => {
+            Err(fail(location::META_ARGUMENT_UNSUPPORTED, format!("Unsupported argument to $meta: {kind}")))
+        }
+        _ => Err(fail(location::META_ARGUMENT_NOT_STRING, "$meta only supports string arguments")),
     }
 }

@@ -31,6 +31,7 @@
 
 use bson::{Bson, Document};
 use document::path::FieldPath;
+use vocabulary::location;
 
 use crate::error::{QueryError, Result, fail};
 use crate::expr::{Expr, Scope, Variables};
@@ -115,11 +116,16 @@ impl Projection {
             };
             positional |= matches!(node, Node::Positional);
             let path = FieldPath::parse(&path_text).map_err(|e| QueryError::bad_value(e.to_string()))?;
-            tree.insert_parts(path.parts(), node, &|| fail(31250, format!("Path collision at {path_text}")))?;
+            tree.insert_parts(path.parts(), node, &|| {
+                fail(location::PROJECTION_PATH_COLLISION, format!("Path collision at {path_text}"))
+            })?;
         }
         let shape = match (&inclusion_field, &exclusion_field) {
             (Some(_), Some(excluded)) => {
-                return Err(fail(31254, format!("Cannot do exclusion on field {excluded} in inclusion projection")));
+                return Err(fail(
+                    location::PROJECTION_EXCLUSION_IN_INCLUSION,
+                    format!("Cannot do exclusion on field {excluded} in inclusion projection"),
+                ));
             }
             (Some(_), None) => Shape::Inclusion,
             (None, Some(_)) => Shape::Exclusion,
@@ -137,7 +143,7 @@ impl Projection {
     pub fn parse_stage(spec: &Document) -> Result<Projection> {
         if spec.is_empty() {
             return Err(fail(
-                51272,
+                location::PROJECTION_HAS_NO_FIELDS,
                 "Invalid $project :: caused by :: projection specification must have at least one field",
             ));
         }
@@ -158,7 +164,7 @@ impl Projection {
             (true, true) => {
                 let path = tree.first_path(|n| matches!(n, Node::Exclude)).unwrap_or_default();
                 Err(fail(
-                    31254,
+                    location::PROJECTION_EXCLUSION_IN_INCLUSION,
                     format!(
                         "Invalid $project :: caused by :: Cannot do exclusion on field {path} in inclusion projection"
                     ),
@@ -182,13 +188,16 @@ impl Projection {
                 .map(|item| match item {
                     Bson::String(path) => Ok(path),
                     _ => Err(fail(
-                        31120,
+                        location::UNSET_SPECIFICATION_NOT_STRINGS,
                         "$unset specification must be a string or an array containing only string values",
                     )),
                 })
                 .collect::<Result<_>>()?,
             _ => {
-                return Err(fail(31002, "$unset specification must be a string or an array with at least one field"));
+                return Err(fail(
+                    location::UNSET_SPECIFICATION_EMPTY,
+                    "$unset specification must be a string or an array with at least one field",
+                ));
             }
         };
         let mut tree = Tree::default();
@@ -227,7 +236,7 @@ impl Projection {
     pub fn apply_with(&self, document: &Document, position: Option<usize>, vars: &Variables) -> Result<Document> {
         if self.positional && position.is_none() {
             return Err(fail(
-                51246,
+                location::POSITIONAL_PROJECTION_NO_MATCH,
                 "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array",
             ));
         }
@@ -321,7 +330,10 @@ fn parse_slice(value: &Bson) -> Result<Node> {
                 return Err(QueryError::bad_value("$slice array elements must be numbers"));
             };
             if limit <= 0 {
-                return Err(fail(28724, "First argument to $slice must be an array, limit must be positive"));
+                return Err(fail(
+                    location::SLICE_FIRST_ARGUMENT_NOT_ARRAY,
+                    "First argument to $slice must be an array, limit must be positive",
+                ));
             }
             Ok(Node::Slice { skip: Some(skip), limit })
         }
@@ -355,9 +367,10 @@ fn parse_stage_node(value: &Bson) -> Result<Node> {
             }
             Ok(Node::Children(children))
         }
-        Bson::Document(d) if d.is_empty() => {
-            Err(fail(51270, "An empty sub-projection is not a valid value. Found empty object at path"))
-        }
+        Bson::Document(d) if d.is_empty() => Err(fail(
+            location::PROJECTION_EMPTY_SUB_PROJECTION,
+            "An empty sub-projection is not a valid value. Found empty object at path",
+        )),
         other => stage_flag_or_computed(other),
     }
 }
@@ -384,12 +397,20 @@ impl Tree {
     pub(crate) fn insert_dotted(&mut self, path: &str, node: Node) -> Result<()> {
         let parts: Vec<&str> = path.split('.').collect();
         if parts.iter().any(|p| p.is_empty()) {
-            return Err(fail(40352, format!("FieldPath cannot be constructed with empty string: '{path}'")));
+            return Err(fail(
+                location::FIELD_PATH_EMPTY,
+                format!("FieldPath cannot be constructed with empty string: '{path}'"),
+            ));
         }
         if parts.iter().any(|p| p.starts_with('$')) {
-            return Err(fail(16410, format!("FieldPath field names may not start with '$'. (field: {path})")));
+            return Err(fail(
+                location::FIELD_PATH_STARTS_WITH_DOLLAR,
+                format!("FieldPath field names may not start with '$'. (field: {path})"),
+            ));
         }
-        self.insert_parts(&parts, node, &|| fail(31250, format!("Invalid specification: Path collision at {path}")))
+        self.insert_parts(&parts, node, &|| {
+            fail(location::PROJECTION_PATH_COLLISION, format!("Invalid specification: Path collision at {path}"))
+        })
     }
 
     fn insert_parts<S: AsRef<str>>(
@@ -568,7 +589,12 @@ fn include_named(node: &Node, value: &Bson, position: Option<usize>) -> Result<O
         Node::Positional => match (value, position) {
             (Bson::Array(items), Some(index)) => match items.get(index) {
                 Some(element) => Some(Bson::Array(vec![element.clone()])),
-                None => return Err(fail(51246, "positional operator '.$' element mismatch")),
+                None => {
+                    return Err(fail(
+                        location::POSITIONAL_PROJECTION_NO_MATCH,
+                        "positional operator '.$' element mismatch",
+                    ));
+                }
             },
             _ => Some(value.clone()),
         },

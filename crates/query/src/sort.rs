@@ -19,6 +19,7 @@
 //! arrays"); Strata sorts each field by its own minimum/maximum instead.
 
 use std::cmp::Ordering;
+use vocabulary::location;
 
 use bson::{Bson, Document, RawDocument};
 use document::compare_values;
@@ -71,10 +72,10 @@ impl SortSpec {
     /// Parses the `$sort` stage's operand.
     pub fn parse_stage(spec: &Bson) -> Result<SortSpec> {
         let Bson::Document(spec) = spec else {
-            return Err(fail(15973, "the $sort key specification must be an object"));
+            return Err(fail(location::SORT_SPECIFICATION_NOT_OBJECT, "the $sort key specification must be an object"));
         };
         if spec.is_empty() {
-            return Err(fail(15976, "$sort stage must have at least one sort key"));
+            return Err(fail(location::SORT_WITHOUT_KEYS, "$sort stage must have at least one sort key"));
         }
         let mut fields = Vec::with_capacity(spec.len());
         for (name, value) in spec {
@@ -82,11 +83,16 @@ impl SortSpec {
                 Bson::Document(meta) if meta.contains_key("$meta") => {
                     (crate::meta::field(meta.get("$meta").unwrap_or(&Bson::Null))?, Direction::Descending)
                 }
-                Bson::Document(_) => return Err(fail(17312, format!("$meta sort by '{name}' is not supported"))),
+                Bson::Document(_) => {
+                    return Err(fail(
+                        location::SORT_META_UNSUPPORTED,
+                        format!("$meta sort by '{name}' is not supported"),
+                    ));
+                }
                 other => (name.as_str(), direction(other)?),
             };
-            let path =
-                FieldPath::parse(name).map_err(|_| fail(40352, "FieldPath cannot be constructed with empty string"))?;
+            let path = FieldPath::parse(name)
+                .map_err(|_| fail(location::FIELD_PATH_EMPTY, "FieldPath cannot be constructed with empty string"))?;
             fields.push((path, direction));
         }
         Ok(SortSpec { fields, values: PathValues::FilterCandidates, collation: None })
@@ -199,7 +205,10 @@ fn direction(value: &Bson) -> Result<Direction> {
         Bson::Int32(-1) | Bson::Int64(-1) => Ok(Direction::Descending),
         Bson::Double(d) if *d == 1.0 => Ok(Direction::Ascending),
         Bson::Double(d) if *d == -1.0 => Ok(Direction::Descending),
-        _ => Err(fail(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")),
+        _ => Err(fail(
+            location::SORT_ORDER_NOT_ONE_OR_MINUS_ONE,
+            "$sort key ordering must be 1 (for ascending) or -1 (for descending)",
+        )),
     }
 }
 

@@ -156,21 +156,18 @@ fn replaced_reply(context: &Context, triggered: &crate::fail_points::Triggered) 
 }
 
 /// Errors a change stream may resume after get `ResumableChangeStreamError` on `getMore`;
-/// a fatal one (280) gets `NonResumableChangeStreamError`.
+/// a fatal one gets `NonResumableChangeStreamError` (`wire::categories`).
 fn label_change_stream_errors(command: &Command, reply: &mut RawDocumentBuf) {
+    use wire::categories::{ChangeStreamCommand, change_stream_label};
     let Ok(code) = reply.get_i32("code") else { return };
-    let label = match (command.name.as_str(), code) {
-        (_, 280) => "NonResumableChangeStreamError",
-        ("getMore", code)
-            if crate::sessions::is_retryable_code(code) || matches!(code, 43 | 63 | 133 | 150 | 234 | 13388) =>
-        {
-            "ResumableChangeStreamError"
-        }
-        _ => return,
+    let change_stream_command = match command.name.as_str() {
+        "getMore" => ChangeStreamCommand::GetMore,
+        _ => ChangeStreamCommand::Other,
     };
+    let Some(label) = change_stream_label(change_stream_command, code) else { return };
     if reply.get("errorLabels").ok().flatten().is_none() {
         let mut labels = bson::RawArrayBuf::new();
-        labels.push(label);
+        labels.push(label.name());
         reply.append(bson::raw::cstr!("errorLabels"), labels);
     }
 }
@@ -182,7 +179,7 @@ fn label_retryable(reply: &mut RawDocumentBuf) {
     let retryable = code.into_iter().chain(concern_code).any(crate::sessions::is_retryable_code);
     if retryable && reply.get("errorLabels").ok().flatten().is_none() {
         let mut labels = bson::RawArrayBuf::new();
-        labels.push("RetryableWriteError");
+        labels.push(wire::Label::RetryableWriteError.name());
         reply.append(bson::raw::cstr!("errorLabels"), labels);
     }
 }
@@ -222,7 +219,7 @@ fn run_handler(context: &Context, command: &Command, handler: commands::Handler)
 /// Damage found while a command read a collection is reported with the collection's name, so
 /// that the operator knows what to `validate` and repair.
 fn name_damaged_collection(command: &Command, error: &mut CommandError) {
-    if error.code != wire::ErrorCode::DataCorruptionDetected.code() {
+    if error.code != wire::ErrorCode::DataCorruptionDetected {
         return;
     }
     // getMore names its collection in `collection`; the others in their first field.
@@ -239,7 +236,9 @@ fn name_damaged_collection(command: &Command, error: &mut CommandError) {
 pub fn error_document(error: &CommandError) -> RawDocumentBuf {
     match RawDocumentBuf::try_from(&error.to_document()) {
         Ok(document) => document,
-        Err(_) => bson::rawdoc! { "ok": 0.0, "errmsg": "unencodable error", "code": 1, "codeName": "InternalError" },
+        Err(_) => {
+            bson::rawdoc! { "ok": 0.0, "errmsg": "unencodable error", "code": ErrorCode::InternalError.code(), "codeName": ErrorCode::InternalError.name() }
+        }
     }
 }
 

@@ -1,32 +1,28 @@
 //! `CommandError`: a command that failed, in MongoDB's reply shape `{ok: 0, errmsg, code,
-//! codeName}`. Codes come from `wire::ErrorCode`, or verbatim from a lower layer that already
-//! speaks MongoDB's numbers (the query crate's errors carry their code and name).
+//! codeName}`. The code is a `wire::Code`: from `wire::ErrorCode`, an assertion-site code, or
+//! verbatim from a lower layer that already speaks MongoDB's numbers (the query crate's errors
+//! carry their code); its `codeName` is derived from the number, never carried beside it.
 
 use bson::{Document, doc};
-use wire::ErrorCode;
+use wire::{Code, ErrorCode};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommandError {
-    pub code: i32,
-    pub code_name: String,
+    pub code: Code,
     pub message: String,
     /// Fields MongoDB adds to some errors (e.g. `keyPattern`/`keyValue` for 11000).
     pub extra: Box<Document>,
 }
 
 impl CommandError {
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> CommandError {
-        CommandError::coded(code.code(), code.name(), message)
+    pub fn new(code: impl Into<Code>, message: impl Into<String>) -> CommandError {
+        CommandError { code: code.into(), message: message.into(), extra: Box::default() }
     }
 
-    /// An error whose number and name come from another layer's table.
-    pub fn coded(code: i32, code_name: &str, message: impl Into<String>) -> CommandError {
-        CommandError { code, code_name: code_name.to_owned(), message: message.into(), extra: Box::default() }
-    }
-
-    /// An error with one of MongoDB's assertion-site codes (`Location<code>`).
+    /// An error with one of MongoDB's assertion-site codes (`wire::location`), or a number
+    /// another layer (or a client's fail point) gives.
     pub fn location(code: i32, message: impl Into<String>) -> CommandError {
-        CommandError::coded(code, wire::code_name(code), message)
+        CommandError::new(Code::new(code), message)
     }
 
     pub fn bad_value(message: impl Into<String>) -> CommandError {
@@ -46,8 +42,8 @@ impl CommandError {
         let mut reply = doc! {
             "ok": 0.0,
             "errmsg": self.message.clone(),
-            "code": self.code,
-            "codeName": self.code_name.clone(),
+            "code": self.code.number(),
+            "codeName": self.code.name(),
         };
         for (key, value) in self.extra.iter() {
             reply.insert(key.clone(), value.clone());
@@ -58,7 +54,7 @@ impl CommandError {
 
 impl std::fmt::Display for CommandError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({}): {}", self.code_name, self.code, self.message)
+        write!(f, "{}: {}", self.code, self.message)
     }
 }
 

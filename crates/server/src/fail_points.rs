@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use bson::{Bson, Document};
 use parking_lot::Mutex;
-use wire::ErrorCode;
 
 use crate::command::{Command, as_i64, mismatch};
 use crate::error::CommandError;
@@ -170,10 +169,8 @@ fn parse(point: Point, mode: Mode, data: &Document) -> Result<FailCommand, Comma
     let error = match code.and_then(as_i64) {
         Some(code) => {
             let code = code as i32;
-            let name =
-                ErrorCode::from_code(code).map_or_else(|| wire::code_name(code).to_string(), |c| c.name().into());
             let message = data.get_str("errmsg").unwrap_or("Failing command via 'failCommand' failpoint");
-            Some(CommandError::coded(code, &name, message))
+            Some(CommandError::new(wire::Code::new(code), message))
         }
         None => None,
     };

@@ -251,8 +251,8 @@ impl Checkout {
     }
 }
 
-/// Codes after which a driver may retry a write: the reply gets the `RetryableWriteError`
-/// label when the write carried a `txnNumber`.
+/// Codes after which a driver may retry a write (`wire::categories::RETRYABLE_WRITE`): the reply
+/// gets the `RetryableWriteError` label when the write carried a `txnNumber`.
 pub fn is_retryable_code(code: i32) -> bool {
-    matches!(code, 6 | 7 | 89 | 91 | 189 | 262 | 9001 | 10107 | 11600 | 11602 | 13435 | 13436)
+    wire::categories::RETRYABLE_WRITE.contains(code)
 }

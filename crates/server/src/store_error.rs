@@ -1,7 +1,8 @@
 //! The one place store errors become MongoDB replies: a command error `{ok: 0, errmsg, code,
 //! codeName}` or a write command's `writeErrors` entry (with `keyPattern`/`keyValue` for a
-//! duplicate key). Codes and names come from `docstore::Error::code`/`code_name`, which already
-//! carry MongoDB's numbers (the query crate's errors keep their own).
+//! duplicate key). Codes come from `docstore::Error::code`, which already carries MongoDB's
+//! numbers (the query crate's errors keep their own); the name is derived from the number
+//! (`wire::Code`).
 
 use bson::{Document, doc};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,7 +18,7 @@ pub fn to_command_error(error: docstore::Error) -> CommandError {
         docstore::Error::OutOfDiskSpace(_) => warn_disk_full(&error),
         _ => {}
     }
-    let mut command_error = CommandError::coded(error.code(), error.code_name(), error.to_string());
+    let mut command_error = CommandError::new(wire::Code::new(error.code()), error.to_string());
     if let Some((key_pattern, key_value)) = error.duplicate_key() {
         command_error.extra = Box::new(doc! { "keyPattern": key_pattern.clone(), "keyValue": key_value.clone() });
     }
@@ -47,7 +48,7 @@ impl From<docstore::Error> for CommandError {
 pub fn write_error(index: usize, error: &CommandError) -> Document {
     let mut entry = doc! {
         "index": i32::try_from(index).unwrap_or(i32::MAX),
-        "code": error.code,
+        "code": error.code.number(),
         "errmsg": error.message.clone(),
     };
     for (key, value) in error.extra.iter() {

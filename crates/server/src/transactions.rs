@@ -20,6 +20,7 @@ use bson::{Bson, RawDocumentBuf};
 use docstore::DocumentTransaction;
 use parking_lot::{ArcMutexGuard, RawMutex};
 use wire::ErrorCode;
+use wire::categories::TransactionCommand;
 
 use crate::command::Command;
 use crate::error::CommandError;
@@ -255,23 +256,16 @@ pub fn label(command: &Command, reply: &mut RawDocumentBuf) {
         *reply = crate::dispatch::error_document(&error);
     }
     let code = reply.get_i32("code").ok().or(write_error_code);
-    let label = match (command.name.as_str(), code) {
-        ("commitTransaction", Some(code)) if crate::sessions::is_retryable_code(code) || code == 50 || code == 64 => {
-            Some("UnknownTransactionCommitResult")
-        }
-        // WriteConflict, LockTimeout, NoSuchTransaction, SnapshotUnavailable,
-        // PreparedTransactionInProgress: the transaction is gone or could not go on.
-        (_, Some(112 | 24 | 251 | 246 | 267)) => Some("TransientTransactionError"),
-        (name, Some(code)) if name != "commitTransaction" && crate::sessions::is_retryable_code(code) => {
-            Some("TransientTransactionError")
-        }
-        _ => None,
+    let transaction_command = match command.name.as_str() {
+        "commitTransaction" => TransactionCommand::Commit,
+        _ => TransactionCommand::Other,
     };
+    let label = code.and_then(|code| wire::categories::transaction_label(transaction_command, code));
     if let Some(label) = label
         && reply.get("errorLabels").ok().flatten().is_none()
     {
         let mut labels = bson::RawArrayBuf::new();
-        labels.push(label);
+        labels.push(label.name());
         reply.append(bson::raw::cstr!("errorLabels"), labels);
     }
 }

@@ -1,10 +1,11 @@
 //! MongoDB's error codes and their `codeName`s: the one table in Strata.
 //!
-//! Numbers and names follow MongoDB's `error_codes.yml`; only the codes Strata can report are
-//! listed. Every crate names a code through `ErrorCode`; the only numbers written elsewhere are
-//! MongoDB's *assertion-site* codes (the five-digit `Location<code>` codes, such as 16020 for a
-//! `$add` of a non-number), which MongoDB itself writes as bare numbers at the one place that
-//! raises each; [`code_name`] names those `Location<code>`.
+//! Numbers and names follow MongoDB's `error_codes.yml`; only the codes Strata can report, and
+//! those MongoDB's error categories name (`categories`), are listed. Every crate names a code
+//! through `ErrorCode` or, for MongoDB's *assertion-site* codes (the `Location<code>` codes
+//! mongod raises at one place each, such as 16554 for an `$add` of a non-number), through a
+//! constant of `crate::location`; [`code_name`] names those `Location<code>`. [`Code`] is either
+//! kind as a reply carries it: a number whose name is derived, never stored beside it.
 
 macro_rules! error_codes {
     ($($name:ident = $code:literal,)*) => {
@@ -46,6 +47,7 @@ error_codes! {
     InternalError = 1,
     BadValue = 2,
     NoSuchKey = 4,
+    GraphContainsCycle = 5,
     HostUnreachable = 6,
     HostNotFound = 7,
     UnknownError = 8,
@@ -70,7 +72,7 @@ error_codes! {
     NonExistentPath = 29,
     InvalidPath = 30,
     RoleNotFound = 31,
-    RoleDataInconsistent = 32,
+    RolesNotRelated = 32,
     ConflictingUpdateOperators = 40,
     CursorNotFound = 43,
     NoMatchingDocument = 47,
@@ -83,6 +85,7 @@ error_codes! {
     EmptyFieldName = 56,
     DottedFieldName = 57,
     CommandNotFound = 59,
+    StaleShardVersion = 63,
     WriteConcernTimeout = 64,
     ImmutableField = 66,
     CannotCreateIndex = 67,
@@ -90,6 +93,7 @@ error_codes! {
     InvalidOptions = 72,
     InvalidNamespace = 73,
     NoReplicationEnabled = 76,
+    RoleDataInconsistent = 80,
     IndexOptionsConflict = 85,
     IndexKeySpecsConflict = 86,
     NetworkTimeout = 89,
@@ -106,12 +110,14 @@ error_codes! {
     DocumentValidationFailure = 121,
     NotAReplicaSet = 123,
     CommandFailed = 125,
+    FailedToSatisfyReadPreference = 133,
+    ReadConcernMajorityNotAvailableYet = 134,
     CappedPositionLost = 136,
     CursorInUse = 143,
     ExceededMemoryLimit = 146,
     ZLibError = 147,
-    ViewDepthLimitExceeded = 149,
-    GraphContainsCycle = 150,
+    StaleEpoch = 150,
+    ViewDepthLimitExceeded = 165,
     CommandNotSupportedOnView = 166,
     OptionNotSupportedOnView = 167,
     InvalidPipelineOperator = 168,
@@ -129,6 +135,7 @@ error_codes! {
     QueryFeatureNotAllowed = 224,
     TransactionTooOld = 225,
     TooManyDocumentSequences = 233,
+    RetryChangeStream = 234,
     CursorKilled = 237,
     NotImplemented = 238,
     SnapshotTooOld = 239,
@@ -154,12 +161,15 @@ error_codes! {
     UnsupportedOpQueryCommand = 352,
     InvalidBSONType = 357,
     SocketException = 9001,
+    LegacyNotPrimary = 10058,
     NotWritablePrimary = 10107,
     BSONObjectTooLarge = 10334,
     DuplicateKey = 11000,
     InterruptedAtShutdown = 11600,
     Interrupted = 11601,
     InterruptedDueToReplStateChange = 11602,
+    MergeStageNoMatchingDocument = 13113,
+    StaleConfig = 13388,
     NotPrimaryNoSecondaryOk = 13435,
     NotPrimaryOrSecondary = 13436,
     OutOfDiskSpace = 14031,
@@ -167,6 +177,52 @@ error_codes! {
     IDLDuplicateField = 40413,
     IDLFailedToParse = 40414,
     IDLUnknownField = 40415,
+}
+
+/// A code as a reply carries it: one of the table's ([`ErrorCode`]) or an assertion-site code
+/// (`crate::location`). The number is the one thing kept; [`Code::name`] derives the `codeName`
+/// from it, so a code and its name cannot disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Code(i32);
+
+impl Code {
+    /// The code numbered `number` (a table code, an assertion-site code, or a client's number).
+    pub const fn new(number: i32) -> Code {
+        Code(number)
+    }
+
+    /// The number a reply's `code` carries.
+    pub const fn number(self) -> i32 {
+        self.0
+    }
+
+    /// The `codeName` a reply carries: the table's name, or `Location<code>`.
+    pub fn name(self) -> &'static str {
+        code_name(self.0)
+    }
+
+    /// The table's entry for this code, if it has one.
+    pub fn known(self) -> Option<ErrorCode> {
+        ErrorCode::from_code(self.0)
+    }
+}
+
+impl From<ErrorCode> for Code {
+    fn from(code: ErrorCode) -> Code {
+        Code(code.code())
+    }
+}
+
+impl PartialEq<ErrorCode> for Code {
+    fn eq(&self, other: &ErrorCode) -> bool {
+        self.0 == other.code()
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.name(), self.0)
+    }
 }
 
 /// The `codeName` MongoDB gives `code`, if the table knows it.
@@ -208,10 +264,12 @@ mod tests {
             (1, "InternalError"),
             (2, "BadValue"),
             (4, "NoSuchKey"),
+            (5, "GraphContainsCycle"),
             (9, "FailedToParse"),
             (10, "CannotMutateObject"),
             (11, "UserNotFound"),
             (13, "Unauthorized"),
+            (32, "RolesNotRelated"),
             (14, "TypeMismatch"),
             (16, "InvalidLength"),
             (17, "ProtocolError"),
@@ -230,10 +288,13 @@ mod tests {
             (68, "IndexAlreadyExists"),
             (72, "InvalidOptions"),
             (73, "InvalidNamespace"),
+            (80, "RoleDataInconsistent"),
             (85, "IndexOptionsConflict"),
             (86, "IndexKeySpecsConflict"),
             (96, "OperationFailed"),
             (115, "CommandNotSupported"),
+            (150, "StaleEpoch"),
+            (165, "ViewDepthLimitExceeded"),
             (166, "CommandNotSupportedOnView"),
             (223, "IllegalOpMsgFlag"),
             (288, "ChecksumMismatch"),
@@ -241,6 +302,7 @@ mod tests {
             (301, "DataCorruptionDetected"),
             (10334, "BSONObjectTooLarge"),
             (11000, "DuplicateKey"),
+            (13113, "MergeStageNoMatchingDocument"),
         ];
         for (code, name) in expected {
             let found = ErrorCode::from_code(code).unwrap_or_else(|| panic!("code {code} missing"));
@@ -251,6 +313,20 @@ mod tests {
         }
         assert_eq!(known_code_name(3), None);
         assert_eq!(code_name(16020), "Location16020");
+    }
+
+    /// Goal: a `Code` names itself as the table or `Location<code>` does, and equals its
+    /// `ErrorCode`.
+    #[test]
+    fn typed_code_names_itself() {
+        let duplicate = Code::from(ErrorCode::DuplicateKey);
+        assert_eq!((duplicate.number(), duplicate.name()), (11000, "DuplicateKey"));
+        assert_eq!(duplicate, ErrorCode::DuplicateKey);
+        assert_eq!(duplicate.known(), Some(ErrorCode::DuplicateKey));
+        let location = Code::new(16020);
+        assert_eq!((location.number(), location.name()), (16020, "Location16020"));
+        assert_eq!(location.known(), None);
+        assert_eq!(location.to_string(), "Location16020 (16020)");
     }
 
     /// Goal: the table is a bijection, sorted by number, so `from_code` finds every entry.

@@ -38,5 +38,6 @@ pub use op_query::{OpQuery, QueryFlags};
 pub use op_reply::{OpReply, ReplyFlags};
 pub use replies::{error_reply, ok_reply};
 pub use request::{Message, ReplyStream, Request, encode_reply};
-/// MongoDB's error codes live in `vocabulary`; the wire re-exports them for its replies.
-pub use vocabulary::{ErrorCode, code_name, known_code_name, type_name};
+/// MongoDB's error codes and their categories live in `vocabulary`; the wire re-exports them for
+/// its replies.
+pub use vocabulary::{Code, ErrorCode, Label, categories, code_name, known_code_name, location, type_name};

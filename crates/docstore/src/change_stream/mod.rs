@@ -181,8 +181,8 @@ impl Context {
             if !ALLOWED_STAGES.contains(&name) {
                 // mongod's code for a stage a change stream may not have (Location40324).
                 return Err(Error::Query(query::error::QueryError::Coded {
-                    code: 40324,
-                    code_name: vocabulary::code_name(40324),
+                    code: vocabulary::location::UNRECOGNIZED_PIPELINE_STAGE,
+                    code_name: vocabulary::code_name(vocabulary::location::UNRECOGNIZED_PIPELINE_STAGE),
                     message: format!("Unrecognized pipeline stage name: '{name}' (not permitted after $changeStream)"),
                 }));
             }

@@ -96,7 +96,7 @@ impl GeoKind {
             GeoKind::Flat { min, max } => {
                 if found.geojson {
                     return Err(Error::Query(query::error::fail(
-                        13026,
+                        vocabulary::location::GEO_2D_VALUE_NOT_COORDINATE_PAIR,
                         format!("geo values must be 'legacy coordinate pairs' for 2d indexes: {value}"),
                     )));
                 }
@@ -104,7 +104,7 @@ impl GeoKind {
                 for coordinate in [rect.min().x, rect.min().y] {
                     if coordinate < *min || coordinate >= *max {
                         return Err(Error::Query(query::error::fail(
-                            13027,
+                            vocabulary::location::GEO_2D_POINT_OUTSIDE_BOUNDS,
                             format!("point not in interval of [ {min}, {max} ) :: caused by :: {value}"),
                         )));
                     }
@@ -117,11 +117,11 @@ impl GeoKind {
     fn refused(&self, value: &Bson) -> Error {
         match self {
             GeoKind::Sphere => Error::Query(query::error::fail(
-                16755,
+                vocabulary::location::GEO_2DSPHERE_CANNOT_EXTRACT_KEYS,
                 format!("Can't extract geo keys: can't project geometry {value}"),
             )),
             GeoKind::Flat { .. } => Error::Query(query::error::fail(
-                13026,
+                vocabulary::location::GEO_2D_VALUE_NOT_COORDINATE_PAIR,
                 format!("geo values must be 'legacy coordinate pairs' for 2d indexes: {value}"),
             )),
         }

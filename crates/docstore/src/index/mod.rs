@@ -426,7 +426,7 @@ fn text_keys(
         match path_values(&document, &parts).as_slice() {
             [] => Ok((Bson::Null, *direction)),
             [Bson::Array(_)] | [_, _, ..] => Err(Error::Query(query::error::fail(
-                16675,
+                vocabulary::location::TEXT_INDEX_NON_TEXT_FIELD_IS_ARRAY,
                 format!("A compound text index cannot hold an array in its non-text field '{field}'"),
             ))),
             [value] => Ok(((*value).clone(), *direction)),

@@ -199,7 +199,7 @@ impl ParsedSpec {
         }
         if self.unique && self.is_hashed() {
             return Err(Error::Query(query::error::fail(
-                16764,
+                vocabulary::location::HASHED_INDEX_CANNOT_BE_UNIQUE,
                 "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.",
             )));
         }
@@ -332,7 +332,7 @@ fn check_key_pattern(key: &Document) -> Result<()> {
     let hashed = key.values().filter(|kind| is_hashed_kind(kind)).count();
     if hashed > 1 {
         return Err(Error::Query(query::error::fail(
-            31303,
+            vocabulary::location::AT_MOST_ONE_HASHED_INDEX_FIELD,
             format!("A maximum of one index field is allowed to be hashed but found {hashed} for 'key' {key}"),
         )));
     }

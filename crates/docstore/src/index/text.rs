@@ -53,11 +53,12 @@ impl Language {
     /// By name (`"english"`) or ISO code (`"en"`); MongoDB's error 17262 for others.
     pub fn parse(name: &str) -> Result<Language> {
         let lower = name.to_lowercase();
-        LANGUAGES
-            .iter()
-            .position(|(full, code)| *full == lower || *code == lower)
-            .map(Language)
-            .ok_or_else(|| Error::Query(query::error::fail(17262, format!("language override unsupported: {name}"))))
+        LANGUAGES.iter().position(|(full, code)| *full == lower || *code == lower).map(Language).ok_or_else(|| {
+            Error::Query(query::error::fail(
+                vocabulary::location::TEXT_INDEX_LANGUAGE_OVERRIDE_UNSUPPORTED,
+                format!("language override unsupported: {name}"),
+            ))
+        })
     }
 
     pub fn name(self) -> &'static str {

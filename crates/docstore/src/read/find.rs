@@ -436,7 +436,7 @@ impl KeyBounds {
         }
         let Access::IndexScan(scan) = &plan.access else {
             return Err(Error::Query(query::error::fail(
-                51173,
+                vocabulary::location::MIN_MAX_REQUIRES_HINT,
                 "When using min()/max() a hint of which index to use must be provided",
             )));
         };
@@ -445,7 +445,7 @@ impl KeyBounds {
             let Some(bound) = bound else { return Ok(None) };
             if !bound.keys().eq(scan.key_pattern.keys()) {
                 return Err(Error::Query(query::error::fail(
-                    51174,
+                    vocabulary::location::MIN_MAX_INCONSISTENT_WITH_INDEX,
                     format!("The index chosen is not consistent with min/max: {} and {bound}", scan.key_pattern),
                 )));
             }

@@ -8,6 +8,7 @@
 //! into null. Sums promote types like `$add` (int → long → double; decimal wins).
 
 use std::cmp::Ordering;
+use vocabulary::location;
 
 use bson::{Bson, Document};
 
@@ -245,7 +246,10 @@ pub(crate) fn lookup(name: &str) -> Option<OpDef> {
 
 fn one_array_arg(args: &[Value], op: &str, last: bool) -> EvalResult {
     if args.len() != 1 {
-        return Err(fail(16020, format!("Expression {op} takes exactly 1 arguments. {} were passed in.", args.len())));
+        return Err(fail(
+            location::EXPRESSION_ARGUMENT_COUNT_EXACT,
+            format!("Expression {op} takes exactly 1 arguments. {} were passed in.", args.len()),
+        ));
     }
     super::array::first_or_last(args, op, last)
 }

@@ -9,6 +9,7 @@
 
 use bigdecimal::{BigDecimal, RoundingMode};
 use bson::{Bson, DateTime};
+use vocabulary::location;
 
 use super::value::{EvalResult, Value, bson_type_name, display, fail, type_name};
 use super::{Arity, Func, OpDef};
@@ -45,7 +46,7 @@ pub fn lookup(name: &str) -> Option<OpDef> {
 fn parse_rand(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     match arg {
         Bson::Document(spec) if spec.is_empty() => Ok(Expr::Call(Call { name, func: rand, args: Vec::new() })),
-        _ => Err(fail(10065, "$rand does not currently accept arguments")),
+        _ => Err(fail(location::ARGUMENT_NOT_OBJECT, "$rand does not currently accept arguments")),
     }
 }
 
@@ -78,7 +79,7 @@ fn add(args: &[Value]) -> EvalResult {
             None | Some(Bson::Null) | Some(Bson::Undefined) => return null(),
             Some(Bson::DateTime(d)) => {
                 if date.is_some() {
-                    return Err(fail(16612, "only one date allowed in an $add expression"));
+                    return Err(fail(location::ADD_MORE_THAN_ONE_DATE, "only one date allowed in an $add expression"));
                 }
                 date = Some(d.timestamp_millis());
             }
@@ -86,7 +87,7 @@ fn add(args: &[Value]) -> EvalResult {
                 Some(n) => total = arith(ArithOp::Add, &total, &n),
                 None => {
                     return Err(fail(
-                        16554,
+                        location::ADD_NOT_NUMBER_OR_DATE,
                         format!("$add only supports numeric or date types, not {}", bson_type_name(v)),
                     ));
                 }
@@ -112,7 +113,7 @@ fn date_plus(millis: i64, offset: &Num) -> EvalResult {
     let result = delta.and_then(|d| millis.checked_add(d));
     match result {
         Some(ms) => Ok(Some(Bson::DateTime(DateTime::from_millis(ms)))),
-        None => Err(fail(16613, "date overflow in $add")),
+        None => Err(fail(location::ADD_DATE_OVERFLOW, "date overflow in $add")),
     }
 }
 
@@ -133,7 +134,10 @@ fn subtract(args: &[Value]) -> EvalResult {
         }
         _ => match (Num::from_bson(a), Num::from_bson(b)) {
             (Some(x), Some(y)) => num(arith(ArithOp::Subtract, &x, &y)),
-            _ => Err(fail(16556, format!("can't $subtract {} from {}", bson_type_name(b), bson_type_name(a)))),
+            _ => Err(fail(
+                location::SUBTRACT_TYPES_UNSUPPORTED,
+                format!("can't $subtract {} from {}", bson_type_name(b), bson_type_name(a)),
+            )),
         },
     }
 }
@@ -145,7 +149,10 @@ fn multiply(args: &[Value]) -> EvalResult {
             return null();
         }
         let Some(n) = arg.as_ref().and_then(Num::from_bson) else {
-            return Err(fail(16555, format!("$multiply only supports numeric types, not {}", type_name(arg))));
+            return Err(fail(
+                location::MULTIPLY_NOT_NUMBER,
+                format!("$multiply only supports numeric types, not {}", type_name(arg)),
+            ));
         };
         product = arith(ArithOp::Multiply, &product, &n);
     }
@@ -167,7 +174,7 @@ fn two_numbers(args: &[Value], code: i32, op: &str) -> Result<Option<(Num, Num)>
 }
 
 fn divide(args: &[Value]) -> EvalResult {
-    let Some((a, b)) = two_numbers(args, 16609, "$divide")? else { return null() };
+    let Some((a, b)) = two_numbers(args, location::DIVIDE_NOT_NUMBERS, "$divide")? else { return null() };
     if b.is_zero() {
         return Err(fail(crate::error::ErrorCode::BadValue, "can't $divide by zero"));
     }
@@ -178,9 +185,9 @@ fn divide(args: &[Value]) -> EvalResult {
 }
 
 fn modulo(args: &[Value]) -> EvalResult {
-    let Some((a, b)) = two_numbers(args, 16611, "$mod")? else { return null() };
+    let Some((a, b)) = two_numbers(args, location::MOD_NOT_NUMBERS, "$mod")? else { return null() };
     if b.is_zero() {
-        return Err(fail(16610, "can't $mod by zero"));
+        return Err(fail(location::MOD_BY_ZERO, "can't $mod by zero"));
     }
     let wider = a.num_type().max(b.num_type());
     let result = match wider {
@@ -206,7 +213,10 @@ pub(super) fn one_number(args: &[Value], op: &str) -> Result<Option<Num>, crate:
     }
     match arg.as_ref().and_then(Num::from_bson) {
         Some(n) => Ok(Some(n)),
-        None => Err(fail(28765, format!("{op} only supports numeric types, not {}", type_name(arg)))),
+        None => Err(fail(
+            location::UNARY_ARITHMETIC_NOT_NUMBER,
+            format!("{op} only supports numeric types, not {}", type_name(arg)),
+        )),
     }
 }
 
@@ -219,7 +229,7 @@ fn abs(args: &[Value]) -> EvalResult {
         },
         Num::Long(i) => match i.checked_abs() {
             Some(a) => Num::Long(a),
-            None => return Err(fail(28680, "can't take $abs of long long min")),
+            None => return Err(fail(location::ABS_OF_LONG_MIN, "can't take $abs of long long min")),
         },
         Num::Double(d) => Num::Double(d.abs()),
         Num::Decimal(Dec::Finite(d)) => Num::Decimal(Dec::Finite(d.abs())),
@@ -256,7 +266,7 @@ fn place_arg(args: &[Value], op: &str) -> Result<Option<i64>, crate::error::Quer
     match n {
         Some(p) if (-20..=100).contains(&p) => Ok(Some(p)),
         _ => Err(fail(
-            51083,
+            location::ROUND_PLACE_OUT_OF_RANGE,
             format!("Cannot apply {op} with precision value {} value must be in [-20, 100]", display(place)),
         )),
     }
@@ -275,7 +285,10 @@ fn round_with(args: &[Value], op: &str, mode: RoundingMode) -> EvalResult {
         return null();
     }
     let Some(n) = args[0].as_ref().and_then(Num::from_bson) else {
-        return Err(fail(51081, format!("{op} only supports numeric types, not {}", type_name(&args[0]))));
+        return Err(fail(
+            location::ROUND_NOT_NUMBER,
+            format!("{op} only supports numeric types, not {}", type_name(&args[0])),
+        ));
     };
     let Some(place) = place_arg(args, op)? else { return null() };
     let round_dec = |d: BigDecimal| d.with_scale_round(place, mode).with_scale(place.max(0));
@@ -320,13 +333,16 @@ fn sqrt(args: &[Value]) -> EvalResult {
     if let Some(Num::Decimal(Dec::Finite(d))) = one_number(args, "$sqrt")? {
         return match d.sqrt() {
             Some(r) => num(Num::Decimal(Dec::Finite(r.with_prec(34)))),
-            None => Err(fail(28714, "$sqrt's argument must be greater than or equal to 0")),
+            None => Err(fail(location::SQRT_OF_NEGATIVE, "$sqrt's argument must be greater than or equal to 0")),
         };
     }
     unary_float(
         args,
         "$sqrt",
-        |x| (x < 0.0).then(|| (28714, "$sqrt's argument must be greater than or equal to 0: ".into())),
+        |x| {
+            (x < 0.0)
+                .then(|| (location::SQRT_OF_NEGATIVE, "$sqrt's argument must be greater than or equal to 0: ".into()))
+        },
         f64::sqrt,
     )
 }
@@ -339,7 +355,7 @@ fn ln(args: &[Value]) -> EvalResult {
     unary_float(
         args,
         "$ln",
-        |x| (x <= 0.0).then(|| (28766, "$ln's argument must be a positive number, but is ".into())),
+        |x| (x <= 0.0).then(|| (location::LN_NOT_POSITIVE, "$ln's argument must be a positive number, but is ".into())),
         f64::ln,
     )
 }
@@ -348,7 +364,10 @@ fn log10(args: &[Value]) -> EvalResult {
     unary_float(
         args,
         "$log10",
-        |x| (x <= 0.0).then(|| (28761, "$log10's argument must be a positive number, but is ".into())),
+        |x| {
+            (x <= 0.0)
+                .then(|| (location::LOG10_NOT_POSITIVE, "$log10's argument must be a positive number, but is ".into()))
+        },
         f64::log10,
     )
 }
@@ -359,18 +378,27 @@ fn log(args: &[Value]) -> EvalResult {
         return null();
     }
     let Some(x) = value.as_ref().and_then(Num::from_bson) else {
-        return Err(fail(28756, format!("$log's argument must be numeric, not {}", type_name(value))));
+        return Err(fail(
+            location::LOG_ARGUMENT_NOT_NUMBER,
+            format!("$log's argument must be numeric, not {}", type_name(value)),
+        ));
     };
     let Some(b) = base.as_ref().and_then(Num::from_bson) else {
-        return Err(fail(28757, format!("$log's base must be numeric, not {}", type_name(base))));
+        return Err(fail(
+            location::LOG_BASE_NOT_NUMBER,
+            format!("$log's base must be numeric, not {}", type_name(base)),
+        ));
     };
     let (xf, bf) = (x.to_f64(), b.to_f64());
     if xf <= 0.0 {
-        return Err(fail(28758, format!("$log's argument must be a positive number, but is {}", x.to_bson())));
+        return Err(fail(
+            location::LOG_ARGUMENT_NOT_POSITIVE,
+            format!("$log's argument must be a positive number, but is {}", x.to_bson()),
+        ));
     }
     if bf <= 0.0 || bf == 1.0 {
         return Err(fail(
-            28759,
+            location::LOG_BASE_INVALID,
             format!("$log's base must be a positive number not equal to 1, but is {}", b.to_bson()),
         ));
     }
@@ -387,13 +415,19 @@ fn pow(args: &[Value]) -> EvalResult {
         return null();
     }
     let Some(b) = base.as_ref().and_then(Num::from_bson) else {
-        return Err(fail(28762, format!("$pow's base must be numeric, not {}", type_name(base))));
+        return Err(fail(
+            location::POW_BASE_NOT_NUMBER,
+            format!("$pow's base must be numeric, not {}", type_name(base)),
+        ));
     };
     let Some(e) = exponent.as_ref().and_then(Num::from_bson) else {
-        return Err(fail(28763, format!("$pow's exponent must be numeric, not {}", type_name(exponent))));
+        return Err(fail(
+            location::POW_EXPONENT_NOT_NUMBER,
+            format!("$pow's exponent must be numeric, not {}", type_name(exponent)),
+        ));
     };
     if b.is_zero() && e.is_negative() {
-        return Err(fail(28764, "$pow cannot take a base of 0 and a negative exponent"));
+        return Err(fail(location::POW_ZERO_TO_NEGATIVE, "$pow cannot take a base of 0 and a negative exponent"));
     }
     let wider = b.num_type().max(e.num_type());
     match wider {

@@ -8,6 +8,7 @@
 //! Indexes must be whole numbers fitting int32; negative indexes count from the end.
 
 use std::cmp::Ordering;
+use vocabulary::location;
 
 use bson::{Bson, Document};
 
@@ -46,16 +47,20 @@ pub fn first_or_last(args: &[Value], op: &str, last: bool) -> EvalResult {
     match &args[0] {
         None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(Some(Bson::Null)),
         Some(Bson::Array(items)) => Ok(if last { items.last() } else { items.first() }.cloned()),
-        other => Err(fail(28689, format!("{op}'s argument must be an array, but is {}", type_name(other)))),
+        other => Err(fail(
+            location::ARRAY_OPERATOR_NOT_ARRAY,
+            format!("{op}'s argument must be an array, but is {}", type_name(other)),
+        )),
     }
 }
 
 fn size(args: &[Value]) -> EvalResult {
     match &args[0] {
         Some(Bson::Array(items)) => Ok(Some(long_or_int(items.len() as i64))),
-        other => {
-            Err(fail(17124, format!("The argument to $size must be an array. Type of argument: {}", type_name(other))))
-        }
+        other => Err(fail(
+            location::SIZE_NOT_ARRAY,
+            format!("The argument to $size must be an array. Type of argument: {}", type_name(other)),
+        )),
     }
 }
 
@@ -75,22 +80,28 @@ fn array_elem_at(args: &[Value]) -> EvalResult {
     }
     let Some(Bson::Array(items)) = &args[0] else {
         return Err(fail(
-            28689,
+            location::ARRAY_OPERATOR_NOT_ARRAY,
             format!("$arrayElemAt's first argument must be an array, but is {}", type_name(&args[0])),
         ));
     };
     let index_value = args[1].as_ref().unwrap_or(&Bson::Null);
     let index = to_i32_arg(
         index_value,
-        (28690, "$arrayElemAt's second argument must be a numeric value"),
-        (28691, "$arrayElemAt's second argument must be representable as a 32-bit integer"),
+        (location::ARRAY_ELEM_AT_INDEX_NOT_NUMBER, "$arrayElemAt's second argument must be a numeric value"),
+        (
+            location::ARRAY_ELEM_AT_INDEX_NOT_INT32,
+            "$arrayElemAt's second argument must be representable as a 32-bit integer",
+        ),
     )?;
     Ok(resolve_index(index, items.len()).and_then(|i| items.get(i)).cloned())
 }
 
 fn in_array(args: &[Value]) -> EvalResult {
     let Some(Bson::Array(items)) = &args[1] else {
-        return Err(fail(40081, format!("$in requires an array as a second argument, found: {}", type_name(&args[1]))));
+        return Err(fail(
+            location::IN_NOT_ARRAY,
+            format!("$in requires an array as a second argument, found: {}", type_name(&args[1])),
+        ));
     };
     let found = items.iter().any(|item| compare(&args[0], &Some(item.clone())) == Ordering::Equal);
     Ok(Some(Bson::Boolean(found)))
@@ -102,15 +113,15 @@ fn slice(args: &[Value]) -> EvalResult {
     }
     let Some(Bson::Array(items)) = &args[0] else {
         return Err(fail(
-            28724,
+            location::SLICE_FIRST_ARGUMENT_NOT_ARRAY,
             format!("First argument to $slice must be an array, but is of type: {}", type_name(&args[0])),
         ));
     };
     let second = args[1].as_ref().unwrap_or(&Bson::Null);
     let second = to_i32_arg(
         second,
-        (28725, "Second argument to $slice must be a numeric value"),
-        (28726, "Second argument to $slice can't be represented as a 32-bit integer"),
+        (location::SLICE_SECOND_NOT_NUMBER, "Second argument to $slice must be a numeric value"),
+        (location::SLICE_SECOND_NOT_INT32, "Second argument to $slice can't be represented as a 32-bit integer"),
     )?;
     let length = items.len() as i64;
     let (start, count) = match args.get(2) {
@@ -119,11 +130,14 @@ fn slice(args: &[Value]) -> EvalResult {
         Some(third) => {
             let third = to_i32_arg(
                 third.as_ref().unwrap_or(&Bson::Null),
-                (28727, "Third argument to $slice must be numeric"),
-                (28728, "Third argument to $slice can't be represented as a 32-bit integer"),
+                (location::SLICE_THIRD_NOT_NUMBER, "Third argument to $slice must be numeric"),
+                (location::SLICE_THIRD_NOT_INT32, "Third argument to $slice can't be represented as a 32-bit integer"),
             )?;
             if third <= 0 {
-                return Err(fail(28729, format!("Third argument to $slice must be positive: {third}")));
+                return Err(fail(
+                    location::SLICE_THIRD_NOT_POSITIVE,
+                    format!("Third argument to $slice must be positive: {third}"),
+                ));
             }
             let start = if second >= 0 { i64::from(second) } else { (length + i64::from(second)).max(0) };
             (start, i64::from(third))
@@ -139,7 +153,12 @@ fn concat_arrays(args: &[Value]) -> EvalResult {
         match arg {
             None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
             Some(Bson::Array(items)) => out.extend(items.iter().cloned()),
-            other => return Err(fail(28664, format!("$concatArrays only supports arrays, not {}", type_name(other)))),
+            other => {
+                return Err(fail(
+                    location::CONCAT_ARRAYS_NOT_ARRAY,
+                    format!("$concatArrays only supports arrays, not {}", type_name(other)),
+                ));
+            }
         }
     }
     Ok(Some(Bson::Array(out)))
@@ -167,14 +186,15 @@ fn range_arg(value: &Value, what: &str, codes: (i32, i32)) -> Result<i64, QueryE
 }
 
 fn range(args: &[Value]) -> EvalResult {
-    let start = range_arg(&args[0], "starting value", (34443, 34444))?;
-    let end = range_arg(&args[1], "ending value", (34445, 34446))?;
+    let start =
+        range_arg(&args[0], "starting value", (location::RANGE_START_NOT_NUMBER, location::RANGE_START_NOT_INT32))?;
+    let end = range_arg(&args[1], "ending value", (location::RANGE_END_NOT_NUMBER, location::RANGE_END_NOT_INT32))?;
     let step = match args.get(2) {
-        Some(v) => range_arg(v, "step value", (34447, 34448))?,
+        Some(v) => range_arg(v, "step value", (location::RANGE_STEP_NOT_NUMBER, location::RANGE_STEP_NOT_INT32))?,
         None => 1,
     };
     if step == 0 {
-        return Err(fail(34449, "$range requires a non-zero step value"));
+        return Err(fail(location::RANGE_STEP_ZERO, "$range requires a non-zero step value"));
     }
     let count = if (step > 0 && start < end) || (step < 0 && start > end) {
         ((end - start).abs() + step.abs() - 1) / step.abs()
@@ -183,7 +203,7 @@ fn range(args: &[Value]) -> EvalResult {
     };
     if count > RANGE_LIMIT {
         return Err(fail(
-            5617800,
+            location::RANGE_TOO_MUCH_MEMORY,
             format!("$range would use too much memory ({} bytes) and cannot spill to disk", count * 16),
         ));
     }
@@ -196,7 +216,7 @@ fn reverse_array(args: &[Value]) -> EvalResult {
         None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(Some(Bson::Null)),
         Some(Bson::Array(items)) => Ok(Some(Bson::Array(items.iter().rev().cloned().collect()))),
         other => Err(fail(
-            34435,
+            location::REVERSE_ARRAY_NOT_ARRAY,
             format!("The argument to $reverseArray must be an array, but was of type: {}", type_name(other)),
         )),
     }
@@ -207,16 +227,17 @@ fn index_bound(value: Option<&Value>, default: usize) -> Result<usize, QueryErro
     let n = value.as_ref().and_then(Num::from_bson).and_then(|n| n.to_exact_i64());
     match n {
         None => Err(fail(
-            40096,
+            location::INDEX_OF_ARRAY_START_NOT_INTEGER,
             format!(
                 "$indexOfArray requires an integral starting index, found a value of type: {}, with value: {}",
                 type_name(value),
                 display(value)
             ),
         )),
-        Some(i) if i < 0 => {
-            Err(fail(40097, format!("$indexOfArray requires a nonnegative starting index, found: {i}")))
-        }
+        Some(i) if i < 0 => Err(fail(
+            location::INDEX_OF_ARRAY_START_NEGATIVE,
+            format!("$indexOfArray requires a nonnegative starting index, found: {i}"),
+        )),
         Some(i) => Ok(usize::try_from(i).unwrap_or(usize::MAX)),
     }
 }
@@ -227,7 +248,7 @@ fn index_of_array(args: &[Value]) -> EvalResult {
         Some(Bson::Array(items)) => items,
         other => {
             return Err(fail(
-                40090,
+                location::INDEX_OF_ARRAY_NOT_ARRAY,
                 format!("$indexOfArray requires an array as a first argument, found: {}", type_name(other)),
             ));
         }
@@ -247,7 +268,10 @@ fn array_to_object(args: &[Value]) -> EvalResult {
         None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
         Some(Bson::Array(items)) => items,
         other => {
-            return Err(fail(40386, format!("$arrayToObject requires an array input, found: {}", type_name(other))));
+            return Err(fail(
+                location::ARRAY_TO_OBJECT_NOT_ARRAY,
+                format!("$arrayToObject requires an array input, found: {}", type_name(other)),
+            ));
         }
     };
     let pairs_form = matches!(items.first(), Some(Bson::Array(_)));
@@ -258,19 +282,22 @@ fn array_to_object(args: &[Value]) -> EvalResult {
             (Bson::Document(kv), false) => kv_entry(kv)?,
             (Bson::Array(_) | Bson::Document(_), _) => {
                 return Err(fail(
-                    40391,
+                    location::ARRAY_TO_OBJECT_MIXED_FORMATS,
                     "$arrayToObject requires a consistent input format. Elements must all be arrays or all be objects.",
                 ));
             }
             (other, _) => {
                 return Err(fail(
-                    40398,
+                    location::ARRAY_TO_OBJECT_UNRECOGNIZED_FORMAT,
                     format!("Unrecognised input type format for $arrayToObject: {}", bson_type_name(other)),
                 ));
             }
         };
         if key.contains('\0') {
-            return Err(fail(4940400, "Key field cannot contain an embedded null byte"));
+            return Err(fail(
+                location::ARRAY_TO_OBJECT_KEY_HAS_NULL_BYTE,
+                "Key field cannot contain an embedded null byte",
+            ));
         }
         out.insert(key, value);
     }
@@ -281,14 +308,14 @@ fn pair_entry(pair: &[Bson]) -> Result<(String, Bson), QueryError> {
     match pair {
         [Bson::String(k), v] => Ok((k.clone(), v.clone())),
         [k, _] => Err(fail(
-            40395,
+            location::ARRAY_TO_OBJECT_KEY_NOT_STRING,
             format!(
                 "$arrayToObject requires an array of key-value pairs, where the key must be of type string. Found key type: {}",
                 bson_type_name(k)
             ),
         )),
         _ => Err(fail(
-            40397,
+            location::ARRAY_TO_OBJECT_PAIR_NOT_SIZE_TWO,
             format!("$arrayToObject requires an array of size 2 arrays,found array of size: {}", pair.len()),
         )),
     }
@@ -297,7 +324,7 @@ fn pair_entry(pair: &[Bson]) -> Result<(String, Bson), QueryError> {
 fn kv_entry(kv: &Document) -> Result<(String, Bson), QueryError> {
     if kv.len() != 2 {
         return Err(fail(
-            40392,
+            location::ARRAY_TO_OBJECT_WRONG_KEY_COUNT,
             format!(
                 "$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:{}",
                 kv.len()
@@ -306,14 +333,14 @@ fn kv_entry(kv: &Document) -> Result<(String, Bson), QueryError> {
     }
     let (Some(k), Some(v)) = (kv.get("k"), kv.get("v")) else {
         return Err(fail(
-            40393,
+            location::ARRAY_TO_OBJECT_MISSING_K_OR_V,
             format!("$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: {kv}"),
         ));
     };
     match k {
         Bson::String(k) => Ok((k.clone(), v.clone())),
         other => Err(fail(
-            40394,
+            location::ARRAY_TO_OBJECT_K_NOT_STRING,
             format!(
                 "$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string. Found type: {}",
                 bson_type_name(other)
@@ -324,38 +351,57 @@ fn kv_entry(kv: &Document) -> Result<(String, Bson), QueryError> {
 
 fn parse_zip(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let Bson::Document(spec) = arg else {
-        return Err(fail(34460, format!("$zip only supports an object as an argument, found {}", bson_type_name(arg))));
+        return Err(fail(
+            location::ZIP_ARGUMENT_NOT_OBJECT,
+            format!("$zip only supports an object as an argument, found {}", bson_type_name(arg)),
+        ));
     };
     let (mut inputs, mut longest, mut defaults) = (None, false, None);
     for (key, value) in spec {
         match key.as_str() {
             "inputs" => {
                 let Bson::Array(_) = value else {
-                    return Err(fail(34461, format!("inputs must be an array of expressions, found {value}")));
+                    return Err(fail(
+                        location::ZIP_INPUTS_NOT_ARRAY,
+                        format!("inputs must be an array of expressions, found {value}"),
+                    ));
                 };
                 inputs = Some(positional_args(value)?);
             }
             "useLongestLength" => match value {
                 Bson::Boolean(b) => longest = *b,
-                _ => return Err(fail(34463, format!("useLongestLength must be a bool, found {value}"))),
+                _ => {
+                    return Err(fail(
+                        location::ZIP_USE_LONGEST_LENGTH_NOT_BOOL,
+                        format!("useLongestLength must be a bool, found {value}"),
+                    ));
+                }
             },
             "defaults" => {
                 let Bson::Array(_) = value else {
-                    return Err(fail(34462, format!("defaults must be an array of expressions, found {value}")));
+                    return Err(fail(
+                        location::ZIP_DEFAULTS_NOT_ARRAY,
+                        format!("defaults must be an array of expressions, found {value}"),
+                    ));
                 };
                 defaults = Some(parse(value)?);
             }
-            other => return Err(fail(34464, format!("$zip found an unknown argument: {other}"))),
+            other => {
+                return Err(fail(location::ZIP_UNKNOWN_ARGUMENT, format!("$zip found an unknown argument: {other}")));
+            }
         }
     }
-    let inputs = inputs.ok_or_else(|| fail(34465, "$zip requires at least one input array"))?;
+    let inputs = inputs.ok_or_else(|| fail(location::ZIP_WITHOUT_INPUTS, "$zip requires at least one input array"))?;
     if defaults.is_some() && !longest {
-        return Err(fail(34466, "cannot specify defaults unless useLongestLength is true"));
+        return Err(fail(
+            location::ZIP_DEFAULTS_WITHOUT_USE_LONGEST_LENGTH,
+            "cannot specify defaults unless useLongestLength is true",
+        ));
     }
     if let Some(Expr::Array(d)) = &defaults
         && d.len() != inputs.len()
     {
-        return Err(fail(34467, "defaults and inputs must have the same length"));
+        return Err(fail(location::ZIP_DEFAULTS_LENGTH_MISMATCH, "defaults and inputs must have the same length"));
     }
     let mut args = vec![Expr::Literal(Bson::Boolean(longest)), defaults.unwrap_or(Expr::Absent)];
     args.extend(inputs);
@@ -375,7 +421,10 @@ fn zip(args: &[Value]) -> EvalResult {
             None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
             Some(Bson::Array(items)) => arrays.push(items),
             other => {
-                return Err(fail(34468, format!("$zip found a non-array expression in input: {}", display(other))));
+                return Err(fail(
+                    location::ZIP_INPUT_NOT_ARRAY,
+                    format!("$zip found a non-array expression in input: {}", display(other)),
+                ));
             }
         }
     }
@@ -425,13 +474,28 @@ fn object_fields(
 /// `{$sortArray: {input, sortBy}}`: `sortBy` is 1 or -1 (the elements by value) or a sort
 /// document (documents by their fields, as `$sort` orders them); the sort is stable.
 fn parse_sort_array(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let args = object_fields(name, arg, &["input", "sortBy"], &["sortBy"], (2942500, 2942501, 2942502))?;
+    let args = object_fields(
+        name,
+        arg,
+        &["input", "sortBy"],
+        &["sortBy"],
+        (
+            location::SORT_ARRAY_ARGUMENT_NOT_OBJECT,
+            location::SORT_ARRAY_UNKNOWN_ARGUMENT,
+            location::SORT_ARRAY_MISSING_ARGUMENT,
+        ),
+    )?;
     match &args[1] {
         Expr::Literal(Bson::Document(spec)) => {
             crate::sort::SortSpec::parse(spec)?;
         }
         Expr::Literal(direction) if sort_direction(direction).is_some() => {}
-        _ => return Err(fail(2942505, "$sortArray requires sortBy to be a sort pattern or 1 or -1")),
+        _ => {
+            return Err(fail(
+                location::SORT_ARRAY_SORT_BY_INVALID,
+                "$sortArray requires sortBy to be a sort pattern or 1 or -1",
+            ));
+        }
     }
     Ok(Expr::Call(Call { name, func: sort_array, args }))
 }
@@ -450,7 +514,7 @@ fn sort_array(args: &[Value]) -> EvalResult {
         Some(Bson::Array(items)) => items.clone(),
         other => {
             return Err(fail(
-                2942504,
+                location::SORT_ARRAY_INPUT_NOT_ARRAY,
                 format!("The input argument to $sortArray must be an array, but was of type: {}", type_name(other)),
             ));
         }
@@ -471,7 +535,12 @@ fn sort_array(args: &[Value]) -> EvalResult {
                 if descending { order.reverse() } else { order }
             });
         }
-        None => return Err(fail(2942505, "$sortArray requires sortBy to be a sort pattern or 1 or -1")),
+        None => {
+            return Err(fail(
+                location::SORT_ARRAY_SORT_BY_INVALID,
+                "$sortArray requires sortBy to be a sort pattern or 1 or -1",
+            ));
+        }
     }
     Ok(Some(Bson::Array(items)))
 }
@@ -479,7 +548,13 @@ fn sort_array(args: &[Value]) -> EvalResult {
 /// `{$firstN | $lastN | $maxN | $minN: {n, input}}`: the first or last `n` elements, or the `n`
 /// largest or smallest (null and missing elements left out), largest or smallest first.
 fn parse_n_elements(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let args = object_fields(name, arg, &["n", "input"], &[], (5787801, 5787901, 5787906))?;
+    let args = object_fields(
+        name,
+        arg,
+        &["n", "input"],
+        &[],
+        (location::N_ACCUMULATOR_NOT_OBJECT, location::N_ACCUMULATOR_UNKNOWN_FIELD, location::N_ACCUMULATOR_WITHOUT_N),
+    )?;
     let func: Func = match name {
         "$firstN" => |a| n_elements(a, "$firstN"),
         "$lastN" => |a| n_elements(a, "$lastN"),
@@ -493,7 +568,12 @@ fn n_elements(args: &[Value], op: &str) -> EvalResult {
     let n = positive_n(args[0].as_ref())?;
     let items = match &args[1] {
         Some(Bson::Array(items)) => items,
-        other => return Err(fail(5788200, format!("Input to {op} must be an array, but found: {}", type_name(other)))),
+        other => {
+            return Err(fail(
+                location::N_ARRAY_OPERATOR_NOT_ARRAY,
+                format!("Input to {op} must be an array, but found: {}", type_name(other)),
+            ));
+        }
     };
     let chosen: Vec<Bson> = match op {
         "$firstN" => items.iter().take(n).cloned().collect(),
@@ -516,9 +596,9 @@ fn n_elements(args: &[Value], op: &str) -> EvalResult {
 pub(super) fn positive_n(value: Option<&Bson>) -> Result<usize, QueryError> {
     match value.and_then(Num::from_bson).and_then(|n| n.to_exact_i64()) {
         Some(n) if n > 0 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
-        Some(n) => Err(fail(5787908, format!("'n' must be greater than 0, found {n}"))),
+        Some(n) => Err(fail(location::N_NOT_POSITIVE, format!("'n' must be greater than 0, found {n}"))),
         None => Err(fail(
-            5787902,
+            location::N_NOT_INTEGRAL,
             format!("Value for 'n' must be of integral type, but found {}", display(&value.cloned())),
         )),
     }

@@ -6,6 +6,7 @@
 //! is -1 and `$bitOr`/`$bitXor` 0, the identities.
 
 use bson::Bson;
+use vocabulary::location;
 
 use super::value::{EvalResult, Value, fail, is_nullish, type_name};
 use super::{Arity, Func, OpDef};
@@ -17,8 +18,12 @@ pub fn lookup(name: &str) -> Option<OpDef> {
         "$bitOr" => ("$bitOr", Arity::Any, |a| fold(a, "$bitOr", 0, |x, y| x | y)),
         "$bitXor" => ("$bitXor", Arity::Any, |a| fold(a, "$bitXor", 0, |x, y| x ^ y)),
         "$bitNot" => ("$bitNot", Arity::Exact(1), |a| fold(a, "$bitNot", 0, |_, y| !y)),
-        "$tsSecond" => ("$tsSecond", Arity::Exact(1), |a| timestamp_part(a, "$tsSecond", 5687301, true)),
-        "$tsIncrement" => ("$tsIncrement", Arity::Exact(1), |a| timestamp_part(a, "$tsIncrement", 5687302, false)),
+        "$tsSecond" => {
+            ("$tsSecond", Arity::Exact(1), |a| timestamp_part(a, "$tsSecond", location::TS_SECOND_NOT_TIMESTAMP, true))
+        }
+        "$tsIncrement" => ("$tsIncrement", Arity::Exact(1), |a| {
+            timestamp_part(a, "$tsIncrement", location::TS_INCREMENT_NOT_TIMESTAMP, false)
+        }),
         _ => return None,
     };
     Some(OpDef::Strict { name, arity, func })

@@ -6,6 +6,7 @@
 //! is evaluated only when the conversion fails; their logic stays in their families.
 
 use bson::Bson;
+use vocabulary::location;
 
 use super::eval::Scope;
 use super::parse::{check_variable_name, parse};
@@ -84,10 +85,10 @@ fn required<'a>(value: Option<&'a Bson>, op: &str, name: &str, code: i32) -> Res
 
 fn parse_cond(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     if let Bson::Document(_) = arg {
-        let f = fields(name, arg, &["if", "then", "else"], 17083)?;
-        let test = parse(required(f[0], name, "if", 17080)?)?;
-        let then = parse(required(f[1], name, "then", 17081)?)?;
-        let otherwise = parse(required(f[2], name, "else", 17082)?)?;
+        let f = fields(name, arg, &["if", "then", "else"], location::COND_UNKNOWN_ARGUMENT)?;
+        let test = parse(required(f[0], name, "if", location::COND_WITHOUT_IF)?)?;
+        let then = parse(required(f[1], name, "then", location::COND_WITHOUT_THEN)?)?;
+        let otherwise = parse(required(f[2], name, "else", location::COND_WITHOUT_ELSE)?)?;
         return Ok(control(Control::Cond { test, then, otherwise }));
     }
     let args = super::parse::positional_args(arg)?;
@@ -95,21 +96,27 @@ fn parse_cond(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let mut it = args.into_iter();
     match (it.next(), it.next(), it.next()) {
         (Some(test), Some(then), Some(otherwise)) => Ok(control(Control::Cond { test, then, otherwise })),
-        _ => Err(fail(16020, "Expression $cond takes exactly 3 arguments.")),
+        _ => Err(fail(location::EXPRESSION_ARGUMENT_COUNT_EXACT, "Expression $cond takes exactly 3 arguments.")),
     }
 }
 
 fn parse_if_null(_: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let args = super::parse::positional_args(arg)?;
     if args.len() < 2 {
-        return Err(fail(1257300, format!("$ifNull needs at least two arguments, had: {}", args.len())));
+        return Err(fail(
+            location::IF_NULL_TOO_FEW_ARGUMENTS,
+            format!("$ifNull needs at least two arguments, had: {}", args.len()),
+        ));
     }
     Ok(control(Control::IfNull(args)))
 }
 
 fn parse_switch(_: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let Bson::Document(spec) = arg else {
-        return Err(fail(40060, format!("$switch requires an object as an argument, found: {}", bson_type_name(arg))));
+        return Err(fail(
+            location::SWITCH_ARGUMENT_NOT_OBJECT,
+            format!("$switch requires an object as an argument, found: {}", bson_type_name(arg)),
+        ));
     };
     let mut branches = Vec::new();
     let mut default = None;
@@ -118,7 +125,7 @@ fn parse_switch(_: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
             "branches" => {
                 let Bson::Array(items) = value else {
                     return Err(fail(
-                        40061,
+                        location::SWITCH_BRANCHES_NOT_ARRAY,
                         format!("$switch expected an array for 'branches', found: {}", bson_type_name(value)),
                     ));
                 };
@@ -127,11 +134,16 @@ fn parse_switch(_: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
                 }
             }
             "default" => default = Some(parse(value)?),
-            other => return Err(fail(40067, format!("$switch found an unknown argument: {other}"))),
+            other => {
+                return Err(fail(
+                    location::SWITCH_UNKNOWN_ARGUMENT,
+                    format!("$switch found an unknown argument: {other}"),
+                ));
+            }
         }
     }
     if branches.is_empty() {
-        return Err(fail(40068, "$switch requires at least one branch."));
+        return Err(fail(location::SWITCH_WITHOUT_BRANCHES, "$switch requires at least one branch."));
     }
     Ok(control(Control::Switch { branches, default }))
 }
@@ -139,7 +151,7 @@ fn parse_switch(_: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
 fn parse_branch(item: &Bson) -> Result<(Expr, Expr), QueryError> {
     let Bson::Document(branch) = item else {
         return Err(fail(
-            40062,
+            location::SWITCH_BRANCH_NOT_OBJECT,
             format!("$switch expected each branch to be an object, found: {}", bson_type_name(item)),
         ));
     };
@@ -148,21 +160,30 @@ fn parse_branch(item: &Bson) -> Result<(Expr, Expr), QueryError> {
         match key.as_str() {
             "case" => case = Some(parse(value)?),
             "then" => then = Some(parse(value)?),
-            other => return Err(fail(40063, format!("$switch found an unknown argument to a branch: {other}"))),
+            other => {
+                return Err(fail(
+                    location::SWITCH_BRANCH_UNKNOWN_ARGUMENT,
+                    format!("$switch found an unknown argument to a branch: {other}"),
+                ));
+            }
         }
     }
-    let case = case.ok_or_else(|| fail(40064, "$switch requires each branch have a 'case' expression"))?;
-    let then = then.ok_or_else(|| fail(40065, "$switch requires each branch have a 'then' expression."))?;
+    let case = case.ok_or_else(|| {
+        fail(location::SWITCH_BRANCH_WITHOUT_CASE, "$switch requires each branch have a 'case' expression")
+    })?;
+    let then = then.ok_or_else(|| {
+        fail(location::SWITCH_BRANCH_WITHOUT_THEN, "$switch requires each branch have a 'then' expression.")
+    })?;
     Ok((case, then))
 }
 
 fn parse_let(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let f = fields(name, arg, &["vars", "in"], 16875)?;
-    let vars = required(f[0], name, "vars", 16876)?;
-    let body = parse(required(f[1], name, "in", 16877)?)?;
+    let f = fields(name, arg, &["vars", "in"], location::LET_UNKNOWN_ARGUMENT)?;
+    let vars = required(f[0], name, "vars", location::LET_WITHOUT_VARS)?;
+    let body = parse(required(f[1], name, "in", location::LET_WITHOUT_IN)?)?;
     let Bson::Document(vars) = vars else {
         return Err(fail(
-            10065,
+            location::ARGUMENT_NOT_OBJECT,
             format!("invalid parameter: expected an object (vars), found: {}", bson_type_name(vars)),
         ));
     };
@@ -181,32 +202,35 @@ fn variable_name(value: Option<&Bson>, op: &str) -> Result<String, QueryError> {
             check_variable_name(s, false)?;
             Ok(s.clone())
         }
-        Some(other) => Err(fail(16866, format!("'as' of {op} must be a string, found: {}", bson_type_name(other)))),
+        Some(other) => Err(fail(
+            location::AS_NOT_STRING,
+            format!("'as' of {op} must be a string, found: {}", bson_type_name(other)),
+        )),
     }
 }
 
 fn parse_filter(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let f = fields(name, arg, &["input", "as", "cond", "limit"], 28647)?;
-    let input = parse(required(f[0], name, "input", 28648)?)?;
+    let f = fields(name, arg, &["input", "as", "cond", "limit"], location::FILTER_UNKNOWN_ARGUMENT)?;
+    let input = parse(required(f[0], name, "input", location::FILTER_WITHOUT_INPUT)?)?;
     let var = variable_name(f[1], name)?;
-    let cond = parse(required(f[2], name, "cond", 28650)?)?;
+    let cond = parse(required(f[2], name, "cond", location::FILTER_WITHOUT_COND)?)?;
     let limit = f[3].map(parse).transpose()?;
     Ok(control(Control::Filter { input, name: var, cond, limit }))
 }
 
 fn parse_map(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let f = fields(name, arg, &["input", "as", "in"], 16879)?;
-    let input = parse(required(f[0], name, "input", 16880)?)?;
+    let f = fields(name, arg, &["input", "as", "in"], location::MAP_UNKNOWN_ARGUMENT)?;
+    let input = parse(required(f[0], name, "input", location::MAP_WITHOUT_INPUT)?)?;
     let var = variable_name(f[1], name)?;
-    let body = parse(required(f[2], name, "in", 16882)?)?;
+    let body = parse(required(f[2], name, "in", location::MAP_WITHOUT_IN)?)?;
     Ok(control(Control::Map { input, name: var, body }))
 }
 
 fn parse_reduce(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let f = fields(name, arg, &["input", "initialValue", "in"], 40076)?;
-    let input = parse(required(f[0], name, "input", 40077)?)?;
-    let initial = parse(required(f[1], name, "initialValue", 40078)?)?;
-    let body = parse(required(f[2], name, "in", 40079)?)?;
+    let f = fields(name, arg, &["input", "initialValue", "in"], location::REDUCE_UNKNOWN_ARGUMENT)?;
+    let input = parse(required(f[0], name, "input", location::REDUCE_WITHOUT_INPUT)?)?;
+    let initial = parse(required(f[1], name, "initialValue", location::REDUCE_WITHOUT_INITIAL_VALUE)?)?;
+    let body = parse(required(f[2], name, "in", location::REDUCE_WITHOUT_IN)?)?;
     Ok(control(Control::Reduce { input, initial, body }))
 }
 
@@ -220,8 +244,9 @@ pub fn eval(form: &Control, scope: &mut Scope<'_>) -> EvalResult {
             }
         }
         Control::IfNull(args) => {
-            let (last, rest) =
-                args.split_last().ok_or_else(|| fail(1257300, "$ifNull needs at least two arguments"))?;
+            let (last, rest) = args
+                .split_last()
+                .ok_or_else(|| fail(location::IF_NULL_TOO_FEW_ARGUMENTS, "$ifNull needs at least two arguments"))?;
             for arg in rest {
                 let v = scope.eval(arg)?;
                 if !is_nullish(&v) {
@@ -239,7 +264,7 @@ pub fn eval(form: &Control, scope: &mut Scope<'_>) -> EvalResult {
             match default {
                 Some(d) => scope.eval(d),
                 None => Err(fail(
-                    40066,
+                    location::SWITCH_NO_MATCHING_BRANCH,
                     "$switch could not find a matching branch for an input, and no default was specified.",
                 )),
             }
@@ -295,7 +320,7 @@ fn array_input(value: crate::expr::Value, code: i32, op: &str) -> Result<Option<
 }
 
 fn eval_filter(input: &Expr, name: &str, cond: &Expr, limit: Option<&Expr>, scope: &mut Scope<'_>) -> EvalResult {
-    let Some(items) = array_input(scope.eval(input)?, 28651, "$filter")? else {
+    let Some(items) = array_input(scope.eval(input)?, location::FILTER_INPUT_NOT_ARRAY, "$filter")? else {
         return Ok(Some(Bson::Null));
     };
     let limit = match limit {
@@ -323,18 +348,18 @@ fn filter_limit(value: crate::expr::Value) -> Result<Option<usize>, QueryError> 
     }
     let n = value.as_ref().and_then(crate::number::Num::from_bson).and_then(|n| n.to_exact_i64()).ok_or_else(|| {
         fail(
-            327391,
+            location::FILTER_LIMIT_NOT_INT32,
             format!("$filter: limit must be represented as a 32-bit integral value: {}", super::value::display(&value)),
         )
     })?;
     if n < 1 {
-        return Err(fail(327392, format!("$filter: limit must be greater than 0: {n}")));
+        return Err(fail(location::FILTER_LIMIT_NOT_POSITIVE, format!("$filter: limit must be greater than 0: {n}")));
     }
     Ok(Some(usize::try_from(n).unwrap_or(usize::MAX)))
 }
 
 fn eval_map(input: &Expr, name: &str, body: &Expr, scope: &mut Scope<'_>) -> EvalResult {
-    let Some(items) = array_input(scope.eval(input)?, 16883, "$map")? else {
+    let Some(items) = array_input(scope.eval(input)?, location::MAP_INPUT_NOT_ARRAY, "$map")? else {
         return Ok(Some(Bson::Null));
     };
     let mut out = Vec::with_capacity(items.len());
@@ -353,7 +378,7 @@ fn eval_reduce(input: &Expr, initial: &Expr, body: &Expr, scope: &mut Scope<'_>)
         Some(Bson::Array(items)) => items,
         Some(other) => {
             return Err(fail(
-                40080,
+                location::REDUCE_INPUT_NOT_ARRAY,
                 format!("$reduce requires an array as 'input', found: {}", bson_type_name(&other)),
             ));
         }

@@ -102,7 +102,7 @@ pub fn eval_convert(spec: &ConvertSpec, scope: &mut Scope<'_>) -> EvalResult {
     };
     match convert_value(&value, to_type) {
         Ok(v) => Ok(Some(v)),
-        Err(e) if e.code() == 241 => match &spec.on_error {
+        Err(e) if e.code() == vocabulary::ErrorCode::ConversionFailure.code() => match &spec.on_error {
             Some(handler) => scope.eval(handler),
             None => Err(e),
         },

@@ -8,6 +8,7 @@
 
 use bson::{Bson, DateTime};
 use chrono::{Datelike, Months, NaiveDate, NaiveDateTime, TimeDelta, Timelike};
+use vocabulary::location;
 
 use super::control::{Control, control};
 use super::date_format::{DEFAULT_FORMAT, format_local, parse_with_format, sunday_week};
@@ -60,7 +61,10 @@ pub fn date_millis(value: &Value) -> Result<Option<i64>, QueryError> {
         Some(Bson::DateTime(d)) => Ok(Some(d.timestamp_millis())),
         Some(Bson::Timestamp(t)) => Ok(Some(i64::from(t.time) * 1000)),
         Some(Bson::ObjectId(o)) => Ok(Some(o.timestamp().timestamp_millis())),
-        Some(other) => Err(fail(16006, format!("can't convert from BSON type {} to Date", bson_type_name(other)))),
+        Some(other) => Err(fail(
+            location::DATE_CONVERSION_UNSUPPORTED,
+            format!("can't convert from BSON type {} to Date", bson_type_name(other)),
+        )),
     }
 }
 
@@ -77,12 +81,16 @@ fn parse_part(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
         .ok_or_else(|| fail(crate::error::ErrorCode::InvalidPipelineOperator, "unknown date part"))?;
     let args = match arg {
         Bson::Document(d) if d.contains_key("date") => {
-            let codes = NamedArgCodes { not_object: 40024, unknown: 40535, missing: 40539 };
+            let codes = NamedArgCodes {
+                not_object: location::DATE_PART_ARGUMENT_NOT_OBJECT,
+                unknown: location::DATE_PART_UNKNOWN_ARGUMENT,
+                missing: location::DATE_PART_MISSING_ARGUMENT,
+            };
             named_args(name, arg, &["date", "timezone"], &["date"], codes)?
         }
         Bson::Array(items) if items.len() != 1 => {
             return Err(fail(
-                40536,
+                location::DATE_PART_ARRAY_NOT_ONE_ELEMENT,
                 format!("{name} accepts exactly one argument if given an array, but was given {}", items.len()),
             ));
         }
@@ -108,7 +116,11 @@ fn part_long(args: &[Value], extract: fn(&NaiveDateTime) -> i64) -> EvalResult {
 }
 
 fn parse_date_to_string(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let codes = NamedArgCodes { not_object: 18629, unknown: 18534, missing: 18628 };
+    let codes = NamedArgCodes {
+        not_object: location::DATE_TO_STRING_ARGUMENT_NOT_OBJECT,
+        unknown: location::DATE_TO_STRING_UNKNOWN_ARGUMENT,
+        missing: location::DATE_TO_STRING_MISSING_ARGUMENT,
+    };
     let args = named_args(name, arg, &["date", "format", "timezone", "onNull"], &["date"], codes)?;
     if let Some(Expr::Literal(Bson::String(format))) = args.get(1) {
         super::date_format::validate_format(format)?;
@@ -124,7 +136,7 @@ fn date_to_string(args: &[Value]) -> EvalResult {
         Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
         other => {
             return Err(fail(
-                18533,
+                location::DATE_TO_STRING_FORMAT_NOT_STRING,
                 format!(
                     "$dateToString requires that 'format' be a string, found: {} with value {}",
                     type_name(other),
@@ -152,7 +164,11 @@ pub struct DateFromStringSpec {
 }
 
 fn parse_date_from_string(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let codes = NamedArgCodes { not_object: 40540, unknown: 40541, missing: 40542 };
+    let codes = NamedArgCodes {
+        not_object: location::DATE_FROM_STRING_ARGUMENT_NOT_OBJECT,
+        unknown: location::DATE_FROM_STRING_UNKNOWN_ARGUMENT,
+        missing: location::DATE_FROM_STRING_MISSING_ARGUMENT,
+    };
     let names = ["dateString", "format", "timezone", "onError", "onNull"];
     let mut args = named_args(name, arg, &names, &["dateString"], codes)?.into_iter();
     let mut next = || args.next().unwrap_or(Expr::Absent);
@@ -196,7 +212,7 @@ pub fn eval_date_from_string(spec: &DateFromStringSpec, scope: &mut Scope<'_>) -
         Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
         other => {
             return Err(fail(
-                40684,
+                location::DATE_FROM_STRING_FORMAT_NOT_STRING,
                 format!("$dateFromString requires that 'format' be a string, found: {}", type_name(other)),
             ));
         }
@@ -276,7 +292,10 @@ pub enum Unit {
 impl Unit {
     pub fn parse(value: &Value, op: &str) -> Result<Unit, QueryError> {
         let Some(Bson::String(s)) = value else {
-            return Err(fail(5439013, format!("{op} requires 'unit' to be a string, but got {}", type_name(value))));
+            return Err(fail(
+                location::DATE_UNIT_NOT_STRING,
+                format!("{op} requires 'unit' to be a string, but got {}", type_name(value)),
+            ));
         };
         Ok(match s.as_str() {
             "millisecond" => Unit::Millisecond,
@@ -336,7 +355,11 @@ impl Unit {
 }
 
 fn parse_date_add(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let codes = NamedArgCodes { not_object: 5166400, unknown: 5166401, missing: 5166402 };
+    let codes = NamedArgCodes {
+        not_object: location::DATE_ADD_ARGUMENT_NOT_OBJECT,
+        unknown: location::DATE_ADD_UNKNOWN_ARGUMENT,
+        missing: location::DATE_ADD_MISSING_ARGUMENT,
+    };
     let names = ["startDate", "unit", "amount", "timezone"];
     let args = named_args(name, arg, &names, &["startDate", "unit", "amount"], codes)?;
     let func: Func =
@@ -352,7 +375,10 @@ fn date_add(args: &[Value], op: &str, sign: i64) -> EvalResult {
     let start = date_millis(&args[0])?.unwrap_or(0);
     let unit = Unit::parse(&args[1], op)?;
     let amount = args[2].as_ref().and_then(Num::from_bson).and_then(|n| n.to_exact_i64()).ok_or_else(|| {
-        fail(5166405, format!("{op} expects integer amount of time units, but got {}", display(&args[2])))
+        fail(
+            location::DATE_ADD_AMOUNT_NOT_INTEGER,
+            format!("{op} expects integer amount of time units, but got {}", display(&args[2])),
+        )
     })?;
     let Some(zone) = Zone::parse_or_utc(&args[3])? else { return Ok(Some(Bson::Null)) };
     let amount = amount.checked_mul(sign).ok_or_else(|| overflow(op))?;
@@ -376,7 +402,7 @@ fn date_add(args: &[Value], op: &str, sign: i64) -> EvalResult {
 }
 
 fn overflow(op: &str) -> QueryError {
-    fail(5166406, format!("{op} overflowed"))
+    fail(location::DATE_ADD_OVERFLOW, format!("{op} overflowed"))
 }
 
 /// Adds months, clamping the day to the end of a shorter month (Jan 31 + 1 month = Feb 28/29).
@@ -386,7 +412,11 @@ pub(super) fn add_months(local: &NaiveDateTime, months: i64) -> Option<NaiveDate
 }
 
 fn parse_date_diff(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let codes = NamedArgCodes { not_object: 5166301, unknown: 5166302, missing: 5166303 };
+    let codes = NamedArgCodes {
+        not_object: location::DATE_DIFF_ARGUMENT_NOT_OBJECT,
+        unknown: location::DATE_DIFF_UNKNOWN_ARGUMENT,
+        missing: location::DATE_DIFF_MISSING_ARGUMENT,
+    };
     let names = ["startDate", "endDate", "unit", "timezone", "startOfWeek"];
     let args = named_args(name, arg, &names, &["startDate", "endDate", "unit"], codes)?;
     Ok(Expr::Call(Call { name, func: date_diff, args }))
@@ -402,7 +432,7 @@ fn week_start(value: &Value) -> Result<chrono::Weekday, QueryError> {
         "thursday" | "thu" => chrono::Weekday::Thu,
         "friday" | "fri" => chrono::Weekday::Fri,
         "saturday" | "sat" => chrono::Weekday::Sat,
-        other => return Err(fail(5439019, format!("unknown day of week value: {other}"))),
+        other => return Err(fail(location::DATE_UNKNOWN_DAY_OF_WEEK, format!("unknown day of week value: {other}"))),
     };
     Ok(day)
 }
@@ -449,7 +479,11 @@ fn quarter_index(d: &NaiveDateTime) -> i64 {
 }
 
 fn parse_date_trunc(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let codes = NamedArgCodes { not_object: 5439007, unknown: 5439008, missing: 5439009 };
+    let codes = NamedArgCodes {
+        not_object: location::DATE_TRUNC_ARGUMENT_NOT_OBJECT,
+        unknown: location::DATE_TRUNC_UNKNOWN_ARGUMENT,
+        missing: location::DATE_TRUNC_MISSING_ARGUMENT,
+    };
     let names = ["date", "unit", "binSize", "timezone", "startOfWeek"];
     let args = named_args(name, arg, &names, &["date", "unit"], codes)?;
     Ok(Expr::Call(Call { name, func: date_trunc, args }))
@@ -467,7 +501,7 @@ fn date_trunc(args: &[Value]) -> EvalResult {
         v => {
             v.as_ref().and_then(Num::from_bson).and_then(|n| n.to_exact_i64()).filter(|b| *b > 0).ok_or_else(|| {
                 fail(
-                    5439017,
+                    location::DATE_TRUNC_BIN_SIZE_NOT_POSITIVE,
                     format!(
                         "$dateTrunc requires 'binSize' to be a positive 64-bit integer, but got value '{}'",
                         display(v)

@@ -6,6 +6,7 @@
 
 use bson::DateTime;
 use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
+use vocabulary::location;
 
 use super::value::fail;
 use crate::error::QueryError;
@@ -51,7 +52,7 @@ pub fn format_local(local: &NaiveDateTime, format: &str, offset_minutes: i32) ->
             continue;
         }
         let Some(spec) = chars.next() else {
-            return Err(fail(18535, "Unmatched '%' at end of format string"));
+            return Err(fail(location::DATE_FORMAT_UNMATCHED_PERCENT, "Unmatched '%' at end of format string"));
         };
         let piece = match spec {
             'Y' => format!("{:04}", local.year()),
@@ -75,7 +76,12 @@ pub fn format_local(local: &NaiveDateTime, format: &str, offset_minutes: i32) ->
             'b' => MONTHS.get(local.month0() as usize).map_or("", |m| &m[..3]).to_string(),
             'B' => MONTHS.get(local.month0() as usize).copied().unwrap_or("").to_string(),
             '%' => "%".to_string(),
-            other => return Err(fail(18536, format!("Invalid format character '%{other}' in format string"))),
+            other => {
+                return Err(fail(
+                    location::DATE_FORMAT_INVALID_CHARACTER,
+                    format!("Invalid format character '%{other}' in format string"),
+                ));
+            }
         };
         out.push_str(&piece);
     }

@@ -8,6 +8,7 @@
 
 use bson::{Bson, Document};
 use chrono::{Datelike, NaiveDate, NaiveDateTime, TimeDelta, Timelike, Weekday};
+use vocabulary::location;
 
 use super::date::{add_months, date_millis, date_result};
 use super::parse::{NamedArgCodes, named_args};
@@ -44,15 +45,25 @@ pub fn lookup(name: &str) -> Option<OpDef> {
 }
 
 fn parse_from_parts(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let codes = NamedArgCodes { not_object: 40519, unknown: 40518, missing: 40516 };
+    let codes = NamedArgCodes {
+        not_object: location::DATE_FROM_PARTS_ARGUMENT_NOT_OBJECT,
+        unknown: location::DATE_FROM_PARTS_UNKNOWN_ARGUMENT,
+        missing: location::DATE_FROM_PARTS_MISSING_ARGUMENT,
+    };
     let mut args = named_args(name, arg, &FROM_PARTS, &[], codes)?;
     let given: Vec<bool> = args.iter().map(|expr| !matches!(expr, Expr::Absent)).collect();
     let any = |names: &[&str]| names.iter().any(|n| given[FROM_PARTS.iter().position(|f| f == n).unwrap_or(0)]);
     if any(&NATURAL) && any(&ISO) {
-        return Err(fail(40489, "$dateFromParts does not allow mixing natural dates with ISO dates"));
+        return Err(fail(
+            location::DATE_FROM_PARTS_MIXES_ISO_AND_NATURAL,
+            "$dateFromParts does not allow mixing natural dates with ISO dates",
+        ));
     }
     if !any(&["year", "isoWeekYear"]) {
-        return Err(fail(40516, "$dateFromParts requires either 'year' or 'isoWeekYear' to be present"));
+        return Err(fail(
+            location::DATE_FROM_PARTS_MISSING_ARGUMENT,
+            "$dateFromParts requires either 'year' or 'isoWeekYear' to be present",
+        ));
     }
     let mask = given.iter().enumerate().fold(0i32, |mask, (i, &g)| if g { mask | 1 << i } else { mask });
     args.push(Expr::Literal(Bson::Int32(mask)));
@@ -100,7 +111,7 @@ fn default_of(name: &str) -> i64 {
 fn field(name: &str, value: &Bson) -> Result<i64, QueryError> {
     let integer = Num::from_bson(value).and_then(|n| n.to_exact_i64()).ok_or_else(|| {
         fail(
-            40515,
+            location::DATE_PART_NOT_INTEGER,
             format!(
                 "'{name}' must evaluate to an integer, found {} with value {}",
                 type_name(&Some(value.clone())),
@@ -110,7 +121,8 @@ fn field(name: &str, value: &Bson) -> Result<i64, QueryError> {
     })?;
     let year = matches!(name, "year" | "isoWeekYear");
     if year && !(1..=9999).contains(&integer) {
-        let code = if name == "year" { 40523 } else { 31095 };
+        let code =
+            if name == "year" { location::DATE_YEAR_OUT_OF_RANGE } else { location::DATE_ISO_WEEK_YEAR_OUT_OF_RANGE };
         return Err(fail(
             code,
             format!("'{name}' must evaluate to an integer in the range 1 to 9999, found {integer}"),
@@ -118,7 +130,7 @@ fn field(name: &str, value: &Bson) -> Result<i64, QueryError> {
     }
     if !year && !(-32768..=32767).contains(&integer) {
         return Err(fail(
-            31034,
+            location::DATE_PART_OUT_OF_RANGE,
             format!("'{name}' must evaluate to a value in the range [-32768, 32767]; value {integer} is not in range"),
         ));
     }
@@ -139,7 +151,11 @@ fn iso_week_date(parts: &[i64]) -> Option<NaiveDateTime> {
 }
 
 fn parse_to_parts(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
-    let codes = NamedArgCodes { not_object: 40524, unknown: 40520, missing: 40522 };
+    let codes = NamedArgCodes {
+        not_object: location::DATE_TO_PARTS_ARGUMENT_NOT_OBJECT,
+        unknown: location::DATE_TO_PARTS_UNKNOWN_ARGUMENT,
+        missing: location::DATE_TO_PARTS_MISSING_ARGUMENT,
+    };
     let args = named_args(name, arg, &["date", "timezone", "iso8601"], &["date"], codes)?;
     Ok(Expr::Call(Call { name, func: to_parts, args }))
 }
@@ -150,7 +166,12 @@ fn to_parts(args: &[Value]) -> EvalResult {
         None => false,
         Some(Bson::Boolean(iso)) => *iso,
         Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
-        other => return Err(fail(40521, format!("iso8601 must evaluate to a bool, found {}", type_name(other)))),
+        other => {
+            return Err(fail(
+                location::DATE_TO_PARTS_ISO8601_NOT_BOOL,
+                format!("iso8601 must evaluate to a bool, found {}", type_name(other)),
+            ));
+        }
     };
     let Some(millis) = date_millis(&args[0])? else { return Ok(Some(Bson::Null)) };
     let Some(zone) = Zone::parse_or_utc(&args[1])? else { return Ok(Some(Bson::Null)) };

@@ -10,6 +10,7 @@
 //! path components are field names, never array indexes.
 
 use std::borrow::Cow;
+use vocabulary::location;
 
 use bson::{Bson, DateTime, Document};
 
@@ -203,14 +204,16 @@ impl<'a> Scope<'a> {
             "CLUSTER_TIME" => match self.vars.cluster_time {
                 Some(time) => Ok(Some(Bson::Timestamp(time))),
                 // MongoDB's code and words; a standalone has no cluster time.
-                None => Err(fail(51144, "Builtin variable '$$CLUSTER_TIME' is not available")),
+                None => {
+                    Err(fail(location::CLUSTER_TIME_UNAVAILABLE, "Builtin variable '$$CLUSTER_TIME' is not available"))
+                }
             },
             "DESCEND" => Ok(Some(Bson::String("descend".into()))),
             "PRUNE" => Ok(Some(Bson::String("prune".into()))),
             "KEEP" => Ok(Some(Bson::String("keep".into()))),
             _ => match self.vars.get(name) {
                 Some(v) => Ok(Some(v.clone())),
-                None => Err(fail(17276, format!("Use of undefined variable: {name}"))),
+                None => Err(fail(location::UNDEFINED_VARIABLE, format!("Use of undefined variable: {name}"))),
             },
         }
     }

@@ -5,6 +5,7 @@
 //! literal name, so names with `.` or a leading `$` are reachable.
 
 use bson::{Bson, Document};
+use vocabulary::location;
 
 use super::parse::parse;
 use super::value::{EvalResult, Value, bson_type_name, display, fail, type_name};
@@ -35,7 +36,7 @@ pub fn merge_into(target: &mut Document, value: &Value) -> Result<(), QueryError
             Ok(())
         }
         other => Err(fail(
-            40400,
+            location::MERGE_OBJECTS_NOT_OBJECT,
             format!(
                 "$mergeObjects requires object inputs, but input {} is of type {}",
                 display(other),
@@ -68,7 +69,10 @@ fn object_to_array(args: &[Value]) -> EvalResult {
                 .collect();
             Ok(Some(Bson::Array(pairs)))
         }
-        other => Err(fail(40390, format!("$objectToArray requires a document input, found: {}", type_name(other)))),
+        other => Err(fail(
+            location::OBJECT_TO_ARRAY_NOT_OBJECT,
+            format!("$objectToArray requires a document input, found: {}", type_name(other)),
+        )),
     }
 }
 
@@ -81,11 +85,11 @@ fn literal_field(value: &Bson, op: &str) -> Result<String, QueryError> {
     match parse(value)? {
         Expr::Literal(Bson::String(s)) => Ok(s),
         Expr::FieldPath(_) | Expr::Variable { .. } => Err(fail(
-            5654602,
+            location::GET_FIELD_FIELD_IS_PATH,
             format!("{op}: a field path reference is not allowed as 'field'. Did you mean {{$literal: {value}}}?"),
         )),
         _ => Err(fail(
-            5654601,
+            location::GET_FIELD_FIELD_NOT_CONSTANT,
             format!("{op} requires 'field' to evaluate to a constant, but got a non-constant argument"),
         )),
     }
@@ -100,10 +104,20 @@ fn parse_get_field(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
                 match key.as_str() {
                     "field" => field = Some(literal_field(value, name)?),
                     "input" => input = parse(value)?,
-                    other => return Err(fail(3041701, format!("$getField found an unknown argument: {other}"))),
+                    other => {
+                        return Err(fail(
+                            location::GET_FIELD_UNKNOWN_ARGUMENT,
+                            format!("$getField found an unknown argument: {other}"),
+                        ));
+                    }
                 }
             }
-            (field.ok_or_else(|| fail(3041702, "$getField requires 'field' to be specified"))?, input)
+            (
+                field.ok_or_else(|| {
+                    fail(location::GET_FIELD_WITHOUT_FIELD, "$getField requires 'field' to be specified")
+                })?,
+                input,
+            )
         }
         other => (literal_field(other, name)?, current()),
     };
@@ -118,7 +132,7 @@ fn get_field(args: &[Value]) -> EvalResult {
         Some(Bson::Null) | Some(Bson::Undefined) => Ok(Some(Bson::Null)),
         Some(Bson::Document(d)) => Ok(d.get(field).cloned()),
         other => Err(fail(
-            3041705,
+            location::GET_FIELD_INPUT_NOT_OBJECT,
             format!("$getField requires 'input' to evaluate to type Object, but got {}", type_name(other)),
         )),
     }
@@ -127,7 +141,7 @@ fn get_field(args: &[Value]) -> EvalResult {
 fn parse_set_field(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let Bson::Document(spec) = arg else {
         return Err(fail(
-            4161100,
+            location::SET_FIELD_ARGUMENT_NOT_OBJECT,
             format!("$setField only supports an object as its argument, found {}", bson_type_name(arg)),
         ));
     };
@@ -139,12 +153,17 @@ fn parse_set_field(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
             "field" => field = Some(literal_field(v, name)?),
             "input" => input = Some(parse(v)?),
             "value" if !unset => value = Some(parse(v)?),
-            other => return Err(fail(4161101, format!("{name} found an unknown argument: {other}"))),
+            other => {
+                return Err(fail(
+                    location::SET_FIELD_UNKNOWN_ARGUMENT,
+                    format!("{name} found an unknown argument: {other}"),
+                ));
+            }
         }
     }
     let (Some(field), Some(input), Some(value)) = (field, input, value) else {
         let required = if unset { "'field' and 'input'" } else { "'field', 'input' and 'value'" };
-        return Err(fail(4161106, format!("{name} requires {required} to be specified")));
+        return Err(fail(location::SET_FIELD_MISSING_ARGUMENT, format!("{name} requires {required} to be specified")));
     };
     let args = vec![Expr::Literal(Bson::String(field)), input, value];
     Ok(Expr::Call(Call { name, func: set_field, args }))
@@ -155,10 +174,14 @@ fn bson_size(args: &[Value]) -> EvalResult {
     match &args[0] {
         None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(Some(Bson::Null)),
         Some(Bson::Document(document)) => {
-            let bytes = document.to_vec().map_err(|e| fail(31393, format!("$bsonSize: {e}")))?;
+            let bytes =
+                document.to_vec().map_err(|e| fail(location::BSON_SIZE_NOT_OBJECT, format!("$bsonSize: {e}")))?;
             Ok(Some(Bson::Int32(bytes.len() as i32)))
         }
-        other => Err(fail(31393, format!("$bsonSize requires a document input, found: {}", type_name(other)))),
+        other => Err(fail(
+            location::BSON_SIZE_NOT_OBJECT,
+            format!("$bsonSize requires a document input, found: {}", type_name(other)),
+        )),
     }
 }
 
@@ -170,7 +193,7 @@ fn set_field(args: &[Value]) -> EvalResult {
         Some(Bson::Document(d)) => d.clone(),
         other => {
             return Err(fail(
-                4161105,
+                location::SET_FIELD_INPUT_NOT_OBJECT,
                 format!("$setField requires 'input' to evaluate to type Object, but got {}", type_name(other)),
             ));
         }

@@ -5,6 +5,7 @@
 //! Operators are found by asking each family's `lookup`; the first that knows the name wins.
 
 use bson::Bson;
+use vocabulary::location;
 
 use super::value::fail;
 use super::{Arity, Call, Expr, OpDef};
@@ -25,14 +26,15 @@ pub fn parse(value: &Bson) -> Result<Expr, QueryError> {
             if first.starts_with('$') {
                 if d.len() != 1 {
                     return Err(fail(
-                        15983,
+                        location::EXPRESSION_NOT_ONE_FIELD,
                         format!(
                             "an expression specification must contain exactly one field, the name of the expression. Found {} fields in {d}",
                             d.len()
                         ),
                     ));
                 }
-                let (name, arg) = d.iter().next().ok_or_else(|| fail(15983, "empty expression"))?;
+                let (name, arg) =
+                    d.iter().next().ok_or_else(|| fail(location::EXPRESSION_NOT_ONE_FIELD, "empty expression"))?;
                 return parse_operator(name, arg);
             }
             let mut fields = Vec::with_capacity(d.len());
@@ -51,17 +53,20 @@ pub fn parse(value: &Bson) -> Result<Expr, QueryError> {
 pub fn check_field_name(name: &str) -> Result<(), QueryError> {
     if name.starts_with('$') {
         return Err(fail(
-            16410,
+            location::FIELD_PATH_STARTS_WITH_DOLLAR,
             format!(
                 "FieldPath field names may not start with '$'. Consider using $getField or $setField. (field: {name})"
             ),
         ));
     }
     if name.is_empty() {
-        return Err(fail(16411, "FieldPath field names may not be empty strings."));
+        return Err(fail(location::FIELD_PATH_EMPTY_FIELD_NAME, "FieldPath field names may not be empty strings."));
     }
     if name.contains('.') {
-        return Err(fail(16412, format!("FieldPath field names may not contain '.'. (field: {name})")));
+        return Err(fail(
+            location::FIELD_PATH_FIELD_NAME_HAS_DOT,
+            format!("FieldPath field names may not contain '.'. (field: {name})"),
+        ));
     }
     Ok(())
 }
@@ -69,15 +74,18 @@ pub fn check_field_name(name: &str) -> Result<(), QueryError> {
 /// `a.b.c` (after the `$`) into its components.
 pub fn parse_field_path(path: &str) -> Result<Vec<String>, QueryError> {
     if path.is_empty() {
-        return Err(fail(16872, "'$' by itself is not a valid FieldPath"));
+        return Err(fail(location::FIELD_PATH_ONLY_DOLLAR, "'$' by itself is not a valid FieldPath"));
     }
     let mut parts = Vec::new();
     for part in path.split('.') {
         if part.is_empty() {
-            return Err(fail(15998, "FieldPath field names may not be empty strings."));
+            return Err(fail(location::FIELD_PATH_EMPTY_STRING, "FieldPath field names may not be empty strings."));
         }
         if part.starts_with('$') {
-            return Err(fail(16410, format!("FieldPath field names may not start with '$'. (field: {part})")));
+            return Err(fail(
+                location::FIELD_PATH_STARTS_WITH_DOLLAR,
+                format!("FieldPath field names may not start with '$'. (field: {part})"),
+            ));
         }
         parts.push(part.to_string());
     }
@@ -101,17 +109,23 @@ fn parse_variable(text: &str) -> Result<Expr, QueryError> {
 /// may be read but only `CURRENT` may be rebound.
 pub fn check_variable_name(name: &str, reading: bool) -> Result<(), QueryError> {
     let Some(first) = name.chars().next() else {
-        return Err(fail(16869, "empty variable names are not allowed"));
+        return Err(fail(location::VARIABLE_NAME_EMPTY, "empty variable names are not allowed"));
     };
     let builtin = matches!(name, "ROOT" | "CURRENT" | "REMOVE" | "NOW" | "CLUSTER_TIME" | "DESCEND" | "PRUNE" | "KEEP");
     if reading && builtin || !reading && name == "CURRENT" {
         return Ok(());
     }
     if first.is_ascii() && !first.is_ascii_lowercase() {
-        return Err(fail(16870, format!("'{name}' starts with an invalid character for a user variable name")));
+        return Err(fail(
+            location::VARIABLE_NAME_INVALID_FIRST_CHARACTER,
+            format!("'{name}' starts with an invalid character for a user variable name"),
+        ));
     }
     if let Some(bad) = name.chars().find(|c| c.is_ascii() && !(c.is_ascii_alphanumeric() || *c == '_')) {
-        return Err(fail(16871, format!("'{name}' contains an invalid character for a variable name: '{bad}'")));
+        return Err(fail(
+            location::VARIABLE_NAME_INVALID_CHARACTER,
+            format!("'{name}' contains an invalid character for a variable name: '{bad}'"),
+        ));
     }
     Ok(())
 }
@@ -164,11 +178,12 @@ pub fn positional_args(arg: &Bson) -> Result<Vec<Expr>, QueryError> {
 
 pub fn check_arity(name: &str, arity: Arity, count: usize) -> Result<(), QueryError> {
     match arity {
-        Arity::Exact(n) if n != count => {
-            Err(fail(16020, format!("Expression {name} takes exactly {n} arguments. {count} were passed in.")))
-        }
+        Arity::Exact(n) if n != count => Err(fail(
+            location::EXPRESSION_ARGUMENT_COUNT_EXACT,
+            format!("Expression {name} takes exactly {n} arguments. {count} were passed in."),
+        )),
         Arity::Range(min, max) if count < min || count > max => Err(fail(
-            28667,
+            location::EXPRESSION_ARGUMENT_COUNT_RANGE,
             format!("Expression {name} takes at least {min} arguments, and at most {max}. {count} were passed in."),
         )),
         _ => Ok(()),

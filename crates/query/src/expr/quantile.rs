@@ -12,6 +12,7 @@
 //! needs nothing at construction.
 
 use bson::{Bson, Document};
+use vocabulary::location;
 
 use super::parse::parse;
 use super::value::{EvalResult, Value, fail};
@@ -80,7 +81,7 @@ impl QuantileSpec {
     pub fn parse(op: &str, arg: &Bson) -> Result<QuantileSpec, QueryError> {
         let median = op == "$median";
         let Bson::Document(spec) = arg else {
-            let code = if median { 7436100 } else { 7429703 };
+            let code = if median { location::MEDIAN_NOT_OBJECT } else { location::PERCENTILE_NOT_OBJECT };
             return Err(fail(code, format!("specification must be an object; found {op}: {arg}")));
         };
         let (mut input, mut ps, mut method) = (None, None, None);
@@ -117,28 +118,29 @@ fn parse_ps(value: &Bson) -> Result<Vec<f64>, QueryError> {
     const MESSAGE: &str = "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: ";
     let items = match value {
         Bson::Array(items) if !items.is_empty() => items,
-        Bson::Array(_) => return Err(fail(7750301, format!("{MESSAGE}{value}"))),
+        Bson::Array(_) => return Err(fail(location::PERCENTILE_P_NOT_NON_EMPTY_ARRAY, format!("{MESSAGE}{value}"))),
         Bson::String(s) if s.starts_with('$') => {
             return Err(fail(
-                7750300,
+                location::PERCENTILE_P_NOT_CONSTANT,
                 format!("The $percentile 'p' field must be an array of constant values, but found value: {value}."),
             ));
         }
         Bson::Document(_) => {
             return Err(fail(
-                7750300,
+                location::PERCENTILE_P_NOT_CONSTANT,
                 format!("The $percentile 'p' field must be an array of constant values, but found value: {value}."),
             ));
         }
-        other => return Err(fail(7750301, format!("{MESSAGE}{other}"))),
+        other => return Err(fail(location::PERCENTILE_P_NOT_NON_EMPTY_ARRAY, format!("{MESSAGE}{other}"))),
     };
     items
         .iter()
         .map(|item| {
-            let p =
-                Num::from_bson(item).map(|n| n.to_f64()).ok_or_else(|| fail(7750302, format!("{MESSAGE}{item}")))?;
+            let p = Num::from_bson(item)
+                .map(|n| n.to_f64())
+                .ok_or_else(|| fail(location::PERCENTILE_P_ELEMENT_NOT_NUMBER, format!("{MESSAGE}{item}")))?;
             if !(0.0..=1.0).contains(&p) {
-                return Err(fail(7750303, format!("{MESSAGE}{p}")));
+                return Err(fail(location::PERCENTILE_P_ELEMENT_OUT_OF_RANGE, format!("{MESSAGE}{p}")));
             }
             Ok(p)
         })

@@ -7,6 +7,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use vocabulary::location;
 
 use bson::{Bson, Document};
 use regex::Regex;
@@ -31,7 +32,11 @@ pub fn lookup(name: &str) -> Option<OpDef> {
     }
 }
 
-const CODES: NamedArgCodes = NamedArgCodes { not_object: 51103, unknown: 31024, missing: 31022 };
+const CODES: NamedArgCodes = NamedArgCodes {
+    not_object: location::REGEX_ARGUMENT_NOT_OBJECT,
+    unknown: location::REGEX_UNKNOWN_ARGUMENT,
+    missing: location::REGEX_MISSING_ARGUMENT,
+};
 
 fn parse_regex(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let args = named_args(name, arg, &["input", "regex", "options"], &["input", "regex"], CODES)?;
@@ -54,11 +59,14 @@ pub fn compile(pattern: &str, options: &str, op: &str) -> Result<Regex, QueryErr
         match option {
             'i' | 'm' | 's' | 'x' => flags.push(option),
             'u' => {}
-            other => return Err(fail(51108, format!("{op} invalid flag in regex options: {other}"))),
+            other => {
+                return Err(fail(location::REGEX_INVALID_FLAG, format!("{op} invalid flag in regex options: {other}")));
+            }
         }
     }
     let full = if flags.is_empty() { pattern.to_string() } else { format!("(?{flags}){pattern}") };
-    let compiled = Regex::new(&full).map_err(|e| fail(51111, format!("Invalid Regex in {op}: {e}")))?;
+    let compiled =
+        Regex::new(&full).map_err(|e| fail(location::REGEX_INVALID, format!("Invalid Regex in {op}: {e}")))?;
     CACHE.with(|c| {
         let mut cache = c.borrow_mut();
         if cache.len() >= CACHE_LIMIT {
@@ -75,14 +83,20 @@ fn prepare(args: &[Value], op: &str) -> Result<Option<(String, Regex)>, QueryErr
         None | Some(Bson::Null) | Some(Bson::Undefined) => None,
         Some(Bson::String(s)) => Some(s.clone()),
         other => {
-            return Err(fail(51104, format!("{op} needs 'input' to be of type string, found: {}", type_name(other))));
+            return Err(fail(
+                location::REGEX_INPUT_NOT_STRING,
+                format!("{op} needs 'input' to be of type string, found: {}", type_name(other)),
+            ));
         }
     };
     let options = match &args[2] {
         None | Some(Bson::Null) => None,
         Some(Bson::String(s)) => Some(s.clone()),
         other => {
-            return Err(fail(51106, format!("{op} needs 'options' to be of type string, found: {}", display(other))));
+            return Err(fail(
+                location::REGEX_OPTIONS_NOT_STRING,
+                format!("{op} needs 'options' to be of type string, found: {}", display(other)),
+            ));
         }
     };
     let (pattern, regex_options) = match &args[1] {
@@ -91,13 +105,16 @@ fn prepare(args: &[Value], op: &str) -> Result<Option<(String, Regex)>, QueryErr
         Some(Bson::RegularExpression(r)) => (r.pattern.as_str().to_string(), r.options.as_str().to_string()),
         other => {
             return Err(fail(
-                51105,
+                location::REGEX_REGEX_NOT_STRING_OR_REGEX,
                 format!("{op} needs 'regex' to be of type string or regex, found: {}", type_name(other)),
             ));
         }
     };
     if !regex_options.is_empty() && options.is_some() {
-        return Err(fail(51107, format!("{op} found regex option(s) specified in both 'regex' and 'option' fields")));
+        return Err(fail(
+            location::REGEX_OPTIONS_IN_BOTH_FIELDS,
+            format!("{op} found regex option(s) specified in both 'regex' and 'option' fields"),
+        ));
     }
     let Some(input) = input else { return Ok(None) };
     let compiled = compile(&pattern, options.as_deref().unwrap_or(&regex_options), op)?;

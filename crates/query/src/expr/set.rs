@@ -9,6 +9,7 @@
 
 use bson::Bson;
 use document::compare_values;
+use vocabulary::location;
 
 use super::value::{EvalResult, Value, fail, is_nullish, is_truthy, type_name};
 use super::{Arity, Func, OpDef};
@@ -20,10 +21,12 @@ pub fn lookup(name: &str) -> Option<OpDef> {
         "$setDifference" => ("$setDifference", Arity::Exact(2), difference),
         "$setEquals" => ("$setEquals", Arity::Any, equals),
         "$setIsSubset" => ("$setIsSubset", Arity::Exact(2), is_subset),
-        "$anyElementTrue" => ("$anyElementTrue", Arity::Exact(1), |a| element_truth(a, "$anyElementTrue", 17041, true)),
-        "$allElementsTrue" => {
-            ("$allElementsTrue", Arity::Exact(1), |a| element_truth(a, "$allElementsTrue", 17040, false))
-        }
+        "$anyElementTrue" => ("$anyElementTrue", Arity::Exact(1), |a| {
+            element_truth(a, "$anyElementTrue", location::ANY_ELEMENT_TRUE_NOT_ARRAY, true)
+        }),
+        "$allElementsTrue" => ("$allElementsTrue", Arity::Exact(1), |a| {
+            element_truth(a, "$allElementsTrue", location::ALL_ELEMENTS_TRUE_NOT_ARRAY, false)
+        }),
         _ => return None,
     };
     Some(OpDef::Strict { name, arity, func })
@@ -64,14 +67,16 @@ fn nullable_arrays<'a>(
 }
 
 fn union(args: &[Value]) -> EvalResult {
-    Ok(Some(match nullable_arrays(args, "$setUnion", 17043)? {
+    Ok(Some(match nullable_arrays(args, "$setUnion", location::SET_UNION_NOT_ARRAYS)? {
         Some(arrays) => Bson::Array(distinct(arrays.into_iter().flatten())),
         None => Bson::Null,
     }))
 }
 
 fn intersection(args: &[Value]) -> EvalResult {
-    let Some(arrays) = nullable_arrays(args, "$setIntersection", 17047)? else { return Ok(Some(Bson::Null)) };
+    let Some(arrays) = nullable_arrays(args, "$setIntersection", location::SET_INTERSECTION_NOT_ARRAYS)? else {
+        return Ok(Some(Bson::Null));
+    };
     let Some((first, rest)) = arrays.split_first() else { return Ok(Some(Bson::Array(Vec::new()))) };
     let common = distinct(first.iter()).into_iter().filter(|item| rest.iter().all(|other| contains(other, item)));
     Ok(Some(Bson::Array(common.collect())))
@@ -81,13 +86,20 @@ fn difference(args: &[Value]) -> EvalResult {
     if args.iter().any(is_nullish) {
         return Ok(Some(Bson::Null));
     }
-    let (first, second) = two_arrays(args, "$setDifference", (17048, 17049))?;
+    let (first, second) = two_arrays(
+        args,
+        "$setDifference",
+        (location::SET_DIFFERENCE_FIRST_NOT_ARRAY, location::SET_DIFFERENCE_SECOND_NOT_ARRAY),
+    )?;
     Ok(Some(Bson::Array(distinct(first.iter()).into_iter().filter(|item| !contains(second, item)).collect())))
 }
 
 fn equals(args: &[Value]) -> EvalResult {
     if args.len() < 2 {
-        return Err(fail(17045, format!("$setEquals needs at least two arguments had: {}", args.len())));
+        return Err(fail(
+            location::SET_EQUALS_TOO_FEW_ARGUMENTS,
+            format!("$setEquals needs at least two arguments had: {}", args.len()),
+        ));
     }
     let mut sets = Vec::with_capacity(args.len());
     for arg in args {
@@ -95,7 +107,7 @@ fn equals(args: &[Value]) -> EvalResult {
             Some(Bson::Array(items)) => sets.push(distinct(items.iter())),
             other => {
                 return Err(fail(
-                    17044,
+                    location::SET_EQUALS_NOT_ARRAYS,
                     format!("All operands of $setEquals must be arrays. One argument is of type: {}", type_name(other)),
                 ));
             }
@@ -106,7 +118,11 @@ fn equals(args: &[Value]) -> EvalResult {
 }
 
 fn is_subset(args: &[Value]) -> EvalResult {
-    let (first, second) = two_arrays(args, "$setIsSubset", (17046, 17042))?;
+    let (first, second) = two_arrays(
+        args,
+        "$setIsSubset",
+        (location::SET_IS_SUBSET_FIRST_NOT_ARRAY, location::SET_IS_SUBSET_SECOND_NOT_ARRAY),
+    )?;
     Ok(Some(Bson::Boolean(first.iter().all(|item| contains(second, item)))))
 }
 

@@ -8,6 +8,7 @@
 //! (null and missing become "").
 
 use bson::Bson;
+use vocabulary::location;
 
 use super::parse::{NamedArgCodes, named_args};
 use super::value::{EvalResult, Value, bson_type_name, display, fail, is_nullish, type_name};
@@ -41,9 +42,10 @@ fn binary_size(args: &[Value]) -> EvalResult {
         None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(Some(Bson::Null)),
         Some(Bson::String(text)) => Ok(Some(Bson::Int32(text.len() as i32))),
         Some(Bson::Binary(binary)) => Ok(Some(Bson::Int32(binary.bytes.len() as i32))),
-        other => {
-            Err(fail(51276, format!("$binarySize requires a string or BinData argument, found: {}", type_name(other))))
-        }
+        other => Err(fail(
+            location::BINARY_SIZE_NOT_STRING_OR_BINARY,
+            format!("$binarySize requires a string or BinData argument, found: {}", type_name(other)),
+        )),
     }
 }
 
@@ -72,9 +74,10 @@ pub fn coerce_to_string(value: &Value, op: &str) -> Result<String, QueryError> {
         Some(Bson::Decimal128(d)) => Ok(d.to_string()),
         Some(Bson::DateTime(d)) => Ok(super::date_format::iso_string(*d)),
         Some(Bson::Timestamp(t)) => Ok(format!("Timestamp({}, {})", t.time, t.increment)),
-        Some(other) => {
-            Err(fail(16007, format!("{op}: can't convert from BSON type {} to String", bson_type_name(other))))
-        }
+        Some(other) => Err(fail(
+            location::STRING_CONVERSION_UNSUPPORTED,
+            format!("{op}: can't convert from BSON type {} to String", bson_type_name(other)),
+        )),
     }
 }
 
@@ -85,7 +88,10 @@ fn concat(args: &[Value]) -> EvalResult {
             None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
             Some(Bson::String(s)) => out.push_str(s),
             Some(other) => {
-                return Err(fail(16702, format!("$concat only supports strings, not {}", bson_type_name(other))));
+                return Err(fail(
+                    location::CONCAT_NOT_STRING,
+                    format!("$concat only supports strings, not {}", bson_type_name(other)),
+                ));
             }
         }
     }
@@ -104,13 +110,26 @@ fn integer_arg(value: &Value, op: &str, what: &str, codes: (i32, i32)) -> Result
 
 fn substr_cp(args: &[Value]) -> EvalResult {
     let text = coerce_to_string(&args[0], "$substrCP")?;
-    let start = integer_arg(&args[1], "$substrCP", "starting index", (34450, 34451))?;
-    let length = integer_arg(&args[2], "$substrCP", "length", (34452, 34453))?;
+    let start = integer_arg(
+        &args[1],
+        "$substrCP",
+        "starting index",
+        (location::SUBSTR_CP_START_NOT_NUMBER, location::SUBSTR_CP_START_NOT_INTEGER),
+    )?;
+    let length = integer_arg(
+        &args[2],
+        "$substrCP",
+        "length",
+        (location::SUBSTR_CP_LENGTH_NOT_NUMBER, location::SUBSTR_CP_LENGTH_NOT_INTEGER),
+    )?;
     if start < 0 {
-        return Err(fail(34455, "$substrCP: the starting index must be nonnegative integer."));
+        return Err(fail(
+            location::SUBSTR_CP_START_NEGATIVE,
+            "$substrCP: the starting index must be nonnegative integer.",
+        ));
     }
     if length < 0 {
-        return Err(fail(34454, "$substrCP: length must be a nonnegative integer."));
+        return Err(fail(location::SUBSTR_CP_LENGTH_NEGATIVE, "$substrCP: length must be a nonnegative integer."));
     }
     let taken: String = text.chars().skip(start as usize).take(length as usize).collect();
     string(taken)
@@ -118,8 +137,8 @@ fn substr_cp(args: &[Value]) -> EvalResult {
 
 fn substr_bytes(args: &[Value]) -> EvalResult {
     let text = coerce_to_string(&args[0], "$substrBytes")?;
-    let start = bytes_position(&args[1], "starting index", 16034)?;
-    let length = bytes_position(&args[2], "length", 16035)?;
+    let start = bytes_position(&args[1], "starting index", location::SUBSTR_BYTES_START_INVALID)?;
+    let length = bytes_position(&args[2], "length", location::SUBSTR_BYTES_LENGTH_INVALID)?;
     // Negative values are huge unsigned numbers in MongoDB: a negative start yields "",
     // a negative length means "to the end".
     let Ok(start) = usize::try_from(start) else { return string("") };
@@ -128,10 +147,16 @@ fn substr_bytes(args: &[Value]) -> EvalResult {
     }
     let end = usize::try_from(length).map_or(text.len(), |l| start.saturating_add(l).min(text.len()));
     if !text.is_char_boundary(start) {
-        return Err(fail(28656, "$substrBytes:  Invalid range, starting index is a UTF-8 continuation byte."));
+        return Err(fail(
+            location::SUBSTR_BYTES_START_IN_CONTINUATION_BYTE,
+            "$substrBytes:  Invalid range, starting index is a UTF-8 continuation byte.",
+        ));
     }
     if !text.is_char_boundary(end) {
-        return Err(fail(28657, "$substrBytes:  Invalid range, ending index is in the middle of a UTF-8 character."));
+        return Err(fail(
+            location::SUBSTR_BYTES_END_IN_CHARACTER,
+            "$substrBytes:  Invalid range, ending index is in the middle of a UTF-8 character.",
+        ));
     }
     string(text.get(start..end).unwrap_or_default())
 }
@@ -157,7 +182,7 @@ fn split(args: &[Value]) -> EvalResult {
     }
     let Some(Bson::String(text)) = &args[0] else {
         return Err(fail(
-            40085,
+            location::SPLIT_INPUT_NOT_STRING,
             format!(
                 "$split requires an expression that evaluates to a string as a first argument, found: {}",
                 type_name(&args[0])
@@ -166,7 +191,7 @@ fn split(args: &[Value]) -> EvalResult {
     };
     let Some(Bson::String(separator)) = &args[1] else {
         return Err(fail(
-            40086,
+            location::SPLIT_SEPARATOR_NOT_STRING,
             format!(
                 "$split requires an expression that evaluates to a string as a second argument, found: {}",
                 type_name(&args[1])
@@ -174,7 +199,7 @@ fn split(args: &[Value]) -> EvalResult {
         ));
     };
     if separator.is_empty() {
-        return Err(fail(40087, "$split requires a non-empty separator"));
+        return Err(fail(location::SPLIT_SEPARATOR_EMPTY, "$split requires a non-empty separator"));
     }
     let parts = text.split(separator.as_str()).map(|p| Bson::String(p.to_string())).collect();
     Ok(Some(Bson::Array(parts)))
@@ -183,20 +208,30 @@ fn split(args: &[Value]) -> EvalResult {
 fn str_len_cp(args: &[Value]) -> EvalResult {
     match &args[0] {
         Some(Bson::String(s)) => Ok(Some(crate::number::long_or_int(s.chars().count() as i64))),
-        other => Err(fail(34471, format!("$strLenCP requires a string argument, found: {}", type_name(other)))),
+        other => Err(fail(
+            location::STR_LEN_CP_NOT_STRING,
+            format!("$strLenCP requires a string argument, found: {}", type_name(other)),
+        )),
     }
 }
 
 fn str_len_bytes(args: &[Value]) -> EvalResult {
     match &args[0] {
         Some(Bson::String(s)) => Ok(Some(crate::number::long_or_int(s.len() as i64))),
-        other => Err(fail(34473, format!("$strLenBytes requires a string argument, found: {}", type_name(other)))),
+        other => Err(fail(
+            location::STR_LEN_BYTES_NOT_STRING,
+            format!("$strLenBytes requires a string argument, found: {}", type_name(other)),
+        )),
     }
 }
 
 /// `$indexOfCP`/`$indexOfBytes`: `[string, substring, start?, end?]`.
 fn index_of(args: &[Value], op: &str, code_points: bool) -> EvalResult {
-    let (code_string, code_sub) = if code_points { (40093, 40094) } else { (40091, 40092) };
+    let (code_string, code_sub) = if code_points {
+        (location::INDEX_OF_CP_STRING_NOT_STRING, location::INDEX_OF_CP_SUBSTRING_NOT_STRING)
+    } else {
+        (location::INDEX_OF_BYTES_STRING_NOT_STRING, location::INDEX_OF_BYTES_SUBSTRING_NOT_STRING)
+    };
     let text = match &args[0] {
         None | Some(Bson::Null) | Some(Bson::Undefined) => return Ok(Some(Bson::Null)),
         Some(Bson::String(s)) => s,
@@ -254,14 +289,17 @@ fn index_bound(value: Option<&Value>, op: &str, default: usize) -> Result<usize,
     let n = value.as_ref().and_then(crate::number::Num::from_bson).and_then(|n| n.to_exact_i64());
     match n {
         None => Err(fail(
-            40096,
+            location::INDEX_OF_ARRAY_START_NOT_INTEGER,
             format!(
                 "{op} requires an integral starting index, found a value of type: {}, with value: {}",
                 type_name(value),
                 display(value)
             ),
         )),
-        Some(i) if i < 0 => Err(fail(40097, format!("{op} requires a nonnegative start index, found: {i}"))),
+        Some(i) if i < 0 => Err(fail(
+            location::INDEX_OF_ARRAY_START_NEGATIVE,
+            format!("{op} requires a nonnegative start index, found: {i}"),
+        )),
         Some(i) => Ok(usize::try_from(i).unwrap_or(usize::MAX)),
     }
 }
@@ -276,7 +314,11 @@ fn strcasecmp(args: &[Value]) -> EvalResult {
     })))
 }
 
-const TRIM_CODES: NamedArgCodes = NamedArgCodes { not_object: 50696, unknown: 50694, missing: 50695 };
+const TRIM_CODES: NamedArgCodes = NamedArgCodes {
+    not_object: location::TRIM_ARGUMENT_NOT_OBJECT,
+    unknown: location::TRIM_UNKNOWN_ARGUMENT,
+    missing: location::TRIM_MISSING_ARGUMENT,
+};
 
 fn parse_trim(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let args = named_args(name, arg, &["input", "chars"], &["input"], TRIM_CODES)?;
@@ -303,7 +345,7 @@ fn trim(args: &[Value], op: &str, left: bool, right: bool) -> EvalResult {
         Some(Bson::String(s)) => s.as_str(),
         other => {
             return Err(fail(
-                50699,
+                location::TRIM_INPUT_NOT_STRING,
                 format!(
                     "{op} requires its input to be a string, got {} (of type {}) instead.",
                     display(other),
@@ -318,7 +360,7 @@ fn trim(args: &[Value], op: &str, left: bool, right: bool) -> EvalResult {
         Some(Bson::String(s)) => Some(s.chars().collect()),
         other => {
             return Err(fail(
-                50700,
+                location::TRIM_CHARS_NOT_STRING,
                 format!(
                     "{op} requires 'chars' to be a string, got {} (of type {}) instead.",
                     display(other),
@@ -341,7 +383,11 @@ fn trim(args: &[Value], op: &str, left: bool, right: bool) -> EvalResult {
     string(out)
 }
 
-const REPLACE_CODES: NamedArgCodes = NamedArgCodes { not_object: 51751, unknown: 51750, missing: 51749 };
+const REPLACE_CODES: NamedArgCodes = NamedArgCodes {
+    not_object: location::REPLACE_ARGUMENT_NOT_OBJECT,
+    unknown: location::REPLACE_UNKNOWN_ARGUMENT,
+    missing: location::REPLACE_MISSING_ARGUMENT,
+};
 
 fn parse_replace(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
     let args =
@@ -352,7 +398,11 @@ fn parse_replace(name: &'static str, arg: &Bson) -> Result<Expr, QueryError> {
 }
 
 fn replace(args: &[Value], op: &str, all: bool) -> EvalResult {
-    let names = [("input", 51746), ("find", 51745), ("replacement", 51744)];
+    let names = [
+        ("input", location::REPLACE_INPUT_NOT_STRING),
+        ("find", location::REPLACE_FIND_NOT_STRING),
+        ("replacement", location::REPLACE_REPLACEMENT_NOT_STRING),
+    ];
     let mut strings = Vec::with_capacity(3);
     let mut saw_null = false;
     for (value, (what, code)) in args.iter().zip(names) {

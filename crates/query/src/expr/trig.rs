@@ -6,6 +6,7 @@
 //! function's domain is error 50989, naming the domain, as MongoDB words it.
 
 use std::f64::consts::PI;
+use vocabulary::location;
 
 use bson::Bson;
 
@@ -61,7 +62,7 @@ fn unary(args: &[Value], op: &str, domain: &Domain, f: fn(f64) -> f64) -> EvalRe
         let bound =
             |b: f64| if b.is_infinite() { format!("{}inf", if b < 0.0 { "-" } else { "" }) } else { b.to_string() };
         return Err(fail(
-            50989,
+            location::TRIGONOMETRY_OUT_OF_DOMAIN,
             format!(
                 "cannot apply {op} to {}, value must in {open}{},{}{close}",
                 n.to_bson(),
@@ -85,7 +86,12 @@ fn atan2(args: &[Value]) -> EvalResult {
     for arg in args {
         match arg.as_ref().and_then(Num::from_bson) {
             Some(n) => numbers.push(n),
-            None => return Err(fail(51044, format!("$atan2 only supports numeric types, not {}", type_name(arg)))),
+            None => {
+                return Err(fail(
+                    location::ATAN2_NOT_NUMBERS,
+                    format!("$atan2 only supports numeric types, not {}", type_name(arg)),
+                ));
+            }
         }
     }
     let decimal = numbers.iter().any(|n| n.num_type() == NumType::Decimal);

@@ -9,6 +9,7 @@
 
 use bson::Bson;
 use chrono::{LocalResult, NaiveDateTime, Offset, TimeDelta, TimeZone};
+use vocabulary::location;
 
 use super::value::{Value, bson_type_name, fail};
 use crate::error::QueryError;
@@ -31,7 +32,7 @@ impl Zone {
             Some(Bson::String(s)) => s.as_str(),
             Some(other) => {
                 return Err(fail(
-                    40517,
+                    location::TIMEZONE_NOT_STRING,
                     format!("timezone must evaluate to a string, found {}", bson_type_name(other)),
                 ));
             }
@@ -44,7 +45,9 @@ impl Zone {
         }
         match text.parse::<chrono_tz::Tz>() {
             Ok(named) => Ok(Some(Zone::Named(named))),
-            Err(_) => Err(fail(40485, format!("unrecognized time zone identifier: \"{text}\""))),
+            Err(_) => {
+                Err(fail(location::TIMEZONE_UNRECOGNIZED, format!("unrecognized time zone identifier: \"{text}\"")))
+            }
         }
     }
 
@@ -94,5 +97,5 @@ impl Zone {
 }
 
 pub fn out_of_range() -> QueryError {
-    fail(18537, "date is outside the range the calendar functions support")
+    fail(location::DATE_OUTSIDE_CALENDAR_RANGE, "date is outside the range the calendar functions support")
 }

@@ -6,6 +6,7 @@
 //! are Unicode already); any other option is an error, as in MongoDB.
 
 use crate::error::{QueryError, Result};
+use vocabulary::location;
 
 /// A compiled filter regex and its source (for equality with stored regex values).
 #[derive(Debug, Clone)]
@@ -23,7 +24,10 @@ impl FilterRegex {
                 'i' | 'm' | 's' | 'x' => flags.push(option),
                 'u' => {}
                 other => {
-                    return Err(crate::error::fail(51108, format!("invalid flag in regex options: {other}")));
+                    return Err(crate::error::fail(
+                        location::REGEX_INVALID_FLAG,
+                        format!("invalid flag in regex options: {other}"),
+                    ));
                 }
             }
         }

@@ -8,6 +8,7 @@
 //! buckets in one pass over them in value order.
 
 use std::cmp::Ordering;
+use vocabulary::location;
 
 use bson::{Bson, Document};
 use document::keycodec::encode_value;
@@ -58,22 +59,33 @@ impl BucketSpec {
     pub fn parse(spec: &Bson) -> Result<BucketSpec, QueryError> {
         let Bson::Document(spec) = spec else {
             return Err(fail(
-                40201,
+                location::BUCKET_ARGUMENT_NOT_OBJECT,
                 format!("Argument to $bucket stage must be an object, but found type: {}", bson_type_name(spec)),
             ));
         };
         for key in spec.keys() {
             if !matches!(key.as_str(), "groupBy" | "boundaries" | "default" | "output") {
-                return Err(fail(40197, format!("Unrecognized option to $bucket: {key}.")));
+                return Err(fail(
+                    location::BUCKET_UNRECOGNIZED_OPTION,
+                    format!("Unrecognized option to $bucket: {key}."),
+                ));
             }
         }
         if !spec.contains_key("groupBy") || !spec.contains_key("boundaries") {
-            return Err(fail(40198, "$bucket requires 'groupBy' and 'boundaries' to be specified."));
+            return Err(fail(
+                location::BUCKET_WITHOUT_GROUP_BY_OR_BOUNDARIES,
+                "$bucket requires 'groupBy' and 'boundaries' to be specified.",
+            ));
         }
-        let group_by = parse_group_by(spec.get("groupBy"), 40202, "$bucket")?;
+        let group_by = parse_group_by(spec.get("groupBy"), location::BUCKET_GROUP_BY_INVALID, "$bucket")?;
         let boundaries = match spec.get("boundaries") {
             Some(Bson::Array(b)) if b.len() >= 2 => b.clone(),
-            _ => return Err(fail(40192, "The $bucket 'boundaries' field must be an array of at least two values")),
+            _ => {
+                return Err(fail(
+                    location::BUCKET_BOUNDARIES_TOO_FEW,
+                    "The $bucket 'boundaries' field must be an array of at least two values",
+                ));
+            }
         };
         check_boundaries(&boundaries)?;
         let default = spec.get("default").cloned();
@@ -83,11 +95,11 @@ impl BucketSpec {
             && document::canonical_type_rank(d) == document::canonical_type_rank(low)
         {
             return Err(fail(
-                40199,
+                location::BUCKET_DEFAULT_WITHIN_BOUNDARIES,
                 "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.",
             ));
         }
-        let output = parse_output(spec.get("output"), 40196)?;
+        let output = parse_output(spec.get("output"), location::BUCKET_OUTPUT_INVALID)?;
         Ok(BucketSpec { group_by, boundaries, default, output })
     }
 
@@ -114,9 +126,10 @@ impl BucketSpec {
         }
         match self.default {
             Some(_) => Ok(self.boundaries.len() - 1),
-            None => {
-                Err(fail(40066, "$switch could not find a matching branch for an input, and no default was specified."))
-            }
+            None => Err(fail(
+                location::SWITCH_NO_MATCHING_BRANCH,
+                "$switch could not find a matching branch for an input, and no default was specified.",
+            )),
         }
     }
 }
@@ -126,7 +139,7 @@ fn check_boundaries(boundaries: &[Bson]) -> Result<(), QueryError> {
         let (a, b) = (&pair[0], &pair[1]);
         if document::canonical_type_rank(a) != document::canonical_type_rank(b) {
             return Err(fail(
-                40193,
+                location::BUCKET_BOUNDARIES_MIXED_TYPES,
                 format!(
                     "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types {} and {}.",
                     bson_type_name(a),
@@ -136,7 +149,7 @@ fn check_boundaries(boundaries: &[Bson]) -> Result<(), QueryError> {
         }
         if document::compare_values(a, b) != Ordering::Less {
             return Err(fail(
-                40194,
+                location::BUCKET_BOUNDARIES_NOT_ASCENDING,
                 format!(
                     "The 'boundaries' option to $bucket must be sorted in ascending order, but elements {a} and {b} are not in ascending order"
                 ),
@@ -157,28 +170,46 @@ impl BucketAutoSpec {
     pub fn parse(spec: &Bson) -> Result<BucketAutoSpec, QueryError> {
         let Bson::Document(spec) = spec else {
             return Err(fail(
-                40240,
+                location::BUCKET_AUTO_ARGUMENT_NOT_OBJECT,
                 format!("The argument to $bucketAuto must be an object, but found type: {}", bson_type_name(spec)),
             ));
         };
         for key in spec.keys() {
             match key.as_str() {
                 "groupBy" | "buckets" | "output" => {}
-                "granularity" => return Err(fail(40257, "$bucketAuto 'granularity' is not supported")),
-                other => return Err(fail(40245, format!("Unrecognized option to $bucketAuto: {other}."))),
+                "granularity" => {
+                    return Err(fail(
+                        location::BUCKET_AUTO_GRANULARITY_UNSUPPORTED,
+                        "$bucketAuto 'granularity' is not supported",
+                    ));
+                }
+                other => {
+                    return Err(fail(
+                        location::BUCKET_AUTO_UNRECOGNIZED_OPTION,
+                        format!("Unrecognized option to $bucketAuto: {other}."),
+                    ));
+                }
             }
         }
         if !spec.contains_key("groupBy") || !spec.contains_key("buckets") {
-            return Err(fail(40246, "$bucketAuto requires 'groupBy' and 'buckets' to be specified"));
+            return Err(fail(
+                location::BUCKET_AUTO_WITHOUT_GROUP_BY_OR_BUCKETS,
+                "$bucketAuto requires 'groupBy' and 'buckets' to be specified",
+            ));
         }
-        let group_by = parse_group_by(spec.get("groupBy"), 40239, "$bucketAuto")?;
+        let group_by = parse_group_by(spec.get("groupBy"), location::BUCKET_AUTO_GROUP_BY_INVALID, "$bucketAuto")?;
         let buckets = spec
             .get("buckets")
             .and_then(crate::number::Num::from_bson)
             .and_then(|n| n.to_exact_i64())
             .filter(|n| (1..=i64::from(i32::MAX)).contains(n))
-            .ok_or_else(|| fail(40243, "The $bucketAuto 'buckets' field must be a positive 32-bit integer"))?;
-        let output = parse_output(spec.get("output"), 40244)?;
+            .ok_or_else(|| {
+                fail(
+                    location::BUCKET_AUTO_BUCKETS_NOT_POSITIVE_INT32,
+                    "The $bucketAuto 'buckets' field must be a positive 32-bit integer",
+                )
+            })?;
+        let output = parse_output(spec.get("output"), location::BUCKET_AUTO_OUTPUT_INVALID)?;
         Ok(BucketAutoSpec { group_by, buckets: buckets as usize, output })
     }
 
@@ -211,7 +242,10 @@ impl Fold for BucketFold {
             _ => value.clone(),
         };
         let index = self.spec.bucket_of(&self.bounds, &compared)?;
-        let slot = self.buckets.get_mut(index).ok_or_else(|| fail(40066, "bucket index out of range"))?;
+        let slot = self
+            .buckets
+            .get_mut(index)
+            .ok_or_else(|| fail(location::SWITCH_NO_MATCHING_BRANCH, "bucket index out of range"))?;
         let accumulators = slot.get_or_insert_with(|| fresh_accumulators(&self.spec.output));
         for (spec, accumulator) in self.spec.output.iter().zip(accumulators.iter_mut()) {
             accumulator.process(&scope.eval(&spec.expr)?, scope.vars().collation())?;

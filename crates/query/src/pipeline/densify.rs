@@ -14,6 +14,7 @@
 //! here the output comes partition by partition, each in `field` order.
 
 use bson::{Bson, Document};
+use vocabulary::location;
 
 use super::{Context, DocumentStream, folded, set_path};
 use crate::collation::{Collation, compare_values};
@@ -78,7 +79,7 @@ impl DensifySpec {
         let (step, unit, bounds) = parse_range(range.ok_or_else(|| missing("range"))?)?;
         if matches!(bounds, RangeBounds::Partition) && partitions.is_empty() {
             return Err(fail(
-                5733408,
+                location::DENSIFY_PARTITION_BOUNDS_WITHOUT_FIELDS,
                 "One cannot specify the bounds as 'partition' without specifying a non-empty array of partitionByFields. You may have meant to specify 'full' bounds.",
             ));
         }
@@ -177,7 +178,7 @@ impl DensifySpec {
             *generated += 1;
             if *generated > MAX_GENERATED {
                 return Err(fail(
-                    5897900,
+                    location::DENSIFY_TOO_MANY_DOCUMENTS,
                     format!(
                         "Generated {} documents in $densify, which is over the limit of {MAX_GENERATED}. Increase the 'internalQueryMaxAllowedDensifyDocs' parameter to allow more generated documents",
                         *generated
@@ -198,7 +199,7 @@ impl DensifySpec {
                 let step = self.step.to_exact_i64().unwrap_or(1);
                 let moved = unit
                     .add_to(date.timestamp_millis(), step)
-                    .ok_or_else(|| fail(5166406, "$densify overflowed a date"))?;
+                    .ok_or_else(|| fail(location::DATE_ADD_OVERFLOW, "$densify overflowed a date"))?;
                 Ok(Bson::DateTime(bson::DateTime::from_millis(moved)))
             }
             _ => Ok(arith(ArithOp::Add, &Num::from_bson(value).unwrap_or(Num::Int(0)), &self.step).to_bson()),
@@ -210,16 +211,20 @@ impl DensifySpec {
         match document_path(document, &self.path) {
             None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(None),
             Some(Bson::DateTime(date)) if self.unit.is_some() => Ok(Some(Bson::DateTime(date))),
-            Some(Bson::DateTime(_)) => {
-                Err(fail(6053601, "Encountered date densify value in collection when step does not have a date unit."))
-            }
+            Some(Bson::DateTime(_)) => Err(fail(
+                location::DENSIFY_DATE_VALUE_WITHOUT_UNIT,
+                "Encountered date densify value in collection when step does not have a date unit.",
+            )),
             Some(number) if Num::from_bson(&number).is_some() => match self.unit {
-                Some(_) => {
-                    Err(fail(6053600, "Encountered numeric densify value in collection when step has a date unit."))
-                }
+                Some(_) => Err(fail(
+                    location::DENSIFY_NUMERIC_VALUE_WITH_UNIT,
+                    "Encountered numeric densify value in collection when step has a date unit.",
+                )),
                 None => Ok(Some(number)),
             },
-            Some(_) => Err(fail(5733201, "Densify field type must be numeric or a date")),
+            Some(_) => {
+                Err(fail(location::DENSIFY_FIELD_NOT_NUMBER_OR_DATE, "Densify field type must be numeric or a date"))
+            }
         }
     }
 
@@ -282,22 +287,30 @@ fn parse_range(range: &Document) -> Result<(Num, Option<TimeUnit>, RangeBounds),
     let step = step.ok_or_else(|| missing("range.step"))?;
     let bounds = bounds.ok_or_else(|| missing("range.bounds"))?;
     let step_number = Num::from_bson(step).filter(|n| n.to_f64() > 0.0).ok_or_else(|| {
-        fail(5733401, "The step parameter in a range statement must be a strictly positive numeric value")
+        fail(
+            location::DENSIFY_STEP_NOT_POSITIVE,
+            "The step parameter in a range statement must be a strictly positive numeric value",
+        )
     })?;
     if unit.is_some() && step_number.to_exact_i64().is_none() {
         return Err(fail(
-            6586400,
+            location::DENSIFY_DATE_STEP_NOT_WHOLE,
             "The step parameter in a range statement must be a whole number when densifying a date range",
         ));
     }
     let bounds = match bounds {
         Bson::String(s) if s == "full" => RangeBounds::Full,
         Bson::String(s) if s == "partition" => RangeBounds::Partition,
-        Bson::String(_) => return Err(fail(5946802, "Bounds string must either be 'full' or 'partition'")),
+        Bson::String(_) => {
+            return Err(fail(
+                location::DENSIFY_BOUNDS_STRING_INVALID,
+                "Bounds string must either be 'full' or 'partition'",
+            ));
+        }
         Bson::Array(items) => explicit_bounds(items, step, unit)?,
         _ => {
             return Err(fail(
-                5733404,
+                location::DENSIFY_BOUNDS_INVALID,
                 "The bounds in a range statement must be the string 'full', 'partition', or an ascending array of two numbers or two dates",
             ));
         }
@@ -307,34 +320,52 @@ fn parse_range(range: &Document) -> Result<(Num, Option<TimeUnit>, RangeBounds),
 
 fn explicit_bounds(items: &[Bson], step: &Bson, unit: Option<TimeUnit>) -> Result<RangeBounds, QueryError> {
     let [lower, upper] = items else {
-        return Err(fail(5733403, "A bounding array in a range statement must have exactly two elements"));
+        return Err(fail(
+            location::DENSIFY_BOUNDS_NOT_TWO_ELEMENTS,
+            "A bounding array in a range statement must have exactly two elements",
+        ));
     };
     if compare_values(lower, upper, None).is_gt() {
-        return Err(fail(5733402, "A bounding array must be an ascending array of either two dates or two numbers"));
+        return Err(fail(
+            location::DENSIFY_BOUNDS_NOT_ASCENDING,
+            "A bounding array must be an ascending array of either two dates or two numbers",
+        ));
     }
     match (lower, upper) {
         (Bson::DateTime(_), Bson::DateTime(_)) if unit.is_none() => {
-            Err(fail(5733410, "A bounding array of dates must specify a unit"))
+            Err(fail(location::DENSIFY_DATE_BOUNDS_WITHOUT_UNIT, "A bounding array of dates must specify a unit"))
         }
         (Bson::DateTime(_), Bson::DateTime(_)) => Ok(RangeBounds::Explicit(Box::new((lower.clone(), upper.clone())))),
-        (Bson::DateTime(_), _) => {
-            Err(fail(5733405, "A bounding array must contain either both dates or both numeric types"))
-        }
+        (Bson::DateTime(_), _) => Err(fail(
+            location::DENSIFY_DATE_BOUND_WITH_NUMBER,
+            "A bounding array must contain either both dates or both numeric types",
+        )),
         (lower, upper) if Num::from_bson(lower).is_some() => {
             if unit.is_some() {
-                return Err(fail(5733409, "Numeric bounds may not have unit parameter"));
+                return Err(fail(
+                    location::DENSIFY_NUMERIC_BOUNDS_WITH_UNIT,
+                    "Numeric bounds may not have unit parameter",
+                ));
             }
             if Num::from_bson(upper).is_none() {
-                return Err(fail(5733406, "A bounding array must contain either both dates or both numeric types"));
+                return Err(fail(
+                    location::DENSIFY_NUMBER_BOUND_WITH_DATE,
+                    "A bounding array must contain either both dates or both numeric types",
+                ));
             }
             let same = std::mem::discriminant(lower) == std::mem::discriminant(upper)
                 && std::mem::discriminant(lower) == std::mem::discriminant(step);
             if !same {
-                return Err(fail(5876900, "Upper bound, lower bound, and step must all have the same type"));
+                return Err(fail(
+                    location::DENSIFY_BOUNDS_AND_STEP_TYPES_DIFFER,
+                    "Upper bound, lower bound, and step must all have the same type",
+                ));
             }
             Ok(RangeBounds::Explicit(Box::new((lower.clone(), upper.clone()))))
         }
-        _ => Err(fail(5946800, "Explicit bounds must be numeric or dates")),
+        _ => {
+            Err(fail(location::DENSIFY_EXPLICIT_BOUNDS_NOT_NUMBER_OR_DATE, "Explicit bounds must be numeric or dates"))
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! expr]}` after it.
 
 use bson::{Bson, Document, doc};
+use vocabulary::location;
 
 use super::add_fields::AddFields;
 use super::window::SetWindowFields;
@@ -47,12 +48,15 @@ impl FillSpec {
         }
         let output = output.ok_or_else(|| idl::missing_field("$fill.output"))?;
         if output.is_empty() {
-            return Err(fail(6050203, "The output field in '$fill' must contain an object with at least one element"));
+            return Err(fail(
+                location::FILL_OUTPUT_EMPTY,
+                "The output field in '$fill' must contain an object with at least one element",
+            ));
         }
         if let Some(fields) = partition_by_fields {
             if window.contains_key("partitionBy") {
                 return Err(fail(
-                    6050204,
+                    location::FILL_PARTITION_BY_AND_PARTITION_BY_FIELDS,
                     "Maximum one of 'partitionBy' and 'partitionByFields can be specified in '$fill'",
                 ));
             }
@@ -92,7 +96,10 @@ fn parse_outputs(output: &Document) -> Result<(Document, Document), QueryError> 
     let (mut methods, mut values) = (Document::new(), Document::new());
     for (field, spec) in output {
         let Bson::Document(spec) = spec else {
-            return Err(fail(6050200, "Each fill output specification must be an object with exactly one field"));
+            return Err(fail(
+                location::FILL_OUTPUT_NOT_ONE_FIELD,
+                "Each fill output specification must be an object with exactly one field",
+            ));
         };
         let (mut method, mut value) = (None, None);
         for (key, v) in spec {
@@ -105,7 +112,7 @@ fn parse_outputs(output: &Document) -> Result<(Document, Document), QueryError> 
         match (method, value) {
             (Some(_), Some(_)) => {
                 return Err(fail(
-                    6050201,
+                    location::FILL_OUTPUT_METHOD_AND_VALUE,
                     "Each fill output specification must have exactly one of 'method' or 'value' fields, not both",
                 ));
             }
@@ -115,14 +122,16 @@ fn parse_outputs(output: &Document) -> Result<(Document, Document), QueryError> 
             (Some(Bson::String(m)), None) if m == "linear" => {
                 methods.insert(field.clone(), doc! {"$linearFill": format!("${field}")});
             }
-            (Some(Bson::String(_)), None) => return Err(fail(6050202, "Method must be either locf or linear")),
+            (Some(Bson::String(_)), None) => {
+                return Err(fail(location::FILL_METHOD_INVALID, "Method must be either locf or linear"));
+            }
             (Some(other), None) => return Err(wrong_type("output.method", other, "string")),
             (None, Some(v)) => {
                 values.insert(field.clone(), doc! {"$ifNull": [format!("${field}"), v.clone()]});
             }
             (None, None) => {
                 return Err(fail(
-                    6050201,
+                    location::FILL_OUTPUT_METHOD_AND_VALUE,
                     "Each fill output specification must have exactly one of 'method' or 'value' fields, not both",
                 ));
             }

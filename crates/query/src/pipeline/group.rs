@@ -4,6 +4,7 @@
 
 use bson::{Bson, Document};
 use document::keycodec::Direction;
+use vocabulary::location;
 
 use super::Context;
 use super::groups::GroupFold;
@@ -29,7 +30,7 @@ pub struct GroupSpec {
 impl GroupSpec {
     pub fn parse(spec: &Bson) -> Result<GroupSpec, QueryError> {
         let Bson::Document(spec) = spec else {
-            return Err(fail(15947, "a group's fields must be specified in an object"));
+            return Err(fail(location::FIELDS_NOT_OBJECT, "a group's fields must be specified in an object"));
         };
         let mut id = None;
         let mut accumulators = Vec::new();
@@ -40,7 +41,7 @@ impl GroupSpec {
             }
             accumulators.push(parse_accumulator(name, value)?);
         }
-        let id = id.ok_or_else(|| fail(15955, "a group specification must include an _id"))?;
+        let id = id.ok_or_else(|| fail(location::GROUP_WITHOUT_ID, "a group specification must include an _id"))?;
         Ok(GroupSpec { id, accumulators })
     }
 
@@ -76,19 +77,31 @@ pub(super) fn output_document(id: Bson, specs: &[AccumulatorSpec], accumulators:
 
 pub(crate) fn parse_accumulator(name: &str, value: &Bson) -> Result<AccumulatorSpec, QueryError> {
     if name.starts_with('$') {
-        return Err(fail(40236, format!("The field name '{name}' cannot be an operator name")));
+        return Err(fail(
+            location::GROUP_FIELD_IS_OPERATOR,
+            format!("The field name '{name}' cannot be an operator name"),
+        ));
     }
     if name.contains('.') {
-        return Err(fail(40235, format!("The field name '{name}' cannot contain '.'")));
+        return Err(fail(location::GROUP_FIELD_HAS_DOT, format!("The field name '{name}' cannot contain '.'")));
     }
     let Bson::Document(acc) = value else {
-        return Err(fail(40234, format!("The field '{name}' must be an accumulator object")));
+        return Err(fail(
+            location::GROUP_FIELD_NOT_ACCUMULATOR_OBJECT,
+            format!("The field '{name}' must be an accumulator object"),
+        ));
     };
     if acc.len() != 1 {
-        return Err(fail(40238, format!("The field '{name}' must specify one accumulator")));
+        return Err(fail(
+            location::GROUP_FIELD_NOT_ONE_ACCUMULATOR,
+            format!("The field '{name}' must specify one accumulator"),
+        ));
     }
     let Some((operator, argument)) = acc.iter().next() else {
-        return Err(fail(40238, format!("The field '{name}' must specify one accumulator")));
+        return Err(fail(
+            location::GROUP_FIELD_NOT_ONE_ACCUMULATOR,
+            format!("The field '{name}' must specify one accumulator"),
+        ));
     };
     if operator == "$count" {
         if !matches!(argument, Bson::Document(d) if d.is_empty()) {
@@ -101,8 +114,11 @@ pub(crate) fn parse_accumulator(name: &str, value: &Bson) -> Result<AccumulatorS
         });
     }
     let kind = AccumulatorKind::from_name(operator).ok_or_else(|| match operator.as_str() {
-        "$accumulator" => fail(15952, "$accumulator is not supported: Strata runs no server-side JavaScript"),
-        _ => fail(15952, format!("unknown group operator '{operator}'")),
+        "$accumulator" => fail(
+            location::UNKNOWN_GROUP_OPERATOR,
+            "$accumulator is not supported: Strata runs no server-side JavaScript",
+        ),
+        _ => fail(location::UNKNOWN_GROUP_OPERATOR, format!("unknown group operator '{operator}'")),
     })?;
     if matches!(kind, AccumulatorKind::Percentile | AccumulatorKind::Median) {
         let spec = crate::expr::quantile::QuantileSpec::parse(operator, argument)?;
@@ -112,7 +128,7 @@ pub(crate) fn parse_accumulator(name: &str, value: &Bson) -> Result<AccumulatorS
         return Ok(AccumulatorSpec { name: name.to_string(), kind, expr: ranked_argument(operator, kind, argument)? });
     }
     if let Bson::Array(_) = argument {
-        return Err(fail(40237, format!("The {operator} accumulator is a unary operator")));
+        return Err(fail(location::ACCUMULATOR_NOT_UNARY, format!("The {operator} accumulator is a unary operator")));
     }
     Ok(AccumulatorSpec { name: name.to_string(), kind, expr: Expr::parse(argument)? })
 }
@@ -126,7 +142,11 @@ fn ranked_argument(operator: &str, kind: AccumulatorKind, argument: &Bson) -> Re
     let sorted = matches!(kind, Top | Bottom | TopN | BottomN);
     let takes_n = !matches!(kind, Top | Bottom);
     let value_field = if sorted { "output" } else { "input" };
-    let (not_object, unknown) = if sorted { (5788001, 5788002) } else { (5787801, 5787901) };
+    let (not_object, unknown) = if sorted {
+        (location::SORTED_N_ACCUMULATOR_NOT_OBJECT, location::SORTED_N_ACCUMULATOR_UNKNOWN_FIELD)
+    } else {
+        (location::N_ACCUMULATOR_NOT_OBJECT, location::N_ACCUMULATOR_UNKNOWN_FIELD)
+    };
     let Bson::Document(spec) = argument else {
         return Err(fail(not_object, format!("specification must be an object; found {operator}: {argument}")));
     };
@@ -141,12 +161,21 @@ fn ranked_argument(operator: &str, kind: AccumulatorKind, argument: &Bson) -> Re
     };
     let mut fields = Vec::new();
     if takes_n {
-        fields.push(("n".to_string(), Expr::parse(get("n", 5787906)?)?));
+        fields.push(("n".to_string(), Expr::parse(get("n", location::N_ACCUMULATOR_WITHOUT_N)?)?));
     }
-    fields.push(("v".to_string(), Expr::parse(get(value_field, if sorted { 5788004 } else { 5787907 })?)?));
+    fields.push((
+        "v".to_string(),
+        Expr::parse(get(
+            value_field,
+            if sorted { location::SORTED_N_ACCUMULATOR_WITHOUT_OUTPUT } else { location::N_ACCUMULATOR_WITHOUT_INPUT },
+        )?)?,
+    ));
     if sorted {
-        let Bson::Document(sort_by) = get("sortBy", 5788005)? else {
-            return Err(fail(5788005, format!("sortBy of {operator} must be an object")));
+        let Bson::Document(sort_by) = get("sortBy", location::SORTED_N_ACCUMULATOR_SORT_BY_NOT_OBJECT)? else {
+            return Err(fail(
+                location::SORTED_N_ACCUMULATOR_SORT_BY_NOT_OBJECT,
+                format!("sortBy of {operator} must be an object"),
+            ));
         };
         let mut keys = Vec::new();
         let mut directions = Vec::new();
@@ -163,16 +192,16 @@ fn ranked_argument(operator: &str, kind: AccumulatorKind, argument: &Bson) -> Re
 /// `$count: "name"`: the output field name.
 pub fn parse_count(spec: &Bson) -> Result<String, QueryError> {
     let Bson::String(name) = spec else {
-        return Err(fail(40156, "the count field must be a non-empty string"));
+        return Err(fail(location::COUNT_FIELD_NOT_STRING, "the count field must be a non-empty string"));
     };
     if name.is_empty() {
-        return Err(fail(40157, "the count field must be a non-empty string"));
+        return Err(fail(location::COUNT_FIELD_EMPTY, "the count field must be a non-empty string"));
     }
     if name.starts_with('$') {
-        return Err(fail(40158, "the count field cannot be a $-prefixed path"));
+        return Err(fail(location::COUNT_FIELD_HAS_DOLLAR, "the count field cannot be a $-prefixed path"));
     }
     if name.contains('.') {
-        return Err(fail(40160, "the count field cannot contain '.'"));
+        return Err(fail(location::COUNT_FIELD_HAS_DOT, "the count field cannot contain '.'"));
     }
     Ok(name.clone())
 }
@@ -186,7 +215,7 @@ pub fn parse_sort_by_count(spec: &Bson) -> Result<(GroupSpec, SortSpec), QueryEr
     };
     if !valid {
         return Err(fail(
-            40148,
+            location::SORT_BY_COUNT_NOT_PATH_OR_EXPRESSION,
             "the sortBy field must be defined as a $-prefixed path or an expression inside an object",
         ));
     }

@@ -8,6 +8,7 @@
 
 use bson::{Bson, Document, doc};
 use document::path::{Candidate, match_candidates};
+use vocabulary::location;
 
 use super::source::Namespace;
 use super::unwind::set_path;
@@ -28,7 +29,7 @@ fn string_arg(key: &str, value: &Bson) -> Result<String, QueryError> {
     match value {
         Bson::String(s) => Ok(s.clone()),
         other => Err(fail(
-            40321,
+            location::LOOKUP_ARGUMENT_NOT_STRING,
             format!("$lookup argument '{key}: {other}' must be a string, is type {}", bson_type_name(other)),
         )),
     }
@@ -45,7 +46,10 @@ fn sub_pipeline(value: &Bson, stage: &str) -> Result<Pipeline, QueryError> {
     for item in stages {
         let (name, _) = super::stage::stage_parts(item)?;
         if matches!(name, "$out" | "$merge") {
-            return Err(fail(51047, format!("{name} is not allowed within a {stage}'s sub-pipeline")));
+            return Err(fail(
+                location::STAGE_NOT_ALLOWED_IN_SUB_PIPELINE,
+                format!("{name} is not allowed within a {stage}'s sub-pipeline"),
+            ));
         }
     }
     Pipeline::parse(stages)

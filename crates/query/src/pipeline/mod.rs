@@ -40,6 +40,7 @@ mod update;
 mod window;
 
 use std::sync::{Arc, Mutex};
+use vocabulary::location;
 
 use bson::{Bson, Document};
 use rand::SeedableRng;
@@ -194,7 +195,10 @@ impl Pipeline {
             let stage = stage::parse_stage(stage)?;
             if stage.is_output() && i + 1 != stages.len() {
                 let name = if matches!(stage, Stage::Out(_)) { "$out" } else { "$merge" };
-                return Err(fail(40601, format!("{name} can only be the final stage in the pipeline")));
+                return Err(fail(
+                    location::STAGE_ONLY_LAST,
+                    format!("{name} can only be the final stage in the pipeline"),
+                ));
             }
             parsed.push(stage);
         }
@@ -391,7 +395,7 @@ fn run_blocking(stage: &Stage, documents: Vec<Document>, context: &Context<'_>) 
             Ok(Vec::new())
         }
         Stage::Documents(expr) => documents_stage(expr, documents, vars),
-        _ => Err(fail(40324, "stage is not a blocking stage")),
+        _ => Err(fail(location::UNRECOGNIZED_PIPELINE_STAGE, "stage is not a blocking stage")),
     }
 }
 
@@ -419,7 +423,7 @@ pub fn replace_root(expr: &Expr, document: &Document, vars: &Variables) -> Resul
             let shown = other.as_ref().map_or_else(|| "MISSING".to_string(), |v| v.to_string());
             let type_name = other.as_ref().map_or("missing", bson_type_name);
             Err(fail(
-                40228,
+                location::NEW_ROOT_NOT_OBJECT,
                 format!(
                     "'newRoot' expression must evaluate to an object, but resulting value was: {shown}. Type of resulting value: '{type_name}'. Input document: {document}"
                 ),
@@ -468,11 +472,12 @@ fn documents_stage(expr: &Expr, _input: Vec<Document>, vars: &Variables) -> Resu
             .into_iter()
             .map(|item| match item {
                 Bson::Document(d) => Ok(d),
-                other => {
-                    Err(fail(40228, format!("$documents elements must be objects, found {}", bson_type_name(&other))))
-                }
+                other => Err(fail(
+                    location::NEW_ROOT_NOT_OBJECT,
+                    format!("$documents elements must be objects, found {}", bson_type_name(&other)),
+                )),
             })
             .collect(),
-        _ => Err(fail(5858203, "an array is expected for $documents")),
+        _ => Err(fail(location::DOCUMENTS_NOT_ARRAY, "an array is expected for $documents")),
     }
 }

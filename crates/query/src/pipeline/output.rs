@@ -7,6 +7,7 @@
 //! `$$new`) or `whenNotMatched` (insert, discard, fail).
 
 use bson::{Bson, Document};
+use vocabulary::location;
 
 use super::Context;
 use super::source::Namespace;
@@ -19,9 +20,10 @@ pub fn parse_out(spec: &Bson) -> Result<Namespace, QueryError> {
     match spec {
         Bson::String(s) if !s.is_empty() => Ok(Namespace::new("", s.clone())),
         Bson::Document(d) => parse_namespace(d, "$out"),
-        other => {
-            Err(fail(16990, format!("$out only supports a string or object argument, not {}", bson_type_name(other))))
-        }
+        other => Err(fail(
+            location::OUT_ARGUMENT_NOT_STRING_OR_OBJECT,
+            format!("$out only supports a string or object argument, not {}", bson_type_name(other)),
+        )),
     }
 }
 
@@ -75,7 +77,7 @@ impl MergeSpec {
             Bson::Document(d) => d,
             other => {
                 return Err(fail(
-                    51182,
+                    location::MERGE_ARGUMENT_NOT_STRING_OR_OBJECT,
                     format!("$merge only supports a string or object argument, not {}", bson_type_name(other)),
                 ));
             }
@@ -91,7 +93,7 @@ impl MergeSpec {
                         Bson::Document(d) => parse_namespace(d, "$merge.into")?,
                         other => {
                             return Err(fail(
-                                51178,
+                                location::MERGE_INTO_NOT_STRING_OR_OBJECT,
                                 format!(
                                     "$merge 'into' field must be either a string or an object, but found {}",
                                     bson_type_name(other)
@@ -143,7 +145,7 @@ impl MergeSpec {
                 WhenNotMatched::Insert => context.source.insert(target, document),
                 WhenNotMatched::Discard => Ok(()),
                 WhenNotMatched::Fail => Err(fail(
-                    13113,
+                    vocabulary::ErrorCode::MergeStageNoMatchingDocument,
                     "$merge could not find a matching document in the target collection for at least one document in the source collection",
                 )),
             };
@@ -198,7 +200,7 @@ impl MergeSpec {
             match document::path::get_dotted(document, &path) {
                 None | Some(Bson::Null) | Some(Bson::Undefined) | Some(Bson::Array(_)) => {
                     return Err(fail(
-                        51132,
+                        location::MERGE_ON_FIELD_MISSING_OR_ARRAY,
                         "$merge write error: 'on' field cannot be missing, null, undefined or an array",
                     ));
                 }
@@ -237,12 +239,12 @@ fn parse_on(value: &Bson) -> Result<Vec<String>, QueryError> {
             .iter()
             .map(|item| match item {
                 Bson::String(s) => Ok(s.clone()),
-                _ => Err(fail(51134, "$merge 'on' array elements must be strings")),
+                _ => Err(fail(location::MERGE_ON_ELEMENT_NOT_STRING, "$merge 'on' array elements must be strings")),
             })
             .collect::<Result<_, _>>()?,
         _ => {
             return Err(fail(
-                51186,
+                location::MERGE_ON_NOT_STRING_OR_ARRAY,
                 "$merge 'on' field must be either a single string or a non-empty array of strings",
             ));
         }

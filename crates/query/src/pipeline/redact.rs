@@ -4,6 +4,7 @@
 //! top-level document throughout. Any other result is error 17053.
 
 use bson::{Bson, Document};
+use vocabulary::location;
 
 use crate::error::QueryError;
 use crate::expr::{Expr, Scope, Variables, fail};
@@ -30,7 +31,7 @@ fn verdict(expr: &Expr, current: &Document, scope: &mut Scope<'_>) -> Result<Ver
         Some(Bson::String(s)) if s == "prune" => Ok(Verdict::Prune),
         Some(Bson::String(s)) if s == "descend" => Ok(Verdict::Descend),
         other => Err(fail(
-            17053,
+            location::REDACT_RESULT_NOT_KEEP_DESCEND_PRUNE,
             format!(
                 "$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned {}",
                 other.map_or_else(|| "MISSING".to_string(), |v| v.to_string())

@@ -6,6 +6,7 @@
 //! `$project`), it is parsed straight into those.
 
 use bson::{Bson, Document};
+use vocabulary::location;
 
 use super::add_fields::AddFields;
 use super::bucket::{BucketAutoSpec, BucketSpec};
@@ -67,7 +68,10 @@ pub fn stage_parts(stage: &Bson) -> Result<(&str, &Bson), QueryError> {
     let mut fields = document.iter();
     match (fields.next(), fields.next()) {
         (Some((name, spec)), None) => Ok((name.as_str(), spec)),
-        _ => Err(fail(40323, "A pipeline stage specification object must contain exactly one field.")),
+        _ => Err(fail(
+            location::STAGE_NOT_ONE_FIELD,
+            "A pipeline stage specification object must contain exactly one field.",
+        )),
     }
 }
 
@@ -76,15 +80,17 @@ pub fn parse_stage(stage: &Bson) -> Result<Stage, QueryError> {
     Ok(match name {
         "$match" => Stage::Match(MatchStage::parse(object(
             spec,
-            15959,
+            location::MATCH_FILTER_NOT_OBJECT,
             "the match filter must be an expression in an object",
         )?)?),
-        "$project" => {
-            Stage::Project(Projection::parse_stage(object(spec, 15969, "$project specification must be an object")?)?)
-        }
+        "$project" => Stage::Project(Projection::parse_stage(object(
+            spec,
+            location::PROJECT_SPECIFICATION_NOT_OBJECT,
+            "$project specification must be an object",
+        )?)?),
         "$addFields" | "$set" => Stage::AddFields(AddFields::parse(object(
             spec,
-            40272,
+            location::ADD_FIELDS_SPECIFICATION_NOT_OBJECT,
             "$addFields specification stage must be an object",
         )?)?),
         "$unset" => Stage::Project(Projection::parse_unset(spec)?),
@@ -113,7 +119,12 @@ pub fn parse_stage(stage: &Bson) -> Result<Stage, QueryError> {
         "$densify" => Stage::Densify(Box::new(super::densify::DensifySpec::parse(spec)?)),
         "$fill" => Stage::Fill(Box::new(super::fill::FillSpec::parse(spec)?)),
         "$setWindowFields" => Stage::SetWindowFields(Box::new(super::window::SetWindowFields::parse(spec)?)),
-        other => return Err(fail(40324, format!("Unrecognized pipeline stage name: '{other}'"))),
+        other => {
+            return Err(fail(
+                location::UNRECOGNIZED_PIPELINE_STAGE,
+                format!("Unrecognized pipeline stage name: '{other}'"),
+            ));
+        }
     })
 }
 
@@ -129,17 +140,18 @@ fn whole_number(spec: &Bson) -> Option<i64> {
 }
 
 fn parse_limit(spec: &Bson) -> Result<usize, QueryError> {
-    let n = whole_number(spec).ok_or_else(|| fail(15957, "the limit must be specified as a number"))?;
+    let n = whole_number(spec)
+        .ok_or_else(|| fail(location::LIMIT_NOT_NUMBER, "the limit must be specified as a number"))?;
     if n <= 0 {
-        return Err(fail(15958, "the limit must be positive"));
+        return Err(fail(location::LIMIT_NOT_POSITIVE, "the limit must be positive"));
     }
     Ok(usize::try_from(n).unwrap_or(usize::MAX))
 }
 
 fn parse_skip(spec: &Bson) -> Result<usize, QueryError> {
-    let n = whole_number(spec).ok_or_else(|| fail(15972, "Argument to $skip must be a number"))?;
+    let n = whole_number(spec).ok_or_else(|| fail(location::SKIP_NOT_NUMBER, "Argument to $skip must be a number"))?;
     if n < 0 {
-        return Err(fail(15956, "Argument to $skip cannot be negative"));
+        return Err(fail(location::SKIP_NEGATIVE, "Argument to $skip cannot be negative"));
     }
     Ok(usize::try_from(n).unwrap_or(usize::MAX))
 }
@@ -147,7 +159,7 @@ fn parse_skip(spec: &Bson) -> Result<usize, QueryError> {
 fn parse_replace_root(spec: &Bson) -> Result<Expr, QueryError> {
     let Bson::Document(spec) = spec else {
         return Err(fail(
-            40229,
+            location::REPLACE_ROOT_SPECIFICATION_NOT_OBJECT,
             format!("expected an object as specification for $replaceRoot stage, got {}", bson_type_name(spec)),
         ));
     };
@@ -158,29 +170,33 @@ fn parse_replace_root(spec: &Bson) -> Result<Expr, QueryError> {
             other => return Err(idl::unknown_field(&format!("$replaceRoot.{other}"))),
         }
     }
-    new_root.ok_or_else(|| fail(40231, "no newRoot specified for the $replaceRoot stage"))
+    new_root
+        .ok_or_else(|| fail(location::REPLACE_ROOT_WITHOUT_NEW_ROOT, "no newRoot specified for the $replaceRoot stage"))
 }
 
 fn parse_facet(spec: &Bson) -> Result<Vec<(String, Pipeline)>, QueryError> {
     let Bson::Document(spec) = spec else {
-        return Err(fail(15947, "the $facet specification must be a non-empty object"));
+        return Err(fail(location::FIELDS_NOT_OBJECT, "the $facet specification must be a non-empty object"));
     };
     if spec.is_empty() {
-        return Err(fail(40169, "the $facet specification must be a non-empty object"));
+        return Err(fail(location::FACET_SPECIFICATION_EMPTY, "the $facet specification must be a non-empty object"));
     }
     let mut facets = Vec::with_capacity(spec.len());
     for (name, stages) in spec {
         crate::expr::check_field_name(name)?;
         let Bson::Array(stages) = stages else {
             return Err(fail(
-                40170,
+                location::FACET_ARGUMENT_NOT_ARRAY,
                 format!("arguments to $facet must be arrays, {name} is type {}", bson_type_name(stages)),
             ));
         };
         for stage in stages {
             let (stage_name, _) = stage_parts(stage)?;
             if matches!(stage_name, "$out" | "$merge" | "$facet" | "$collStats" | "$indexStats" | "$documents") {
-                return Err(fail(40600, format!("{stage_name} is not allowed to be used within a $facet stage")));
+                return Err(fail(
+                    location::STAGE_NOT_ALLOWED_IN_FACET,
+                    format!("{stage_name} is not allowed to be used within a $facet stage"),
+                ));
             }
         }
         facets.push((name.clone(), Pipeline::parse(stages)?));
@@ -190,18 +206,22 @@ fn parse_facet(spec: &Bson) -> Result<Vec<(String, Pipeline)>, QueryError> {
 
 fn parse_sample(spec: &Bson) -> Result<usize, QueryError> {
     let Bson::Document(spec) = spec else {
-        return Err(fail(28745, "the $sample stage specification must be an object"));
+        return Err(fail(
+            location::SAMPLE_SPECIFICATION_NOT_OBJECT,
+            "the $sample stage specification must be an object",
+        ));
     };
     let mut size = None;
     for (key, value) in spec {
         if key != "size" {
-            return Err(fail(28748, format!("unrecognized option to $sample: {key}")));
+            return Err(fail(location::SAMPLE_UNRECOGNIZED_OPTION, format!("unrecognized option to $sample: {key}")));
         }
-        let n = whole_number(value).ok_or_else(|| fail(28746, "size argument to $sample must be a number"))?;
+        let n = whole_number(value)
+            .ok_or_else(|| fail(location::SAMPLE_SIZE_NOT_NUMBER, "size argument to $sample must be a number"))?;
         if n < 0 {
-            return Err(fail(28747, "size argument to $sample must not be negative"));
+            return Err(fail(location::SAMPLE_SIZE_NEGATIVE, "size argument to $sample must not be negative"));
         }
         size = Some(usize::try_from(n).unwrap_or(usize::MAX));
     }
-    size.ok_or_else(|| fail(28749, "$sample stage must specify a size"))
+    size.ok_or_else(|| fail(location::SAMPLE_WITHOUT_SIZE, "$sample stage must specify a size"))
 }

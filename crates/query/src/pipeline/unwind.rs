@@ -6,6 +6,7 @@
 //! (an empty array's field is removed, as MongoDB does); `includeArrayIndex` is then null.
 
 use bson::{Bson, Document};
+use vocabulary::location;
 
 use crate::error::QueryError;
 use crate::expr::{bson_type_name, fail};
@@ -27,10 +28,14 @@ fn field_path(text: &str, code: i32) -> Result<Vec<String>, QueryError> {
 impl UnwindSpec {
     pub fn parse(spec: &Bson) -> Result<UnwindSpec, QueryError> {
         match spec {
-            Bson::String(s) => Ok(UnwindSpec { path: field_path(s, 28818)?, index_field: None, preserve: false }),
+            Bson::String(s) => Ok(UnwindSpec {
+                path: field_path(s, location::UNWIND_PATH_INVALID)?,
+                index_field: None,
+                preserve: false,
+            }),
             Bson::Document(d) => UnwindSpec::parse_object(d),
             other => Err(fail(
-                15981,
+                location::UNWIND_SPECIFICATION_NOT_STRING_OR_OBJECT,
                 format!(
                     "expected either a string or an object as specification for $unwind stage, got {}",
                     bson_type_name(other)
@@ -43,17 +48,17 @@ impl UnwindSpec {
         let (mut path, mut index_field, mut preserve) = (None, None, false);
         for (key, value) in spec {
             match (key.as_str(), value) {
-                ("path", Bson::String(s)) => path = Some(field_path(s, 28818)?),
+                ("path", Bson::String(s)) => path = Some(field_path(s, location::UNWIND_PATH_INVALID)?),
                 ("path", other) => {
                     return Err(fail(
-                        28808,
+                        location::UNWIND_PATH_NOT_STRING,
                         format!("expected a string as the path for $unwind stage, got {}", bson_type_name(other)),
                     ));
                 }
                 ("includeArrayIndex", Bson::String(s)) if !s.is_empty() => {
                     if s.starts_with('$') {
                         return Err(fail(
-                            28822,
+                            location::UNWIND_INCLUDE_ARRAY_INDEX_HAS_DOLLAR,
                             format!("includeArrayIndex option to $unwind stage should not be prefixed with a '$': {s}"),
                         ));
                     }
@@ -61,7 +66,7 @@ impl UnwindSpec {
                 }
                 ("includeArrayIndex", other) => {
                     return Err(fail(
-                        28810,
+                        location::UNWIND_INCLUDE_ARRAY_INDEX_NOT_STRING,
                         format!(
                             "expected a non-empty string for the includeArrayIndex option to $unwind stage, got {}",
                             bson_type_name(other)
@@ -71,17 +76,22 @@ impl UnwindSpec {
                 ("preserveNullAndEmptyArrays", Bson::Boolean(b)) => preserve = *b,
                 ("preserveNullAndEmptyArrays", other) => {
                     return Err(fail(
-                        28809,
+                        location::UNWIND_PRESERVE_NOT_BOOLEAN,
                         format!(
                             "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got {}",
                             bson_type_name(other)
                         ),
                     ));
                 }
-                (other, _) => return Err(fail(28811, format!("unrecognized option to $unwind stage: {other}"))),
+                (other, _) => {
+                    return Err(fail(
+                        location::UNWIND_UNRECOGNIZED_OPTION,
+                        format!("unrecognized option to $unwind stage: {other}"),
+                    ));
+                }
             }
         }
-        let path = path.ok_or_else(|| fail(28812, "no path specified to $unwind stage"))?;
+        let path = path.ok_or_else(|| fail(location::UNWIND_WITHOUT_PATH, "no path specified to $unwind stage"))?;
         Ok(UnwindSpec { path, index_field, preserve })
     }
 

@@ -382,7 +382,7 @@ mod tests {
             for name in spec.names {
                 // A rule may refuse malformed arguments; it must not be missing.
                 let result = need(&command(doc! { *name: "c" }), None);
-                assert!(result.as_ref().map_or_else(|e| e.code != 1, |_| true), "{name}: {result:?}");
+                assert!(result.as_ref().map_or_else(|e| e.code.number() != 1, |_| true), "{name}: {result:?}");
             }
         }
     }

@@ -287,7 +287,12 @@ impl<'s> Directory<'s> {
 
     /// Adds a user; "already exists" if one has that name.
     pub fn create_user(&self, user: &User) -> Result<(), CommandError> {
-        self.create(USERS_COLLECTION, user.to_document(), || format!("User \"{}\" already exists", user.name), 51003)
+        self.create(
+            USERS_COLLECTION,
+            user.to_document(),
+            || format!("User \"{}\" already exists", user.name),
+            wire::location::USER_ALREADY_EXISTS,
+        )
     }
 
     /// Replaces a user's document; `UserNotFound` if there is none.
@@ -318,7 +323,12 @@ impl<'s> Directory<'s> {
     }
 
     pub fn create_role(&self, role: &Role) -> Result<(), CommandError> {
-        self.create(ROLES_COLLECTION, role.to_document(), || format!("Role \"{}\" already exists", role.name), 51002)
+        self.create(
+            ROLES_COLLECTION,
+            role.to_document(),
+            || format!("Role \"{}\" already exists", role.name),
+            wire::location::ROLE_ALREADY_EXISTS,
+        )
     }
 
     pub fn replace_role(&self, role: &Role) -> Result<(), CommandError> {
@@ -465,12 +475,12 @@ mod tests {
         assert!(directory.has_users());
         assert_eq!(directory.user(&ann.name).unwrap(), Some(ann.clone()));
         let again = directory.create_user(&ann).unwrap_err();
-        assert_eq!(again.code, 51003);
+        assert_eq!(again.code.number(), 51003);
         let mut changed = ann.clone();
         changed.roles.push(RoleName::new("readWrite", "other"));
         directory.replace_user(&changed).unwrap();
         assert_eq!(directory.user(&ann.name).unwrap().unwrap().roles.len(), 2);
-        assert_eq!(directory.replace_user(&user("bob", "test")).unwrap_err().code, ErrorCode::UserNotFound.code());
+        assert_eq!(directory.replace_user(&user("bob", "test")).unwrap_err().code, ErrorCode::UserNotFound);
         assert_eq!(directory.remove_users(doc! { "_id": ann.name.id() }).unwrap(), 1);
         assert_eq!(directory.user(&ann.name).unwrap(), None);
     }

@@ -155,7 +155,10 @@ fn change_inherited(context: &Context, command: &Command, grant: bool) -> Result
     if grant {
         for inherited in listed {
             if inherited == name {
-                return Err(CommandError::location(17166, format!("Cannot grant role {name} to itself.")));
+                return Err(CommandError::location(
+                    wire::location::ROLE_GRANTED_TO_ITSELF,
+                    format!("Cannot grant role {name} to itself."),
+                ));
             }
             if !role.roles.contains(&inherited) {
                 role.roles.push(inherited);

@@ -9,6 +9,7 @@
 
 use bson::Bson;
 use document::keycodec::Direction;
+use vocabulary::location;
 
 use crate::collation::compare_values;
 use crate::error::{ErrorCode, QueryError};
@@ -62,7 +63,7 @@ impl Bounds {
             check_forward(&lower, &upper, 0, |a, b| a <= b, |n| n.to_string())?;
             let bounds = Bounds::Documents(lower, upper);
             if !bounds.is_whole() && sort_by.is_none() {
-                return Err(fail(5339901, "Document-based bounds require a sortBy"));
+                return Err(fail(location::WINDOW_DOCUMENTS_WITHOUT_SORT_BY, "Document-based bounds require a sortBy"));
             }
             return Ok(bounds);
         }
@@ -91,8 +92,14 @@ impl Bounds {
         check_forward(&lower, &upper, Num::Int(0), |a, b| compare_num(a, b).is_le(), |n| n.to_bson().to_string())?;
         match sort_by.map(SortSpec::fields) {
             Some([(_, Direction::Ascending)]) => Ok(Bounds::Range(lower, upper, unit)),
-            Some([_]) => Err(fail(8947401, "Range-based bounds require an ascending sortBy")),
-            _ => Err(fail(5339902, "Range-based bounds require sortBy a single field")),
+            Some([_]) => Err(fail(
+                location::WINDOW_RANGE_SORT_BY_NOT_ASCENDING,
+                "Range-based bounds require an ascending sortBy",
+            )),
+            _ => Err(fail(
+                location::WINDOW_RANGE_SORT_BY_NOT_ONE_FIELD,
+                "Range-based bounds require sortBy a single field",
+            )),
         }
     }
 
@@ -206,7 +213,10 @@ fn check_forward<T: Clone>(
     if let (Some(a), Some(b)) = (as_number(lower), as_number(upper))
         && !less_or_equal(&a, &b)
     {
-        return Err(fail(5339900, format!("Lower bound must not exceed upper bound: [{}, {}]", show(&a), show(&b))));
+        return Err(fail(
+            location::WINDOW_LOWER_ABOVE_UPPER,
+            format!("Lower bound must not exceed upper bound: [{}, {}]", show(&a), show(&b)),
+        ));
     }
     Ok(())
 }
@@ -220,12 +230,12 @@ fn range_key(key: &Bson, unit: Option<TimeUnit>) -> Result<Bson, QueryError> {
     match (key, unit) {
         (Bson::DateTime(_), Some(_)) => Ok(key.clone()),
         (other, Some(_)) => Err(fail(
-            5429513,
+            location::WINDOW_RANGE_SORT_BY_NOT_DATE,
             format!("Invalid range: Expected the sortBy field to be a Date, but it was {}", bson_type_name(other)),
         )),
         (other, None) if Num::from_bson(other).is_some() => Ok(key.clone()),
         (other, None) => Err(fail(
-            5429414,
+            location::WINDOW_RANGE_SORT_BY_NOT_NUMBER,
             format!("Invalid range: Expected the sortBy field to be a number, but it was {}", bson_type_name(other)),
         )),
     }
@@ -238,7 +248,7 @@ fn shifted(current: &Bson, offset: &Num, unit: Option<TimeUnit>) -> Result<Bson,
             let amount = offset.to_exact_i64().unwrap_or(0);
             let moved = unit
                 .add_to(date.timestamp_millis(), amount)
-                .ok_or_else(|| fail(5166406, "Date overflowed in a range-based window bound"))?;
+                .ok_or_else(|| fail(location::DATE_ADD_OVERFLOW, "Date overflowed in a range-based window bound"))?;
             Ok(Bson::DateTime(bson::DateTime::from_millis(moved)))
         }
         _ => {

@@ -15,6 +15,7 @@
 //! and running windows cost O(n), a sliding window of w documents O(n·w).
 
 use bson::Bson;
+use vocabulary::location;
 
 use super::bounds::Bounds;
 use crate::collation::{Collation, compare_values};
@@ -98,14 +99,20 @@ impl Function {
         Ok(match name {
             "$rank" | "$denseRank" | "$documentNumber" => {
                 if spec.len() != 1 {
-                    return Err(fail(5371601, "Rank style window functions take no other arguments"));
+                    return Err(fail(
+                        location::RANK_WITH_ARGUMENTS,
+                        "Rank style window functions take no other arguments",
+                    ));
                 }
                 if !matches!(argument, Bson::Document(d) if d.is_empty()) {
-                    return Err(fail(5371603, format!("{name} must be specified with '{{}}' as the value")));
+                    return Err(fail(
+                        location::RANK_ARGUMENT_NOT_EMPTY_OBJECT,
+                        format!("{name} must be specified with '{{}}' as the value"),
+                    ));
                 }
                 if name != "$documentNumber" && sort_by.is_none_or(|s| s.fields().len() != 1) {
                     return Err(fail(
-                        5371602,
+                        location::RANK_WITHOUT_ONE_SORT_BY,
                         format!("{name} must be specified with a top level sortBy expression with exactly one element"),
                     ));
                 }
@@ -127,7 +134,7 @@ impl Function {
                 no_window()?;
                 if sort_by.is_none_or(|s| s.fields().len() != 1) {
                     return Err(fail(
-                        605001,
+                        location::LINEAR_FILL_WITHOUT_ONE_SORT_BY,
                         "$linearFill must be specified with a top level sortBy expression with exactly one element",
                     ));
                 }
@@ -475,11 +482,14 @@ fn curve_points(
             let x = match (key, unit_ms) {
                 (Bson::DateTime(date), Some(unit)) => date.timestamp_millis() as f64 / unit as f64,
                 (Bson::DateTime(_), None) => {
-                    return Err(fail(5624901, format!("{name} where the sortBy is a Date requires an 'unit'")));
+                    return Err(fail(
+                        location::WINDOW_DATE_SORT_BY_WITHOUT_UNIT,
+                        format!("{name} where the sortBy is a Date requires an 'unit'"),
+                    ));
                 }
                 (other, Some(_)) => {
                     return Err(fail(
-                        5624900,
+                        location::WINDOW_UNIT_SORT_BY_NOT_DATE,
                         format!(
                             "{name} with 'unit' expects the sortBy field to be a Date, but it was {}",
                             bson_type_name(other)
@@ -488,14 +498,14 @@ fn curve_points(
                 }
                 (other, None) => Num::from_bson(other).map(|n| n.to_f64()).ok_or_else(|| {
                     fail(
-                        5624902,
+                        location::WINDOW_SORT_BY_NOT_NUMBER,
                         format!("{name} expects the sortBy field to be numeric, but it was {}", bson_type_name(other)),
                     )
                 })?,
             };
             let y = number(value).ok_or_else(|| {
                 fail(
-                    5423900,
+                    location::WINDOW_INPUT_NOT_NUMBER,
                     format!("{name} expects its input to be numeric, but it was {}", crate::expr::type_name(value)),
                 )
             })?;
@@ -523,7 +533,10 @@ fn parse_input_and_unit(name: &str, argument: &Bson) -> Result<(Expr, Option<i64
                     ));
                 };
                 let unit = TimeUnit::parse(&Some(value.clone()), name)?;
-                unit_ms = Some(unit.millis().ok_or_else(|| fail(5490710, "unit must be 'week' or smaller"))?);
+                unit_ms = Some(
+                    unit.millis()
+                        .ok_or_else(|| fail(location::WINDOW_UNIT_ABOVE_WEEK, "unit must be 'week' or smaller"))?,
+                );
             }
             other => return Err(fail(ErrorCode::FailedToParse, format!("{name} got unexpected argument: {other}"))),
         }
@@ -642,7 +655,7 @@ fn linear_fill(input: &Expr, partition: &Partition<'_>) -> Result<Vec<Bson>, Que
             Bson::DateTime(date) => date.timestamp_millis() as f64,
             other => Num::from_bson(other).map(|n| n.to_f64()).ok_or_else(|| {
                 fail(
-                    6050106,
+                    location::LINEAR_FILL_SORT_BY_NOT_NUMBER_OR_DATE,
                     format!(
                         "The sortBy field of $linearFill must be numeric or a date, but it was {}",
                         bson_type_name(other)
@@ -651,7 +664,10 @@ fn linear_fill(input: &Expr, partition: &Partition<'_>) -> Result<Vec<Bson>, Que
             })?,
         };
         if xs.last().is_some_and(|previous| *previous == x) {
-            return Err(fail(6050107, "There can be no repeated values in the sort field of $linearFill"));
+            return Err(fail(
+                location::LINEAR_FILL_REPEATED_SORT_VALUE,
+                "There can be no repeated values in the sort field of $linearFill",
+            ));
         }
         xs.push(x);
     }
@@ -663,7 +679,7 @@ fn linear_fill(input: &Expr, partition: &Partition<'_>) -> Result<Vec<Bson>, Que
             Some(v) => {
                 let y = Num::from_bson(v).ok_or_else(|| {
                     fail(
-                        6050103,
+                        location::LINEAR_FILL_VALUE_NOT_NUMBER,
                         format!("Value to $linearFill must be numeric or nullish, but it was {}", bson_type_name(v)),
                     )
                 })?;

@@ -19,6 +19,7 @@ mod bounds;
 mod function;
 
 use bson::{Bson, Document};
+use vocabulary::location;
 
 use super::{Context, DocumentStream, folded, set_path};
 use crate::collation::{Collation, compare_values};
@@ -197,7 +198,7 @@ impl Windows<'_> {
 /// MongoDB's error for a window stage past its memory limit.
 fn memory_exceeded(bytes: usize, limit: usize) -> QueryError {
     fail(
-        5414201,
+        location::SET_WINDOW_FIELDS_MEMORY_LIMIT,
         format!(
             "Exceeded memory limit in DocumentSourceSetWindowFields, used {bytes} bytes but max allowed is {limit} bytes"
         ),
