@@ -57,18 +57,15 @@ pub fn repair(damaged: &Path, out: &Path, each: &mut dyn FnMut(&CollectionReport
     let scratch = out.join(".repair-source");
     {
         let _lock = lock_unused(damaged)?;
-        copy_data_directory(damaged, &scratch).map_err(|error| io_error(error, "copying the damaged directory"))?;
+        copy_data_directory(damaged, &scratch).map_err(|error| io_error(error, "copying the damaged directory".into()))?;
     }
     let result = salvage(&scratch, out, each);
-    std::fs::remove_dir_all(&scratch).map_err(|error| io_error(error, "removing the scratch copy"))?;
+    std::fs::remove_dir_all(&scratch).map_err(|error| io_error(error, "removing the scratch copy".into()))?;
     result
 }
 
-fn io_error(error: io::Error, doing: &str) -> Error {
-    match storage::Error::from(error) {
-        storage::Error::Io(message) => Error::Storage(storage::Error::Io(format!("{doing}: {message}"))),
-        other => Error::from(other),
-    }
+fn io_error(error: io::Error, doing: String) -> Error {
+    Error::from(storage::Error::io(doing, error))
 }
 
 /// A running server holds the directory's lock; repairing under it would copy a moving target.
@@ -81,7 +78,7 @@ fn lock_unused(dir: &Path) -> Result<LockGuard> {
         Ok(Lock::HeldBy(holder)) => {
             Err(Error::DirectoryLocked(format!("{} is in use ({holder}); stop that server first", dir.display())))
         }
-        Err(error) => Err(io_error(error, &format!("locking {}", dir.display()))),
+        Err(error) => Err(io_error(error, format!("locking {}", dir.display()))),
     }
 }
 
