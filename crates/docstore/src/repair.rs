@@ -57,7 +57,8 @@ pub fn repair(damaged: &Path, out: &Path, each: &mut dyn FnMut(&CollectionReport
     let scratch = out.join(".repair-source");
     {
         let _lock = lock_unused(damaged)?;
-        copy_data_directory(damaged, &scratch).map_err(|error| io_error(error, "copying the damaged directory".into()))?;
+        copy_data_directory(damaged, &scratch)
+            .map_err(|error| io_error(error, "copying the damaged directory".into()))?;
     }
     let result = salvage(&scratch, out, each);
     std::fs::remove_dir_all(&scratch).map_err(|error| io_error(error, "removing the scratch copy".into()))?;

@@ -60,13 +60,13 @@ fn store_on(disk: &SimFs) -> Store {
 fn a_full_disk_reaches_the_client_as_out_of_disk_space() {
     let disk = SimFs::new();
     let store = store_on(&disk);
-    let outcome = store.insert("db", "c", vec![rawdoc! {"_id": 1, "a": "x"}], true, Durability::Immediate);
+    let outcome = store.collection(("db", "c")).insert(vec![rawdoc! {"_id": 1, "a": "x"}], true, Durability::Immediate);
     assert_eq!((outcome.inserted, outcome.errors.len()), (1, 0));
     disk.set_capacity(Some(0));
     let refused = (2..2_000)
         .find_map(|i| {
             let documents = vec![rawdoc! {"_id": i, "a": "y".repeat(200)}];
-            let outcome = store.insert("db", "c", documents, true, Durability::Immediate);
+            let outcome = store.collection(("db", "c")).insert(documents, true, Durability::Immediate);
             outcome.errors.into_iter().map(|(_, error)| error).next().or(outcome.durability_error)
         })
         .expect("an insert refused on a full disk");
@@ -79,12 +79,12 @@ fn a_failing_disk_is_not_a_full_disk() {
     let disk = SimFs::new();
     let store = store_on(&disk);
     let documents: Vec<_> = (0..500).map(|i| rawdoc! {"_id": i, "a": "z".repeat(100)}).collect();
-    let outcome = store.insert("db", "c", documents, true, Durability::Immediate);
+    let outcome = store.collection(("db", "c")).insert(documents, true, Durability::Immediate);
     assert_eq!((outcome.inserted, outcome.errors.len()), (500, 0));
     store.close().expect("close");
     let store = store_on(&disk);
     disk.fail_reads(Fault::Eio);
-    let failed = match store.find("db", "c", &FindRequest::default()) {
+    let failed = match store.collection(("db", "c")).find(&FindRequest::default()) {
         Err(error) => Some(error),
         Ok(mut cursor) => cursor.find_map(Result::err),
     };
