@@ -46,7 +46,7 @@ pub struct AggregateOptions {
 }
 
 /// The store as pipelines see it: other collections, and spill trees.
-pub struct StoreSource {
+pub(crate) struct StoreSource {
     inner: Weak<Context>,
 }
 
@@ -58,7 +58,7 @@ impl StoreSource {
 
 impl Context {
     /// Runs a pipeline over `collection` (`None`: a database-level pipeline without input).
-    pub fn aggregate(
+    pub(crate) fn aggregate(
         self: &Arc<Context>,
         db: &str,
         collection: Option<&str>,

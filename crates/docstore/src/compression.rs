@@ -18,12 +18,12 @@ use storage::Compression;
 use crate::error::{Error, Result};
 
 /// The compression `options` (a collection's options or an index spec) ask for, if any.
-pub fn requested(options: &Document) -> Result<Option<Compression>> {
+pub(crate) fn requested(options: &Document) -> Result<Option<Compression>> {
     options.get("storageEngine").map_or(Ok(None), from_storage_engine)
 }
 
 /// The compression a `storageEngine` option's value asks for, if any.
-pub fn from_storage_engine(engines: &Bson) -> Result<Option<Compression>> {
+pub(crate) fn from_storage_engine(engines: &Bson) -> Result<Option<Compression>> {
     let Bson::Document(engines) = engines else {
         return Err(Error::bad_value("'storageEngine' has to be a document."));
     };

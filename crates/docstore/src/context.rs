@@ -50,7 +50,7 @@ pub(crate) struct Context {
 }
 
 impl Context {
-    pub fn open(engine: Engine, options: StoreOptions) -> Result<Context> {
+    pub(crate) fn open(engine: Engine, options: StoreOptions) -> Result<Context> {
         let catalog = Catalog::open(&engine, options.document_compression)?;
         let sessions_tree = catalog::ensure_tree(&engine, crate::retry::SESSIONS_TREE)?;
         let cx = Context {
@@ -71,7 +71,7 @@ impl Context {
     /// Makes the document writes committed so far as durable as `durability` asks, once their
     /// collection locks are released (see `write::under_lock`): for `Immediate`, a log sync
     /// that concurrent writers share.
-    pub fn make_durable(&self, durability: Durability) -> Result<()> {
+    pub(crate) fn make_durable(&self, durability: Durability) -> Result<()> {
         match durability {
             Durability::Immediate => Ok(self.engine.sync()?),
             Durability::Periodic | Durability::None => Ok(()),
@@ -80,42 +80,42 @@ impl Context {
 
     /// `outcome`, once the writes before it are as durable as asked (whether it succeeded or
     /// not: an earlier statement's writes may stand).
-    pub fn made_durable<T>(&self, durability: Durability, outcome: Result<T>) -> Result<T> {
+    pub(crate) fn made_durable<T>(&self, durability: Durability, outcome: Result<T>) -> Result<T> {
         self.make_durable(durability)?;
         outcome
     }
 
     /// A number for a temporary name, unique in this process.
-    pub fn temp_number(&self) -> u64 {
+    pub(crate) fn temp_number(&self) -> u64 {
         self.temp_counter.fetch_add(1, Ordering::Relaxed)
     }
 
     /// A temporary tree name, unique in this process (dropped when done, or at the next open).
-    pub fn temp_tree_name(&self) -> String {
+    pub(crate) fn temp_tree_name(&self) -> String {
         format!("{}{}.{}", catalog::TEMP_TREE_PREFIX, std::process::id(), self.temp_number())
     }
 
     // The oplog.
 
     /// The oplog, if the store keeps one.
-    pub fn oplog(&self) -> Option<Arc<Oplog>> {
+    pub(crate) fn oplog(&self) -> Option<Arc<Oplog>> {
         self.oplog.read().clone()
     }
 
     /// From now on, every change appends its entries to `oplog` ([`crate::Store::enable_oplog`]).
-    pub fn keep_oplog(&self, oplog: Arc<Oplog>) {
+    pub(crate) fn keep_oplog(&self, oplog: Arc<Oplog>) {
         *self.oplog.write() = Some(oplog);
     }
 
     /// Whether changes to `db` are logged (never those of `local`, as in MongoDB).
-    pub fn logs(&self, db: &str) -> bool {
+    pub(crate) fn logs(&self, db: &str) -> bool {
         db != oplog::DB && self.oplog.read().is_some()
     }
 
     /// Commits `txn` with `entries` in the oplog (when the store keeps one and `db` is logged),
     /// then trims the oplog if it is full; returns the commit's sequence number. A storage error
     /// (a `KeyExists` the caller describes) comes back as it is.
-    pub fn commit_logged(
+    pub(crate) fn commit_logged(
         &self,
         txn: storage::Transaction<'_>,
         db: &str,
@@ -135,7 +135,7 @@ impl Context {
 
     /// A command entry for `db`, when changes to it are logged, with the UUID (`ui`) of the
     /// collection it changes, if it changes one.
-    pub fn command_entries(&self, db: &str, command: Document, collection: Option<Uuid>) -> Result<Vec<Entry>> {
+    pub(crate) fn command_entries(&self, db: &str, command: Document, collection: Option<Uuid>) -> Result<Vec<Entry>> {
         if !self.logs(db) {
             return Ok(Vec::new());
         }
@@ -145,7 +145,7 @@ impl Context {
     // Shared state of the collections.
 
     /// Refuses a catalog change of a collection whose documents an open transaction holds.
-    pub fn check_not_held(&self, collection: &Descriptor) -> Result<()> {
+    pub(crate) fn check_not_held(&self, collection: &Descriptor) -> Result<()> {
         if self.holds.holds_any_in(collection.tree) {
             return Err(Error::ConflictingOperation(format!(
                 "an open transaction holds documents of {}; retry after it ends",
@@ -156,11 +156,11 @@ impl Context {
     }
 
     /// Registers a callback run after each insert into a capped collection.
-    pub fn on_capped_insert(&self, listener: Listener) {
+    pub(crate) fn on_capped_insert(&self, listener: Listener) {
         self.capped_listeners.write().push(listener);
     }
 
-    pub fn capped_inserted(&self) {
+    pub(crate) fn capped_inserted(&self) {
         for listener in self.capped_listeners.read().iter() {
             listener();
         }

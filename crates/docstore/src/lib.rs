@@ -80,6 +80,8 @@
 
 // Library code returns errors instead of panicking; tests may unwrap.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+// Items of private modules say `pub(crate)`, so that the source shows what is reachable from outside.
+#![warn(unreachable_pub)]
 
 mod aggregate;
 mod capped;
@@ -108,7 +110,7 @@ mod validation;
 mod write;
 
 pub use aggregate::AggregateOptions;
-pub use catalog::{CollectionInfo, DatabaseInfo};
+pub use catalog::descriptor::{CollectionInfo, DatabaseInfo};
 pub use change_stream::{ChangeStream, Scope as ChangeStreamScope};
 pub use collection::Collection;
 pub use entry_filter::EntryFilter;

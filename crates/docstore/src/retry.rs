@@ -26,7 +26,7 @@ use storage::{Snapshot, Transaction, TreeId};
 
 use crate::error::{Error, Result};
 
-pub const SESSIONS_TREE: &str = "__sessions";
+pub(crate) const SESSIONS_TREE: &str = "__sessions";
 
 /// A retryable write's session statement(s).
 #[derive(Debug)]
@@ -86,7 +86,7 @@ impl Retry {
 const LAST_STMT_FIELD: &str = "lastStmtId";
 
 /// A statement's row key.
-pub fn key(lsid: &[u8; 16], txn_number: i64, stmt_id: i32) -> [u8; 28] {
+pub(crate) fn key(lsid: &[u8; 16], txn_number: i64, stmt_id: i32) -> [u8; 28] {
     let mut key = [0u8; 28];
     key[..16].copy_from_slice(lsid);
     key[16..24].copy_from_slice(&(txn_number as u64).to_be_bytes());
@@ -96,7 +96,7 @@ pub fn key(lsid: &[u8; 16], txn_number: i64, stmt_id: i32) -> [u8; 28] {
 
 /// The result recorded for a statement, if it was executed: its own row, or a run's row that
 /// starts before it and reaches it.
-pub fn executed(
+pub(crate) fn executed(
     snapshot: &Snapshot,
     tree: TreeId,
     lsid: &[u8; 16],
@@ -117,7 +117,7 @@ pub fn executed(
 }
 
 /// The highest `txnNumber` the session has records of.
-pub fn last_txn_number(snapshot: &Snapshot, tree: TreeId, lsid: &[u8; 16]) -> Result<Option<i64>> {
+pub(crate) fn last_txn_number(snapshot: &Snapshot, tree: TreeId, lsid: &[u8; 16]) -> Result<Option<i64>> {
     let start = key(lsid, 0, 0);
     let end = key(lsid, -1, -1);
     let last = snapshot
@@ -128,6 +128,6 @@ pub fn last_txn_number(snapshot: &Snapshot, tree: TreeId, lsid: &[u8; 16]) -> Re
 }
 
 /// Deletes every record of a session (it ended or expired).
-pub fn forget(txn: &mut Transaction<'_>, tree: TreeId, lsid: &[u8; 16]) {
+pub(crate) fn forget(txn: &mut Transaction<'_>, tree: TreeId, lsid: &[u8; 16]) {
     txn.delete_range(tree, key(lsid, 0, 0).to_vec(), Some(key(lsid, -1, -1).to_vec()));
 }

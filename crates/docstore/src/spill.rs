@@ -22,7 +22,7 @@ const MAX_BATCH_RECORDS: usize = 1000;
 const MAX_BATCH_BYTES: usize = 4 * 1024 * 1024;
 
 /// A spill tree being written.
-pub struct SpillTree {
+pub(crate) struct SpillTree {
     inner: Weak<Context>,
     tree: TreeId,
     guard: DropTree,
@@ -31,7 +31,7 @@ pub struct SpillTree {
 }
 
 impl SpillTree {
-    pub fn create(inner: &Arc<Context>) -> Result<SpillTree> {
+    pub(crate) fn create(inner: &Arc<Context>) -> Result<SpillTree> {
         let name = inner.temp_tree_name();
         let tree = inner.engine.create_tree(&name)?;
         let guard = DropTree { inner: Arc::downgrade(inner), name };
@@ -39,7 +39,7 @@ impl SpillTree {
     }
 
     /// Adds a record (keys are unique: callers end them with an arrival number).
-    pub fn put(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<()> {
+    pub(crate) fn put(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<()> {
         self.pending_bytes += key.len() + value.len();
         self.pending.push((key, value));
         if self.pending.len() >= MAX_BATCH_RECORDS || self.pending_bytes >= MAX_BATCH_BYTES {
@@ -63,7 +63,7 @@ impl SpillTree {
     }
 
     /// Every record put, in key order.
-    pub fn into_sorted(mut self) -> Result<SortedSpill> {
+    pub(crate) fn into_sorted(mut self) -> Result<SortedSpill> {
         self.commit()?;
         let iter = upgrade(&self.inner)?.engine.snapshot().iter(self.tree);
         Ok(SortedSpill { iter, _guard: self.guard })
@@ -75,7 +75,7 @@ fn upgrade(inner: &Weak<Context>) -> Result<Arc<Context>> {
 }
 
 /// A spill tree's records in key order; dropping it drops the tree.
-pub struct SortedSpill {
+pub(crate) struct SortedSpill {
     // Declared before the guard: the iterator (and its snapshot) goes first.
     iter: RangeIter,
     _guard: DropTree,
@@ -117,7 +117,7 @@ impl SpillRun for SpillTree {
 }
 
 /// A docstore error as the pipeline carries it (code and name kept).
-pub fn to_query(error: Error) -> QueryError {
+pub(crate) fn to_query(error: Error) -> QueryError {
     let message = error.to_string();
     match error {
         Error::Query(error) => error,

@@ -13,7 +13,7 @@ use crate::context::Context;
 use crate::error::Result;
 
 /// The maintained document counter: no scan.
-pub fn estimated_document_count(cx: &Context, db: &str, name: &str) -> Result<u64> {
+pub(crate) fn estimated_document_count(cx: &Context, db: &str, name: &str) -> Result<u64> {
     match cx.catalog.collection(db, name) {
         Some(collection) => Ok(cx.catalog.counters(&cx.engine, &collection)?.0.max(0) as u64),
         None => Ok(0),
@@ -26,7 +26,7 @@ pub fn estimated_document_count(cx: &Context, db: &str, name: &str) -> Result<u6
 /// documents in `_id` order in the collection's own tree, so the `_id_` index takes no space of
 /// its own. The `strata` section has the logical index sizes and each tree's compression, so a
 /// user can see what compression gives.
-pub fn coll_stats(cx: &Context, db: &str, name: &str, scale: u64) -> Result<Document> {
+pub(crate) fn coll_stats(cx: &Context, db: &str, name: &str, scale: u64) -> Result<Document> {
     let scale = scale.max(1) as i64;
     let collection = cx.catalog.existing(db, name)?;
     let (count, size) = cx.catalog.counters(&cx.engine, &collection)?;
@@ -75,7 +75,7 @@ pub fn coll_stats(cx: &Context, db: &str, name: &str, scale: u64) -> Result<Docu
 
 /// dbStats' figures (without `ok`): the sums of its collections' (logical `dataSize`,
 /// compressed `storageSize` and `indexSize`), and the data file every database shares.
-pub fn db_stats(cx: &Context, db: &str, scale: u64) -> Result<Document> {
+pub(crate) fn db_stats(cx: &Context, db: &str, scale: u64) -> Result<Document> {
     validate_db_name(db)?;
     let scale_i = scale.max(1) as i64;
     let (mut objects, mut data, mut storage, mut indexes, mut index_bytes) = (0i64, 0i64, 0i64, 0i64, 0i64);

@@ -38,11 +38,11 @@ use storage::{PendingWrites, Snapshot, TreeId};
 use crate::error::{Error, Result};
 
 /// A document: its collection's tree and its encoded `_id`.
-pub type DocumentKey = (TreeId, Vec<u8>);
+pub(crate) type DocumentKey = (TreeId, Vec<u8>);
 
 /// The documents open transactions hold, by the transaction that holds each.
 #[derive(Default)]
-pub struct Holds {
+pub(crate) struct Holds {
     table: Mutex<HashMap<DocumentKey, u64>>,
     released: Condvar,
     /// Open transactions: while zero, writers skip the table.
@@ -52,12 +52,12 @@ pub struct Holds {
 
 impl Holds {
     /// Whether any transaction is open.
-    pub fn any_open(&self) -> bool {
+    pub(crate) fn any_open(&self) -> bool {
         self.open.load(Ordering::Acquire) > 0
     }
 
     /// The transaction holding `key`, if any.
-    pub fn holder(&self, key: &DocumentKey) -> Option<u64> {
+    pub(crate) fn holder(&self, key: &DocumentKey) -> Option<u64> {
         if !self.any_open() {
             return None;
         }
@@ -65,12 +65,12 @@ impl Holds {
     }
 
     /// Whether an open transaction holds a document of `tree`.
-    pub fn holds_any_in(&self, tree: TreeId) -> bool {
+    pub(crate) fn holds_any_in(&self, tree: TreeId) -> bool {
         self.any_open() && self.table.lock().keys().any(|(held, _)| *held == tree)
     }
 
     /// Waits until no transaction holds `key` (or `limit` passes); true if it waited.
-    pub fn wait_released(&self, key: &DocumentKey, limit: Duration) -> bool {
+    pub(crate) fn wait_released(&self, key: &DocumentKey, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         let mut table = self.table.lock();
         let mut waited = false;
@@ -105,7 +105,7 @@ impl Holds {
     }
 }
 
-pub fn write_conflict() -> Error {
+pub(crate) fn write_conflict() -> Error {
     Error::WriteConflict(
         "Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction."
             .into(),

@@ -51,7 +51,7 @@ impl ValidateReport {
 /// Cross-checks a collection's documents, index entries and counters (see the module header).
 /// Damage (a block that fails its checksum, a document that does not parse) is reported in
 /// the errors, with the `_id`s around it, and the check goes on past it.
-pub fn validate(cx: &Context, db: &str, name: &str) -> Result<ValidateReport> {
+pub(crate) fn validate(cx: &Context, db: &str, name: &str) -> Result<ValidateReport> {
     let collection = cx.catalog.existing(db, name)?;
     let snapshot = cx.engine.snapshot();
     let mut report = ValidateReport::default();

@@ -17,7 +17,7 @@ use crate::oplog::Entry;
 
 /// Sets options of a collection (`collMod`), logging the change as `{collMod: name, ...}`
 /// (also when nothing changes, as mongod logs a bare `collMod`).
-pub fn set_options(cx: &Context, db: &str, name: &str, options: Document) -> Result<()> {
+pub(crate) fn set_options(cx: &Context, db: &str, name: &str, options: Document) -> Result<()> {
     let _ddl = cx.catalog.ddl.lock();
     let locked =
         cx.catalog.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns does not exist: {db}.{name}")))?;
@@ -36,7 +36,7 @@ pub fn set_options(cx: &Context, db: &str, name: &str, options: Document) -> Res
 /// `collMod`'s `index`: changes one index's `expireAfterSeconds` and/or `hidden`, found by
 /// name or key pattern; returns `{expireAfterSeconds_old/_new, hidden_old/_new}` as
 /// MongoDB replies.
-pub fn modify_index(
+pub(crate) fn modify_index(
     cx: &Context,
     db: &str,
     name: &str,
@@ -85,7 +85,7 @@ pub fn modify_index(
 
 /// Creates a tree with a fresh name `<prefix><n>`; the counter is durable before the tree
 /// exists, so a name is never reused.
-pub fn new_tree(cx: &Context, prefix: &str) -> Result<String> {
+pub(crate) fn new_tree(cx: &Context, prefix: &str) -> Result<String> {
     let snapshot = cx.engine.snapshot();
     let next = match snapshot.get(cx.catalog.tree, entry::NEXT_TREE_KEY)? {
         Some(bytes) => {
@@ -103,7 +103,7 @@ pub fn new_tree(cx: &Context, prefix: &str) -> Result<String> {
 
 /// `create` with `viewOn`: a view over a collection or view of the same database (which
 /// need not exist yet, as in MongoDB), no deeper than 20 and not reading itself.
-pub fn create_view(cx: &Context, db: &str, name: &str, options: &Document) -> Result<()> {
+pub(crate) fn create_view(cx: &Context, db: &str, name: &str, options: &Document) -> Result<()> {
     validate_user_collection(db, name)?;
     let view = ViewMeta::from_options(db, name, options)?;
     let _ddl = cx.catalog.ddl.lock();
@@ -154,7 +154,7 @@ fn drop_view(cx: &Context, db: &str, name: &str) -> Result<bool> {
 }
 
 /// Takes the write lock of the collection, creating it if needed.
-pub fn lock_or_create(cx: &Context, db: &str, name: &str) -> Result<Locked> {
+pub(crate) fn lock_or_create(cx: &Context, db: &str, name: &str) -> Result<Locked> {
     cx.catalog.refuse_view(db, name)?;
     loop {
         collection_or_create(cx, db, name)?;
@@ -165,13 +165,13 @@ pub fn lock_or_create(cx: &Context, db: &str, name: &str) -> Result<Locked> {
 }
 
 /// Creates a collection; `NamespaceExists` if it exists.
-pub fn create_collection(cx: &Context, db: &str, name: &str, options: Document) -> Result<Arc<Descriptor>> {
+pub(crate) fn create_collection(cx: &Context, db: &str, name: &str, options: Document) -> Result<Arc<Descriptor>> {
     create_collection_as(cx, db, name, options, Uuid::new())
 }
 
 /// Creates a collection with the UUID it is given (`strata repair` makes each collection
 /// again with the UUID it had).
-pub fn create_collection_as(
+pub(crate) fn create_collection_as(
     cx: &Context,
     db: &str,
     name: &str,
@@ -204,7 +204,7 @@ pub fn create_collection_as(
 }
 
 /// The collection, created with default options if absent (implicit creation by a write).
-pub fn collection_or_create(cx: &Context, db: &str, name: &str) -> Result<Arc<Descriptor>> {
+pub(crate) fn collection_or_create(cx: &Context, db: &str, name: &str) -> Result<Arc<Descriptor>> {
     if let Some(collection) = cx.catalog.collection(db, name) {
         return Ok(collection);
     }
@@ -219,7 +219,7 @@ pub fn collection_or_create(cx: &Context, db: &str, name: &str) -> Result<Arc<De
 
 /// Creates `db.name` if absent, where it is one of [`SERVER_COLLECTIONS`] (the server's
 /// own `system.*` collections, which user writes may not create).
-pub fn ensure_system_collection(cx: &Context, db: &str, name: &str, options: Document) -> Result<()> {
+pub(crate) fn ensure_system_collection(cx: &Context, db: &str, name: &str, options: Document) -> Result<()> {
     validate_server_collection(db, name)?;
     let _ddl = cx.catalog.ddl.lock();
     if cx.catalog.collection(db, name).is_none() {
@@ -263,7 +263,7 @@ fn create_collection_locked(
 }
 
 /// Drops a collection and its trees; `Ok(false)` when it did not exist.
-pub fn drop_collection(cx: &Context, db: &str, name: &str) -> Result<bool> {
+pub(crate) fn drop_collection(cx: &Context, db: &str, name: &str) -> Result<bool> {
     let _ddl = cx.catalog.ddl.lock();
     let Some(collection) = cx.catalog.collection(db, name) else {
         return drop_view(cx, db, name);
@@ -285,7 +285,7 @@ pub fn drop_collection(cx: &Context, db: &str, name: &str) -> Result<bool> {
 }
 
 /// Drops every collection of a database.
-pub fn drop_database(cx: &Context, db: &str) -> Result<()> {
+pub(crate) fn drop_database(cx: &Context, db: &str) -> Result<()> {
     validate_db_name(db)?;
     let collections = cx.catalog.list_collections(db);
     for info in &collections {
@@ -299,7 +299,7 @@ pub fn drop_database(cx: &Context, db: &str) -> Result<()> {
 }
 
 /// Renames a collection, within or across databases; its trees stay as they are.
-pub fn rename_collection(cx: &Context, from: (&str, &str), to: (&str, &str), drop_target: bool) -> Result<()> {
+pub(crate) fn rename_collection(cx: &Context, from: (&str, &str), to: (&str, &str), drop_target: bool) -> Result<()> {
     validate_user_collection(to.0, to.1)?;
     cx.catalog.refuse_view(from.0, from.1)?;
     if cx.catalog.is_view(to.0, to.1) {
@@ -362,12 +362,12 @@ pub fn rename_collection(cx: &Context, from: (&str, &str), to: (&str, &str), dro
 
 /// Replaces a collection's catalog entry (under its write lock) and installs the new
 /// descriptor; the caller may add the catalog write to a transaction of its own instead.
-pub fn replace_meta(cx: &Context, old: &Descriptor, meta: CollectionMeta) -> Result<Arc<Descriptor>> {
+pub(crate) fn replace_meta(cx: &Context, old: &Descriptor, meta: CollectionMeta) -> Result<Arc<Descriptor>> {
     replace_meta_logged(cx, old, meta, Vec::new())
 }
 
 /// [`Catalog::replace_meta`] with oplog entries committed with the change.
-pub fn replace_meta_logged(
+pub(crate) fn replace_meta_logged(
     cx: &Context,
     old: &Descriptor,
     meta: CollectionMeta,

@@ -135,14 +135,14 @@ pub struct DatabaseInfo {
 }
 
 /// The id of a tree the catalog names.
-pub fn tree_id(engine: &Engine, name: &str) -> Result<TreeId> {
+pub(crate) fn tree_id(engine: &Engine, name: &str) -> Result<TreeId> {
     engine.tree(name).ok_or_else(|| Error::corrupt(format!("the catalog names tree {name}, which does not exist")))
 }
 
 /// The implicit `_id` index as listIndexes shows it: a collection created with
 /// `clusteredIndex` (which every Strata collection is: its documents live in `_id` order)
 /// shows that index's name and `clustered: true`.
-pub fn id_index_spec(options: &Document) -> Document {
+pub(crate) fn id_index_spec(options: &Document) -> Document {
     match options.get_document("clusteredIndex") {
         Ok(clustered) => {
             let name = clustered.get_str("name").unwrap_or("_id_");
@@ -154,7 +154,7 @@ pub fn id_index_spec(options: &Document) -> Document {
 
 /// `create`'s `clusteredIndex` as MongoDB keeps it (`{v: 2, key: {_id: 1}, name, unique:
 /// true}`): only a clustering on `_id`, unique, is possible (and it is what every collection is).
-pub fn clustered_index_option(value: &bson::Bson) -> Result<Document> {
+pub(crate) fn clustered_index_option(value: &bson::Bson) -> Result<Document> {
     let bson::Bson::Document(spec) = value else {
         return Err(Error::TypeMismatch("'clusteredIndex' must be an object".into()));
     };

@@ -28,19 +28,19 @@ use bson::{Binary, Bson, Document, Uuid, doc};
 use crate::error::{Error, Result};
 
 /// The key format this build writes (`catalog::key_format` upgrades older ones).
-pub const KEY_FORMAT: i32 = 2;
+pub(crate) const KEY_FORMAT: i32 = 2;
 
-pub const CATALOG_TREE: &str = "__catalog";
+pub(crate) const CATALOG_TREE: &str = "__catalog";
 /// The catalog's copy: every entry written to `__catalog` is written here in the same
 /// transaction, so that `strata repair` can still name the collections when `__catalog`'s
 /// blocks are damaged.
-pub const CATALOG_COPY_TREE: &str = "__catalog_copy";
-pub const COUNTS_TREE: &str = "__counts";
-pub const NEXT_TREE_KEY: &[u8] = b"\0next_tree";
-pub const COLLECTION_TREE_PREFIX: &str = "c.";
-pub const INDEX_TREE_PREFIX: &str = "i.";
-pub const TEMP_TREE_PREFIX: &str = "t.";
-pub const NATURAL_TREE_PREFIX: &str = "n.";
+pub(crate) const CATALOG_COPY_TREE: &str = "__catalog_copy";
+pub(crate) const COUNTS_TREE: &str = "__counts";
+pub(crate) const NEXT_TREE_KEY: &[u8] = b"\0next_tree";
+pub(crate) const COLLECTION_TREE_PREFIX: &str = "c.";
+pub(crate) const INDEX_TREE_PREFIX: &str = "i.";
+pub(crate) const TEMP_TREE_PREFIX: &str = "t.";
+pub(crate) const NATURAL_TREE_PREFIX: &str = "n.";
 const MAX_NAMESPACE_BYTES: usize = 255;
 const MAX_DATABASE_NAME_BYTES: usize = 63;
 
@@ -83,11 +83,11 @@ impl IndexMeta {
     }
 }
 
-pub fn namespace_key(db: &str, collection: &str) -> Vec<u8> {
+pub(crate) fn namespace_key(db: &str, collection: &str) -> Vec<u8> {
     format!("{db}.{collection}").into_bytes()
 }
 
-pub fn validate_db_name(db: &str) -> Result<()> {
+pub(crate) fn validate_db_name(db: &str) -> Result<()> {
     if db.is_empty() {
         return Err(Error::InvalidNamespace("database name cannot be empty".into()));
     }
@@ -100,7 +100,7 @@ pub fn validate_db_name(db: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn validate_collection_name(db: &str, collection: &str) -> Result<()> {
+pub(crate) fn validate_collection_name(db: &str, collection: &str) -> Result<()> {
     validate_db_name(db)?;
     let invalid = |why: &str| Error::InvalidNamespace(format!("Invalid collection name: '{collection}': {why}"));
     if collection.is_empty() {
@@ -120,7 +120,7 @@ pub fn validate_collection_name(db: &str, collection: &str) -> Result<()> {
 
 /// User writes may not create `system.*` collections (they are the server's), except a
 /// database's `system.profile` (made capped by a user who wants another size, as in MongoDB).
-pub fn validate_user_collection(db: &str, collection: &str) -> Result<()> {
+pub(crate) fn validate_user_collection(db: &str, collection: &str) -> Result<()> {
     validate_collection_name(db, collection)?;
     if collection.starts_with("system.") && collection != PROFILE_COLLECTION {
         return Err(Error::InvalidNamespace(format!("Invalid system namespace: {db}.{collection}")));
@@ -130,13 +130,13 @@ pub fn validate_user_collection(db: &str, collection: &str) -> Result<()> {
 
 /// The collections the server itself creates, which user writes may not (users and roles live
 /// in `admin`; the oplog and the replica set's configuration in `local`).
-pub const SERVER_COLLECTIONS: &[(&str, &str)] =
+pub(crate) const SERVER_COLLECTIONS: &[(&str, &str)] =
     &[("admin", "system.users"), ("admin", "system.roles"), ("local", "oplog.rs"), ("local", "system.replset")];
 
 /// Every database's profiler collection (the server's `profiler`).
-pub const PROFILE_COLLECTION: &str = "system.profile";
+pub(crate) const PROFILE_COLLECTION: &str = "system.profile";
 
-pub fn validate_server_collection(db: &str, collection: &str) -> Result<()> {
+pub(crate) fn validate_server_collection(db: &str, collection: &str) -> Result<()> {
     validate_collection_name(db, collection)?;
     if !SERVER_COLLECTIONS.contains(&(db, collection)) && collection != PROFILE_COLLECTION {
         return Err(Error::InvalidNamespace(format!("Invalid system namespace: {db}.{collection}")));
@@ -250,11 +250,11 @@ impl CollectionMeta {
     }
 }
 
-pub fn count_key(tree: &str) -> Vec<u8> {
+pub(crate) fn count_key(tree: &str) -> Vec<u8> {
     format!("{tree}/count").into_bytes()
 }
 
-pub fn size_key(tree: &str) -> Vec<u8> {
+pub(crate) fn size_key(tree: &str) -> Vec<u8> {
     format!("{tree}/size").into_bytes()
 }
 

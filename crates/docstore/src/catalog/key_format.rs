@@ -31,14 +31,14 @@ use crate::catalog::{Descriptor, tree_id};
 use crate::context::Context;
 use crate::error::{Error, Result};
 
-pub use super::entry::KEY_FORMAT;
+pub(crate) use super::entry::KEY_FORMAT;
 
 /// Documents copied per engine transaction.
 const COPY_BATCH: usize = 1_000;
 
 /// Rebuilds each collection whose trees use an older key format; returns their
 /// namespaces. The oplog is keyed by time, not by encoded values, and is left as it is.
-pub fn upgrade_key_formats(cx: &Context) -> Result<Vec<String>> {
+pub(crate) fn upgrade_key_formats(cx: &Context) -> Result<Vec<String>> {
     let mut upgraded = Vec::new();
     for collection in cx.catalog.collections() {
         let meta = &collection.meta;

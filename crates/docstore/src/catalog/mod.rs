@@ -17,11 +17,11 @@
 //! and sees every index. Readers take no lock. Catalog changes of any collection also hold the
 //! catalog's `ddl` lock, taken before any collection's write lock (one order, no deadlock).
 
-pub mod ddl;
-pub mod descriptor;
-pub mod entry;
-pub mod key_format;
-pub mod view;
+pub(crate) mod ddl;
+pub(crate) mod descriptor;
+pub(crate) mod entry;
+pub(crate) mod key_format;
+pub(crate) mod view;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -30,19 +30,19 @@ use bson::{Document, Uuid};
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use storage::{Durability, Engine, Salvaged, Snapshot, Transaction, TreeId};
 
-pub use descriptor::{CollectionInfo, DatabaseInfo, Descriptor, clustered_index_option, id_index_spec, tree_id};
-pub use entry::{
+pub(crate) use descriptor::{CollectionInfo, DatabaseInfo, Descriptor, clustered_index_option, id_index_spec, tree_id};
+pub(crate) use entry::{
     COLLECTION_TREE_PREFIX, CollectionMeta, INDEX_TREE_PREFIX, IndexMeta, TEMP_TREE_PREFIX, count_key, namespace_key,
     size_key, validate_db_name, validate_user_collection,
 };
-pub use view::ViewMeta;
+pub(crate) use view::ViewMeta;
 
 use crate::error::{Error, Result};
 
 type CollectionMap = BTreeMap<(String, String), Arc<Descriptor>>;
 
 /// The durable catalog and its cache of collection descriptors.
-pub struct Catalog {
+pub(crate) struct Catalog {
     /// `__catalog`: the entries.
     tree: TreeId,
     /// `__catalog_copy`: the same entries, written with them (read only by a salvage).
@@ -60,7 +60,7 @@ pub struct Catalog {
 }
 
 /// A write lock held on one collection, with the descriptor current under it.
-pub struct Locked {
+pub(crate) struct Locked {
     pub _guard: parking_lot::ArcMutexGuard<parking_lot::RawMutex, ()>,
     pub collection: Arc<Descriptor>,
 }
@@ -68,7 +68,7 @@ pub struct Locked {
 impl Catalog {
     /// Creates or finds `__catalog` and `__counts`, loads every entry, drops garbage trees
     /// (named like ours but in no entry: an interrupted create or drop).
-    pub fn open(engine: &Engine, document_compression: Option<storage::Compression>) -> Result<Catalog> {
+    pub(crate) fn open(engine: &Engine, document_compression: Option<storage::Compression>) -> Result<Catalog> {
         let catalog = Catalog {
             tree: ensure_tree(engine, entry::CATALOG_TREE)?,
             copy_tree: ensure_copy_tree(engine)?,
@@ -125,13 +125,13 @@ impl Catalog {
 
     /// The `__catalog` tree, to read an entry (writes go through [`Catalog::put_meta`], which
     /// keeps the copy).
-    pub fn tree(&self) -> TreeId {
+    pub(crate) fn tree(&self) -> TreeId {
         self.tree
     }
 
     /// Adds a collection's entry to `txn`, in the catalog and its copy (a write that commits a
     /// catalog change with its own messages).
-    pub fn put_meta(&self, txn: &mut Transaction<'_>, meta: &CollectionMeta) -> Result<()> {
+    pub(crate) fn put_meta(&self, txn: &mut Transaction<'_>, meta: &CollectionMeta) -> Result<()> {
         self.put_entry(txn, namespace_key(&meta.db, &meta.name), meta.encode()?);
         Ok(())
     }
@@ -147,28 +147,28 @@ impl Catalog {
     }
 
     /// The `__counts` tree.
-    pub fn counts_tree(&self) -> TreeId {
+    pub(crate) fn counts_tree(&self) -> TreeId {
         self.counts_tree
     }
 
     /// How documents are compressed where a collection's options do not say (`None`: the
     /// engine's setting).
-    pub fn document_compression(&self) -> Option<storage::Compression> {
+    pub(crate) fn document_compression(&self) -> Option<storage::Compression> {
         self.document_compression
     }
 
     /// The lock every catalog change holds.
-    pub fn ddl(&self) -> MutexGuard<'_, ()> {
+    pub(crate) fn ddl(&self) -> MutexGuard<'_, ()> {
         self.ddl.lock()
     }
 
     /// Every collection's descriptor, as they are now.
-    pub fn collections(&self) -> Vec<Arc<Descriptor>> {
+    pub(crate) fn collections(&self) -> Vec<Arc<Descriptor>> {
         self.collections.read().values().cloned().collect()
     }
 
     /// Indexes whose build a crash interrupted: (db, collection, index).
-    pub fn unfinished_index_builds(&self) -> Vec<(String, String, String)> {
+    pub(crate) fn unfinished_index_builds(&self) -> Vec<(String, String, String)> {
         self.collections()
             .iter()
             .flat_map(|c| {
@@ -181,24 +181,24 @@ impl Catalog {
             .collect()
     }
 
-    pub fn collection(&self, db: &str, name: &str) -> Option<Arc<Descriptor>> {
+    pub(crate) fn collection(&self, db: &str, name: &str) -> Option<Arc<Descriptor>> {
         self.collections.read().get(&(db.to_string(), name.to_string())).cloned()
     }
 
-    pub fn existing(&self, db: &str, name: &str) -> Result<Arc<Descriptor>> {
+    pub(crate) fn existing(&self, db: &str, name: &str) -> Result<Arc<Descriptor>> {
         self.refuse_view(db, name)?;
         self.collection(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns does not exist: {db}.{name}")))
     }
 
     /// Whether `db.name` is a view. Every write asks: without views, the answer costs no key to
     /// build.
-    pub fn is_view(&self, db: &str, name: &str) -> bool {
+    pub(crate) fn is_view(&self, db: &str, name: &str) -> bool {
         let views = self.views.read();
         !views.is_empty() && views.contains_key(&(db.to_string(), name.to_string()))
     }
 
     /// CommandNotSupportedOnView for a write, an index or a rename aimed at a view.
-    pub fn refuse_view(&self, db: &str, name: &str) -> Result<()> {
+    pub(crate) fn refuse_view(&self, db: &str, name: &str) -> Result<()> {
         match self.is_view(db, name) {
             true => Err(Error::CommandNotSupportedOnView(format!("Namespace {db}.{name} is a view, not a collection"))),
             false => Ok(()),
@@ -208,7 +208,7 @@ impl Catalog {
     /// What a read of `name` reads: the source collection under its chain of views (itself
     /// when it is not a view) and the pipeline that turns it into `name`, innermost view's
     /// stages first. `None` when `name` is not a view.
-    pub fn resolve_view(&self, db: &str, name: &str) -> Result<Option<(String, Vec<Document>)>> {
+    pub(crate) fn resolve_view(&self, db: &str, name: &str) -> Result<Option<(String, Vec<Document>)>> {
         let views = self.views.read();
         if views.is_empty() {
             return Ok(None);
@@ -228,7 +228,7 @@ impl Catalog {
 
     /// Takes the collection's write lock; `None` if it does not exist (or was dropped while
     /// we waited).
-    pub fn lock(&self, db: &str, name: &str) -> Option<Locked> {
+    pub(crate) fn lock(&self, db: &str, name: &str) -> Option<Locked> {
         loop {
             let collection = self.collection(db, name)?;
             let guard = collection.write_lock.lock_arc();
@@ -240,13 +240,13 @@ impl Catalog {
     }
 
     /// The maintained counters of a collection: (documents, bytes of documents).
-    pub fn counters(&self, engine: &Engine, collection: &Descriptor) -> Result<(i64, i64)> {
+    pub(crate) fn counters(&self, engine: &Engine, collection: &Descriptor) -> Result<(i64, i64)> {
         let snapshot = engine.snapshot();
         Ok((self.read_counter(&snapshot, &collection.count_key)?, self.read_counter(&snapshot, &collection.size_key)?))
     }
 
     /// One counter of `__counts` (an index's logical bytes: `size_key` of its tree).
-    pub fn counter(&self, engine: &Engine, key: &[u8]) -> Result<i64> {
+    pub(crate) fn counter(&self, engine: &Engine, key: &[u8]) -> Result<i64> {
         self.read_counter(&engine.snapshot(), key)
     }
 
@@ -259,12 +259,12 @@ impl Catalog {
         }
     }
 
-    pub fn collection_size(&self, engine: &Engine, collection: &Descriptor) -> Result<u64> {
+    pub(crate) fn collection_size(&self, engine: &Engine, collection: &Descriptor) -> Result<u64> {
         Ok(self.counters(engine, collection)?.1.max(0) as u64)
     }
 
     /// The database's collections, then its views.
-    pub fn list_collections(&self, db: &str) -> Vec<CollectionInfo> {
+    pub(crate) fn list_collections(&self, db: &str) -> Vec<CollectionInfo> {
         let collections = self.collections.read();
         let mut infos: Vec<CollectionInfo> = collections
             .iter()
@@ -288,13 +288,13 @@ impl Catalog {
     }
 
     /// The databases that hold a collection, in name order (from the catalog alone).
-    pub fn database_names(&self) -> Vec<String> {
+    pub(crate) fn database_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.collections.read().keys().map(|(db, _)| db.clone()).collect();
         names.dedup();
         names
     }
 
-    pub fn list_databases(&self, engine: &Engine) -> Result<Vec<DatabaseInfo>> {
+    pub(crate) fn list_databases(&self, engine: &Engine) -> Result<Vec<DatabaseInfo>> {
         let names = self.database_names();
         let mut databases = Vec::with_capacity(names.len());
         for name in names {
@@ -310,7 +310,7 @@ impl Catalog {
     }
 
     /// Installs a descriptor for `meta` whose catalog entry is already committed.
-    pub fn install(&self, engine: &Engine, old: &Descriptor, meta: CollectionMeta) -> Result<Arc<Descriptor>> {
+    pub(crate) fn install(&self, engine: &Engine, old: &Descriptor, meta: CollectionMeta) -> Result<Arc<Descriptor>> {
         let key = (meta.db.clone(), meta.name.clone());
         let collection =
             Arc::new(Descriptor::open(engine, meta, Arc::clone(&old.write_lock), self.document_compression)?);
@@ -319,7 +319,7 @@ impl Catalog {
     }
 
     /// The index metadata list with one index changed.
-    pub fn with_index(meta: &CollectionMeta, name: &str, change: impl Fn(&mut IndexMeta)) -> CollectionMeta {
+    pub(crate) fn with_index(meta: &CollectionMeta, name: &str, change: impl Fn(&mut IndexMeta)) -> CollectionMeta {
         let mut meta = meta.clone();
         for index in &mut meta.indexes {
             if index.name() == name {

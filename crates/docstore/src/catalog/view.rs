@@ -16,13 +16,13 @@ use bson::{Bson, Document, doc};
 use crate::error::{Error, Result};
 
 /// The key prefix of view entries in `__catalog`.
-pub const VIEW_KEY_PREFIX: &[u8] = b"\0view\0";
+pub(crate) const VIEW_KEY_PREFIX: &[u8] = b"\0view\0";
 
 /// MongoDB's limit on views defined on views.
-pub const MAX_VIEW_DEPTH: usize = 20;
+pub(crate) const MAX_VIEW_DEPTH: usize = 20;
 
 /// ViewDepthLimitExceeded, in MongoDB's words.
-pub fn too_deep() -> Error {
+pub(crate) fn too_deep() -> Error {
     Error::ViewDepthLimitExceeded(format!(
         "View depth too deep or view cycle detected. Maximum depth is {MAX_VIEW_DEPTH}"
     ))
@@ -30,7 +30,7 @@ pub fn too_deep() -> Error {
 
 /// A view's definition.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ViewMeta {
+pub(crate) struct ViewMeta {
     pub db: String,
     pub name: String,
     /// The collection or view it reads, in the same database.
@@ -41,7 +41,7 @@ pub struct ViewMeta {
 impl ViewMeta {
     /// The definition `create` was given: `viewOn` (a name in the same database) and
     /// `pipeline` (an array of stages; none of them may write).
-    pub fn from_options(db: &str, name: &str, options: &Document) -> Result<ViewMeta> {
+    pub(crate) fn from_options(db: &str, name: &str, options: &Document) -> Result<ViewMeta> {
         let view_on = match options.get("viewOn") {
             Some(Bson::String(view_on)) if !view_on.is_empty() => view_on.clone(),
             Some(Bson::String(_)) => return Err(Error::bad_value("'viewOn' cannot be empty")),
@@ -71,17 +71,17 @@ impl ViewMeta {
     }
 
     /// Its options as listCollections shows them.
-    pub fn options(&self) -> Document {
+    pub(crate) fn options(&self) -> Document {
         doc! { "viewOn": self.view_on.clone(), "pipeline": self.pipeline.clone() }
     }
 
-    pub fn key(db: &str, name: &str) -> Vec<u8> {
+    pub(crate) fn key(db: &str, name: &str) -> Vec<u8> {
         let mut key = VIEW_KEY_PREFIX.to_vec();
         key.extend_from_slice(format!("{db}.{name}").as_bytes());
         key
     }
 
-    pub fn encode(&self) -> Result<Vec<u8>> {
+    pub(crate) fn encode(&self) -> Result<Vec<u8>> {
         let mut document = doc! { "db": self.db.clone(), "name": self.name.clone() };
         document.extend(self.options());
         bson::RawDocumentBuf::try_from(&document)
@@ -89,7 +89,7 @@ impl ViewMeta {
             .map_err(|e| Error::corrupt(format!("cannot encode view entry: {e}")))
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<ViewMeta> {
+    pub(crate) fn decode(bytes: &[u8]) -> Result<ViewMeta> {
         let mut document = Document::from_reader(bytes).map_err(|e| Error::corrupt(format!("view entry: {e}")))?;
         let mut text = |key: &str| match document.remove(key) {
             Some(Bson::String(value)) => Ok(value),

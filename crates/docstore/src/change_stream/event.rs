@@ -24,7 +24,7 @@ use crate::oplog::diff;
 
 /// One change, before its `_id` (resume token) and `fullDocument` lookups are added.
 #[derive(Debug, Clone)]
-pub struct Change {
+pub(crate) struct Change {
     /// The operation's place in its entry (0 but in `applyOps`).
     pub index: u32,
     pub event: Document,
@@ -37,7 +37,7 @@ pub struct Change {
 }
 
 /// The changes an oplog entry makes visible to a stream of `scope`.
-pub fn changes(entry: &Document, scope: &Scope, expanded: bool) -> Vec<Change> {
+pub(crate) fn changes(entry: &Document, scope: &Scope, expanded: bool) -> Vec<Change> {
     let op = entry.get_str("op").unwrap_or("");
     if op == "c"
         && let Ok(Bson::Array(operations)) =

@@ -16,8 +16,8 @@
 //! `startAtOperationTime`) from a point the capped oplog no longer holds fails with
 //! ChangeStreamHistoryLost.
 
-pub mod event;
-pub mod token;
+pub(crate) mod event;
+pub(crate) mod token;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
@@ -69,7 +69,7 @@ impl Scope {
 
 /// `fullDocument` and `fullDocumentBeforeChange`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Images {
+pub(crate) enum Images {
     Default,
     Off,
     UpdateLookup,
@@ -79,7 +79,7 @@ pub enum Images {
 
 /// The `$changeStream` stage's options.
 #[derive(Debug, Clone)]
-pub struct ChangeStreamOptions {
+pub(crate) struct ChangeStreamOptions {
     pub full_document: Images,
     pub full_document_before_change: Images,
     pub show_expanded_events: bool,
@@ -89,7 +89,7 @@ pub struct ChangeStreamOptions {
 }
 
 impl ChangeStreamOptions {
-    pub fn parse(spec: &Document) -> Result<ChangeStreamOptions> {
+    pub(crate) fn parse(spec: &Document) -> Result<ChangeStreamOptions> {
         let images = |key: &str, allowed: &[(&str, Images)]| -> Result<Images> {
             match spec.get(key) {
                 None => Ok(allowed[0].1),
@@ -165,7 +165,7 @@ pub struct ChangeStream {
 
 impl Context {
     /// Opens a change stream; `stages` is the whole pipeline, `$changeStream` first.
-    pub fn watch(self: &Arc<Context>, scope: Scope, stages: &[Document]) -> Result<ChangeStream> {
+    pub(crate) fn watch(self: &Arc<Context>, scope: Scope, stages: &[Document]) -> Result<ChangeStream> {
         let Some(oplog) = self.oplog() else {
             return Err(Error::IllegalOperation("The $changeStream stage is only supported on replica sets".into()));
         };

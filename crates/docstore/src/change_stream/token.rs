@@ -16,7 +16,7 @@ use crate::oplog::{as_u64, from_u64};
 
 /// A point between oplog operations: everything at or before it has been seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Position {
+pub(crate) struct Position {
     pub ts: u64,
     /// The last operation seen at `ts` (`u32::MAX`: all of them).
     pub index: u32,
@@ -24,30 +24,30 @@ pub struct Position {
 
 impl Position {
     /// After everything at `ts`.
-    pub fn after(ts: Timestamp) -> Position {
+    pub(crate) fn after(ts: Timestamp) -> Position {
         Position { ts: as_u64(ts), index: u32::MAX }
     }
 
     /// Before everything at `ts` (`startAtOperationTime`).
-    pub fn before(ts: Timestamp) -> Position {
+    pub(crate) fn before(ts: Timestamp) -> Position {
         match as_u64(ts).checked_sub(1) {
             Some(previous) => Position { ts: previous, index: u32::MAX },
             None => Position { ts: 0, index: u32::MAX },
         }
     }
 
-    pub fn timestamp(&self) -> Timestamp {
+    pub(crate) fn timestamp(&self) -> Timestamp {
         from_u64(self.ts)
     }
 
     /// Whether the operation at (`ts`, `index`) comes after this position.
-    pub fn precedes(&self, ts: u64, index: u32) -> bool {
+    pub(crate) fn precedes(&self, ts: u64, index: u32) -> bool {
         (ts, index) > (self.ts, self.index)
     }
 }
 
 /// The token of an event (or, with `from_invalidate`, of the invalidate that follows it).
-pub fn encode(position: Position, from_invalidate: bool) -> Document {
+pub(crate) fn encode(position: Position, from_invalidate: bool) -> Document {
     let mut bytes = Vec::with_capacity(13);
     bytes.extend_from_slice(&position.ts.to_be_bytes());
     bytes.extend_from_slice(&position.index.to_be_bytes());
@@ -57,7 +57,7 @@ pub fn encode(position: Position, from_invalidate: bool) -> Document {
 }
 
 /// Reads a token back: its position and whether it came from an invalidate.
-pub fn decode(token: &Document) -> Result<(Position, bool)> {
+pub(crate) fn decode(token: &Document) -> Result<(Position, bool)> {
     let invalid = || Error::bad_value(format!("invalid resume token: {token}"));
     let hex = token.get_str("_data").map_err(|_| invalid())?;
     if hex.len() != 26 || !hex.is_ascii() {

@@ -22,7 +22,7 @@ use crate::index::spec::IndexSelector;
 use crate::index::spec::ParsedSpec;
 
 /// Documents indexed per write-locked batch of a build.
-pub const BUILD_BATCH: usize = 1000;
+pub(crate) const BUILD_BATCH: usize = 1000;
 
 /// What createIndexes reports.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,7 +35,7 @@ pub struct CreateIndexesOutcome {
 }
 
 /// createIndexes: registers the new indexes, then builds each.
-pub fn create_indexes(cx: &Context, db: &str, name: &str, specs: &[Document]) -> Result<CreateIndexesOutcome> {
+pub(crate) fn create_indexes(cx: &Context, db: &str, name: &str, specs: &[Document]) -> Result<CreateIndexesOutcome> {
     let parsed = specs.iter().map(ParsedSpec::parse).collect::<Result<Vec<_>>>()?;
     let existed = cx.catalog.collection(db, name).is_some();
     let collection = crate::catalog::ddl::collection_or_create(cx, db, name)?;
@@ -111,7 +111,7 @@ fn register_indexes(cx: &Context, db: &str, name: &str, specs: &[ParsedSpec]) ->
 }
 
 /// dropIndexes: returns the number of indexes before the drop.
-pub fn drop_indexes(cx: &Context, db: &str, name: &str, selector: &IndexSelector) -> Result<usize> {
+pub(crate) fn drop_indexes(cx: &Context, db: &str, name: &str, selector: &IndexSelector) -> Result<usize> {
     let _ddl = cx.catalog.ddl();
     let locked =
         cx.catalog.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("ns not found {db}.{name}")))?;
@@ -156,7 +156,7 @@ fn remove_indexes(
 }
 
 /// listIndexes' documents, the `_id` index first.
-pub fn list_indexes(cx: &Context, db: &str, name: &str) -> Result<Vec<Document>> {
+pub(crate) fn list_indexes(cx: &Context, db: &str, name: &str) -> Result<Vec<Document>> {
     let collection = cx.catalog.existing(db, name)?;
     let mut specs = vec![id_index_spec(&collection.meta.options)];
     specs.extend(collection.indexes.iter().map(|i| i.meta.spec.clone()));
@@ -197,7 +197,7 @@ fn select(collection: &Descriptor, selector: &IndexSelector) -> Result<Vec<Strin
 }
 
 /// Builds a registered index (see the module header); on failure removes it.
-pub fn build(cx: &Context, db: &str, name: &str, index_name: &str) -> Result<()> {
+pub(crate) fn build(cx: &Context, db: &str, name: &str, index_name: &str) -> Result<()> {
     match build_entries(cx, db, name, index_name) {
         Ok(()) => {
             let locked = cx

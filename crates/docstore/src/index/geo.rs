@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 const CELL_BITS: u32 = 26;
 
 /// The key of a location that is not a point (cells are never negative).
-pub const UNBOXED: i64 = -1;
+pub(crate) const UNBOXED: i64 = -1;
 
 /// Most key ranges a box is covered by (more ranges, tighter; fewer, fewer seeks).
 const MAX_RANGES: usize = 24;

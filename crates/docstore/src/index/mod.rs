@@ -22,13 +22,13 @@
 //! matching its partial filter; for a sparse index, those with at least one indexed field), each
 //! pointing at its document's `_id` ([`crate::validate`] checks this after every test step).
 
-pub mod build;
-pub mod geo;
-pub mod spec;
-pub mod text;
-pub mod ttl;
-pub mod usage;
-pub mod wildcard;
+pub(crate) mod build;
+pub(crate) mod geo;
+pub(crate) mod spec;
+pub(crate) mod text;
+pub(crate) mod ttl;
+pub(crate) mod usage;
+pub(crate) mod wildcard;
 
 use bson::{Bson, Document, RawDocument};
 use document::keycodec::{Direction, EncodedKey, decode_key};
@@ -471,7 +471,7 @@ fn split_length(value: &[u8]) -> Result<(usize, &[u8])> {
 
 /// The values at a dotted path, through arrays of documents on the way; the last value is kept
 /// whole (a legacy pair is an array; a text field may hold an array of strings).
-pub fn path_values<'d>(document: &'d Document, parts: &[String]) -> Vec<&'d Bson> {
+pub(crate) fn path_values<'d>(document: &'d Document, parts: &[String]) -> Vec<&'d Bson> {
     let mut out = Vec::new();
     if let Some((head, rest)) = parts.split_first()
         && let Some(value) = document.get(head)
@@ -498,6 +498,6 @@ fn walk_path<'d>(value: &'d Bson, rest: &[String], out: &mut Vec<&'d Bson>) {
 }
 
 /// The collection tree key of an `_id` value.
-pub fn id_key(id: &Bson) -> Vec<u8> {
+pub(crate) fn id_key(id: &Bson) -> Vec<u8> {
     document::keycodec::encode_value(id)
 }

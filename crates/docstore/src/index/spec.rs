@@ -54,7 +54,7 @@ impl IndexSelector {
 /// A validated index specification.
 #[derive(Debug, Clone, PartialEq)]
 
-pub struct ParsedSpec {
+pub(crate) struct ParsedSpec {
     pub key: Document,
     pub name: String,
     pub unique: bool,
@@ -80,7 +80,7 @@ pub struct ParsedSpec {
 
 impl ParsedSpec {
     /// Parses a createIndexes spec.
-    pub fn parse(spec: &Document) -> Result<ParsedSpec> {
+    pub(crate) fn parse(spec: &Document) -> Result<ParsedSpec> {
         let cannot = |message: String| Error::CannotCreateIndex(message);
         let key = match spec.get("key") {
             Some(Bson::Document(key)) => key.clone(),
@@ -213,12 +213,12 @@ impl ParsedSpec {
     }
 
     /// Reads a spec the catalog stored (already validated once).
-    pub fn from_normalized(spec: &Document) -> Result<ParsedSpec> {
+    pub(crate) fn from_normalized(spec: &Document) -> Result<ParsedSpec> {
         ParsedSpec::parse(spec)
     }
 
     /// The spec as listIndexes returns it.
-    pub fn normalized(&self) -> Document {
+    pub(crate) fn normalized(&self) -> Document {
         let mut spec = doc! { "v": 2, "key": self.key.clone(), "name": self.name.clone() };
         if self.unique {
             spec.insert("unique", true);
@@ -257,12 +257,12 @@ impl ParsedSpec {
     }
 
     /// Whether one of the key's fields is `"hashed"`.
-    pub fn is_hashed(&self) -> bool {
+    pub(crate) fn is_hashed(&self) -> bool {
         self.key.values().any(is_hashed_kind)
     }
 
     /// `{_id: 1}`: the collection's implicit index.
-    pub fn is_id_index(&self) -> bool {
+    pub(crate) fn is_id_index(&self) -> bool {
         self.key.len() == 1
             && self
                 .key
@@ -272,7 +272,7 @@ impl ParsedSpec {
 
     /// What createIndexes does with this spec next to an existing one: `Ok(true)` when it is
     /// the same index (a no-op), `Ok(false)` when they are unrelated, an error on a conflict.
-    pub fn compare_with(&self, existing: &ParsedSpec) -> Result<bool> {
+    pub(crate) fn compare_with(&self, existing: &ParsedSpec) -> Result<bool> {
         let same_key = same_key_pattern(&self.key, &existing.key);
         let same_options = self.options_without_name() == existing.options_without_name();
         if self.name == existing.name {
@@ -402,7 +402,7 @@ fn is_hashed_kind(kind: &Bson) -> bool {
 }
 
 /// Directions by sign: `{a: 1}` and `{a: 1.0}` are the same pattern (`"hashed"` is its own).
-pub fn same_key_pattern(a: &Document, b: &Document) -> bool {
+pub(crate) fn same_key_pattern(a: &Document, b: &Document) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|((fa, da), (fb, db))| fa == fb && sign(da) == sign(db))
 }
 

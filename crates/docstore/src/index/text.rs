@@ -164,7 +164,7 @@ fn raw_words(text: &str) -> impl Iterator<Item = &str> + '_ {
 }
 
 /// Lower case, diacritics dropped.
-pub fn fold(word: &str) -> String {
+pub(crate) fn fold(word: &str) -> String {
     Sensitivity::default().fold(word)
 }
 
@@ -371,7 +371,7 @@ fn collect_value<'d>(value: &'d Bson, path: &str, each: &mut impl FnMut(&str, &'
 
 /// A `$text` query: `$search` read into terms, negated terms and phrases.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TextQuery {
+pub(crate) struct TextQuery {
     /// Stemmed terms; a document matches if it has any.
     pub terms: Vec<String>,
     /// Stemmed terms a matching document must not have.
@@ -393,7 +393,7 @@ pub struct TextQuery {
 
 impl TextQuery {
     /// Parses `{$search, $language, $caseSensitive, $diacriticSensitive}`.
-    pub fn parse(spec: &Bson) -> Result<TextQuery> {
+    pub(crate) fn parse(spec: &Bson) -> Result<TextQuery> {
         let Bson::Document(spec) = spec else {
             return Err(Error::bad_value("$text expects an object"));
         };
@@ -464,7 +464,7 @@ impl TextQuery {
     }
 
     /// The query with its words analyzed in `language`: stemmed, stop words dropped.
-    pub fn analyzed(&self, language: Language) -> TextQuery {
+    pub(crate) fn analyzed(&self, language: Language) -> TextQuery {
         let analyze = |raw: &[String], sensitivity: Sensitivity| {
             let mut terms: Vec<String> = raw.iter().flat_map(|text| language.terms_with(text, sensitivity)).collect();
             terms.sort();
@@ -490,7 +490,7 @@ impl TextQuery {
 
 /// A phrase as a query of this sensitivity compares it: its words folded as far as the
 /// sensitivity allows, separated by single spaces.
-pub fn phrase_under(text: &str, sensitivity: Sensitivity) -> String {
+pub(crate) fn phrase_under(text: &str, sensitivity: Sensitivity) -> String {
     raw_words(text).map(|word| sensitivity.fold(word)).collect::<Vec<_>>().join(" ")
 }
 

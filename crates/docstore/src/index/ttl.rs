@@ -21,13 +21,13 @@ use crate::error::{Error, Result};
 use crate::write::delete::DeleteRequest;
 
 /// The running monitor.
-pub struct TtlMonitor {
+pub(crate) struct TtlMonitor {
     stop: Sender<()>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl TtlMonitor {
-    pub fn start(inner: &Arc<Context>, interval: Duration) -> Result<TtlMonitor> {
+    pub(crate) fn start(inner: &Arc<Context>, interval: Duration) -> Result<TtlMonitor> {
         let (stop, receiver) = channel();
         let weak = Arc::downgrade(inner);
         let thread = std::thread::Builder::new()
@@ -37,7 +37,7 @@ impl TtlMonitor {
         Ok(TtlMonitor { stop, thread: Some(thread) })
     }
 
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         let _ = self.stop.send(());
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -66,7 +66,7 @@ fn run(inner: Weak<Context>, stop: Receiver<()>, interval: Duration) {
 }
 
 /// One TTL pass over every collection; returns how many documents expired.
-pub fn expire_once(inner: &Arc<Context>) -> Result<u64> {
+pub(crate) fn expire_once(inner: &Arc<Context>) -> Result<u64> {
     let now = bson::DateTime::now().timestamp_millis();
     let expiring: Vec<(String, String, String, i64)> = inner
         .catalog

@@ -11,14 +11,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// One index's accesses.
 #[derive(Debug)]
-pub struct IndexUsage {
+pub(crate) struct IndexUsage {
     ops: AtomicU64,
     since: bson::DateTime,
 }
 
 /// The counters of every index the store has.
 #[derive(Debug, Default)]
-pub struct Usage {
+pub(crate) struct Usage {
     by_tree: Mutex<HashMap<String, Arc<IndexUsage>>>,
 }
 
@@ -34,19 +34,19 @@ impl Usage {
     }
 
     /// Counts one plan executed with the index whose tree is `tree`.
-    pub fn note(&self, tree: &str) {
+    pub(crate) fn note(&self, tree: &str) {
         self.counter(tree).ops.fetch_add(1, Ordering::Relaxed);
     }
 
     /// `{ops, since}`, as `$indexStats` reports an index's `accesses`.
-    pub fn accesses(&self, tree: &str) -> bson::Document {
+    pub(crate) fn accesses(&self, tree: &str) -> bson::Document {
         let usage = self.counter(tree);
         bson::doc! {"ops": usage.ops.load(Ordering::Relaxed) as i64, "since": usage.since}
     }
 }
 
 /// One index's `$indexStats` document (without `host`).
-pub fn stat_document(spec: &bson::Document, accesses: bson::Document, ready: bool) -> bson::Document {
+pub(crate) fn stat_document(spec: &bson::Document, accesses: bson::Document, ready: bool) -> bson::Document {
     let mut stat = bson::doc! {
         "name": spec.get_str("name").unwrap_or_default(),
         "key": spec.get_document("key").cloned().unwrap_or_default(),

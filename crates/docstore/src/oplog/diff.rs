@@ -13,7 +13,7 @@
 use bson::{Bson, Document};
 
 /// The diff from `old` to `new`, or `None` if it cannot be written as one.
-pub fn diff(old: &Document, new: &Document) -> Option<Document> {
+pub(crate) fn diff(old: &Document, new: &Document) -> Option<Document> {
     let shared_old: Vec<&String> = old.keys().filter(|k| new.contains_key(k.as_str())).collect();
     let shared_new: Vec<&String> = new.keys().filter(|k| old.contains_key(k.as_str())).collect();
     if shared_old != shared_new {
@@ -92,7 +92,7 @@ fn array_diff(old: &[Bson], new: &[Bson]) -> Document {
 /// split back alone — those with a field named like a number or holding a dot — as their
 /// components (field names as strings, array indexes as integers).
 #[derive(Debug, Default, PartialEq)]
-pub struct Description {
+pub(crate) struct Description {
     pub updated_fields: Document,
     pub removed_fields: Vec<String>,
     pub truncated_arrays: Vec<(String, i64)>,
@@ -107,7 +107,7 @@ enum Step {
 }
 
 /// Reads a `$v: 2` diff into an update description.
-pub fn describe(diff: &Document) -> Description {
+pub(crate) fn describe(diff: &Document) -> Description {
     let mut description = Description::default();
     walk(diff, &[], &mut description);
     description
@@ -186,7 +186,7 @@ fn walk(diff: &Document, prefix: &[Step], out: &mut Description) {
 }
 
 /// Applies a `$v: 2` diff to a document (to check diffs, and for readers of the oplog).
-pub fn apply(document: &Document, diff: &Document) -> Document {
+pub(crate) fn apply(document: &Document, diff: &Document) -> Document {
     let mut result = Document::new();
     let deleted = diff.get_document("d").ok();
     let updated = diff.get_document("u").ok();

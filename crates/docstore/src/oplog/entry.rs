@@ -156,12 +156,12 @@ fn raw(document: &Document) -> Result<RawDocumentBuf> {
 
 /// The oplog tree's key for `ts`: eight bytes big-endian, time then increment, so the tree is in
 /// timestamp order.
-pub fn key(ts: Timestamp) -> [u8; 8] {
+pub(crate) fn key(ts: Timestamp) -> [u8; 8] {
     ((u64::from(ts.time) << 32) | u64::from(ts.increment)).to_be_bytes()
 }
 
 /// The pre-images tree's key for operation `index` of the entry at `ts`.
-pub fn image_key(ts: Timestamp, index: u32) -> [u8; 12] {
+pub(crate) fn image_key(ts: Timestamp, index: u32) -> [u8; 12] {
     let mut bytes = [0u8; 12];
     bytes[..8].copy_from_slice(&key(ts));
     bytes[8..].copy_from_slice(&index.to_be_bytes());
@@ -169,7 +169,7 @@ pub fn image_key(ts: Timestamp, index: u32) -> [u8; 12] {
 }
 
 /// The timestamp of an oplog tree key.
-pub fn key_timestamp(key: &[u8]) -> Option<Timestamp> {
+pub(crate) fn key_timestamp(key: &[u8]) -> Option<Timestamp> {
     let value = u64::from_be_bytes(key.try_into().ok()?);
     Some(Timestamp { time: (value >> 32) as u32, increment: value as u32 })
 }

@@ -16,9 +16,9 @@
 //! Readers that wait for new entries (change streams, tailable cursors) register a callback
 //! ([`Oplog::on_append`]) that every commit with entries calls once; the store knows no runtime.
 
-pub mod diff;
-pub mod entry;
-pub mod tail;
+pub(crate) mod diff;
+pub(crate) mod entry;
+pub(crate) mod tail;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -31,11 +31,11 @@ use storage::{Durability, Engine, PendingWrites, Seq, Snapshot, Transaction, Wri
 use crate::catalog::Descriptor;
 use crate::error::Result;
 
-pub use entry::Entry;
+pub(crate) use entry::Entry;
 
 /// Where the oplog lives.
-pub const DB: &str = "local";
-pub const COLLECTION: &str = "oplog.rs";
+pub(crate) const DB: &str = "local";
+pub(crate) const COLLECTION: &str = "oplog.rs";
 
 /// Entries deleted per trimming transaction.
 const TRIM_BATCH: usize = 1000;
@@ -63,7 +63,7 @@ pub struct Oplog {
 }
 
 /// The tree of pre-images.
-pub const IMAGES_TREE: &str = "__preimages";
+pub(crate) const IMAGES_TREE: &str = "__preimages";
 
 impl Oplog {
     /// Opens the oplog over its collection (which exists), reading its newest entry and counters.
@@ -279,10 +279,10 @@ fn next(previous: Timestamp) -> Timestamp {
     }
 }
 
-pub fn as_u64(ts: Timestamp) -> u64 {
+pub(crate) fn as_u64(ts: Timestamp) -> u64 {
     (u64::from(ts.time) << 32) | u64::from(ts.increment)
 }
 
-pub fn from_u64(value: u64) -> Timestamp {
+pub(crate) fn from_u64(value: u64) -> Timestamp {
     Timestamp { time: (value >> 32) as u32, increment: value as u32 }
 }

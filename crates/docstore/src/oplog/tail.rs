@@ -29,7 +29,7 @@ enum Position {
 }
 
 impl Context {
-    pub fn tail_oplog(self: &Arc<Context>, filter: &bson::Document) -> Result<Tail> {
+    pub(crate) fn tail_oplog(self: &Arc<Context>, filter: &bson::Document) -> Result<Tail> {
         if self.oplog().is_none() {
             return Err(Error::bad_value("tailable cursor requested on non capped collection"));
         }
@@ -38,7 +38,7 @@ impl Context {
 
     /// A tailable cursor on a capped collection (`crate::capped`): its documents in insertion
     /// order, then those inserted since, batch after batch.
-    pub fn tail_capped(self: &Arc<Context>, db: &str, name: &str, filter: &bson::Document) -> Result<Tail> {
+    pub(crate) fn tail_capped(self: &Arc<Context>, db: &str, name: &str, filter: &bson::Document) -> Result<Tail> {
         let capped = self.catalog.collection(db, name).is_some_and(|collection| collection.natural.is_some());
         if !capped {
             return Err(Error::bad_value(format!(

@@ -24,21 +24,21 @@ use query::filter::{Comparison, InItem, Predicate};
 
 /// An interval of values in ascending order; `(value, inclusive)` ends.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Interval {
+pub(crate) struct Interval {
     pub low: (Bson, bool),
     pub high: (Bson, bool),
 }
 
 impl Interval {
-    pub fn point(value: Bson) -> Interval {
+    pub(crate) fn point(value: Bson) -> Interval {
         Interval { low: (value.clone(), true), high: (value, true) }
     }
 
-    pub fn full() -> Interval {
+    pub(crate) fn full() -> Interval {
         Interval { low: (Bson::MinKey, true), high: (Bson::MaxKey, true) }
     }
 
-    pub fn is_point(&self) -> bool {
+    pub(crate) fn is_point(&self) -> bool {
         self.low.1 && self.high.1 && compare_values(&self.low.0, &self.high.0) == Ordering::Equal
     }
 
@@ -51,7 +51,7 @@ impl Interval {
     }
 
     /// MongoDB's explain notation: `[1, 5)`.
-    pub fn describe(&self, direction: Direction) -> String {
+    pub(crate) fn describe(&self, direction: Direction) -> String {
         let show = |value: &Bson| match value {
             Bson::MinKey => "MinKey".to_string(),
             Bson::MaxKey => "MaxKey".to_string(),
@@ -77,16 +77,16 @@ impl Interval {
 /// index and each branch of an `$or`, and formatting all their bounds cost 2.4% of an iibench
 /// query's CPU.
 #[derive(Debug, Clone, Default)]
-pub struct IndexBounds(Vec<(String, Direction, Vec<Interval>)>);
+pub(crate) struct IndexBounds(Vec<(String, Direction, Vec<Interval>)>);
 
 impl IndexBounds {
     /// Adds the next index field's intervals, in the order the scan reads them.
-    pub fn push(&mut self, path: &str, direction: Direction, intervals: Vec<Interval>) {
+    pub(crate) fn push(&mut self, path: &str, direction: Direction, intervals: Vec<Interval>) {
         self.0.push((path.to_string(), direction, intervals));
     }
 
     /// MongoDB's `indexBounds`: `{field: ["[1, 5)", ...], ...}`.
-    pub fn describe(&self) -> bson::Document {
+    pub(crate) fn describe(&self) -> bson::Document {
         self.0
             .iter()
             .map(|(path, direction, intervals)| {
@@ -152,7 +152,7 @@ fn equality(value: &Bson) -> Option<Interval> {
 /// The intervals a predicate allows on its path, sorted and disjoint; `None`: unbounded.
 /// `multikey`: a path with arrays, where two predicates may hold on different elements, so
 /// they must not be intersected.
-pub fn predicate_intervals(predicate: &Predicate, multikey: bool) -> Option<Vec<Interval>> {
+pub(crate) fn predicate_intervals(predicate: &Predicate, multikey: bool) -> Option<Vec<Interval>> {
     match predicate {
         Predicate::Eq(value) => equality(value).map(|i| vec![i]),
         Predicate::Compare(op, value) if comparable(value) => {
@@ -181,7 +181,7 @@ pub fn predicate_intervals(predicate: &Predicate, multikey: bool) -> Option<Vec<
 /// A hashed field's intervals: the hash of each point (a `null` equality's two values, as
 /// [`equality`] gives them, each hashed), or `None` (unbounded) when any interval is a range:
 /// a hash keeps equality, not order.
-pub fn hashed_intervals(intervals: Vec<Interval>) -> Option<Vec<Interval>> {
+pub(crate) fn hashed_intervals(intervals: Vec<Interval>) -> Option<Vec<Interval>> {
     let null_equality = Interval { low: (Bson::Undefined, true), high: (Bson::Null, true) };
     let mut points = Vec::with_capacity(intervals.len());
     for interval in intervals {
@@ -198,7 +198,7 @@ pub fn hashed_intervals(intervals: Vec<Interval>) -> Option<Vec<Interval>> {
 }
 
 /// Combines the intervals of predicates that must all hold on one path.
-pub fn combine(lists: impl Iterator<Item = Option<Vec<Interval>>>, multikey: bool) -> Option<Vec<Interval>> {
+pub(crate) fn combine(lists: impl Iterator<Item = Option<Vec<Interval>>>, multikey: bool) -> Option<Vec<Interval>> {
     let mut result: Option<Vec<Interval>> = None;
     for list in lists.flatten() {
         result = Some(match result {
@@ -261,20 +261,20 @@ fn compare_high(a: &(Bson, bool), b: &(Bson, bool)) -> Ordering {
 
 /// A range of an index tree's keys.
 #[derive(Debug, Clone, PartialEq)]
-pub struct KeyRange {
+pub(crate) struct KeyRange {
     pub lower: Bound<Vec<u8>>,
     pub upper: Bound<Vec<u8>>,
 }
 
 impl KeyRange {
     /// The range as the engine's `range` takes it.
-    pub fn bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+    pub(crate) fn bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
         (self.lower.as_ref().map(Vec::as_slice), self.upper.as_ref().map(Vec::as_slice))
     }
 }
 
 /// The first byte string after every string that starts with `prefix` (`None`: there is none).
-pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xFF {
@@ -293,7 +293,7 @@ fn encode_component(prefix: &[u8], value: &Bson, direction: Direction) -> Vec<u8
 
 /// The keys starting with `prefix` whose next component lies in `interval` (`None`: the rest
 /// is unbounded: every key starting with `prefix`).
-pub fn key_range(prefix: &[u8], interval: Option<&Interval>, direction: Direction) -> KeyRange {
+pub(crate) fn key_range(prefix: &[u8], interval: Option<&Interval>, direction: Direction) -> KeyRange {
     let Some(interval) = interval else {
         return KeyRange {
             lower: if prefix.is_empty() { Bound::Unbounded } else { Bound::Included(prefix.to_vec()) },
@@ -323,7 +323,7 @@ pub fn key_range(prefix: &[u8], interval: Option<&Interval>, direction: Directio
 }
 
 /// Appends a point value to a key prefix.
-pub fn extend_prefix(prefix: &[u8], value: &Bson, direction: Direction) -> Vec<u8> {
+pub(crate) fn extend_prefix(prefix: &[u8], value: &Bson, direction: Direction) -> Vec<u8> {
     encode_component(prefix, value, direction)
 }
 

@@ -34,7 +34,7 @@ use crate::read::planner::{Access, Plan};
 
 /// How to turn an index's entries into documents.
 #[derive(Debug, Clone)]
-pub struct Covered {
+pub(crate) struct Covered {
     index: Index,
     /// Per index field: whether the query reads it (a null in a field it does not read is
     /// simply left out).
@@ -43,7 +43,7 @@ pub struct Covered {
 
 impl Covered {
     /// The covering index of a find, if it has one in `snapshot`.
-    pub fn for_find(
+    pub(crate) fn for_find(
         cx: &Context,
         snapshot: &Snapshot,
         collection: &Descriptor,
@@ -64,7 +64,7 @@ impl Covered {
 
     /// The entry as a document of the index's fields, or `None` when the document must be
     /// fetched (a null or undefined component: see the module header).
-    pub fn document(&self, entry: &Entry) -> Result<Option<RawDocumentBuf>> {
+    pub(crate) fn document(&self, entry: &Entry) -> Result<Option<RawDocumentBuf>> {
         let values = decode_key(&entry.order, &entry.payload, &self.index.directions())
             .map_err(|e| Error::corrupt(format!("index {}: {e}", self.index.name)))?;
         let mut document = Document::new();

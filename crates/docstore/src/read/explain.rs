@@ -25,7 +25,7 @@ pub enum Verbosity {
 }
 
 impl Context {
-    pub fn explain(
+    pub(crate) fn explain(
         self: &Arc<Context>,
         db: &str,
         name: &str,

@@ -138,7 +138,7 @@ impl Iterator for Cursor {
 }
 
 /// A parsed find, ready to plan and run.
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub filter: Filter,
     pub sort: Option<SortSpec>,
     pub projection: Option<Projection>,
@@ -150,14 +150,18 @@ pub struct Prepared {
 
 impl Context {
     /// What a read reads: the transaction's view it is given, else the latest commit.
-    pub fn snapshot_for(&self, read_at: Option<&crate::transaction::ReadAt>) -> storage::Snapshot {
+    pub(crate) fn snapshot_for(&self, read_at: Option<&crate::transaction::ReadAt>) -> storage::Snapshot {
         match read_at {
             Some(view) => view.0.clone(),
             None => self.engine.snapshot(),
         }
     }
 
-    pub fn prepare_find(&self, collection: &crate::catalog::Descriptor, request: &FindRequest) -> Result<Prepared> {
+    pub(crate) fn prepare_find(
+        &self,
+        collection: &crate::catalog::Descriptor,
+        request: &FindRequest,
+    ) -> Result<Prepared> {
         let collation = collection.collation_for(request.collation.as_ref());
         let variables = match &collation {
             Some(collation) if !collation.is_simple() => {
@@ -206,7 +210,7 @@ impl Context {
     }
 
     /// Runs a find; the counters fill as the cursor is pulled (explain reads them).
-    pub fn find_with_counters(
+    pub(crate) fn find_with_counters(
         self: &Arc<Context>,
         db: &str,
         name: &str,
@@ -382,7 +386,7 @@ impl Context {
         Ok(SortedResults::Disk(Box::new(tree.into_sorted()?)))
     }
 
-    pub fn count(self: &Arc<Context>, db: &str, name: &str, request: &FindRequest) -> Result<u64> {
+    pub(crate) fn count(self: &Arc<Context>, db: &str, name: &str, request: &FindRequest) -> Result<u64> {
         let mut request = request.clone();
         request.projection = None;
         request.sort = None;
@@ -397,7 +401,13 @@ impl Context {
 
     /// The distinct values at `key` among the request's matches (its filter, view and
     /// collation), each once in MongoDB's order (under the collation, one of each equal group).
-    pub fn distinct(self: &Arc<Context>, db: &str, name: &str, key: &str, request: &FindRequest) -> Result<Vec<Bson>> {
+    pub(crate) fn distinct(
+        self: &Arc<Context>,
+        db: &str,
+        name: &str,
+        key: &str,
+        request: &FindRequest,
+    ) -> Result<Vec<Bson>> {
         let path = document::path::FieldPath::parse(key).map_err(|e| Error::bad_value(e.to_string()))?;
         let collation = match self.catalog.collection(db, name) {
             Some(collection) => collection.collation_for(request.collation.as_ref()),

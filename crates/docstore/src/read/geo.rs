@@ -30,7 +30,7 @@ use crate::read::bounds::{Interval, KeyRange, key_range};
 use crate::read::scan::raw;
 
 /// The `$near`/`$nearSphere` of a filter's top-level conjunction, with its field.
-pub fn near_of(filter: &Filter) -> Option<(FieldPath, Near)> {
+pub(crate) fn near_of(filter: &Filter) -> Option<(FieldPath, Near)> {
     let mut stack = vec![filter.root()];
     while let Some(expression) = stack.pop() {
         match expression {
@@ -53,7 +53,7 @@ fn no_index() -> Error {
 }
 
 /// The geo index that serves a near query on `path`.
-pub fn near_index<'c>(collection: &'c Descriptor, path: &FieldPath, near: &Near) -> Result<&'c Index> {
+pub(crate) fn near_index<'c>(collection: &'c Descriptor, path: &FieldPath, near: &Near) -> Result<&'c Index> {
     collection
         .indexes
         .iter()
@@ -96,7 +96,7 @@ impl Context {
     /// that grow fourfold from the first of [`ring_radii`] until they hold that many (only those within
     /// a ring are certain to be the nearest), reading the whole index only when a ring's box
     /// would reach a pole or cross the antimeridian.
-    pub fn find_near(
+    pub(crate) fn find_near(
         &self,
         collection: &Descriptor,
         snapshot: &storage::Snapshot,
@@ -203,7 +203,7 @@ fn boxed_ranges(kind: &GeoKind, near: &Near) -> Option<Vec<KeyRange>> {
 
 /// The box around the circle a `$maxDistance` draws (`None`: no distance, or a circle that
 /// reaches a pole or crosses the antimeridian).
-pub fn near_box(near: &Near) -> Option<((f64, f64), (f64, f64))> {
+pub(crate) fn near_box(near: &Near) -> Option<((f64, f64), (f64, f64))> {
     let max = near.max?;
     let (x, y) = (near.point.x(), near.point.y());
     if !near.spherical {
@@ -245,7 +245,7 @@ fn nearest(kind: &GeoKind, raw: &RawDocumentBuf, path: &FieldPath, near: &Near) 
 }
 
 /// A `$geoNear` stage's options.
-pub struct GeoNear {
+pub(crate) struct GeoNear {
     /// The filter to run: the stage's `query` and the near condition on its key.
     pub filter: Document,
     pub distance_field: String,
@@ -257,7 +257,7 @@ pub struct GeoNear {
 impl GeoNear {
     /// Parses `{near, distanceField, spherical, maxDistance, minDistance, query, key,
     /// distanceMultiplier, includeLocs}`; the key may be found later (`with_key`).
-    pub fn parse(spec: &Bson) -> Result<GeoNear> {
+    pub(crate) fn parse(spec: &Bson) -> Result<GeoNear> {
         let Bson::Document(spec) = spec else { return Err(Error::bad_value("$geoNear needs an object")) };
         let text = |name: &str| match spec.get(name) {
             None => Ok(None),
@@ -298,7 +298,7 @@ impl GeoNear {
     }
 
     /// The filter with the near condition on `key`.
-    pub fn filter_on(&self, key: &str) -> Document {
+    pub(crate) fn filter_on(&self, key: &str) -> Document {
         let mut filter = self.filter.clone();
         if let Ok(clauses) = filter.get_array_mut("$and")
             && let Some(Bson::Document(condition)) = clauses.get_mut(1)
@@ -311,7 +311,7 @@ impl GeoNear {
 }
 
 /// The one geo index's field, when the stage names no `key`.
-pub fn only_geo_field(collection: &Descriptor) -> Result<String> {
+pub(crate) fn only_geo_field(collection: &Descriptor) -> Result<String> {
     let mut fields = collection
         .indexes
         .iter()

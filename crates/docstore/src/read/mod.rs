@@ -1,10 +1,10 @@
 //! The read side: bounds, planner, access methods, covered reads, find/count/distinct, explain.
 
-pub mod bounds;
-pub mod covered;
-pub mod explain;
-pub mod find;
-pub mod geo;
-pub mod planner;
-pub mod scan;
-pub mod text;
+pub(crate) mod bounds;
+pub(crate) mod covered;
+pub(crate) mod explain;
+pub(crate) mod find;
+pub(crate) mod geo;
+pub(crate) mod planner;
+pub(crate) mod scan;
+pub(crate) mod text;

@@ -74,7 +74,7 @@ impl Hint {
 
 /// A scan of one index's key ranges.
 #[derive(Debug, Clone)]
-pub struct IndexScan {
+pub(crate) struct IndexScan {
     /// `None`: the `_id` index (the collection tree).
     pub index: Option<String>,
     pub name: String,
@@ -95,7 +95,7 @@ pub struct IndexScan {
     clippy::large_enum_variant,
     reason = "one plan per query: boxing the scan would save nothing worth an allocation"
 )]
-pub enum Access {
+pub(crate) enum Access {
     CollectionScan { backward: bool },
     IndexScan(IndexScan),
     Or(Vec<IndexScan>),
@@ -103,7 +103,7 @@ pub enum Access {
 
 /// The chosen plan.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub access: Access,
     /// Whether the access already yields the requested sort order (no SORT stage).
     pub sorted: bool,
@@ -195,7 +195,7 @@ impl<'c> IndexChoice<'c> {
 }
 
 /// Chooses a plan for a filter (and sort) over a collection.
-pub fn plan(
+pub(crate) fn plan(
     collection: &Descriptor,
     filter: &Filter,
     filter_document: &Document,

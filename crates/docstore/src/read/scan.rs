@@ -22,18 +22,18 @@ use crate::read::planner::{Access, IndexScan};
 
 /// executionStats counters.
 #[derive(Debug, Default)]
-pub struct ExecutionCounters {
+pub(crate) struct ExecutionCounters {
     pub keys_examined: AtomicU64,
     pub docs_examined: AtomicU64,
     pub returned: AtomicU64,
 }
 
 impl ExecutionCounters {
-    pub fn add(counter: &AtomicU64) {
+    pub(crate) fn add(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn get(counter: &AtomicU64) -> u64 {
+    pub(crate) fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
     }
 }
@@ -53,7 +53,7 @@ type NaturalIds = Box<dyn Iterator<Item = Result<(u64, Vec<u8>)>> + Send>;
 type RawEntry = (usize, Vec<u8>, Vec<u8>);
 
 /// Yields the documents of an access path, in its order.
-pub struct Scan {
+pub(crate) struct Scan {
     snapshot: Snapshot,
     collection_tree: TreeId,
     scans: Vec<ResolvedScan>,
@@ -71,7 +71,7 @@ pub struct Scan {
 }
 
 impl Scan {
-    pub fn new(
+    pub(crate) fn new(
         snapshot: Snapshot,
         collection: &Descriptor,
         access: &Access,
@@ -215,7 +215,7 @@ impl Scan {
     }
 }
 
-pub fn raw(bytes: Vec<u8>) -> Result<RawDocumentBuf> {
+pub(crate) fn raw(bytes: Vec<u8>) -> Result<RawDocumentBuf> {
     RawDocumentBuf::from_bytes(bytes).map_err(|e| Error::corrupt(format!("stored document: {e}")))
 }
 

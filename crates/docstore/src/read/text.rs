@@ -34,7 +34,7 @@ use crate::read::find::{Cursor, FindRequest};
 use crate::read::scan::{ExecutionCounters, raw};
 
 /// Splits a filter into its `$text` query and the rest; `None` without `$text`.
-pub fn extract(filter: &Document) -> Result<Option<(TextQuery, Document)>> {
+pub(crate) fn extract(filter: &Document) -> Result<Option<(TextQuery, Document)>> {
     if let Some(spec) = filter.get("$text") {
         let mut rest = filter.clone();
         rest.remove("$text");
@@ -61,7 +61,7 @@ pub fn extract(filter: &Document) -> Result<Option<(TextQuery, Document)>> {
 
 /// The filter without its `$text` (checked): what a write re-checks on a document it is about
 /// to change (the text part chose the document through the index).
-pub fn without_text(filter: &Document) -> Result<std::borrow::Cow<'_, Document>> {
+pub(crate) fn without_text(filter: &Document) -> Result<std::borrow::Cow<'_, Document>> {
     match extract(filter)? {
         Some((_, rest)) => Ok(std::borrow::Cow::Owned(rest)),
         None => Ok(std::borrow::Cow::Borrowed(filter)),
@@ -70,7 +70,7 @@ pub fn without_text(filter: &Document) -> Result<std::borrow::Cow<'_, Document>>
 
 impl Context {
     /// Runs a find whose filter has `$text` (see the module header).
-    pub fn find_text(
+    pub(crate) fn find_text(
         self: &Arc<Context>,
         collection: &Descriptor,
         request: &FindRequest,
@@ -113,7 +113,7 @@ impl Context {
     /// explain's winning plan for a find with `$text`, in MongoDB's shape: TEXT_MATCH over a
     /// FETCH of one index scan per term (a TEXT_OR, which sums scores, when the score is asked
     /// for; else an OR); `None` without `$text` or a text index.
-    pub fn text_plan(&self, db: &str, name: &str, request: &FindRequest) -> Result<Option<Document>> {
+    pub(crate) fn text_plan(&self, db: &str, name: &str, request: &FindRequest) -> Result<Option<Document>> {
         let Some((query, _)) = extract(&request.filter)? else { return Ok(None) };
         let Some(collection) = self.catalog.collection(db, name) else { return Ok(None) };
         let Some((index, spec)) = text_index(&collection) else { return Ok(None) };

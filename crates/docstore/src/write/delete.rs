@@ -17,7 +17,7 @@ use crate::retry::Retry;
 use crate::write::{Writer, document_id};
 
 /// Documents removed per engine transaction.
-pub const DELETE_GROUP: usize = 1000;
+pub(crate) const DELETE_GROUP: usize = 1000;
 
 /// One delete statement.
 #[derive(Debug, Clone, Default)]
@@ -65,7 +65,7 @@ impl Context {
     }
 
     /// Deletes what the filter matches; returns how many documents went.
-    pub fn delete(
+    pub(crate) fn delete(
         self: &Arc<Context>,
         db: &str,
         name: &str,

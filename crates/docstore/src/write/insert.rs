@@ -16,9 +16,9 @@ use crate::index::id_key;
 use crate::write::{Recording, Writer, check_id, document_id};
 
 /// Documents per engine transaction in a bulk insert.
-pub const GROUP_DOCUMENTS: usize = 1000;
+pub(crate) const GROUP_DOCUMENTS: usize = 1000;
 /// Bytes of documents per engine transaction in a bulk insert.
-pub const GROUP_BYTES: usize = 16 << 20;
+pub(crate) const GROUP_BYTES: usize = 16 << 20;
 
 /// The result of an insert: how many documents went in, and each failure by its index in the
 /// request.
@@ -39,7 +39,7 @@ struct Prepared {
 }
 
 impl Context {
-    pub fn insert(
+    pub(crate) fn insert(
         &self,
         db: &str,
         name: &str,
@@ -169,7 +169,7 @@ impl Context {
 
     /// Inserts one decoded document under a lock already held (an upsert), into its writer's transaction, recording a
     /// retryable statement with it.
-    pub fn insert_one_recorded(
+    pub(crate) fn insert_one_recorded(
         &self,
         locked: &mut Locked,
         document: RawDocumentBuf,
@@ -227,7 +227,7 @@ fn prepare(position: usize, document: RawDocumentBuf) -> Result<Prepared> {
 /// ```text
 /// length:i32le | 0x07 "_id" 0x00 oid:12 | original elements and trailing 0x00
 /// ```
-pub fn with_generated_id(document: &RawDocument) -> Result<RawDocumentBuf> {
+pub(crate) fn with_generated_id(document: &RawDocument) -> Result<RawDocumentBuf> {
     let original = document.as_bytes();
     let elements = original.get(4..).ok_or_else(|| Error::bad_value("document shorter than its header"))?;
     let id_element_bytes = 1 + 4 + 12;

@@ -9,9 +9,9 @@
 //! whole transaction, so nothing of the document is left behind; it is reported as
 //! [`Error::DuplicateKey`] with the index's key pattern and the key's values.
 
-pub mod delete;
-pub mod insert;
-pub mod update;
+pub(crate) mod delete;
+pub(crate) mod insert;
+pub(crate) mod update;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -58,7 +58,7 @@ impl WriteOptions<'_> {
 
 /// How a statement's writes are committed: with the durability asked, with a retryable
 /// write's records, or into an open multi-document transaction (whose reads see them).
-pub struct Writer<'a> {
+pub(crate) struct Writer<'a> {
     pub durability: Durability,
     pub retry: Option<&'a Retry>,
     pub txn: Option<&'a mut DocumentTransaction>,
@@ -67,7 +67,7 @@ pub struct Writer<'a> {
 }
 
 impl<'a> Writer<'a> {
-    pub fn new(
+    pub(crate) fn new(
         durability: Durability,
         retry: Option<&'a Retry>,
         txn: Option<&'a mut DocumentTransaction>,
@@ -76,30 +76,30 @@ impl<'a> Writer<'a> {
     }
 
     /// A plain writer (internal writes: TTL deletes, `$out`, `$merge`).
-    pub fn plain(durability: Durability) -> Writer<'static> {
+    pub(crate) fn plain(durability: Durability) -> Writer<'static> {
         Writer { durability, retry: None, txn: None, bypass_validation: false }
     }
 
     /// A document write for `collection`, into the transaction if there is one.
-    pub fn write<'s>(&'s mut self, cx: &'s Context, collection: &Arc<Descriptor>) -> DocumentWrite<'s> {
+    pub(crate) fn write<'s>(&'s mut self, cx: &'s Context, collection: &Arc<Descriptor>) -> DocumentWrite<'s> {
         let mut write = DocumentWrite::within(cx, collection, self.txn.as_deref_mut());
         write.validate = !self.bypass_validation;
         write
     }
 
-    pub fn in_transaction(&self) -> bool {
+    pub(crate) fn in_transaction(&self) -> bool {
         self.txn.is_some()
     }
 
     /// The transaction's view, for the statement's reads.
-    pub fn read_at(&self) -> Option<crate::transaction::ReadAt> {
+    pub(crate) fn read_at(&self) -> Option<crate::transaction::ReadAt> {
         self.txn.as_ref().map(|txn| txn.read_at())
     }
 }
 
 /// A retryable statement to record with a write: its session, its id, and how its result
 /// follows from the document written (the new version, or the inserted one).
-pub type Recording<'a> = (&'a Retry, i32, &'a dyn Fn(&Document) -> Result<Document>);
+pub(crate) type Recording<'a> = (&'a Retry, i32, &'a dyn Fn(&Document) -> Result<Document>);
 
 /// Where a write's messages go: an engine transaction committed with the write, or a
 /// multi-document transaction's pending writes.
@@ -118,7 +118,7 @@ impl Sink<'_> {
 }
 
 /// Messages of a write not yet committed.
-pub struct DocumentWrite<'s> {
+pub(crate) struct DocumentWrite<'s> {
     cx: &'s Context,
     collection: Arc<Descriptor>,
     sink: Sink<'s>,
@@ -139,7 +139,7 @@ pub struct DocumentWrite<'s> {
 }
 
 impl<'s> DocumentWrite<'s> {
-    pub fn new(cx: &'s Context, collection: &Arc<Descriptor>) -> DocumentWrite<'s> {
+    pub(crate) fn new(cx: &'s Context, collection: &Arc<Descriptor>) -> DocumentWrite<'s> {
         DocumentWrite {
             cx,
             collection: Arc::clone(collection),
@@ -155,7 +155,7 @@ impl<'s> DocumentWrite<'s> {
     }
 
     /// A write into a multi-document transaction (see [`crate::transaction`]).
-    pub fn in_transaction(
+    pub(crate) fn in_transaction(
         cx: &'s Context,
         collection: &Arc<Descriptor>,
         txn: &'s mut DocumentTransaction,
@@ -166,7 +166,7 @@ impl<'s> DocumentWrite<'s> {
     }
 
     /// A write into `txn` if there is one, else its own engine transaction.
-    pub fn within(
+    pub(crate) fn within(
         cx: &'s Context,
         collection: &Arc<Descriptor>,
         txn: Option<&'s mut DocumentTransaction>,
@@ -179,7 +179,7 @@ impl<'s> DocumentWrite<'s> {
 
     /// Records a retryable write's statement with this write (see [`crate::retry`]); a
     /// transaction's statements are retried by retrying its commit instead.
-    pub fn record(&mut self, retry: &Retry, stmt_id: i32, result: Document) -> Result<()> {
+    pub(crate) fn record(&mut self, retry: &Retry, stmt_id: i32, result: Document) -> Result<()> {
         match &mut self.sink {
             Sink::Engine(txn) => retry.record(txn, self.cx.sessions_tree, stmt_id, &result),
             Sink::Transaction { .. } => Ok(()),
@@ -187,7 +187,7 @@ impl<'s> DocumentWrite<'s> {
     }
 
     /// Records a run of consecutive statements sharing one result (an insert group's documents).
-    pub fn record_run(&mut self, retry: &Retry, first: i32, last: i32, result: Document) -> Result<()> {
+    pub(crate) fn record_run(&mut self, retry: &Retry, first: i32, last: i32, result: Document) -> Result<()> {
         match &mut self.sink {
             Sink::Engine(txn) => retry.record_run(txn, self.cx.sessions_tree, first, last, &result),
             Sink::Transaction { .. } => Ok(()),
@@ -249,7 +249,7 @@ impl<'s> DocumentWrite<'s> {
     }
 
     /// Logs this write's updates as replacements (the update was a replacement document).
-    pub fn log_as_replacement(&mut self) {
+    pub(crate) fn log_as_replacement(&mut self) {
         self.replacement = true;
     }
 
@@ -261,7 +261,7 @@ impl<'s> DocumentWrite<'s> {
     }
 
     /// Inserts a new document (the `_id` must be absent: checked at commit).
-    pub fn insert(&mut self, id: &[u8], raw: &RawDocument) -> Result<()> {
+    pub(crate) fn insert(&mut self, id: &[u8], raw: &RawDocument) -> Result<()> {
         check_stored(raw, "object to insert")?;
         if let Some(timeseries) = &self.collection.timeseries {
             timeseries.check(raw)?;
@@ -298,7 +298,7 @@ impl<'s> DocumentWrite<'s> {
     }
 
     /// Removes a stored document and its entries.
-    pub fn remove(&mut self, id: &[u8], raw: &RawDocument) -> Result<()> {
+    pub(crate) fn remove(&mut self, id: &[u8], raw: &RawDocument) -> Result<()> {
         self.claim(id)?;
         self.refuse_capped_in_transaction()?;
         self.sink.writes().delete(self.collection.tree, id.to_vec());
@@ -323,7 +323,7 @@ impl<'s> DocumentWrite<'s> {
     }
 
     /// Replaces a stored document (same `_id`), changing only the index entries that differ.
-    pub fn replace(&mut self, id: &[u8], old: &RawDocument, new: &RawDocument) -> Result<()> {
+    pub(crate) fn replace(&mut self, id: &[u8], old: &RawDocument, new: &RawDocument) -> Result<()> {
         check_stored(new, "resulting document after update")?;
         if let Some(timeseries) = &self.collection.timeseries {
             timeseries.check(new)?;
@@ -369,7 +369,14 @@ impl<'s> DocumentWrite<'s> {
 
     /// An index build's entries for one document (uniqueness already checked by the build,
     /// so entries are puts: the document may own them already).
-    pub fn add_entries(&mut self, index: &Index, id: &[u8], raw: &RawDocument, keys: &[EncodedKey], multikey: bool) {
+    pub(crate) fn add_entries(
+        &mut self,
+        index: &Index,
+        id: &[u8],
+        raw: &RawDocument,
+        keys: &[EncodedKey],
+        multikey: bool,
+    ) {
         self.note_multikey(index, multikey);
         let refs: Vec<&EncodedKey> = keys.iter().collect();
         index.overwrite(self.sink.writes(), id, raw, &refs);
@@ -385,7 +392,7 @@ impl<'s> DocumentWrite<'s> {
 
     /// Commits atomically; a duplicate key comes back as [`Error::DuplicateKey`] (described
     /// from `documents`, the documents this write inserted or changed).
-    pub fn commit(mut self, durability: Durability, documents: &[&RawDocument]) -> Result<Arc<Descriptor>> {
+    pub(crate) fn commit(mut self, durability: Durability, documents: &[&RawDocument]) -> Result<Arc<Descriptor>> {
         if self.collection.meta.db == crate::oplog::DB && self.collection.meta.name == crate::oplog::COLLECTION {
             return Err(Error::IllegalOperation("cannot write to 'local.oplog.rs' directly".into()));
         }
@@ -537,7 +544,7 @@ fn duplicate_key(collection: &Descriptor, tree: &str, key: &[u8], documents: &[&
 }
 
 /// The document's `_id`, if it has one.
-pub fn document_id(raw: &RawDocument) -> Result<Option<Bson>> {
+pub(crate) fn document_id(raw: &RawDocument) -> Result<Option<Bson>> {
     match raw.get("_id") {
         Ok(Some(value)) => Ok(Some(Bson::try_from(value).map_err(|e| Error::bad_value(format!("invalid BSON: {e}")))?)),
         Ok(None) => Ok(None),
@@ -546,7 +553,7 @@ pub fn document_id(raw: &RawDocument) -> Result<Option<Bson>> {
 }
 
 /// MongoDB's rules for an `_id` value.
-pub fn check_id(id: &Bson) -> Result<()> {
+pub(crate) fn check_id(id: &Bson) -> Result<()> {
     match id {
         Bson::Array(_) => Err(Error::InvalidIdField("The '_id' value cannot be of type array".into())),
         Bson::RegularExpression(_) => Err(Error::InvalidIdField("can't use a regex for _id".into())),

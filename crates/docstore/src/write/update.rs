@@ -202,7 +202,7 @@ impl ModificationKind {
 }
 
 impl Context {
-    pub fn update(
+    pub(crate) fn update(
         self: &Arc<Context>,
         db: &str,
         name: &str,
@@ -350,14 +350,20 @@ impl Context {
     }
 
     /// Commits a retryable statement's record alone (the statement changed nothing).
-    pub fn record_alone(&self, retry: &Retry, stmt_id: i32, result: &Document, durability: Durability) -> Result<()> {
+    pub(crate) fn record_alone(
+        &self,
+        retry: &Retry,
+        stmt_id: i32,
+        result: &Document,
+        durability: Durability,
+    ) -> Result<()> {
         let mut txn = self.engine.begin();
         retry.record(&mut txn, self.sessions_tree, stmt_id, result)?;
         txn.commit(durability)?;
         Ok(())
     }
 
-    pub fn find_and_modify(
+    pub(crate) fn find_and_modify(
         self: &Arc<Context>,
         db: &str,
         name: &str,
