@@ -134,8 +134,9 @@ async fn restore_collection(client: &Client, dumped: &Dumped, args: &RestoreArgs
     if let Some(metadata) = &metadata {
         create.extend(metadata.options.clone());
     }
+    let exists = vocabulary::ErrorCode::NamespaceExists.code();
     if let Err(error) = database.run_command(create).await
-        && !matches!(*error.kind, mongodb::error::ErrorKind::Command(ref failure) if failure.code == 48)
+        && !matches!(*error.kind, mongodb::error::ErrorKind::Command(ref failure) if failure.code == exists)
     {
         return Err(error).with_context(|| format!("creating {}.{}", dumped.db, dumped.collection));
     }
