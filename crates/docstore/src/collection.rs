@@ -21,10 +21,10 @@ use crate::index::spec::IndexSelector;
 use crate::read::explain::Verbosity;
 use crate::read::find::{Cursor, FindRequest};
 use crate::validate::ValidateReport;
-use crate::write::WriteOptions;
 use crate::write::delete::DeleteRequest;
 use crate::write::insert::InsertOutcome;
 use crate::write::update::{FindAndModifyOutcome, FindAndModifyRequest, UpdateOutcome, UpdateRequest};
+use crate::write::{WriteOptions, Writer};
 use crate::{AggregateOptions, Namespace, index, salvage, stats, timeseries, validate};
 
 /// One collection of a [`crate::Store`], by name.
@@ -70,22 +70,12 @@ impl<'s> Collection<'s> {
     }
 
     pub fn update<'a>(&self, request: &UpdateRequest, options: impl Into<WriteOptions<'a>>) -> Result<UpdateOutcome> {
-        let mut options = options.into();
-        let durability = options.durability;
-        let (mut writer, durable_now) = options.writer();
-        let (db, name) = self.names();
-        let outcome = self.cx.update(db, name, request, &mut writer);
-        self.durable_if(durable_now, durability, outcome)
+        self.statement(options.into(), |cx, db, name, writer| cx.update(db, name, request, writer))
     }
 
     /// Returns how many documents were deleted.
     pub fn delete<'a>(&self, request: &DeleteRequest, options: impl Into<WriteOptions<'a>>) -> Result<u64> {
-        let mut options = options.into();
-        let durability = options.durability;
-        let (mut writer, durable_now) = options.writer();
-        let (db, name) = self.names();
-        let outcome = self.cx.delete(db, name, request, &mut writer);
-        self.durable_if(durable_now, durability, outcome)
+        self.statement(options.into(), |cx, db, name, writer| cx.delete(db, name, request, writer))
     }
 
     pub fn find_and_modify<'a>(
@@ -93,15 +83,21 @@ impl<'s> Collection<'s> {
         request: &FindAndModifyRequest,
         options: impl Into<WriteOptions<'a>>,
     ) -> Result<FindAndModifyOutcome> {
-        let mut options = options.into();
+        self.statement(options.into(), |cx, db, name, writer| cx.find_and_modify(db, name, request, writer))
+    }
+
+    /// Runs one write statement with its writer, then makes its writes as durable as asked (not
+    /// a transaction's: its commit does), whether it succeeded or not: an earlier part of it
+    /// may stand.
+    fn statement<T>(
+        &self,
+        mut options: WriteOptions<'_>,
+        run: impl FnOnce(&Arc<Context>, &str, &str, &mut Writer<'_>) -> Result<T>,
+    ) -> Result<T> {
         let durability = options.durability;
         let (mut writer, durable_now) = options.writer();
         let (db, name) = self.names();
-        let outcome = self.cx.find_and_modify(db, name, request, &mut writer);
-        self.durable_if(durable_now, durability, outcome)
-    }
-
-    fn durable_if<T>(&self, durable_now: bool, durability: Durability, outcome: Result<T>) -> Result<T> {
+        let outcome = run(self.cx, db, name, &mut writer);
         match durable_now {
             true => self.cx.made_durable(durability, outcome),
             false => outcome,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bson::{Document, Uuid};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use storage::{Durability, Engine, TreeId};
 
 use crate::catalog::Descriptor;
@@ -45,8 +45,6 @@ pub(crate) struct Context {
     /// Numbers temporary trees (sort spills) and collections (`$out`) uniquely within this
     /// process.
     temp_counter: AtomicU64,
-    /// The collections this open rebuilt from an older key format, for the server's log.
-    pub upgraded: Mutex<Vec<String>>,
 }
 
 impl Context {
@@ -63,7 +61,6 @@ impl Context {
             oplog: RwLock::new(None),
             capped_listeners: RwLock::new(Vec::new()),
             temp_counter: AtomicU64::new(0),
-            upgraded: Mutex::new(Vec::new()),
         };
         Ok(cx)
     }

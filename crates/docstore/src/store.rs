@@ -25,6 +25,8 @@ use crate::{AggregateOptions, CollectionInfo, Namespace, change_stream, oplog, r
 pub struct Store {
     pub(crate) cx: Arc<Context>,
     ttl: Mutex<Option<TtlMonitor>>,
+    /// The collections this open rebuilt from an older key format, for the server's log.
+    upgraded: Vec<String>,
 }
 
 impl Store {
@@ -55,8 +57,8 @@ impl Store {
 
     /// The collections this open rebuilt because they were written in an older key format
     /// (`catalog::key_format`); empty on later opens.
-    pub fn upgraded_collections(&self) -> Vec<String> {
-        self.cx.upgraded.lock().clone()
+    pub fn upgraded_collections(&self) -> &[String] {
+        &self.upgraded
     }
 
     /// A store whose data lives in memory only.
@@ -68,24 +70,24 @@ impl Store {
     fn start(engine: Engine, options: StoreOptions) -> Result<Store> {
         let interval = options.ttl_interval;
         let cx = Arc::new(Context::open(engine, options)?);
-        Store::finish_open(&cx)?;
+        let upgraded = Store::finish_open(&cx)?;
         let ttl = TtlMonitor::start(&cx, interval)?;
-        Ok(Store { cx, ttl: Mutex::new(Some(ttl)) })
+        Ok(Store { cx, ttl: Mutex::new(Some(ttl)), upgraded })
     }
 
     /// What an open does after the catalog is read: rebuild the collections written in an
-    /// older key format ([`crate::catalog::key_format`]), then finish the index builds a crash
-    /// (or that rebuild) left unbuilt. A salvaging open only reads.
-    fn finish_open(cx: &Arc<Context>) -> Result<()> {
-        if cx.engine.options().salvage {
-            return Ok(());
-        }
-        let upgraded = crate::catalog::key_format::upgrade_key_formats(cx)?;
-        *cx.upgraded.lock() = upgraded;
+    /// older key format ([`crate::catalog::key_format`]; not in a salvaging open, which must not
+    /// rewrite what it reads), then finish the index builds a crash (or that rebuild) left
+    /// unbuilt. Returns the collections rebuilt.
+    fn finish_open(cx: &Arc<Context>) -> Result<Vec<String>> {
+        let upgraded = match cx.engine.options().salvage {
+            true => Vec::new(),
+            false => crate::catalog::key_format::upgrade_key_formats(cx)?,
+        };
         for (db, name, index) in cx.catalog.unfinished_index_builds() {
             crate::index::build::build(cx, &db, &name, &index)?;
         }
-        Ok(())
+        Ok(upgraded)
     }
 
     /// Clean shutdown: stops the TTL monitor and closes the engine (a checkpoint). Fails with
