@@ -12,7 +12,7 @@
 //! transaction as the change ([`Context::commit_logged`]); changes to `local` are never logged.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bson::{Document, Uuid};
 use parking_lot::RwLock;
@@ -45,6 +45,9 @@ pub(crate) struct Context {
     /// Numbers temporary trees (sort spills) and collections (`$out`) uniquely within this
     /// process.
     temp_counter: AtomicU64,
+    /// Whether this store makes changes of its own accord (TTL deletes): not on a replica
+    /// set's secondary, which only applies the primary's ([`crate::Store::set_originates`]).
+    pub originates: AtomicBool,
 }
 
 impl Context {
@@ -61,6 +64,7 @@ impl Context {
             oplog: RwLock::new(None),
             capped_listeners: RwLock::new(Vec::new()),
             temp_counter: AtomicU64::new(0),
+            originates: AtomicBool::new(true),
         };
         Ok(cx)
     }

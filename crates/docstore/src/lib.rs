@@ -25,7 +25,8 @@
 //!   [`Store::close`]), [`Store::checkpoint`], [`Store::backup`]; databases (`list_collections`,
 //!   `list_databases`, `database_names`, `drop_database`, `db_stats`, `aggregate_database`);
 //!   the oplog (`enable_oplog`, `oplog` → [`Oplog`], `tail_oplog` → [`Tail`], `append_noop`,
-//!   `oplog_after`) and change streams (`watch` → [`ChangeStream`]); multi-document
+//!   `oplog_after`, `apply_replicated` of another member's entries, `set_originates`), a
+//!   replica-set member's consensus log (`raft_log` → [`RaftLog`]) and change streams (`watch` → [`ChangeStream`]); multi-document
 //!   transactions (`begin_transaction` → [`DocumentTransaction`], `commit_transaction`,
 //!   `snapshot_now` → [`ReadAt`]); retryable writes' records (`executed`, `last_txn_number`,
 //!   `forget_session`); `engine_stats`.
@@ -68,7 +69,8 @@
 //!   `CollectionSource` for `$lookup`/`$unionWith`/`$out`/`$merge`), `spill` (temporary
 //!   trees for sorts and aggregation stages past their memory limits), `stats`
 //!   (collStats/dbStats from counters), `validate`.
-//! - `oplog` (entries, diffs, tailing), `change_stream`, `transaction` (multi-document
+//! - `oplog` (entries, diffs, tailing, applying another member's entries), `raft_log` (a
+//!   member's consensus log), `change_stream`, `transaction` (multi-document
 //!   transactions and their holds), `retry` (retryable writes' records), `capped`,
 //!   `timeseries`, `validation` (document validators), `compression`.
 //!
@@ -96,6 +98,7 @@ mod index;
 pub mod operation;
 mod oplog;
 mod options;
+mod raft_log;
 mod read;
 pub mod repair;
 mod retry;
@@ -126,6 +129,7 @@ pub use query::collation::Collation;
 pub use query::expr::Variables;
 /// A collection's name: its database and its name in it.
 pub use query::pipeline::Namespace;
+pub use raft_log::{RaftEntry, RaftLog};
 pub use read::explain::Verbosity;
 pub use read::find::{Cursor, FindRequest};
 pub use read::planner::Hint;

@@ -126,6 +126,18 @@ impl Store {
         self.cx.oplog()
     }
 
+    /// Whether this store makes changes of its own accord (the TTL monitor's deletes): true
+    /// for a standalone and a primary; false on a secondary, which applies the primary's
+    /// ([`Store::apply_replicated`]).
+    pub fn set_originates(&self, originates: bool) {
+        self.cx.originates.store(originates, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The member's consensus log (see [`crate::RaftLog`]).
+    pub fn raft_log(&self) -> Result<crate::RaftLog> {
+        crate::raft_log::RaftLog::open(&self.cx)
+    }
+
     /// Opens a change stream over `scope`; `stages` is the whole pipeline, `$changeStream`
     /// first (see [`change_stream`]).
     pub fn watch(&self, scope: change_stream::Scope, stages: &[Document]) -> Result<change_stream::ChangeStream> {
@@ -158,6 +170,23 @@ impl Store {
             .into_iter()
             .map(|(ts, bytes)| Ok((ts, read::scan::raw(bytes)?)))
             .collect()
+    }
+
+    /// The oplog entry at `ts`: `Ok(None)` if the oplog holds none there, and also (`Err` is
+    /// for failures) when `ts` is older than the oldest entry kept — see [`Store::oplog_first`].
+    pub fn oplog_entry(&self, ts: bson::Timestamp) -> Result<Option<RawDocumentBuf>> {
+        let Some(oplog) = self.oplog() else { return Ok(None) };
+        let snapshot = self.cx.engine.snapshot();
+        match oplog.read_from(&snapshot, ts, 1)?.into_iter().next() {
+            Some((found, bytes)) if found == ts => Ok(Some(read::scan::raw(bytes)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// The oldest oplog entry's `ts` still kept (the cap trims older ones).
+    pub fn oplog_first(&self) -> Result<Option<bson::Timestamp>> {
+        let Some(oplog) = self.oplog() else { return Ok(None) };
+        oplog.first(&self.cx.engine.snapshot())
     }
 
     /// Makes everything committed so far durable in the data files.

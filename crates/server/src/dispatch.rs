@@ -44,6 +44,7 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
         .and_then(|()| check_primary(context, command))
         .and_then(|()| crate::sessions::note(context, command).map(drop))
         .and_then(|()| crate::read_concern::check_supported(command));
+    let admitted_ok = admitted.is_ok();
     let (mut reply, ok) = match admitted {
         Ok(()) => {
             // Fail points are evaluated before the session is checked out (as mongod does), so
@@ -69,7 +70,9 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
         if !replaced {
             label_change_stream_errors(command, &mut reply);
         }
-        crate::replication::unsatisfiable_write_concern(command, &mut reply);
+        if admitted_ok {
+            crate::replication::write_concern::await_replication(set, command, &mut reply);
+        }
         crate::replication::gossip(set, &context.shared.store, &mut reply);
     }
     let name = spec.names.first().copied().unwrap_or_default();
@@ -184,10 +187,11 @@ fn label_retryable(reply: &mut RawDocumentBuf) {
     }
 }
 
-/// In replica-set mode, writes wait for the set to be initiated (this member primary).
+/// In replica-set mode, writes go to the primary only, and reads elsewhere need `secondaryOk`.
 fn check_primary(context: &Context, command: &Command) -> Result<(), CommandError> {
     match &context.shared.replication {
         Some(set) if crate::replication::is_write(&command.name) => set.check_writable(),
+        Some(set) if !command.legacy => set.check_readable(command),
         _ => Ok(()),
     }
 }

@@ -50,7 +50,7 @@ pub struct Shared {
     /// Generation counters bumped by the changes a parked command may wait for: an oplog
     /// entry, a topology change (see `Context::park`).
     oplog_wakeups: Arc<tokio::sync::watch::Sender<u64>>,
-    topology_wakeups: tokio::sync::watch::Sender<u64>,
+    topology_wakeups: Arc<tokio::sync::watch::Sender<u64>>,
     next_request_id: AtomicI32,
 }
 
@@ -84,10 +84,12 @@ impl Shared {
         metrics: Metrics,
     ) -> Result<Arc<Shared>, CommandError> {
         let security = Security::new(config.auth);
+        let topology_wakeups = Arc::new(tokio::sync::watch::Sender::new(0));
         let replication = match &config.repl_set {
             Some(name) => {
                 let me = member_address(&config.bind, local_addr);
-                let replication = Replication::open(name, config.oplog_size_mb, me, &store)?;
+                let wake = Arc::clone(&topology_wakeups);
+                let replication = Replication::open(name, config.oplog_size_mb, me, &store, wake)?;
                 Some(replication)
             }
             None => None,
@@ -108,7 +110,7 @@ impl Shared {
                 60 * crate::commands::hello::LOGICAL_SESSION_TIMEOUT_MINUTES as u64,
             )),
             oplog_wakeups: Arc::new(tokio::sync::watch::Sender::new(0)),
-            topology_wakeups: tokio::sync::watch::Sender::new(0),
+            topology_wakeups,
             config,
             security,
             startup_warnings,

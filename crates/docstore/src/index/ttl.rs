@@ -60,6 +60,10 @@ fn run(inner: Weak<Context>, stop: Receiver<()>, interval: Duration) {
         let Some(inner) = inner.upgrade() else {
             return;
         };
+        if !inner.originates.load(std::sync::atomic::Ordering::Acquire) {
+            // A secondary: the primary's TTL deletes reach it through the oplog.
+            continue;
+        }
         // A failed pass (e.g. a collection dropped meanwhile) is retried at the next one.
         let _ = expire_once(&inner);
     }

@@ -20,7 +20,11 @@ use crate::error::{Error, Result};
 /// Where the `ts` value sits in every entry: after the length, the type byte and `"ts\0"`.
 const TS_OFFSET: usize = 4 + 1 + 3;
 
-/// The term every entry of a one-member set carries (no elections yet).
+/// Where the `t` value sits: after `ts` (eight bytes), its type byte and `"t\0"`.
+const TERM_OFFSET: usize = TS_OFFSET + 8 + 1 + 2;
+
+/// The term of entries written before any election (a set of one that never had a second
+/// member); a member that becomes primary stamps its consensus term instead.
 pub const TERM: i64 = 1;
 
 /// An entry waiting for its timestamp.
@@ -119,11 +123,12 @@ impl Entry {
         Ok(self)
     }
 
-    /// Stamps the entry with its timestamp; returns its bytes.
-    pub fn stamp(self, ts: Timestamp) -> Vec<u8> {
+    /// Stamps the entry with its timestamp and term; returns its bytes.
+    pub fn stamp(self, ts: Timestamp, term: i64) -> Vec<u8> {
         let mut bytes = self.bytes.into_bytes();
         let value = (u64::from(ts.time) << 32) | u64::from(ts.increment);
         bytes[TS_OFFSET..TS_OFFSET + 8].copy_from_slice(&value.to_le_bytes());
+        bytes[TERM_OFFSET..TERM_OFFSET + 8].copy_from_slice(&term.to_le_bytes());
         bytes
     }
 
@@ -185,9 +190,10 @@ mod tests {
         let document = bson::rawdoc! {"_id": 1, "x": "y"};
         let entry = Entry::insert("d.c", &document, &Bson::Int32(1)).unwrap();
         let ts = Timestamp { time: 1_700_000_000, increment: 7 };
-        let bytes = entry.stamp(ts);
+        let bytes = entry.stamp(ts, 7);
         let decoded = Document::from_reader(bytes.as_slice()).unwrap();
         assert_eq!(decoded.get_timestamp("ts").unwrap(), ts);
+        assert_eq!(decoded.get_i64("t").unwrap(), 7);
         assert_eq!(decoded.get_str("op").unwrap(), "i");
         assert_eq!(decoded.get_document("o").unwrap(), &doc! {"_id": 1, "x": "y"});
         assert_eq!(key_timestamp(&key(ts)), Some(ts));

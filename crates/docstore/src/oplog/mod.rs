@@ -16,6 +16,7 @@
 //! Readers that wait for new entries (change streams, tailable cursors) register a callback
 //! ([`Oplog::on_append`]) that every commit with entries calls once; the store knows no runtime.
 
+pub(crate) mod apply;
 pub(crate) mod diff;
 pub(crate) mod entry;
 pub(crate) mod tail;
@@ -55,6 +56,8 @@ pub struct Oplog {
     cap_bytes: AtomicU64,
     /// Only one trim at a time.
     trimming: Mutex<()>,
+    /// The term stamped into new entries (`t`): the consensus term this member leads in.
+    term: AtomicI64,
     listeners: RwLock<Vec<Listener>>,
     counts_tree: storage::TreeId,
     /// Pre-images of changed documents (`changeStreamPreAndPostImages`), trimmed with the
@@ -87,6 +90,7 @@ impl Oplog {
             bytes: AtomicI64::new(counters.1),
             cap_bytes: AtomicU64::new(cap_bytes),
             trimming: Mutex::new(()),
+            term: AtomicI64::new(entry::TERM),
             listeners: RwLock::new(Vec::new()),
             counts_tree,
             images_tree,
@@ -113,6 +117,15 @@ impl Oplog {
     /// Bytes and entries the oplog holds.
     pub fn size(&self) -> (i64, i64) {
         (self.count.load(Ordering::Relaxed), self.bytes.load(Ordering::Relaxed))
+    }
+
+    /// The term new entries carry (`t`); a member that becomes primary sets its own.
+    pub fn set_term(&self, term: i64) {
+        self.term.store(term, Ordering::Release);
+    }
+
+    pub fn term(&self) -> i64 {
+        self.term.load(Ordering::Acquire)
     }
 
     /// Calls `listener` after each commit that appended entries.
@@ -149,16 +162,21 @@ impl Oplog {
         entries: Vec<Entry>,
         commit: impl FnOnce(W) -> storage::Result<Seq>,
     ) -> storage::Result<(Seq, Timestamp)> {
+        if let Some(replicated) = apply::take_replicated() {
+            // Applying another member's entry: it replaces the entries this commit built.
+            return self.commit_replicated(writes, replicated, commit);
+        }
         let count = entries.len() as i64;
         let mut clock = self.order.lock();
         let mut ts = *clock;
         let mut bytes = 0i64;
+        let term = self.term();
         for mut entry in entries {
             ts = next(ts);
             for (index, image) in entry.take_images() {
                 writes.put(self.images_tree, entry::image_key(ts, index).to_vec(), image);
             }
-            let stamped = entry.stamp(ts);
+            let stamped = entry.stamp(ts, term);
             bytes += stamped.len() as i64;
             writes.put(self.collection.tree, entry::key(ts).to_vec(), stamped);
         }
@@ -170,6 +188,52 @@ impl Oplog {
         drop(clock);
         self.count.fetch_add(count, Ordering::Relaxed);
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        for listener in self.listeners.read().iter() {
+            listener();
+        }
+        Ok((seq, ts))
+    }
+
+    /// Commits `txn` with an entry another member wrote (its bytes, `ts` and all).
+    pub(crate) fn commit_raw(&self, txn: Transaction<'_>, entry: Vec<u8>, durability: Durability) -> Result<()> {
+        self.commit_replicated(txn, Some(entry), |txn| txn.commit(durability))?;
+        Ok(())
+    }
+
+    /// Commits `writes` with `replicated` (an entry another member wrote) or, for `None`, with
+    /// no entry. The entry's `ts` must be after the last one's (the applier checks first).
+    fn commit_replicated<W: Writes>(
+        &self,
+        mut writes: W,
+        replicated: Option<Vec<u8>>,
+        commit: impl FnOnce(W) -> storage::Result<Seq>,
+    ) -> storage::Result<(Seq, Timestamp)> {
+        let Some(bytes) = replicated else {
+            let seq = commit(writes)?;
+            return Ok((seq, self.last()));
+        };
+        let ts = bson::RawDocument::from_bytes(&bytes)
+            .ok()
+            .and_then(|entry| entry.get_timestamp("ts").ok())
+            .ok_or_else(|| storage::Error::InvalidArgument("a replicated oplog entry without a ts".into()))?;
+        let mut clock = self.order.lock();
+        if ts <= *clock {
+            // Another commit logged meanwhile (a member applying must write nothing else).
+            return Err(storage::Error::InvalidArgument(format!(
+                "replicated oplog entry {ts:?} is not after {:?}",
+                *clock
+            )));
+        }
+        let size = bytes.len() as i64;
+        writes.put(self.collection.tree, entry::key(ts).to_vec(), bytes);
+        writes.update(self.counts_tree, self.collection.count_key.clone(), 1i64.to_le_bytes().to_vec());
+        writes.update(self.counts_tree, self.collection.size_key.clone(), size.to_le_bytes().to_vec());
+        let seq = commit(writes)?;
+        *clock = ts;
+        self.last.store(as_u64(ts), Ordering::Release);
+        drop(clock);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(size, Ordering::Relaxed);
         for listener in self.listeners.read().iter() {
             listener();
         }

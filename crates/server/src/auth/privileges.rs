@@ -84,6 +84,11 @@ actions! {
     ReplSetConfigure = "replSetConfigure",
     ReplSetGetConfig = "replSetGetConfig",
     ReplSetGetStatus = "replSetGetStatus",
+    ReplSetStateChange = "replSetStateChange",
+    // Members' own traffic (consensus messages, joining): no built-in role but root has it, so
+    // with `--auth` a set of several members cannot run until members prove themselves
+    // (keyFile, not built yet).
+    Internal = "internal",
     Remove = "remove",
     RenameCollectionSameDB = "renameCollectionSameDB",
     RevokeRole = "revokeRole",
@@ -261,8 +266,17 @@ const CLUSTER_MONITOR: &[Action] = &[
     Top,
 ];
 const CLUSTER_MONITOR_ANY_DB: &[Action] = &[CollStats, DbHash, DbStats, IndexStats];
-const CLUSTER_MANAGER_AND_HOST: &[Action] =
-    &[KillAnyCursor, KillAnySession, Killop, LogRotate, ReplSetConfigure, RotateCertificates, SetParameter, Shutdown];
+const CLUSTER_MANAGER_AND_HOST: &[Action] = &[
+    KillAnyCursor,
+    KillAnySession,
+    Killop,
+    LogRotate,
+    ReplSetConfigure,
+    ReplSetStateChange,
+    RotateCertificates,
+    SetParameter,
+    Shutdown,
+];
 /// The collections where users and roles live (in `admin`).
 pub const USERS_COLLECTION: &str = "system.users";
 pub const ROLES_COLLECTION: &str = "system.roles";

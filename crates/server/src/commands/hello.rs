@@ -11,7 +11,7 @@
 //! until the topology changes or the time is up (`Context::park`; the connection's task waits,
 //! no thread). A standalone's topology never changes (counter 0): its awaitable `hello`s answer
 //! at their deadline. In replica-set mode the reply reports the set
-//! (`replication::Replication::hello_fields`), whose counter moves at initiation.
+//! (`replication::Replication::hello_fields`), whose counter moves with every change of role, term, primary or configuration.
 
 use bson::{Bson, DateTime, RawDocumentBuf, doc};
 use tracing::info;
@@ -20,6 +20,7 @@ use crate::auth;
 use crate::command::Command;
 use crate::commands::reply;
 use crate::error::CommandError;
+use crate::replication::Replication;
 use crate::state::{Context, WakeOn};
 
 /// MongoDB 7.0's wire version; `buildInfo` reports the matching version.
@@ -44,7 +45,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     }
     let primary_field = if command.name == "hello" { "isWritablePrimary" } else { "ismaster" };
     let replication = context.shared.replication.as_ref();
-    let writable = replication.is_none_or(|set| set.is_initiated());
+    let writable = replication.is_none_or(Replication::is_writable);
     let mut fields = doc! {
         "helloOk": true,
         primary_field: writable,
@@ -59,7 +60,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
         "readOnly": false,
     };
     if let Some(set) = replication {
-        fields.extend(set.hello_fields(&context.shared.store));
+        fields.extend(set.hello_fields());
     } else {
         fields.insert("topologyVersion", standalone_topology(context));
     }

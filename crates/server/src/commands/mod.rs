@@ -140,6 +140,11 @@ pub static COMMANDS: &[Spec] = &[
     Spec { names: &["replSetInitiate"], help: "start this replica set", handler: repl_set::initiate },
     Spec { names: &["replSetGetStatus"], help: "the replica set's members and times", handler: repl_set::get_status },
     Spec { names: &["replSetGetConfig"], help: "the replica set's configuration", handler: repl_set::get_config },
+    Spec { names: &["replSetReconfig"], help: "change the replica set's members", handler: repl_set::reconfig },
+    Spec { names: &["replSetStepDown"], help: "hand the primary role over", handler: repl_set::step_down },
+    Spec { names: &["replSetFreeze"], help: "do not stand for election for a while", handler: repl_set::freeze },
+    Spec { names: &["replSetRaftJoin"], help: "internal: join a replica set", handler: repl_set::raft_join },
+    Spec { names: &["replSetRaftMessage"], help: "internal: consensus messages", handler: repl_set::raft_message },
     Spec { names: &["serverStatus"], help: "server and engine statistics", handler: server_status::run },
     Spec {
         names: &["rotateCertificates"],

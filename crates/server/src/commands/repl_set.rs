@@ -1,6 +1,8 @@
 //! The replica-set commands: `replSetInitiate` (mongosh's `rs.initiate()`), `replSetGetStatus`
-//! (`rs.status()`) and `replSetGetConfig` (`rs.conf()`). On a standalone server they fail as
-//! mongod's do: NoReplicationEnabled.
+//! (`rs.status()`), `replSetGetConfig` (`rs.conf()`), `replSetReconfig` (`rs.reconfig()`, and
+//! `rs.add()`/`rs.remove()`, which mongosh builds on it), `replSetStepDown`, `replSetFreeze`,
+//! and the members' own `replSetRaftJoin` and `replSetRaftMessage`. On a standalone server
+//! they fail as mongod's do: NoReplicationEnabled.
 
 use bson::{Bson, RawDocumentBuf, doc};
 use wire::ErrorCode;
@@ -25,21 +27,64 @@ pub fn initiate(context: &Context, command: &Command) -> Result<RawDocumentBuf, 
         Some(Bson::Document(config)) if !config.is_empty() => Some(config.clone()),
         _ => None,
     };
-    set.initiate(&context.shared.store, given)?;
+    set.initiate(given)?;
     context.shared.wake_on_oplog();
     context.shared.wake(WakeOn::Topology);
-    tracing::info!(set = %set.name, "replica set initiated; this member is primary");
+    tracing::info!(set = %set.name, "replica set initiated");
     reply(doc! {})
 }
 
 pub fn get_status(context: &Context, _command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let set = replication(context)?;
     let uptime = context.shared.started.elapsed().as_secs() as i64;
-    reply(set.status(&context.shared.store, uptime)?)
+    reply(set.status(uptime)?)
 }
 
 pub fn get_config(context: &Context, _command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let set = replication(context)?;
     let Some(config) = set.config() else { return Err(replication::not_yet_initialized()) };
     reply(doc! {"config": config})
+}
+
+pub fn reconfig(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    let set = replication(context)?;
+    let Some(Bson::Document(config)) = command.get("replSetReconfig") else {
+        return Err(CommandError::type_mismatch("replSetReconfig takes the new configuration document"));
+    };
+    set.reconfigure(config)?;
+    reply(doc! {})
+}
+
+pub fn step_down(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    let set = replication(context)?;
+    let seconds = command.get("replSetStepDown").and_then(crate::command::as_i64).unwrap_or(60);
+    if seconds <= 0 {
+        return Err(CommandError::bad_value("replSetStepDown takes a positive number of seconds"));
+    }
+    set.step_down(seconds as u64)?;
+    reply(doc! {})
+}
+
+pub fn freeze(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    let set = replication(context)?;
+    let seconds = command.get("replSetFreeze").and_then(crate::command::as_i64).unwrap_or(0);
+    set.freeze(seconds.max(0) as u64)?;
+    reply(doc! {})
+}
+
+/// A member joining: sent by the member that initiates the set or adds this one.
+pub fn raft_join(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    let set = replication(context)?;
+    set.join(&command.body)?;
+    context.shared.wake_on_oplog();
+    context.shared.wake(WakeOn::Topology);
+    reply(doc! {})
+}
+
+/// Consensus messages from another member (sent with `moreToCome`: no reply is read).
+pub fn raft_message(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
+    let set = replication(context)?;
+    let messages = replication::transport::decode(&command.body).map_err(CommandError::bad_value)?;
+    set.deliver(messages)?;
+    reply(doc! {})
 }

@@ -1,0 +1,250 @@
+//! Applying another member's oplog entries ([`crate::Store::apply_replicated`]): how a
+//! secondary repeats the primary's history.
+//!
+//! An entry is applied through the same write paths as the primary's own writes (a document
+//! with its index entries and counters in one engine transaction; DDL through `catalog::ddl`
+//! and `index::build`), and the entry itself is written into this member's oplog **as the
+//! primary wrote it** — same `ts`, same `t`, same bytes — in the engine transaction of the
+//! change it describes. The write paths build entries of their own as they always do; while an
+//! entry is being applied, this thread's [`Replicating`] state makes the oplog write the given
+//! entry in their place with the first commit that logs, and nothing with any later commit of
+//! the same entry (a DDL that commits twice). So after any crash this member's oplog and data
+//! agree, and its oplog is a prefix of the primary's: the server resumes applying after the
+//! last `ts` it holds.
+//!
+//! Applying is idempotent where MongoDB's is: an insert of a present `_id` replaces it, an
+//! update or delete of a missing document changes nothing (the entry is still written), and
+//! creating an existing collection or dropping a missing one is not an error.
+
+use std::cell::RefCell;
+
+use bson::{Bson, Document, RawDocument, Timestamp};
+use storage::Durability;
+
+use crate::catalog::ddl;
+use crate::error::{Error, Result};
+use crate::index::id_key;
+use crate::write::{DocumentWrite, document_id};
+use crate::{IndexSelector, Store};
+
+/// What the oplog writes for this thread's commits (see the module header).
+enum Replicating {
+    /// Not applying: commits write the entries they built.
+    Off,
+    /// Applying this entry: the next commit that logs writes it instead of its own entries.
+    Pending(Vec<u8>),
+    /// Written (or held back): commits write no entries.
+    Quiet,
+}
+
+thread_local! {
+    static REPLICATING: RefCell<Replicating> = const { RefCell::new(Replicating::Off) };
+}
+
+/// For the oplog's commit: `None` when this thread is not applying (write the entries built),
+/// `Some(Some(bytes))` to write the replicated entry, `Some(None)` to write nothing.
+pub(crate) fn take_replicated() -> Option<Option<Vec<u8>>> {
+    REPLICATING.with(|state| {
+        let mut state = state.borrow_mut();
+        match std::mem::replace(&mut *state, Replicating::Quiet) {
+            Replicating::Off => {
+                *state = Replicating::Off;
+                None
+            }
+            Replicating::Pending(bytes) => Some(Some(bytes)),
+            Replicating::Quiet => Some(None),
+        }
+    })
+}
+
+/// Runs `apply` with `entry` pending; returns the entry if no commit wrote it.
+fn applying<T>(entry: &RawDocument, apply: impl FnOnce() -> Result<T>) -> (Result<T>, Option<Vec<u8>>) {
+    REPLICATING.with(|state| *state.borrow_mut() = Replicating::Pending(entry.as_bytes().to_vec()));
+    let outcome = apply();
+    let left = REPLICATING.with(|state| match std::mem::replace(&mut *state.borrow_mut(), Replicating::Off) {
+        Replicating::Pending(bytes) => Some(bytes),
+        _ => None,
+    });
+    (outcome, left)
+}
+
+/// Runs `step` writing no entries (a step of applying that the primary did not log on its own,
+/// e.g. creating a collection an insert names), keeping a pending entry pending.
+fn quietly<T>(step: impl FnOnce() -> Result<T>) -> Result<T> {
+    let saved = REPLICATING.with(|state| std::mem::replace(&mut *state.borrow_mut(), Replicating::Quiet));
+    let outcome = step();
+    REPLICATING.with(|state| *state.borrow_mut() = saved);
+    outcome
+}
+
+/// The `ts` of an entry's bytes.
+pub(crate) fn entry_ts(entry: &RawDocument) -> Result<Timestamp> {
+    entry.get_timestamp("ts").map_err(|e| Error::bad_value(format!("oplog entry without a ts: {e}")))
+}
+
+impl Store {
+    /// Applies one entry of the primary's oplog (see [`crate::oplog::apply`]): its change, and
+    /// the entry itself into this store's oplog, which must be kept and hold only older
+    /// entries.
+    pub fn apply_replicated(&self, entry: &RawDocument) -> Result<()> {
+        let Some(oplog) = self.oplog() else {
+            return Err(Error::IllegalOperation("applying an oplog entry needs the oplog kept".into()));
+        };
+        let ts = entry_ts(entry)?;
+        if ts <= oplog.last() {
+            return Err(Error::IllegalOperation(format!(
+                "oplog entry at {ts:?} is not after this member's last ({:?})",
+                oplog.last()
+            )));
+        }
+        let (outcome, left) = applying(entry, || self.apply_change(entry));
+        outcome?;
+        if let Some(bytes) = left {
+            oplog.commit_raw(self.cx.engine.begin(), bytes, Durability::Periodic)?;
+        }
+        Ok(())
+    }
+
+    fn apply_change(&self, entry: &RawDocument) -> Result<()> {
+        let get_str = |key: &str| entry.get_str(key).map_err(|e| Error::bad_value(format!("oplog entry {key}: {e}")));
+        let get_doc = |key: &str| -> Result<Document> {
+            let raw = entry.get_document(key).map_err(|e| Error::bad_value(format!("oplog entry {key}: {e}")))?;
+            Document::try_from(raw).map_err(|e| Error::bad_value(format!("oplog entry {key}: {e}")))
+        };
+        let op = get_str("op")?;
+        let ns = get_str("ns")?;
+        let (db, name) = ns.split_once('.').unwrap_or((ns, ""));
+        match op {
+            "i" => {
+                let document = entry.get_document("o").map_err(|e| Error::bad_value(format!("insert o: {e}")))?;
+                self.apply_put(db, name, document, None)
+            }
+            "u" => {
+                let id = get_doc("o2")?.get("_id").cloned().unwrap_or(Bson::Null);
+                self.apply_put(
+                    db,
+                    name,
+                    entry.get_document("o").map_err(|e| Error::bad_value(e.to_string()))?,
+                    Some(id),
+                )
+            }
+            "d" => self.apply_delete(db, name, get_doc("o")?.get("_id").cloned().unwrap_or(Bson::Null)),
+            "c" => {
+                let uuid =
+                    entry.get_binary("ui").ok().and_then(|b| bson::Uuid::from_bytes(b.bytes.try_into().ok()?).into());
+                self.apply_command(db, get_doc("o")?, uuid)
+            }
+            "n" => Ok(()),
+            other => Err(Error::bad_value(format!("unknown oplog operation '{other}'"))),
+        }
+    }
+
+    /// An insert (`update_of: None`: `change` is the document) or an update of the document
+    /// `update_of` (`change`: a `$v: 2` diff or the whole new version).
+    fn apply_put(&self, db: &str, name: &str, change: &RawDocument, update_of: Option<Bson>) -> Result<()> {
+        let cx = &self.cx;
+        let mut locked = match cx.catalog.lock(db, name) {
+            Some(locked) => locked,
+            None if update_of.is_some() => return Ok(()),
+            None => quietly(|| ddl::lock_or_create(cx, db, name))?,
+        };
+        let id = match &update_of {
+            Some(id) => id.clone(),
+            None => document_id(change)?.unwrap_or(Bson::Null),
+        };
+        let key = id_key(&id);
+        let current = cx.latest_document(&locked.collection, &key)?;
+        let new = match (&update_of, &current) {
+            (None, _) => change.to_owned(),
+            (Some(_), None) => return Ok(()),
+            (Some(_), Some(old)) => updated(old, change)?,
+        };
+        let mut write = DocumentWrite::new(cx, &locked.collection);
+        match &current {
+            Some(old) => write.replace(&key, old, &new)?,
+            None => write.insert(&key, &new)?,
+        }
+        locked.collection = write.commit(Durability::Periodic, &[&new])?;
+        Ok(())
+    }
+
+    fn apply_delete(&self, db: &str, name: &str, id: Bson) -> Result<()> {
+        let cx = &self.cx;
+        let Some(mut locked) = cx.catalog.lock(db, name) else { return Ok(()) };
+        let key = id_key(&id);
+        let Some(current) = cx.latest_document(&locked.collection, &key)? else { return Ok(()) };
+        let mut write = DocumentWrite::new(cx, &locked.collection);
+        write.remove(&key, &current)?;
+        locked.collection = write.commit(Durability::Periodic, &[&current])?;
+        Ok(())
+    }
+
+    fn apply_command(&self, db: &str, mut command: Document, uuid: Option<bson::Uuid>) -> Result<()> {
+        let Some((verb, target)) = command.iter().next().map(|(k, v)| (k.clone(), v.clone())) else {
+            return Err(Error::bad_value("empty oplog command"));
+        };
+        command.remove(&verb);
+        let name = target.as_str().unwrap_or_default().to_owned();
+        let collection = self.collection((db, name.as_str()));
+        let tolerate = |outcome: Result<()>, benign: fn(&Error) -> bool| match outcome {
+            Err(error) if benign(&error) => Ok(()),
+            other => other,
+        };
+        match verb.as_str() {
+            "create" => {
+                let created = collection.create_with_uuid(command, uuid);
+                tolerate(created, |e| matches!(e, Error::NamespaceExists(_)))
+            }
+            "drop" => collection.drop().map(drop),
+            "dropDatabase" => self.drop_database(db),
+            "renameCollection" => {
+                let to = command.get_str("to").map_err(|e| Error::bad_value(format!("renameCollection to: {e}")))?;
+                let (to_db, to_name) = to.split_once('.').unwrap_or((to, ""));
+                let (from_db, from_name) = name.split_once('.').unwrap_or((db, &name));
+                let drop_target = command.get_bool("dropTarget").unwrap_or(false);
+                self.collection((from_db, from_name)).rename((to_db, to_name), drop_target)
+            }
+            "createIndexes" => collection.create_indexes(&[command]).map(drop),
+            "dropIndexes" => {
+                let index = command.get_str("index").unwrap_or_default().to_owned();
+                let dropped = collection.drop_indexes(&IndexSelector::Name(index));
+                tolerate(dropped.map(drop), |e| matches!(e, Error::IndexNotFound(_)))
+            }
+            "collMod" => match command.remove("index") {
+                Some(Bson::Document(mut index)) => {
+                    let selector = match index.remove("name") {
+                        Some(Bson::String(name)) => IndexSelector::Name(name),
+                        _ => IndexSelector::KeyPattern(index.get_document("keyPattern").cloned().unwrap_or_default()),
+                    };
+                    index.remove("keyPattern");
+                    collection.modify_index(&selector, &index).map(drop)
+                }
+                _ => collection.set_options(command),
+            },
+            "applyOps" => {
+                let operations = command.get_array("applyOps").map_err(|e| Error::bad_value(e.to_string()))?;
+                for operation in operations {
+                    let Some(operation) = operation.as_document() else { continue };
+                    let raw = bson::RawDocumentBuf::try_from(operation).map_err(|e| Error::bad_value(e.to_string()))?;
+                    quietly(|| self.apply_change(&raw))?;
+                }
+                Ok(())
+            }
+            other => Err(Error::IllegalOperation(format!("cannot apply the oplog command '{other}'"))),
+        }
+    }
+}
+
+/// The new version of `old` after an update entry's `o`: a `$v: 2` diff applied, or the
+/// replacement itself.
+fn updated(old: &RawDocument, change: &RawDocument) -> Result<bson::RawDocumentBuf> {
+    let change = Document::try_from(change).map_err(|e| Error::bad_value(format!("update o: {e}")))?;
+    let new = match change.get_document("diff") {
+        Ok(diff) if change.contains_key("$v") => {
+            let old = Document::try_from(old).map_err(|e| Error::corrupt(format!("document: {e}")))?;
+            super::diff::apply(&old, diff)
+        }
+        _ => change,
+    };
+    bson::RawDocumentBuf::try_from(&new).map_err(|e| Error::bad_value(format!("updated document: {e}")))
+}

@@ -1,0 +1,251 @@
+//! A replica set's configuration (`rs.conf()`), checked as mongod checks it: members with
+//! `_id`, `host`, `priority`, `votes`, `hidden`, `secondaryDelaySecs`, `buildIndexes`, `tags`;
+//! at most 50 members of which at most 7 vote; a member that may never be primary (priority 0)
+//! is the only kind that may be hidden, delayed or skip index builds.
+//!
+//! The consensus library names members by a non-zero number: a member's is its `_id` + 1.
+
+use bson::{Bson, Document, doc};
+use wire::ErrorCode;
+
+use crate::error::CommandError;
+
+/// MongoDB's limits.
+pub const MAX_MEMBERS: usize = 50;
+pub const MAX_VOTING_MEMBERS: usize = 7;
+
+/// One member, as the configuration describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub id: i32,
+    pub host: String,
+    pub priority: f64,
+    pub votes: bool,
+    pub hidden: bool,
+    pub secondary_delay_secs: i64,
+    pub build_indexes: bool,
+    pub tags: Document,
+}
+
+impl Member {
+    /// The consensus library's name for this member.
+    pub fn raft_id(&self) -> u64 {
+        self.id as u64 + 1
+    }
+
+    /// The member as `rs.conf()` shows it.
+    pub fn document(&self) -> Document {
+        doc! {
+            "_id": self.id, "host": self.host.clone(), "arbiterOnly": false,
+            "buildIndexes": self.build_indexes, "hidden": self.hidden, "priority": self.priority,
+            "tags": self.tags.clone(), "secondaryDelaySecs": self.secondary_delay_secs,
+            "votes": i32::from(self.votes),
+        }
+    }
+}
+
+/// A checked configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetConfig {
+    pub name: String,
+    pub version: i64,
+    pub term: i64,
+    pub members: Vec<Member>,
+    pub settings: Document,
+}
+
+fn invalid(message: impl Into<String>) -> CommandError {
+    CommandError::new(ErrorCode::InvalidReplicaSetConfig, message)
+}
+
+impl SetConfig {
+    /// Checks `config` (as given to `replSetInitiate` or `replSetReconfig`) for the set `name`.
+    pub fn parse(config: &Document, name: &str) -> Result<SetConfig, CommandError> {
+        match config.get_str("_id") {
+            Ok(given) if given == name => {}
+            Ok(given) => {
+                return Err(invalid(format!(
+                    "Attempting to initiate a replica set with name {given}, but command line reports {name}; rejecting"
+                )));
+            }
+            Err(_) => return Err(invalid("the configuration needs an _id, the set's name")),
+        }
+        let listed = config.get_array("members").map_err(|_| invalid("the configuration needs a members array"))?;
+        let members = listed.iter().map(parse_member).collect::<Result<Vec<_>, _>>()?;
+        let set = SetConfig {
+            name: name.to_owned(),
+            version: config.get("version").and_then(crate::command::as_i64).unwrap_or(1),
+            term: config.get("term").and_then(crate::command::as_i64).unwrap_or(0),
+            members,
+            settings: config.get_document("settings").cloned().unwrap_or_default(),
+        };
+        set.check()?;
+        Ok(set)
+    }
+
+    fn check(&self) -> Result<(), CommandError> {
+        if self.members.is_empty() {
+            return Err(invalid("a replica set needs at least one member"));
+        }
+        if self.members.len() > MAX_MEMBERS {
+            return Err(invalid(format!("a replica set has at most {MAX_MEMBERS} members")));
+        }
+        let voting = self.members.iter().filter(|m| m.votes).count();
+        if voting > MAX_VOTING_MEMBERS {
+            return Err(invalid(format!(
+                "a replica set has at most {MAX_VOTING_MEMBERS} voting members; this has {voting}"
+            )));
+        }
+        if !self.members.iter().any(|m| m.votes && m.priority > 0.0) {
+            return Err(invalid("at least one voting member must be electable (priority above 0)"));
+        }
+        for (i, member) in self.members.iter().enumerate() {
+            for other in &self.members[..i] {
+                if other.id == member.id {
+                    return Err(invalid(format!("two members have _id {}", member.id)));
+                }
+                if other.host == member.host {
+                    return Err(invalid(format!("two members have host {}", member.host)));
+                }
+            }
+        }
+        if self.version < 1 {
+            return Err(invalid("version must be at least 1"));
+        }
+        Ok(())
+    }
+
+    pub fn member(&self, raft_id: u64) -> Option<&Member> {
+        self.members.iter().find(|m| m.raft_id() == raft_id)
+    }
+
+    pub fn member_at(&self, host: &str) -> Option<&Member> {
+        self.members.iter().find(|m| m.host == host)
+    }
+
+    pub fn voters(&self) -> Vec<u64> {
+        self.members.iter().filter(|m| m.votes).map(Member::raft_id).collect()
+    }
+
+    pub fn learners(&self) -> Vec<u64> {
+        self.members.iter().filter(|m| !m.votes).map(Member::raft_id).collect()
+    }
+
+    /// How many voting members make a majority.
+    pub fn majority(&self) -> usize {
+        self.members.iter().filter(|m| m.votes).count() / 2 + 1
+    }
+
+    /// The configuration as `rs.conf()` shows it.
+    pub fn document(&self) -> Document {
+        let mut settings = doc! {
+            "chainingAllowed": true, "heartbeatIntervalMillis": 2000,
+            "heartbeatTimeoutSecs": 10, "electionTimeoutMillis": super::consensus::ELECTION_TIMEOUT_MS as i64,
+            "catchUpTimeoutMillis": -1, "getLastErrorModes": {}, "getLastErrorDefaults": {"w": 1, "wtimeout": 0},
+        };
+        settings.extend(self.settings.clone());
+        doc! {
+            "_id": self.name.clone(), "version": self.version, "term": self.term,
+            "members": self.members.iter().map(|m| Bson::Document(m.document())).collect::<Vec<_>>(),
+            "protocolVersion": 1_i64, "writeConcernMajorityJournalDefault": true, "settings": settings,
+        }
+    }
+}
+
+fn parse_member(value: &Bson) -> Result<Member, CommandError> {
+    let member = value.as_document().ok_or_else(|| invalid("each member must be a document"))?;
+    let id = member.get("_id").and_then(crate::command::as_i64).ok_or_else(|| invalid("each member needs an _id"))?;
+    if !(0..=255).contains(&id) {
+        return Err(invalid(format!("member _id {id} is not between 0 and 255")));
+    }
+    let host = member.get_str("host").map_err(|_| invalid(format!("member {id} needs a host")))?.to_owned();
+    if !host.contains(':') {
+        return Err(invalid(format!("member {id}'s host '{host}' must be host:port")));
+    }
+    if member.get_bool("arbiterOnly").unwrap_or(false) {
+        return Err(invalid("arbiters are not supported: give the set another data-bearing member"));
+    }
+    let number = |key: &str, default: f64| member.get(key).and_then(as_f64).unwrap_or(default);
+    let priority = number("priority", 1.0);
+    if !(0.0..=1000.0).contains(&priority) {
+        return Err(invalid(format!("member {id}'s priority must be between 0 and 1000")));
+    }
+    let votes = match number("votes", 1.0) {
+        v if v == 0.0 => false,
+        v if v == 1.0 => true,
+        v => return Err(invalid(format!("member {id}'s votes must be 0 or 1, not {v}"))),
+    };
+    if !votes && priority > 0.0 {
+        return Err(invalid(format!("member {id} has votes 0, so its priority must be 0")));
+    }
+    let hidden = member.get_bool("hidden").unwrap_or(false);
+    let secondary_delay_secs = number("secondaryDelaySecs", number("slaveDelay", 0.0)) as i64;
+    let build_indexes = member.get_bool("buildIndexes").unwrap_or(true);
+    if priority > 0.0 && (hidden || secondary_delay_secs > 0 || !build_indexes) {
+        return Err(invalid(format!(
+            "member {id} is hidden, delayed or does not build indexes, so its priority must be 0"
+        )));
+    }
+    Ok(Member {
+        id: id as i32,
+        host,
+        priority,
+        votes,
+        hidden,
+        secondary_delay_secs,
+        build_indexes,
+        tags: member.get_document("tags").cloned().unwrap_or_default(),
+    })
+}
+
+fn as_f64(value: &Bson) -> Option<f64> {
+    match value {
+        Bson::Double(number) => Some(*number),
+        Bson::Int32(number) => Some(f64::from(*number)),
+        Bson::Int64(number) => Some(*number as f64),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn three() -> Document {
+        doc! {"_id": "rs", "members": [
+            {"_id": 0, "host": "127.0.0.1:1"}, {"_id": 1, "host": "127.0.0.1:2", "priority": 2},
+            {"_id": 2, "host": "127.0.0.1:3", "priority": 0, "votes": 0, "hidden": true},
+        ]}
+    }
+
+    /// Goal: mongod's rules on members hold. Method: a valid set, then one breach at a time.
+    #[test]
+    fn member_rules() {
+        let set = SetConfig::parse(&three(), "rs").unwrap();
+        assert_eq!(set.voters(), vec![1, 2]);
+        assert_eq!(set.learners(), vec![3]);
+        assert_eq!(set.majority(), 2);
+        let breach = |edit: fn(&mut Document)| {
+            let mut config = three();
+            edit(&mut config);
+            SetConfig::parse(&config, "rs").unwrap_err().code
+        };
+        let bad = ErrorCode::InvalidReplicaSetConfig;
+        assert_eq!(breach(|c| c.insert("_id", "other")), bad);
+        assert_eq!(
+            breach(|c| c.insert("members", vec![Bson::Document(doc! {"_id": 0, "host": "h:1", "hidden": true})])),
+            bad
+        );
+        assert_eq!(
+            breach(|c| c.insert("members", vec![Bson::Document(doc! {"_id": 0, "host": "h:1", "votes": 0})])),
+            bad
+        );
+        assert_eq!(breach(|c| c.insert("members", vec![Bson::Document(doc! {"_id": 0, "host": "nohost"})])), bad);
+        let mut eight = three();
+        eight.insert(
+            "members",
+            (0..8).map(|i| Bson::Document(doc! {"_id": i, "host": format!("h:{i}")})).collect::<Vec<_>>(),
+        );
+        assert_eq!(SetConfig::parse(&eight, "rs").unwrap_err().code, bad);
+    }
+}

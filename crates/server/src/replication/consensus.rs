@@ -1,0 +1,591 @@
+//! The consensus thread: raft-rs (TiKV's port of etcd's Raft, pinned in Cargo.toml) decides
+//! who is primary and in what order the set's changes are committed; this thread maps that
+//! onto MongoDB's replication.
+//!
+//! - **Terms and elections** are the library's: pre-vote, check-quorum (a leader that has not
+//!   heard from a majority for an election timeout steps down), randomized election timeouts
+//!   of 0.5-1 s on 50 ms ticks, priorities (`priority` 0 never campaigns), non-voting members as
+//!   learners, leadership transfer for `replSetStepDown`. The leader of a term is the primary
+//!   once it has applied every entry committed before its term (MongoDB's drain), and its
+//!   oplog entries carry the term as `t`; `electionId` encodes it.
+//! - **The log carries the oplog.** The primary commits each write locally as a standalone does
+//!   (the change and its oplog entry in one engine transaction), then this thread proposes the
+//!   new oplog entries, in `ts` order, as one consensus entry (`{ops: [...]}`). An entry the
+//!   library reports committed is on a majority of the voting members: the majority commit
+//!   point is its last `ts`. Other members apply committed entries' operations through the
+//!   docstore (`Store::apply_replicated`), which writes each into their own oplog unchanged;
+//!   their oplog is therefore always a prefix of the primary's.
+//! - **Divergence.** A primary that loses its majority may hold entries the set never
+//!   committed. When such a member meets the new primary's history it stops applying and says
+//!   so (state RECOVERING, `rs.status().infoMessage`): rolling those entries back is not built
+//!   yet (docs/RELIABILITY.md). No write acknowledged with `w: "majority"` is among them.
+//! - **Membership** changes are the library's configuration changes (joint consensus), each
+//!   carrying the new replica-set configuration document.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use bson::{Bson, Document, RawDocumentBuf, Timestamp, rawdoc};
+use protobuf::Message as _;
+use raft::prelude::{ConfChangeSingle, ConfChangeType, ConfChangeV2, ConfState, Entry, EntryType, Message, Snapshot};
+use raft::{RawNode, StateRole};
+use tracing::{error, info, warn};
+
+use super::config::SetConfig;
+use super::log_store::LogStore;
+use super::progress::{MemberProgress, Progress, State};
+use super::transport::Transport;
+
+/// One tick of the library's clock.
+pub const TICK: Duration = Duration::from_millis(50);
+/// Ticks without a leader before a follower campaigns (randomized up to twice this).
+const ELECTION_TICKS: usize = 10;
+const HEARTBEAT_TICKS: usize = 2;
+pub const ELECTION_TIMEOUT_MS: u64 = TICK.as_millis() as u64 * ELECTION_TICKS as u64;
+/// Oplog entries proposed in one consensus entry at most.
+const OPS_PER_ENTRY: usize = 1000;
+
+/// What the rest of the server asks of the consensus thread.
+pub enum Input {
+    /// Messages from other members.
+    Messages(Vec<Message>),
+    /// The oplog grew (the primary proposes what is new).
+    Appended,
+    /// Start an election now (the member that initiated the set).
+    Campaign,
+    /// Hand the primary role to the most up-to-date electable member.
+    StepDown,
+    /// Do not campaign until this instant.
+    Freeze(Option<Instant>),
+    /// Change the membership to `config` (`rs.add`, `rs.remove`, `rs.reconfig`).
+    Reconfigure { config: SetConfig, reply: Sender<Result<(), String>> },
+    /// A peer could not be reached.
+    Unreachable(u64),
+}
+
+/// The handle the server keeps.
+pub struct Consensus {
+    pub inbox: Sender<Input>,
+}
+
+/// Called when the member's role, term or primary changes (to wake awaitable `hello`s).
+pub type OnChange = Box<dyn Fn(&SetConfig) + Send>;
+
+impl Consensus {
+    /// Starts the thread for member `id` over `log` (bootstrapped: see `LogStore::bootstrap`).
+    pub fn start(
+        id: u64,
+        config: SetConfig,
+        log: LogStore,
+        store: Arc<docstore::Store>,
+        progress: Arc<Progress>,
+        on_change: OnChange,
+    ) -> Result<Consensus, String> {
+        let (inbox, receiver) = std::sync::mpsc::channel();
+        let (unreachable_tx, mut unreachable_rx) = tokio::sync::mpsc::unbounded_channel();
+        let runtime = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
+        let forward = inbox.clone();
+        runtime.spawn(async move {
+            while let Some(id) = unreachable_rx.recv().await {
+                if forward.send(Input::Unreachable(id)).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut transport = Transport::new(runtime, unreachable_tx);
+        transport.set_peers(&peers(&config, id));
+        let node = Node::new(id, config, log, store, progress, transport, on_change)?;
+        std::thread::Builder::new()
+            .name("consensus".into())
+            .spawn(move || node.run(receiver))
+            .map_err(|e| e.to_string())?;
+        Ok(Consensus { inbox })
+    }
+}
+
+fn peers(config: &SetConfig, me: u64) -> Vec<(u64, String)> {
+    config.members.iter().filter(|m| m.raft_id() != me).map(|m| (m.raft_id(), m.host.clone())).collect()
+}
+
+fn raft_config(id: u64, priority: f64) -> raft::Config {
+    raft::Config {
+        id,
+        election_tick: ELECTION_TICKS,
+        heartbeat_tick: HEARTBEAT_TICKS,
+        max_size_per_msg: 4 << 20,
+        max_inflight_msgs: 256,
+        check_quorum: true,
+        pre_vote: true,
+        // MongoDB's priorities are 0-1000 with fractions; the library's are integers.
+        priority: (priority * 1000.0) as i64,
+        ..raft::Config::default()
+    }
+}
+
+struct Node {
+    raw: RawNode<LogStore>,
+    log: LogStore,
+    store: Arc<docstore::Store>,
+    progress: Arc<Progress>,
+    transport: Transport,
+    config: SetConfig,
+    on_change: OnChange,
+    /// The `ts` of the newest operation taken from the committed log (applied here, or found
+    /// already here).
+    last_raft_ts: u64,
+    /// The newest `ts` proposed (as primary).
+    proposed_ts: u64,
+    /// Entries proposed in this term not yet known to every member: (index, last ts).
+    in_flight: VecDeque<(u64, u64)>,
+    /// Set once this member's data left the set's history; it then applies nothing.
+    diverged: Option<String>,
+    frozen_until: Option<Instant>,
+    published: (StateRole, u64, u64, bool),
+}
+
+impl Node {
+    fn new(
+        id: u64,
+        config: SetConfig,
+        log: LogStore,
+        store: Arc<docstore::Store>,
+        progress: Arc<Progress>,
+        transport: Transport,
+        on_change: OnChange,
+    ) -> Result<Node, String> {
+        let priority = config.member(id).map_or(0.0, |m| m.priority);
+        let logger = slog::Logger::root(slog::Discard, slog::o!());
+        let raw = RawNode::new(&raft_config(id, priority), log.clone(), &logger).map_err(|e| e.to_string())?;
+        let base = base_ts(&log.base().1);
+        store.set_originates(false);
+        Ok(Node {
+            raw,
+            log,
+            store,
+            progress,
+            transport,
+            config,
+            on_change,
+            last_raft_ts: base,
+            proposed_ts: base,
+            in_flight: VecDeque::new(),
+            diverged: None,
+            frozen_until: None,
+            published: (StateRole::Follower, 0, 0, false),
+        })
+    }
+
+    fn run(mut self, inbox: Receiver<Input>) {
+        let mut next_tick = Instant::now() + TICK;
+        loop {
+            let wait = next_tick.saturating_duration_since(Instant::now());
+            match inbox.recv_timeout(wait) {
+                Ok(input) => {
+                    self.handle(input);
+                    while let Ok(input) = inbox.try_recv() {
+                        self.handle(input);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+            let now = Instant::now();
+            if now >= next_tick {
+                self.tick(now);
+                next_tick = (next_tick + TICK).max(now);
+            }
+            self.propose_new_ops();
+            if let Err(failure) = self.on_ready() {
+                error!(%failure, "consensus: persisting or applying failed; this member stops replicating");
+                self.diverge(format!("consensus storage failed: {failure}"));
+                return;
+            }
+            self.publish();
+        }
+    }
+
+    fn handle(&mut self, input: Input) {
+        match input {
+            Input::Messages(messages) => {
+                for message in messages {
+                    // A message for an older configuration or from a stranger is dropped by
+                    // the library; errors here are of that kind.
+                    let _ = self.raw.step(message);
+                }
+            }
+            Input::Appended => {}
+            Input::Campaign => {
+                let _ = self.raw.campaign();
+            }
+            Input::StepDown => self.step_down(),
+            Input::Freeze(until) => self.frozen_until = until,
+            Input::Reconfigure { config, reply } => {
+                let _ = reply.send(self.reconfigure(config));
+            }
+            Input::Unreachable(id) => self.raw.report_unreachable(id),
+        }
+    }
+
+    fn tick(&mut self, now: Instant) {
+        let frozen = self.frozen_until.is_some_and(|until| now < until);
+        if frozen && self.raw.raft.state != StateRole::Leader {
+            // A frozen member does not campaign: its election clock does not run.
+            return;
+        }
+        self.raw.tick();
+    }
+
+    /// `replSetStepDown`: transfer leadership to the member that has the most of the log.
+    fn step_down(&mut self) {
+        if self.raw.raft.state != StateRole::Leader {
+            return;
+        }
+        let me = self.raw.raft.id;
+        let best = self
+            .raw
+            .raft
+            .prs()
+            .iter()
+            .filter(|(id, _)| **id != me && self.config.member(**id).is_some_and(|m| m.priority > 0.0 && m.votes))
+            .max_by_key(|(_, progress)| progress.matched)
+            .map(|(id, _)| *id);
+        if let Some(target) = best {
+            info!(to = target, "stepping down: handing the primary role over");
+            self.raw.transfer_leader(target);
+        }
+    }
+
+    /// Proposes a membership change to `config` (joint consensus when several members change).
+    fn reconfigure(&mut self, config: SetConfig) -> Result<(), String> {
+        if self.raw.raft.state != StateRole::Leader {
+            return Err("not primary".into());
+        }
+        let old = (self.config.voters(), self.config.learners());
+        let mut changes = Vec::new();
+        let mut change = |kind: ConfChangeType, id: u64| {
+            let mut single = ConfChangeSingle::default();
+            single.set_change_type(kind);
+            single.node_id = id;
+            changes.push(single);
+        };
+        for id in config.voters() {
+            if !old.0.contains(&id) {
+                change(ConfChangeType::AddNode, id);
+            }
+        }
+        for id in config.learners() {
+            if !old.1.contains(&id) {
+                change(ConfChangeType::AddLearnerNode, id);
+            }
+        }
+        for id in old.0.iter().chain(&old.1) {
+            if config.member(*id).is_none() {
+                change(ConfChangeType::RemoveNode, *id);
+            }
+        }
+        let context = RawDocumentBuf::try_from(&config.document()).map_err(|e| e.to_string())?.into_bytes();
+        let mut cc = ConfChangeV2::default();
+        cc.set_changes(changes.into());
+        self.raw.propose_conf_change(context, cc).map_err(|e| e.to_string())
+    }
+
+    /// As primary, once drained: proposes the oplog entries committed locally since the last
+    /// proposal, in `ts` order.
+    fn propose_new_ops(&mut self) {
+        if !self.is_writable() {
+            return;
+        }
+        loop {
+            let Ok(ops) = self.store.oplog_after(from_u64(self.proposed_ts), OPS_PER_ENTRY) else { return };
+            let Some((last, _)) = ops.last() else { return };
+            let last = as_u64(*last);
+            let mut array = bson::RawArrayBuf::new();
+            for (_, op) in &ops {
+                array.push(op.clone());
+            }
+            let data = rawdoc! {"ops": array}.into_bytes();
+            if self.raw.propose(Vec::new(), data).is_err() {
+                return;
+            }
+            let index = self.raw.raft.raft_log.last_index();
+            self.proposed_ts = last;
+            self.in_flight.push_back((index, last));
+            if ops.len() < OPS_PER_ENTRY {
+                return;
+            }
+        }
+    }
+
+    fn is_writable(&self) -> bool {
+        self.raw.raft.state == StateRole::Leader
+            && self.diverged.is_none()
+            && self.raw.raft.raft_log.applied >= self.term_start()
+    }
+
+    /// The index of the first entry of this leader's term (the library appends an empty one
+    /// at each election); once applied, everything committed before the term is applied too.
+    fn term_start(&self) -> u64 {
+        let term = self.raw.raft.term;
+        let log = &self.raw.raft.raft_log;
+        let mut index = log.last_index();
+        while index > log.applied && log.term(index - 1).is_ok_and(|t| t == term) {
+            index -= 1;
+        }
+        index
+    }
+
+    fn on_ready(&mut self) -> Result<(), String> {
+        if !self.raw.has_ready() {
+            return Ok(());
+        }
+        let mut ready = self.raw.ready();
+        if !ready.messages().is_empty() {
+            self.transport.send(ready.take_messages());
+        }
+        if *ready.snapshot() != Snapshot::default() {
+            self.log.apply_snapshot(ready.snapshot()).map_err(|e| e.to_string())?;
+        }
+        self.apply(ready.take_committed_entries())?;
+        self.log.append(ready.entries(), ready.hs()).map_err(|e| e.to_string())?;
+        if !ready.persisted_messages().is_empty() {
+            self.transport.send(ready.take_persisted_messages());
+        }
+        let mut light = self.raw.advance(ready);
+        self.transport.send(light.take_messages());
+        self.apply(light.take_committed_entries())?;
+        self.raw.advance_apply();
+        Ok(())
+    }
+
+    fn apply(&mut self, entries: Vec<Entry>) -> Result<(), String> {
+        for entry in entries {
+            match entry.get_entry_type() {
+                EntryType::EntryNormal if entry.data.is_empty() => {}
+                EntryType::EntryNormal => self.apply_ops(&entry.data)?,
+                EntryType::EntryConfChange | EntryType::EntryConfChangeV2 => self.apply_conf_change(&entry)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies a committed entry's oplog operations (those this member does not hold yet).
+    fn apply_ops(&mut self, data: &[u8]) -> Result<(), String> {
+        let entry = bson::RawDocument::from_bytes(data).map_err(|e| e.to_string())?;
+        let ops = entry.get_array("ops").map_err(|e| e.to_string())?;
+        for op in ops {
+            let op = op.map_err(|e| e.to_string())?;
+            let Some(op) = op.as_document() else { continue };
+            if self.diverged.is_some() {
+                return Ok(());
+            }
+            let ts = op.get_timestamp("ts").map_err(|e| e.to_string())?;
+            let term = op.get_i64("t").unwrap_or(0);
+            let local_last = self.store.oplog().map_or(0, |oplog| as_u64(oplog.last()));
+            if as_u64(ts) <= local_last {
+                // Already here (this member wrote it as primary, or applied it before a
+                // restart) — or this member holds something else at that point.
+                let trimmed = self.store.oplog_first().map_err(|e| e.to_string())?.is_none_or(|first| ts < first);
+                match self.store.oplog_entry(ts).map_err(|e| e.to_string())? {
+                    Some(local) if local.get_i64("t").ok() == Some(term) => self.last_raft_ts = as_u64(ts),
+                    // Older than the capped oplog keeps: applied long ago.
+                    None if trimmed => self.last_raft_ts = as_u64(ts),
+                    _ => {
+                        self.diverge(format!(
+                            "this member's oplog differs from the set's at {ts:?}: it holds entries the set did not commit"
+                        ));
+                        return Ok(());
+                    }
+                }
+                continue;
+            }
+            if local_last > self.last_raft_ts {
+                self.diverge(format!(
+                    "this member holds oplog entries after {:?} that the set did not commit",
+                    from_u64(self.last_raft_ts)
+                ));
+                return Ok(());
+            }
+            self.store.apply_replicated(op).map_err(|e| format!("applying the oplog entry at {ts:?}: {e}"))?;
+            self.last_raft_ts = as_u64(ts);
+        }
+        Ok(())
+    }
+
+    fn apply_conf_change(&mut self, entry: &Entry) -> Result<(), String> {
+        let (conf, context): (ConfState, Vec<u8>) = match entry.get_entry_type() {
+            EntryType::EntryConfChange => {
+                let cc = raft::prelude::ConfChange::parse_from_bytes(&entry.data).map_err(|e| e.to_string())?;
+                (self.raw.apply_conf_change(&cc).map_err(|e| e.to_string())?, cc.context.to_vec())
+            }
+            _ => {
+                let cc = ConfChangeV2::parse_from_bytes(&entry.data).map_err(|e| e.to_string())?;
+                (self.raw.apply_conf_change(&cc).map_err(|e| e.to_string())?, cc.context.to_vec())
+            }
+        };
+        self.log.set_conf(conf).map_err(|e| e.to_string())?;
+        if !context.is_empty() {
+            let document = Document::from_reader(&context[..]).map_err(|e| e.to_string())?;
+            let config = SetConfig::parse(&document, &self.config.name).map_err(|e| e.message)?;
+            info!(version = config.version, members = config.members.len(), "new replica set configuration");
+            self.transport.set_peers(&peers(&config, self.raw.raft.id));
+            if let Some(me) = config.member(self.raw.raft.id) {
+                self.raw.set_priority((me.priority * 1000.0) as i64);
+            }
+            self.config = config;
+            (self.on_change)(&self.config);
+        }
+        Ok(())
+    }
+
+    fn diverge(&mut self, why: String) {
+        if self.diverged.is_none() {
+            error!(%why, "this member stopped applying the set's oplog (state RECOVERING)");
+            self.diverged = Some(why);
+        }
+    }
+
+    /// Publishes the state for the server, and logs and announces role changes.
+    fn publish(&mut self) {
+        let raft = &self.raw.raft;
+        let writable = self.is_writable();
+        let now = (raft.state, raft.term, raft.leader_id, writable);
+        let changed = now != self.published;
+        if changed {
+            self.on_role_change(now);
+        }
+        let raft = &self.raw.raft;
+        let committed = raft.raft_log.committed;
+        let local_last = self.store.oplog().map_or(0, |oplog| as_u64(oplog.last()));
+        let ts_at = |index: u64, in_flight: &VecDeque<(u64, u64)>, floor: u64| {
+            in_flight.iter().take_while(|(i, _)| *i <= index).last().map_or(floor, |(_, ts)| *ts)
+        };
+        let (majority_ts, members) = if raft.state == StateRole::Leader {
+            // Entries before this term's proposals are committed (drained) and on every member
+            // that matched past them; a member's own oplog is as far as it has committed locally.
+            let floor = self.last_raft_ts.min(self.proposed_ts);
+            let majority = ts_at(committed, &self.in_flight, floor).max(floor);
+            let members = raft
+                .prs()
+                .iter()
+                .map(|(id, progress)| MemberProgress {
+                    raft_id: *id,
+                    matched_ts: if *id == raft.id { local_last } else { ts_at(progress.matched, &self.in_flight, 0) },
+                    active: *id == raft.id || progress.recent_active,
+                })
+                .collect();
+            (majority, members)
+        } else {
+            let me = MemberProgress { raft_id: raft.id, matched_ts: self.last_raft_ts, active: true };
+            (self.last_raft_ts, vec![me])
+        };
+        if raft.state == StateRole::Leader {
+            let slowest = raft.prs().iter().map(|(_, p)| p.matched).min().unwrap_or(0);
+            while self.in_flight.len() > 1 && self.in_flight.get(1).is_some_and(|(i, _)| *i <= slowest.min(committed)) {
+                self.in_flight.pop_front();
+            }
+        }
+        let state = match (&self.diverged, raft.state, writable) {
+            (Some(_), _, _) => State::Recovering,
+            (None, _, true) => State::Primary,
+            (None, _, false) => State::Secondary,
+        };
+        let diverged = self.diverged.clone();
+        let applied_ts = self.last_raft_ts.max(if writable { local_last } else { 0 });
+        let (term, leader) = (raft.term, (raft.leader_id != 0).then_some(raft.leader_id));
+        self.progress.publish(|published| {
+            published.state = state;
+            published.term = term;
+            published.leader = leader;
+            published.writable = writable;
+            published.majority_ts = majority_ts;
+            published.applied_ts = applied_ts;
+            published.members = members;
+            published.diverged = diverged;
+        });
+        if changed {
+            (self.on_change)(&self.config);
+        }
+    }
+
+    fn on_role_change(&mut self, now: (StateRole, u64, u64, bool)) {
+        let (role, term, leader, writable) = now;
+        let was_writable = self.published.3;
+        self.published = now;
+        if writable && !was_writable {
+            // Drained: the primary's entries carry its term; what it holds past the committed
+            // log (written in an earlier term of its own, never proposed) is proposed now.
+            if let Some(oplog) = self.store.oplog() {
+                oplog.set_term(term as i64);
+            }
+            self.proposed_ts = self.last_raft_ts;
+            self.in_flight.clear();
+            self.store.set_originates(true);
+            let elected = bson::DateTime::now().timestamp_millis();
+            self.progress.publish(|published| {
+                published.elected_at_ms = Some(elected);
+                published.elections_won += 1;
+            });
+            info!(term, "this member is now PRIMARY");
+        } else if was_writable && !writable {
+            self.store.set_originates(false);
+            warn!(term, ?role, "this member stepped down: no longer PRIMARY");
+        } else {
+            info!(term, ?role, leader, "replica set state changed");
+        }
+    }
+}
+
+/// The `ts` the set's log starts after (a field of the base configuration document, see
+/// `Replication::initiate`).
+pub fn base_ts(base: &[u8]) -> u64 {
+    Document::from_reader(base)
+        .ok()
+        .and_then(|d| d.get("baseTs").cloned())
+        .and_then(|value| match value {
+            Bson::Timestamp(ts) => Some(as_u64(ts)),
+            _ => None,
+        })
+        .unwrap_or(0)
+}
+
+pub fn as_u64(ts: Timestamp) -> u64 {
+    (u64::from(ts.time) << 32) | u64::from(ts.increment)
+}
+
+pub fn from_u64(value: u64) -> Timestamp {
+    Timestamp { time: (value >> 32) as u32, increment: value as u32 }
+}
+
+/// The consensus log's base configuration document: the set's configuration and the oplog
+/// position the log starts after.
+pub fn base_document(config: &SetConfig, base_ts: Timestamp) -> Vec<u8> {
+    let mut document = config.document();
+    document.insert("baseTs", base_ts);
+    RawDocumentBuf::try_from(&document).map(RawDocumentBuf::into_bytes).unwrap_or_default()
+}
+
+/// The base configuration a member joins with, and its consensus membership.
+pub fn conf_state(config: &SetConfig) -> ConfState {
+    let mut conf = ConfState::default();
+    conf.set_voters(config.voters());
+    conf.set_learners(config.learners());
+    conf
+}
+
+/// A `replSetRaftJoin` command: the log's base, and the set's configuration now.
+pub fn join_command(
+    set: &str,
+    member_host: &str,
+    base: &(ConfState, Vec<u8>),
+    config: &Document,
+) -> Result<RawDocumentBuf, String> {
+    let conf = base.0.write_to_bytes().map_err(|e| e.to_string())?;
+    let binary = |bytes: Vec<u8>| bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes };
+    let config = RawDocumentBuf::try_from(config).map_err(|e| e.to_string())?;
+    Ok(rawdoc! {
+        "replSetRaftJoin": set, "host": member_host, "conf": binary(conf), "base": binary(base.1.clone()),
+        "config": config, "$db": "admin",
+    })
+}

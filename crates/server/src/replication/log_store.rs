@@ -1,0 +1,214 @@
+//! The consensus library's storage (`raft::Storage`) over the member's durable consensus log
+//! in the docstore (`docstore::RaftLog`): entries, the hard state (term, vote, commit) and the
+//! membership (conf state), each written durably before the library is told it is.
+//!
+//! The last index and the terms around the compaction point are kept in memory as well (the
+//! library asks for them on every message); entries are read from the engine.
+
+use std::sync::Arc;
+
+use protobuf::Message as _;
+use raft::prelude::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
+use raft::{GetEntriesContext, RaftState, StorageError};
+
+/// The names of the states kept beside the entries.
+const HARD_STATE: &str = "hard";
+const CONF_STATE: &str = "conf";
+/// The term of the entry at the compaction point (the library asks for it).
+const COMPACTED_TERM: &str = "compacted_term";
+/// The membership and the set's configuration at the compaction point (the log's base, which
+/// a snapshot carries and a joining member starts from).
+const BASE_CONF: &str = "base_conf";
+const BASE_DATA: &str = "base_data";
+
+/// `raft::Storage` over the docstore's consensus log. Cheap to clone (the node and the
+/// thread that persists share it).
+#[derive(Clone)]
+pub struct LogStore {
+    log: Arc<docstore::RaftLog>,
+    cache: Arc<parking_lot::RwLock<Cache>>,
+}
+
+#[derive(Default)]
+struct Cache {
+    hard: HardState,
+    conf: ConfState,
+    /// The index before the oldest entry kept, and its term.
+    compacted: (u64, u64),
+    last: u64,
+    base_conf: ConfState,
+    base_data: Vec<u8>,
+}
+
+fn storage_error(error: impl std::fmt::Display) -> raft::Error {
+    raft::Error::Store(StorageError::Other(error.to_string().into()))
+}
+
+impl LogStore {
+    pub fn open(store: &docstore::Store) -> Result<LogStore, docstore::Error> {
+        let log = store.raft_log()?;
+        let mut cache = Cache::default();
+        if let Some(bytes) = log.state(HARD_STATE)? {
+            cache.hard = HardState::parse_from_bytes(&bytes).map_err(|e| corrupt(&e))?;
+        }
+        if let Some(bytes) = log.state(CONF_STATE)? {
+            cache.conf = ConfState::parse_from_bytes(&bytes).map_err(|e| corrupt(&e))?;
+        }
+        let compacted_term = log.state(COMPACTED_TERM)?.and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
+        cache.compacted = (log.compacted()?, compacted_term.unwrap_or(0));
+        cache.last = log.last_index()?.unwrap_or(cache.compacted.0);
+        if let Some(bytes) = log.state(BASE_CONF)? {
+            cache.base_conf = ConfState::parse_from_bytes(&bytes).map_err(|e| corrupt(&e))?;
+        }
+        cache.base_data = log.state(BASE_DATA)?.unwrap_or_default();
+        Ok(LogStore { log: Arc::new(log), cache: Arc::new(parking_lot::RwLock::new(cache)) })
+    }
+
+    /// Whether this member was ever given a membership (initiated, or joined a set).
+    pub fn is_initialized(&self) -> bool {
+        self.cache.read().conf != ConfState::default()
+    }
+
+    /// Starts the log at index 1 (term 1) from the set's base: the membership `conf` and the
+    /// configuration the set was founded with. Every founding member does this with the same
+    /// values, and so does a member added later (then the log's entries bring it up to date,
+    /// the change that added it included), so their logs agree from there.
+    pub fn bootstrap(&self, conf: ConfState, config: Vec<u8>) -> raft::Result<()> {
+        let conf_bytes = conf.write_to_bytes().map_err(storage_error)?;
+        let states = [
+            (CONF_STATE, conf_bytes.clone()),
+            (BASE_CONF, conf_bytes),
+            (COMPACTED_TERM, 1u64.to_le_bytes().to_vec()),
+            (BASE_DATA, config.clone()),
+        ];
+        self.log.reset_to(1, &states).map_err(storage_error)?;
+        let mut cache = self.cache.write();
+        cache.conf = conf.clone();
+        cache.base_conf = conf;
+        cache.compacted = (1, 1);
+        cache.last = 1;
+        cache.base_data = config;
+        Ok(())
+    }
+
+    /// The log's base, for a member that joins: the membership and configuration at index 1.
+    pub fn base(&self) -> (ConfState, Vec<u8>) {
+        let cache = self.cache.read();
+        (cache.base_conf.clone(), cache.base_data.clone())
+    }
+
+    /// Persists entries from the library (overwriting from the first one's index) and, if it
+    /// changed, the hard state: one durable write.
+    pub fn append(&self, entries: &[Entry], hard: Option<&HardState>) -> raft::Result<()> {
+        let converted: Vec<docstore::RaftEntry> = entries
+            .iter()
+            .map(|e| Ok(docstore::RaftEntry { index: e.index, term: e.term, bytes: e.write_to_bytes()? }))
+            .collect::<Result<_, protobuf::ProtobufError>>()
+            .map_err(storage_error)?;
+        let mut states = Vec::new();
+        if let Some(hard) = hard {
+            states.push((HARD_STATE, hard.write_to_bytes().map_err(storage_error)?));
+        }
+        if converted.is_empty() && states.is_empty() {
+            return Ok(());
+        }
+        self.log.append(&converted, &states).map_err(storage_error)?;
+        let mut cache = self.cache.write();
+        if let Some(last) = entries.last() {
+            cache.last = last.index;
+        }
+        if let Some(hard) = hard {
+            cache.hard = hard.clone();
+        }
+        Ok(())
+    }
+
+    /// Persists the membership after a configuration change.
+    pub fn set_conf(&self, conf: ConfState) -> raft::Result<()> {
+        let states = [(CONF_STATE, conf.write_to_bytes().map_err(storage_error)?)];
+        self.log.append(&[], &states).map_err(storage_error)?;
+        self.cache.write().conf = conf;
+        Ok(())
+    }
+
+    /// Installs a snapshot from the leader (the log's base: see [`LogStore::snapshot`]).
+    pub fn apply_snapshot(&self, snapshot: &Snapshot) -> raft::Result<()> {
+        let meta = snapshot.get_metadata();
+        if meta.index != 1 {
+            return Err(storage_error("only the log's base can be installed (initial sync is not built yet)"));
+        }
+        self.bootstrap(meta.get_conf_state().clone(), snapshot.data.to_vec())
+    }
+}
+
+fn corrupt(error: &impl std::fmt::Display) -> docstore::Error {
+    docstore::Error::Corruption(format!("consensus state: {error}"))
+}
+
+impl raft::Storage for LogStore {
+    fn initial_state(&self) -> raft::Result<RaftState> {
+        let cache = self.cache.read();
+        Ok(RaftState::new(cache.hard.clone(), cache.conf.clone()))
+    }
+
+    fn entries(
+        &self,
+        low: u64,
+        high: u64,
+        max_size: impl Into<Option<u64>>,
+        _context: GetEntriesContext,
+    ) -> raft::Result<Vec<Entry>> {
+        let (compacted, last) = {
+            let cache = self.cache.read();
+            (cache.compacted.0, cache.last)
+        };
+        if low <= compacted {
+            return Err(raft::Error::Store(StorageError::Compacted));
+        }
+        assert!(high <= last + 1, "the consensus library asked for entries past the last ({high} > {last} + 1)");
+        let stored = self.log.entries(low, high, max_size.into().unwrap_or(u64::MAX)).map_err(storage_error)?;
+        stored.iter().map(|e| Entry::parse_from_bytes(&e.bytes).map_err(storage_error)).collect()
+    }
+
+    fn term(&self, index: u64) -> raft::Result<u64> {
+        let (compacted, last) = {
+            let cache = self.cache.read();
+            (cache.compacted, cache.last)
+        };
+        if index == compacted.0 {
+            return Ok(compacted.1);
+        }
+        if index < compacted.0 {
+            return Err(raft::Error::Store(StorageError::Compacted));
+        }
+        if index > last {
+            return Err(raft::Error::Store(StorageError::Unavailable));
+        }
+        self.log.term(index).map_err(storage_error)?.ok_or(raft::Error::Store(StorageError::Unavailable))
+    }
+
+    fn first_index(&self) -> raft::Result<u64> {
+        Ok(self.cache.read().compacted.0 + 1)
+    }
+
+    fn last_index(&self) -> raft::Result<u64> {
+        Ok(self.cache.read().last)
+    }
+
+    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+        let cache = self.cache.read();
+        let mut snapshot = Snapshot::default();
+        snapshot.data = cache.base_data.clone().into();
+        let mut meta = SnapshotMetadata::default();
+        meta.index = cache.compacted.0;
+        meta.term = cache.compacted.1;
+        meta.set_conf_state(cache.base_conf.clone());
+        snapshot.set_metadata(meta);
+        if snapshot.get_metadata().index < request_index {
+            // Only the log's base exists as a snapshot (an initial sync that copies the data at
+            // a later point is not built yet).
+            return Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable));
+        }
+        Ok(snapshot)
+    }
+}

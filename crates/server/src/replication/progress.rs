@@ -1,0 +1,136 @@
+//! What the consensus thread publishes for the rest of the server: this member's role and
+//! term, the primary, the majority commit point, how far each member has replicated; and the
+//! waits of write concerns (`w: "majority"`, `w: N`) on it.
+//!
+//! Times are oplog timestamps in their u64 form (`ts.time << 32 | ts.increment`).
+
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
+
+/// A member's state, as `rs.status()` numbers them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum State {
+    /// Not yet part of an initiated set (or starting).
+    #[default]
+    Startup,
+    Primary,
+    Secondary,
+    /// Its data diverged from the set's history (see `consensus`); it serves no reads.
+    Recovering,
+}
+
+impl State {
+    pub fn number(self) -> i32 {
+        match self {
+            State::Startup => 0,
+            State::Primary => 1,
+            State::Secondary => 2,
+            State::Recovering => 3,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Startup => "STARTUP",
+            State::Primary => "PRIMARY",
+            State::Secondary => "SECONDARY",
+            State::Recovering => "RECOVERING",
+        }
+    }
+}
+
+/// How far one member has replicated, as the primary sees it.
+#[derive(Debug, Clone, Default)]
+pub struct MemberProgress {
+    pub raft_id: u64,
+    /// The newest oplog entry known to be on that member.
+    pub matched_ts: u64,
+    /// Heard from within the last election timeout.
+    pub active: bool,
+}
+
+/// The published state.
+#[derive(Debug, Clone, Default)]
+pub struct Published {
+    pub state: State,
+    pub term: u64,
+    /// The primary's consensus id, if one is known.
+    pub leader: Option<u64>,
+    /// Primary and caught up with every entry committed before its term: writes are accepted.
+    pub writable: bool,
+    /// The newest entry a majority of the voting members holds (the majority commit point).
+    pub majority_ts: u64,
+    /// The newest entry applied here.
+    pub applied_ts: u64,
+    pub members: Vec<MemberProgress>,
+    /// Why this member stopped applying, if it did.
+    pub diverged: Option<String>,
+    /// When this member last won an election (wall clock, milliseconds).
+    pub elected_at_ms: Option<i64>,
+    /// Elections this member started and won.
+    pub elections_won: u64,
+}
+
+/// What a write concern waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Want {
+    Majority,
+    Members(usize),
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    Done,
+    TimedOut,
+    /// This member stopped being primary while the write waited.
+    SteppedDown,
+}
+
+#[derive(Default)]
+pub struct Progress {
+    published: Mutex<Published>,
+    changed: Condvar,
+}
+
+impl Progress {
+    /// Changes the published state and wakes every waiter.
+    pub fn publish(&self, change: impl FnOnce(&mut Published)) {
+        change(&mut self.published.lock());
+        self.changed.notify_all();
+    }
+
+    pub fn get(&self) -> Published {
+        self.published.lock().clone()
+    }
+
+    /// Waits until the entry at `ts` is where `want` asks, or `deadline`.
+    pub fn wait(&self, ts: u64, want: Want, deadline: Option<Instant>) -> Waited {
+        let mut published = self.published.lock();
+        let term = published.term;
+        loop {
+            if reached(&published, ts, want) {
+                return Waited::Done;
+            }
+            if published.state != State::Primary || published.term != term {
+                return Waited::SteppedDown;
+            }
+            match deadline {
+                Some(deadline) => {
+                    if self.changed.wait_until(&mut published, deadline).timed_out() && !reached(&published, ts, want) {
+                        return Waited::TimedOut;
+                    }
+                }
+                None => self.changed.wait(&mut published),
+            }
+        }
+    }
+}
+
+fn reached(published: &Published, ts: u64, want: Want) -> bool {
+    match want {
+        Want::Majority => published.majority_ts >= ts,
+        Want::Members(n) => published.members.iter().filter(|m| m.matched_ts >= ts).count() >= n,
+    }
+}
