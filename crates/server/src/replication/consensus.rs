@@ -156,7 +156,7 @@ impl Node {
         on_change: OnChange,
     ) -> Result<Node, String> {
         let priority = config.member(id).map_or(0.0, |m| m.priority);
-        let logger = slog::Logger::root(slog::Discard, slog::o!());
+        let logger = slog::Logger::root(slog::Drain::fuse(super::raft_log::ToTracing), slog::o!("member" => id));
         let raw = RawNode::new(&raft_config(id, priority), log.clone(), &logger).map_err(|e| e.to_string())?;
         let base = base_ts(&log.base().1);
         store.set_originates(false);
@@ -414,14 +414,16 @@ impl Node {
     }
 
     fn apply_conf_change(&mut self, entry: &Entry) -> Result<(), String> {
-        let (conf, context): (ConfState, Vec<u8>) = match entry.get_entry_type() {
+        // The library puts a proposal's context (the new configuration document) on the entry.
+        let context = entry.context.to_vec();
+        let conf: ConfState = match entry.get_entry_type() {
             EntryType::EntryConfChange => {
                 let cc = raft::prelude::ConfChange::parse_from_bytes(&entry.data).map_err(|e| e.to_string())?;
-                (self.raw.apply_conf_change(&cc).map_err(|e| e.to_string())?, cc.context.to_vec())
+                self.raw.apply_conf_change(&cc).map_err(|e| e.to_string())?
             }
             _ => {
                 let cc = ConfChangeV2::parse_from_bytes(&entry.data).map_err(|e| e.to_string())?;
-                (self.raw.apply_conf_change(&cc).map_err(|e| e.to_string())?, cc.context.to_vec())
+                self.raw.apply_conf_change(&cc).map_err(|e| e.to_string())?
             }
         };
         self.log.set_conf(conf).map_err(|e| e.to_string())?;

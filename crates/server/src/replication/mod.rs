@@ -26,6 +26,7 @@ pub mod consensus;
 pub mod log_store;
 mod membership;
 pub mod progress;
+mod raft_log;
 mod status;
 pub mod transport;
 pub mod write_concern;
