@@ -183,6 +183,21 @@ impl Store {
         }
     }
 
+    /// Forgets every database but `local`, and every oplog entry: a replica-set member whose
+    /// data left the set's history (it was primary and wrote what the set never committed)
+    /// starts again from nothing and applies the set's history.
+    pub fn reset_for_resync(&self) -> Result<()> {
+        for db in self.database_names() {
+            if db != oplog::DB {
+                self.drop_database(&db)?;
+            }
+        }
+        if let Some(oplog) = self.oplog() {
+            oplog.clear(&self.cx.engine)?;
+        }
+        Ok(())
+    }
+
     /// The oldest oplog entry's `ts` still kept (the cap trims older ones).
     pub fn oplog_first(&self) -> Result<Option<bson::Timestamp>> {
         let Some(oplog) = self.oplog() else { return Ok(None) };

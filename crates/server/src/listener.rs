@@ -124,5 +124,8 @@ impl Server {
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, http).await;
         }
         shared.cursors.clear();
+        if let Some(set) = &shared.replication {
+            set.stop();
+        }
     }
 }

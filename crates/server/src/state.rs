@@ -89,7 +89,13 @@ impl Shared {
             Some(name) => {
                 let me = member_address(&config.bind, local_addr);
                 let wake = Arc::clone(&topology_wakeups);
-                let replication = Replication::open(name, config.oplog_size_mb, me, &store, wake)?;
+                let data_dir = config
+                    .parsed_options
+                    .get_document("storage")
+                    .ok()
+                    .and_then(|storage| storage.get_str("dbPath").ok())
+                    .map(std::path::PathBuf::from);
+                let replication = Replication::open(name, config.oplog_size_mb, me, &store, wake, data_dir)?;
                 Some(replication)
             }
             None => None,

@@ -275,6 +275,25 @@ impl Oplog {
         Ok(())
     }
 
+    /// Deletes every entry (a member that left the set's history starts its oplog again, see
+    /// [`crate::Store::reset_for_resync`]); the next entry may have any `ts`.
+    pub(crate) fn clear(&self, engine: &Engine) -> Result<()> {
+        let _trimming = self.trimming.lock();
+        let mut clock = self.order.lock();
+        let (count, bytes) = (self.count.load(Ordering::Relaxed), self.bytes.load(Ordering::Relaxed));
+        let mut txn = engine.begin();
+        txn.delete_range(self.collection.tree, Vec::new(), None);
+        txn.delete_range(self.images_tree, Vec::new(), None);
+        txn.update(self.counts_tree, self.collection.count_key.clone(), (-count).to_le_bytes().to_vec());
+        txn.update(self.counts_tree, self.collection.size_key.clone(), (-bytes).to_le_bytes().to_vec());
+        txn.commit(Durability::Immediate)?;
+        *clock = Timestamp { time: 0, increment: 0 };
+        self.last.store(0, Ordering::Release);
+        self.count.fetch_sub(count, Ordering::Relaxed);
+        self.bytes.fetch_sub(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Entries after `after` (exclusive), oldest first, at `snapshot`, at most `limit`.
     pub fn read_after(&self, snapshot: &Snapshot, after: Timestamp, limit: usize) -> Result<Vec<(Timestamp, Vec<u8>)>> {
         self.read(snapshot, std::ops::Bound::Excluded(after), limit)

@@ -15,10 +15,12 @@
 //!   point is its last `ts`. Other members apply committed entries' operations through the
 //!   docstore (`Store::apply_replicated`), which writes each into their own oplog unchanged;
 //!   their oplog is therefore always a prefix of the primary's.
-//! - **Divergence.** A primary that loses its majority may hold entries the set never
-//!   committed. When such a member meets the new primary's history it stops applying and says
-//!   so (state RECOVERING, `rs.status().infoMessage`): rolling those entries back is not built
-//!   yet (docs/RELIABILITY.md). No write acknowledged with `w: "majority"` is among them.
+//! - **Rollback.** A primary that loses its majority may hold entries the set never committed
+//!   (committed locally, acknowledged to `w: 1` writers, never on a majority). When such a
+//!   member meets the new primary's history it rolls back (`Node::roll_back`): the entries go
+//!   to `rollback/` in its data directory, and it forgets its data and applies the set's
+//!   history again from the consensus log. No write acknowledged with `w: "majority"` is
+//!   among them (docs/RELIABILITY.md).
 //! - **Membership** changes are the library's configuration changes (joint consensus), each
 //!   carrying the new replica-set configuration document.
 
@@ -63,11 +65,40 @@ pub enum Input {
     Reconfigure { config: SetConfig, reply: Sender<Result<(), String>> },
     /// A peer could not be reached.
     Unreachable(u64),
+    /// The server shuts down: the thread ends (and lets go of the store).
+    Stop,
+}
+
+/// How applying an entry's operations went.
+enum Applied {
+    All,
+    /// This member holds entries the set did not commit (why, in words).
+    Diverged(String),
+}
+
+/// Writes rolled-back oplog entries to `dir/rollback/SET-SECONDS.bson`; returns the file.
+fn save_rolled_back(
+    dir: &std::path::Path,
+    set: &str,
+    entries: &[(Timestamp, RawDocumentBuf)],
+) -> std::io::Result<std::path::PathBuf> {
+    use std::io::Write as _;
+    let folder = dir.join("rollback");
+    std::fs::create_dir_all(&folder)?;
+    let seconds = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let path = folder.join(format!("{set}-{seconds}.bson"));
+    let mut file = std::fs::File::create(&path)?;
+    for (_, entry) in entries {
+        file.write_all(entry.as_bytes())?;
+    }
+    file.sync_all()?;
+    Ok(path)
 }
 
 /// The handle the server keeps.
 pub struct Consensus {
     pub inbox: Sender<Input>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 /// Called when the member's role, term or primary changes (to wake awaitable `hello`s).
@@ -82,6 +113,7 @@ impl Consensus {
         store: Arc<docstore::Store>,
         progress: Arc<Progress>,
         on_change: OnChange,
+        rollback_dir: Option<std::path::PathBuf>,
     ) -> Result<Consensus, String> {
         let (inbox, receiver) = std::sync::mpsc::channel();
         let (unreachable_tx, mut unreachable_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -96,12 +128,20 @@ impl Consensus {
         });
         let mut transport = Transport::new(runtime, unreachable_tx);
         transport.set_peers(&peers(&config, id));
-        let node = Node::new(id, config, log, store, progress, transport, on_change)?;
-        std::thread::Builder::new()
+        let node = Node::new(id, config, log, store, progress, transport, on_change, rollback_dir)?;
+        let thread = std::thread::Builder::new()
             .name("consensus".into())
             .spawn(move || node.run(receiver))
             .map_err(|e| e.to_string())?;
-        Ok(Consensus { inbox })
+        Ok(Consensus { inbox, thread: Some(thread) })
+    }
+
+    /// Ends the thread and waits for it.
+    pub fn stop(&mut self) {
+        let _ = self.inbox.send(Input::Stop);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -143,6 +183,8 @@ struct Node {
     diverged: Option<String>,
     frozen_until: Option<Instant>,
     published: (StateRole, u64, u64, bool),
+    /// Where rolled-back entries are kept (the data directory).
+    rollback_dir: Option<std::path::PathBuf>,
 }
 
 impl Node {
@@ -154,6 +196,7 @@ impl Node {
         progress: Arc<Progress>,
         transport: Transport,
         on_change: OnChange,
+        rollback_dir: Option<std::path::PathBuf>,
     ) -> Result<Node, String> {
         let priority = config.member(id).map_or(0.0, |m| m.priority);
         let logger = slog::Logger::root(slog::Drain::fuse(super::raft_log::ToTracing), slog::o!("member" => id));
@@ -174,6 +217,7 @@ impl Node {
             diverged: None,
             frozen_until: None,
             published: (StateRole::Follower, 0, 0, false),
+            rollback_dir,
         })
     }
 
@@ -182,9 +226,13 @@ impl Node {
         loop {
             let wait = next_tick.saturating_duration_since(Instant::now());
             match inbox.recv_timeout(wait) {
+                Ok(Input::Stop) => return,
                 Ok(input) => {
                     self.handle(input);
                     while let Ok(input) = inbox.try_recv() {
+                        if matches!(input, Input::Stop) {
+                            return;
+                        }
                         self.handle(input);
                     }
                 }
@@ -225,6 +273,7 @@ impl Node {
                 let _ = reply.send(self.reconfigure(config));
             }
             Input::Unreachable(id) => self.raw.report_unreachable(id),
+            Input::Stop => {}
         }
     }
 
@@ -363,23 +412,33 @@ impl Node {
         for entry in entries {
             match entry.get_entry_type() {
                 EntryType::EntryNormal if entry.data.is_empty() => {}
-                EntryType::EntryNormal => self.apply_ops(&entry.data)?,
+                EntryType::EntryNormal => self.apply_entry(entry.index, &entry.data)?,
                 EntryType::EntryConfChange | EntryType::EntryConfChangeV2 => self.apply_conf_change(&entry)?,
             }
         }
         Ok(())
     }
 
-    /// Applies a committed entry's oplog operations (those this member does not hold yet).
-    fn apply_ops(&mut self, data: &[u8]) -> Result<(), String> {
+    /// Applies committed entry `index`'s oplog operations; a member found to hold entries the
+    /// set did not commit rolls back first (see [`Node::roll_back`]).
+    fn apply_entry(&mut self, index: u64, data: &[u8]) -> Result<(), String> {
+        if self.diverged.is_some() {
+            return Ok(());
+        }
+        match self.apply_ops(data)? {
+            Applied::All => Ok(()),
+            Applied::Diverged(why) => self.roll_back(index, why),
+        }
+    }
+
+    /// Applies the operations this member does not hold yet; stops at the first sign that it
+    /// holds something else.
+    fn apply_ops(&mut self, data: &[u8]) -> Result<Applied, String> {
         let entry = bson::RawDocument::from_bytes(data).map_err(|e| e.to_string())?;
         let ops = entry.get_array("ops").map_err(|e| e.to_string())?;
         for op in ops {
             let op = op.map_err(|e| e.to_string())?;
             let Some(op) = op.as_document() else { continue };
-            if self.diverged.is_some() {
-                return Ok(());
-            }
             let ts = op.get_timestamp("ts").map_err(|e| e.to_string())?;
             let term = op.get_i64("t").unwrap_or(0);
             let local_last = self.store.oplog().map_or(0, |oplog| as_u64(oplog.last()));
@@ -391,25 +450,59 @@ impl Node {
                     Some(local) if local.get_i64("t").ok() == Some(term) => self.last_raft_ts = as_u64(ts),
                     // Older than the capped oplog keeps: applied long ago.
                     None if trimmed => self.last_raft_ts = as_u64(ts),
-                    _ => {
-                        self.diverge(format!(
-                            "this member's oplog differs from the set's at {ts:?}: it holds entries the set did not commit"
-                        ));
-                        return Ok(());
-                    }
+                    _ => return Ok(Applied::Diverged(format!("its oplog differs from the set's at {ts:?}"))),
                 }
                 continue;
             }
             if local_last > self.last_raft_ts {
-                self.diverge(format!(
-                    "this member holds oplog entries after {:?} that the set did not commit",
-                    from_u64(self.last_raft_ts)
-                ));
-                return Ok(());
+                let after = from_u64(self.last_raft_ts);
+                return Ok(Applied::Diverged(format!(
+                    "it holds oplog entries after {after:?} that the set did not commit"
+                )));
             }
             self.store.apply_replicated(op).map_err(|e| format!("applying the oplog entry at {ts:?}: {e}"))?;
             self.last_raft_ts = as_u64(ts);
         }
+        Ok(Applied::All)
+    }
+
+    /// Rollback: this member (a primary that lost its majority) holds oplog entries the set
+    /// never committed. They are written to `rollback/` in the data directory (the entries,
+    /// BSON one after the other, as mongod keeps what it rolls back), then the member forgets
+    /// its data and applies the set's history again from the log, through entry `through`.
+    /// A set whose log does not start empty (initiated over existing data) cannot do this: the
+    /// member then stops applying (RECOVERING) and says so.
+    fn roll_back(&mut self, through: u64, why: String) -> Result<(), String> {
+        let base = base_ts(&self.log.base().1);
+        if base != 0 {
+            self.diverge(format!("{why}; rolling back needs a log that holds the whole history"));
+            return Ok(());
+        }
+        let lost = self.store.oplog_after(from_u64(self.last_raft_ts), usize::MAX).map_err(|e| e.to_string())?;
+        warn!(%why, entries = lost.len(), "rolling back: this member holds oplog entries the set did not commit");
+        if let Some(dir) = &self.rollback_dir {
+            let saved = save_rolled_back(dir, &self.config.name, &lost)
+                .map_err(|e| format!("saving rolled-back entries: {e}"))?;
+            warn!(file = %saved.display(), "the rolled-back oplog entries are kept");
+        }
+        self.store.reset_for_resync().map_err(|e| e.to_string())?;
+        self.last_raft_ts = 0;
+        let mut next = 2;
+        while next <= through {
+            let entries =
+                raft::Storage::entries(&self.log, next, through + 1, 4 << 20, raft::GetEntriesContext::empty(false))
+                    .map_err(|e| e.to_string())?;
+            let Some(last) = entries.last().map(|e| e.index) else { break };
+            for entry in entries {
+                if entry.get_entry_type() == EntryType::EntryNormal && !entry.data.is_empty() {
+                    if let Applied::Diverged(why) = self.apply_ops(&entry.data)? {
+                        return Err(format!("replaying the set's history after a rollback: {why}"));
+                    }
+                }
+            }
+            next = last + 1;
+        }
+        info!(through, "rollback done: this member holds the set's history again");
         Ok(())
     }
 

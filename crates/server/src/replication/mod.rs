@@ -67,6 +67,8 @@ pub struct Replication {
     store: Arc<Store>,
     pub progress: Arc<Progress>,
     consensus: Mutex<Option<Consensus>>,
+    /// The data directory (rolled-back oplog entries go to `rollback/` in it).
+    data_dir: Option<std::path::PathBuf>,
 }
 
 /// The configuration and the topology counter, shared with the consensus thread (which
@@ -93,6 +95,7 @@ impl Replication {
         me: String,
         store: &Arc<Store>,
         wake: Arc<tokio::sync::watch::Sender<u64>>,
+        data_dir: Option<std::path::PathBuf>,
     ) -> Result<Replication, CommandError> {
         let replication = Replication {
             name: name.to_owned(),
@@ -103,6 +106,7 @@ impl Replication {
             store: Arc::clone(store),
             progress: Arc::new(Progress::default()),
             consensus: Mutex::new(None),
+            data_dir,
         };
         let stored =
             store.collection((CONFIG_DB, CONFIG_COLLECTION)).find(&FindRequest::default())?.next().transpose()?;
@@ -138,9 +142,16 @@ impl Replication {
             }
             topology.changed();
         });
-        let consensus =
-            Consensus::start(id, config, log, Arc::clone(&self.store), Arc::clone(&self.progress), on_change)
-                .map_err(CommandError::internal)?;
+        let consensus = Consensus::start(
+            id,
+            config,
+            log,
+            Arc::clone(&self.store),
+            Arc::clone(&self.progress),
+            on_change,
+            self.data_dir.clone(),
+        )
+        .map_err(CommandError::internal)?;
         if sole_voter {
             // Alone, it is primary at once rather than after an election timeout.
             let _ = consensus.inbox.send(Input::Campaign);
@@ -218,6 +229,13 @@ impl Replication {
         let consensus = self.consensus.lock();
         let consensus = consensus.as_ref().ok_or_else(not_yet_initialized)?;
         consensus.inbox.send(input).map_err(|_| CommandError::new(ErrorCode::ShutdownInProgress, "shutting down"))
+    }
+
+    /// Stops the consensus thread (at shutdown: it holds the store).
+    pub fn stop(&self) {
+        if let Some(mut consensus) = self.consensus.lock().take() {
+            consensus.stop();
+        }
     }
 
     /// Messages from another member's consensus thread.

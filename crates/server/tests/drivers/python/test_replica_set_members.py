@@ -1,0 +1,259 @@
+"""Replica sets of several members (`strata serve --replSet rs3` three times, then
+rs.initiate() naming all three), through pymongo as applications use them: replication,
+write concerns, reads from secondaries, failover after kill -9, rollback of a primary's writes
+that never reached a majority, stepping down, adding and removing members.
+
+Every member listens on 127.0.0.1 on a port picked free for the test (restarts reuse it);
+every wait is bounded by a deadline.
+"""
+
+import glob
+import os
+import socket
+import time
+
+import bson
+import pymongo
+import pytest
+from pymongo import ReadPreference
+from pymongo.write_concern import WriteConcern
+from conftest import StrataProcess
+
+SET = "rs3"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Member:
+    def __init__(self, workdir, index):
+        self.dbpath = os.path.join(workdir, f"m{index}")
+        self.port = free_port()
+        self.host = f"127.0.0.1:{self.port}"
+        self.process = None
+
+    def start(self):
+        self.process = StrataProcess(self.dbpath, port=self.port, extra_args=["--replSet", SET, "--oplogSizeMB", "64"])
+        return self
+
+    def alive(self):
+        return self.process is not None and self.process.process.poll() is None
+
+    def kill(self):
+        self.process.kill()
+
+    def direct(self, **options):
+        return pymongo.MongoClient(
+            "127.0.0.1", self.port, directConnection=True, serverSelectionTimeoutMS=2000, **options
+        )
+
+    def hello(self):
+        with self.direct() as client:
+            return client.admin.command("hello")
+
+
+def wait_for(what, check, seconds=15.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            value = check()
+            if value:
+                return value
+        except pymongo.errors.PyMongoError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {seconds}s waiting for {what}")
+
+
+def primary_of(members):
+    for member in members:
+        if member.alive():
+            try:
+                if member.hello().get("isWritablePrimary"):
+                    return member
+            except pymongo.errors.PyMongoError:
+                pass
+    return None
+
+
+def documents(member, collection="c"):
+    with member.direct(readPreference="secondaryPreferred") as client:
+        return sorted(client.t[collection].find(), key=lambda d: repr(d["_id"]))
+
+
+def initiate(members):
+    config = {"_id": SET, "members": [{"_id": i, "host": m.host} for i, m in enumerate(members)]}
+    with members[0].direct() as client:
+        client.admin.command("replSetInitiate", config)
+    return wait_for("a primary", lambda: primary_of(members))
+
+
+def set_client(members):
+    seeds = ",".join(m.host for m in members)
+    return pymongo.MongoClient(f"mongodb://{seeds}/?replicaSet={SET}", serverSelectionTimeoutMS=15000)
+
+
+@pytest.fixture
+def three(workdir, request):
+    path = os.path.join(workdir, request.node.name)
+    members = [Member(path, i).start() for i in range(3)]
+    yield members
+    for member in members:
+        if member.alive():
+            member.process.stop()
+
+
+def test_three_members_replicate_in_order(three):
+    primary = initiate(three)
+    client = set_client(three)
+    c = client.t.c
+    c.insert_many([{"_id": i, "n": i} for i in range(200)])
+    c.create_index("n")
+    c.update_many({"n": {"$lt": 10}}, {"$set": {"low": True}})
+    c.delete_many({"n": {"$gte": 190}})
+    client.t.other.insert_one({"_id": "x"})
+    client.t.other.drop()
+    # The default write concern is majority: once acknowledged, a majority holds it; wait for
+    # every member with w: 3.
+    c.with_options(write_concern=WriteConcern(w=3, wtimeout=10000)).insert_one({"_id": "last"})
+    want = documents(primary)
+    assert len(want) == 191
+    for member in three:
+        assert documents(member) == want, member.host
+        with member.direct(readPreference="secondaryPreferred") as direct:
+            assert [i["name"] for i in direct.t.c.list_indexes()] == ["_id_", "n_1"]
+            assert "other" not in direct.t.list_collection_names()
+    # Every member's oplog holds the same entries (ts, term and operation) in the same order.
+    oplogs = []
+    for member in three:
+        with member.direct(readPreference="secondaryPreferred") as direct:
+            entries = direct.local["oplog.rs"].find({"ns": {"$regex": "^t\\."}})
+            oplogs.append([(e["ts"], e["t"], e["op"], e.get("o2", e.get("o"))) for e in entries])
+    assert oplogs[0] == oplogs[1] == oplogs[2] and len(oplogs[0]) > 200
+
+    hello = primary.hello()
+    assert hello["setName"] == SET and hello["isWritablePrimary"] is True
+    assert sorted(hello["hosts"]) == sorted(m.host for m in three)
+    assert hello["primary"] == primary.host and "electionId" in hello
+    secondary = next(m for m in three if m is not primary)
+    seen = secondary.hello()
+    assert seen["secondary"] is True and seen["isWritablePrimary"] is False and seen["primary"] == primary.host
+
+    # Secondaries refuse writes with NotWritablePrimary; a write concern no set can meet fails.
+    with secondary.direct() as direct, pytest.raises(pymongo.errors.NotPrimaryError) as refused:
+        direct.t.c.insert_one({"_id": "on-a-secondary"})
+    assert refused.value.details["code"] == 10107
+    with pytest.raises(pymongo.errors.WriteConcernError) as unsatisfiable:
+        c.with_options(write_concern=WriteConcern(w=5)).insert_one({"_id": "five"})
+    assert unsatisfiable.value.code == 100
+    # A read preference sends reads to a secondary.
+    secondaries = client.t.get_collection("c", read_preference=ReadPreference.SECONDARY)
+    assert secondaries.count_documents({}) == 192
+
+    status = client.admin.command("replSetGetStatus")
+    states = sorted(m["stateStr"] for m in status["members"])
+    assert states == ["PRIMARY", "SECONDARY", "SECONDARY"], status
+    client.close()
+
+
+def test_failover_after_kill_keeps_every_majority_write(three):
+    old = initiate(three)
+    client = set_client(three)
+    acknowledged = []
+    for i in range(300):
+        client.t.c.insert_one({"_id": i})
+        acknowledged.append(i)
+    old.kill()
+    killed_at = time.monotonic()
+    survivors = [m for m in three if m is not old]
+    new = wait_for("a new primary", lambda: primary_of(survivors), seconds=10)
+    elapsed = time.monotonic() - killed_at
+    print(f"new primary {new.host} accepts writes {elapsed:.2f}s after kill -9 of {old.host}")
+    assert elapsed < 2.0, f"failover took {elapsed:.2f}s"
+    # The driver finds the new primary; the writes go on.
+    for i in range(300, 400):
+        client.t.c.insert_one({"_id": i})
+        acknowledged.append(i)
+    have = {d["_id"] for d in documents(new)}
+    assert set(acknowledged) <= have
+    # The old primary comes back as a secondary and catches up.
+    old.start()
+    wait_for("the old primary to rejoin", lambda: old.hello().get("secondary"))
+    client.t.c.with_options(write_concern=WriteConcern(w=3, wtimeout=10000)).insert_one({"_id": "all"})
+    wait_for("convergence", lambda: documents(old) == documents(new))
+    client.close()
+
+
+def test_a_primary_cut_off_rolls_back_what_the_set_never_committed(three):
+    old = initiate(three)
+    client = set_client(three)
+    client.t.c.insert_many([{"_id": i} for i in range(50)])
+    # Kill both secondaries: the primary still commits w:1 writes locally (until it notices it
+    # lost its majority and steps down), which no majority will ever hold. (Stopping them with
+    # SIGSTOP would not do: what the primary sent waits in their sockets and reaches them.)
+    others = [m for m in three if m is not old]
+    for member in others:
+        member.kill()
+    lone = old.direct(w=1)
+    lost = 0
+    for i in range(20):
+        try:
+            lone.t.c.insert_one({"_id": f"lost-{i}"})
+            lost += 1
+        except pymongo.errors.PyMongoError:
+            break
+    assert lost > 0, "the primary took no w:1 write before stepping down"
+    lone.close()
+    old.kill()
+    for member in others:
+        member.start()
+    new = wait_for("a new primary", lambda: primary_of(others))
+    client.t.c.insert_one({"_id": "after"})
+    old.start()
+    wait_for("the old primary to roll back and rejoin", lambda: old.hello().get("secondary"))
+    client.t.c.with_options(write_concern=WriteConcern(w=3, wtimeout=10000)).insert_one({"_id": "all"})
+    wait_for("convergence", lambda: documents(old) == documents(new))
+    assert not any(str(d["_id"]).startswith("lost-") for d in documents(old))
+    saved = glob.glob(os.path.join(old.dbpath, "rollback", "*.bson"))
+    assert saved, "no rollback file"
+    with open(saved[0], "rb") as f:
+        entries = bson.decode_all(f.read())
+    assert {e["o"]["_id"] for e in entries if e.get("op") == "i"} >= {f"lost-{i}" for i in range(lost)}
+    client.close()
+
+
+def test_step_down_freeze_add_and_remove(three, workdir, request):
+    old = initiate(three)
+    client = set_client(three)
+    client.t.c.insert_many([{"_id": i} for i in range(20)])
+    with old.direct() as direct:
+        direct.admin.command("replSetStepDown", 30)
+    new = wait_for("another primary", lambda: primary_of([m for m in three if m is not old]))
+    assert old.hello()["secondary"] is True
+    with old.direct() as direct:
+        direct.admin.command("replSetFreeze", 30)
+        direct.admin.command("replSetFreeze", 0)
+    # Add a fourth member that never votes nor becomes primary, then remove it.
+    fourth = Member(os.path.join(workdir, request.node.name), 3).start()
+    try:
+        with new.direct() as direct:
+            config = direct.admin.command("replSetGetConfig")["config"]
+            config["version"] += 1
+            config["members"].append({"_id": 3, "host": fourth.host, "priority": 0, "votes": 0})
+            direct.admin.command("replSetReconfig", config)
+        client.t.c.insert_one({"_id": "after-add"})
+        wait_for("the new member to catch up", lambda: len(documents(fourth)) == 21)
+        hello = fourth.hello()
+        assert hello["secondary"] is True and fourth.host in hello["passives"]
+        with new.direct() as direct:
+            config = direct.admin.command("replSetGetConfig")["config"]
+            config["version"] += 1
+            config["members"] = [m for m in config["members"] if m["_id"] != 3]
+            direct.admin.command("replSetReconfig", config)
+            assert len(direct.admin.command("replSetGetConfig")["config"]["members"]) == 3
+    finally:
+        fourth.process.stop()
+    client.close()
