@@ -110,7 +110,7 @@ impl RaftLog {
     /// The newest entry's index, if the log holds any.
     pub fn last_index(&self) -> Result<Option<u64>> {
         let last = self.cx.engine.snapshot().iter(self.log).next_back().transpose()?;
-        Ok(last.map(|(key, _)| index_of(&key)).transpose()?)
+        last.map(|(key, _)| index_of(&key)).transpose()
     }
 
     /// The index before the oldest entry kept (0 until a compaction or a snapshot).

@@ -100,7 +100,7 @@ impl SetConfig {
             return Err(invalid("at least one voting member must be electable (priority above 0)"));
         }
         for (i, member) in self.members.iter().enumerate() {
-            for other in &self.members[..i] {
+            for other in self.members.iter().take(i) {
                 if other.id == member.id {
                     return Err(invalid(format!("two members have _id {}", member.id)));
                 }
@@ -171,8 +171,8 @@ fn parse_member(value: &Bson) -> Result<Member, CommandError> {
         return Err(invalid(format!("member {id}'s priority must be between 0 and 1000")));
     }
     let votes = match number("votes", 1.0) {
-        v if v == 0.0 => false,
-        v if v == 1.0 => true,
+        0.0 => false,
+        1.0 => true,
         v => return Err(invalid(format!("member {id}'s votes must be 0 or 1, not {v}"))),
     };
     if !votes && priority > 0.0 {
@@ -225,7 +225,7 @@ mod tests {
         assert_eq!(set.voters(), vec![1, 2]);
         assert_eq!(set.learners(), vec![3]);
         assert_eq!(set.majority(), 2);
-        let breach = |edit: fn(&mut Document)| {
+        let breach = |edit: fn(&mut Document) -> Option<Bson>| {
             let mut config = three();
             edit(&mut config);
             SetConfig::parse(&config, "rs").unwrap_err().code

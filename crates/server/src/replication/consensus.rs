@@ -104,17 +104,18 @@ pub struct Consensus {
 /// Called when the member's role, term or primary changes (to wake awaitable `hello`s).
 pub type OnChange = Box<dyn Fn(&SetConfig) + Send>;
 
+/// What the thread works on and reports to, besides its log.
+pub struct Surroundings {
+    pub store: Arc<docstore::Store>,
+    pub progress: Arc<Progress>,
+    pub on_change: OnChange,
+    /// Where rolled-back entries are kept (the data directory).
+    pub rollback_dir: Option<std::path::PathBuf>,
+}
+
 impl Consensus {
     /// Starts the thread for member `id` over `log` (bootstrapped: see `LogStore::bootstrap`).
-    pub fn start(
-        id: u64,
-        config: SetConfig,
-        log: LogStore,
-        store: Arc<docstore::Store>,
-        progress: Arc<Progress>,
-        on_change: OnChange,
-        rollback_dir: Option<std::path::PathBuf>,
-    ) -> Result<Consensus, String> {
+    pub fn start(id: u64, config: SetConfig, log: LogStore, around: Surroundings) -> Result<Consensus, String> {
         let (inbox, receiver) = std::sync::mpsc::channel();
         let (unreachable_tx, mut unreachable_rx) = tokio::sync::mpsc::unbounded_channel();
         let runtime = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
@@ -128,7 +129,7 @@ impl Consensus {
         });
         let mut transport = Transport::new(runtime, unreachable_tx);
         transport.set_peers(&peers(&config, id));
-        let node = Node::new(id, config, log, store, progress, transport, on_change, rollback_dir)?;
+        let node = Node::new(id, config, log, transport, around)?;
         let thread = std::thread::Builder::new()
             .name("consensus".into())
             .spawn(move || node.run(receiver))
@@ -192,12 +193,10 @@ impl Node {
         id: u64,
         config: SetConfig,
         log: LogStore,
-        store: Arc<docstore::Store>,
-        progress: Arc<Progress>,
         transport: Transport,
-        on_change: OnChange,
-        rollback_dir: Option<std::path::PathBuf>,
+        around: Surroundings,
     ) -> Result<Node, String> {
+        let Surroundings { store, progress, on_change, rollback_dir } = around;
         let priority = config.member(id).map_or(0.0, |m| m.priority);
         let logger = slog::Logger::root(slog::Drain::fuse(super::raft_log::ToTracing), slog::o!("member" => id));
         let raw = RawNode::new(&raft_config(id, priority), log.clone(), &logger).map_err(|e| e.to_string())?;
@@ -494,10 +493,11 @@ impl Node {
                     .map_err(|e| e.to_string())?;
             let Some(last) = entries.last().map(|e| e.index) else { break };
             for entry in entries {
-                if entry.get_entry_type() == EntryType::EntryNormal && !entry.data.is_empty() {
-                    if let Applied::Diverged(why) = self.apply_ops(&entry.data)? {
-                        return Err(format!("replaying the set's history after a rollback: {why}"));
-                    }
+                if entry.get_entry_type() != EntryType::EntryNormal || entry.data.is_empty() {
+                    continue;
+                }
+                if let Applied::Diverged(why) = self.apply_ops(&entry.data)? {
+                    return Err(format!("replaying the set's history after a rollback: {why}"));
                 }
             }
             next = last + 1;

@@ -197,12 +197,9 @@ impl raft::Storage for LogStore {
 
     fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
         let cache = self.cache.read();
-        let mut snapshot = Snapshot::default();
-        snapshot.data = cache.base_data.clone().into();
-        let mut meta = SnapshotMetadata::default();
-        meta.index = cache.compacted.0;
-        meta.term = cache.compacted.1;
+        let mut meta = SnapshotMetadata { index: cache.compacted.0, term: cache.compacted.1, ..Default::default() };
         meta.set_conf_state(cache.base_conf.clone());
+        let mut snapshot = Snapshot { data: cache.base_data.clone().into(), ..Default::default() };
         snapshot.set_metadata(meta);
         if snapshot.get_metadata().index < request_index {
             // Only the log's base exists as a snapshot (an initial sync that copies the data at

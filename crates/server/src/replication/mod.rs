@@ -142,16 +142,13 @@ impl Replication {
             }
             topology.changed();
         });
-        let consensus = Consensus::start(
-            id,
-            config,
-            log,
-            Arc::clone(&self.store),
-            Arc::clone(&self.progress),
+        let around = consensus::Surroundings {
+            store: Arc::clone(&self.store),
+            progress: Arc::clone(&self.progress),
             on_change,
-            self.data_dir.clone(),
-        )
-        .map_err(CommandError::internal)?;
+            rollback_dir: self.data_dir.clone(),
+        };
+        let consensus = Consensus::start(id, config, log, around).map_err(CommandError::internal)?;
         if sole_voter {
             // Alone, it is primary at once rather than after an election timeout.
             let _ = consensus.inbox.send(Input::Campaign);
@@ -181,8 +178,13 @@ impl Replication {
             member_port == port && matches!(name, "localhost" | "127.0.0.1" | "::1" | "[::1]")
         };
         let mine: Vec<_> = config.members.iter().filter(|m| local(&m.host)).collect();
-        match mine.as_slice() {
-            [member] => Ok(member.raft_id()),
+        match (mine.as_slice(), config.members.as_slice()) {
+            ([member], _) => Ok(member.raft_id()),
+            // A set of one restarted on another address is still that one member.
+            (_, [only]) => {
+                tracing::warn!(configured = %only.host, me = %self.me, "this set's only member now listens elsewhere");
+                Ok(only.raft_id())
+            }
             _ => Err(CommandError::new(
                 ErrorCode::InvalidReplicaSetConfig,
                 format!(

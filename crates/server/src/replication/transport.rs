@@ -90,11 +90,13 @@ async fn run_peer(id: u64, host: String, mut inbox: UnboundedReceiver<Message>, 
                 }
             }
         }
-        if let Some(connected) = stream.as_mut() {
-            if connected.write_all(&frame).await.is_err() {
-                stream = None;
-                let _ = unreachable.send(id);
-            }
+        let written = match stream.as_mut() {
+            Some(connected) => connected.write_all(&frame).await.is_ok(),
+            None => false,
+        };
+        if !written {
+            stream = None;
+            let _ = unreachable.send(id);
         }
     }
 }
@@ -142,9 +144,10 @@ pub fn call(host: &str, command: RawDocumentBuf, timeout: Duration) -> Result<Do
     if !(21..=48 * 1024 * 1024).contains(&length) {
         return Err(format!("{host}: a reply of {length} bytes"));
     }
+    let mut rest = vec![0u8; length - 4];
+    stream.read_exact(&mut rest).map_err(|e| format!("{host}: {e}"))?;
     let mut message = header.to_vec();
-    message.resize(length, 0);
-    stream.read_exact(&mut message[4..]).map_err(|e| format!("{host}: {e}"))?;
+    message.extend_from_slice(&rest);
     let frame = wire::Frame::from_message(message, &wire::Limits::default()).map_err(|e| e.to_string())?;
     let reply = wire::OpMsg::parse(&frame, &wire::Limits::default()).map_err(|e| e.to_string())?;
     let reply = Document::try_from(reply.body.as_ref()).map_err(|e| e.to_string())?;
