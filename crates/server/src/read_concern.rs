@@ -80,6 +80,12 @@ pub fn check_supported(command: &Command) -> Result<(), CommandError> {
     Ok(())
 }
 
+/// Whether the command asks for `readConcern: {level: "linearizable"}` (outside a transaction).
+pub fn is_linearizable(command: &Command) -> bool {
+    !crate::transactions::is_transactional(command)
+        && command.body.get_document("readConcern").ok().and_then(|c| c.get_str("level").ok()) == Some("linearizable")
+}
+
 /// The view a read reads and, for a snapshot read, the cluster time to report.
 pub fn read_view(context: &Context, command: &Command) -> Result<(Option<ReadAt>, Option<Timestamp>), CommandError> {
     if let Some(view) = crate::transactions::read_at(context) {

@@ -65,6 +65,9 @@ pub enum Input {
     Reconfigure { config: SetConfig, reply: Sender<Result<(), String>> },
     /// A peer could not be reached.
     Unreachable(u64),
+    /// Confirm this member is still the primary (a heartbeat round a majority answers) and
+    /// has applied everything committed until now (raft's read index), for a linearizable read.
+    ReadIndex(Sender<Result<(), String>>),
     /// The server shuts down: the thread ends (and lets go of the store).
     Stop,
 }
@@ -111,6 +114,8 @@ pub struct Surroundings {
     pub on_change: OnChange,
     /// Where rolled-back entries are kept (the data directory).
     pub rollback_dir: Option<std::path::PathBuf>,
+    /// The address this member listens on (its connections to peers start from it).
+    pub source: Option<std::net::IpAddr>,
 }
 
 impl Consensus {
@@ -127,7 +132,7 @@ impl Consensus {
                 }
             }
         });
-        let mut transport = Transport::new(runtime, unreachable_tx);
+        let mut transport = Transport::new(runtime, unreachable_tx, around.source);
         transport.set_peers(&peers(&config, id));
         let node = Node::new(id, config, log, transport, around)?;
         let thread = std::thread::Builder::new()
@@ -186,6 +191,10 @@ struct Node {
     published: (StateRole, u64, u64, bool),
     /// Where rolled-back entries are kept (the data directory).
     rollback_dir: Option<std::path::PathBuf>,
+    /// Linearizable reads waiting for their read index: by request number, then by index.
+    read_requests: std::collections::HashMap<u64, Sender<Result<(), String>>>,
+    read_waits: Vec<(u64, Sender<Result<(), String>>)>,
+    next_read: u64,
 }
 
 impl Node {
@@ -196,7 +205,7 @@ impl Node {
         transport: Transport,
         around: Surroundings,
     ) -> Result<Node, String> {
-        let Surroundings { store, progress, on_change, rollback_dir } = around;
+        let Surroundings { store, progress, on_change, rollback_dir, .. } = around;
         let priority = config.member(id).map_or(0.0, |m| m.priority);
         let logger = slog::Logger::root(slog::Drain::fuse(super::raft_log::ToTracing), slog::o!("member" => id));
         let raw = RawNode::new(&raft_config(id, priority), log.clone(), &logger).map_err(|e| e.to_string())?;
@@ -217,6 +226,9 @@ impl Node {
             frozen_until: None,
             published: (StateRole::Follower, 0, 0, false),
             rollback_dir,
+            read_requests: std::collections::HashMap::new(),
+            read_waits: Vec::new(),
+            next_read: 0,
         })
     }
 
@@ -272,6 +284,15 @@ impl Node {
                 let _ = reply.send(self.reconfigure(config));
             }
             Input::Unreachable(id) => self.raw.report_unreachable(id),
+            Input::ReadIndex(reply) => {
+                if !self.is_writable() {
+                    let _ = reply.send(Err("not primary".into()));
+                    return;
+                }
+                self.next_read += 1;
+                self.read_requests.insert(self.next_read, reply);
+                self.raw.read_index(self.next_read.to_le_bytes().to_vec());
+            }
             Input::Stop => {}
         }
     }
@@ -395,6 +416,12 @@ impl Node {
         if *ready.snapshot() != Snapshot::default() {
             self.log.apply_snapshot(ready.snapshot()).map_err(|e| e.to_string())?;
         }
+        for state in ready.take_read_states() {
+            let number = state.request_ctx.as_slice().try_into().map(u64::from_le_bytes).unwrap_or(0);
+            if let Some(reply) = self.read_requests.remove(&number) {
+                self.read_waits.push((state.index, reply));
+            }
+        }
         self.apply(ready.take_committed_entries())?;
         self.log.append(ready.entries(), ready.hs()).map_err(|e| e.to_string())?;
         if !ready.persisted_messages().is_empty() {
@@ -404,7 +431,25 @@ impl Node {
         self.transport.send(light.take_messages());
         self.apply(light.take_committed_entries())?;
         self.raw.advance_apply();
+        self.answer_reads();
         Ok(())
+    }
+
+    /// Answers the linearizable reads whose read index is applied; fails them all if this
+    /// member is no longer primary.
+    fn answer_reads(&mut self) {
+        if self.raw.raft.state != StateRole::Leader {
+            for (_, reply) in self.read_waits.drain(..).chain(self.read_requests.drain()) {
+                let _ = reply.send(Err("not primary".into()));
+            }
+            return;
+        }
+        let applied = self.raw.raft.raft_log.applied;
+        let (ready, waiting): (Vec<_>, Vec<_>) = self.read_waits.drain(..).partition(|(index, _)| *index <= applied);
+        self.read_waits = waiting;
+        for (_, reply) in ready {
+            let _ = reply.send(Ok(()));
+        }
     }
 
     fn apply(&mut self, entries: Vec<Entry>) -> Result<(), String> {

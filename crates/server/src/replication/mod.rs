@@ -52,6 +52,8 @@ pub const CONFIG_COLLECTION: &str = "system.replset";
 
 /// How long `replSetInitiate` waits for the first primary.
 const INITIATE_WAIT: Duration = Duration::from_secs(10);
+/// How long a linearizable read waits to confirm this member is primary.
+const LINEARIZABLE_WAIT: Duration = Duration::from_secs(5);
 /// How long a member being added or initiated has to answer.
 const JOIN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -147,6 +149,11 @@ impl Replication {
             progress: Arc::clone(&self.progress),
             on_change,
             rollback_dir: self.data_dir.clone(),
+            source: self
+                .me
+                .rsplit_once(':')
+                .and_then(|(ip, _)| ip.parse().ok())
+                .filter(|ip: &std::net::IpAddr| !ip.is_unspecified()),
         };
         let consensus = Consensus::start(id, config, log, around).map_err(CommandError::internal)?;
         if sole_voter {
@@ -172,10 +179,13 @@ impl Replication {
         if let Some(member) = config.member_at(&self.me) {
             return Ok(member.raft_id());
         }
+        // As mongod's "is self": a host naming this machine (a name for loopback, or a
+        // loopback address) on this member's port.
         let port = self.me.rsplit(':').next().unwrap_or_default();
         let local = |host: &str| {
             let (name, member_port) = host.rsplit_once(':').unwrap_or((host, ""));
-            member_port == port && matches!(name, "localhost" | "127.0.0.1" | "::1" | "[::1]")
+            let loopback = name.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+            member_port == port && (loopback || name == "localhost")
         };
         let mine: Vec<_> = config.members.iter().filter(|m| local(&m.host)).collect();
         match (mine.as_slice(), config.members.as_slice()) {
@@ -231,6 +241,30 @@ impl Replication {
         let consensus = self.consensus.lock();
         let consensus = consensus.as_ref().ok_or_else(not_yet_initialized)?;
         consensus.inbox.send(input).map_err(|_| CommandError::new(ErrorCode::ShutdownInProgress, "shutting down"))
+    }
+
+    /// Before a linearizable read: everything this primary holds is on a majority, and it is
+    /// still the primary (a heartbeat round a majority answered after the read arrived).
+    pub fn confirm_linearizable(&self) -> Result<(), CommandError> {
+        self.check_writable()?;
+        let deadline = std::time::Instant::now() + LINEARIZABLE_WAIT;
+        let ts = consensus::as_u64(last_write(&self.store));
+        let members = self.set_config().map_or(1, |c| c.members.len());
+        if members > 1 && self.progress.wait(ts, progress::Want::Majority, Some(deadline)) != progress::Waited::Done {
+            return Err(CommandError::new(ErrorCode::PrimarySteppedDown, "could not confirm a linearizable read"));
+        }
+        let (reply, answer) = std::sync::mpsc::channel();
+        self.send(Input::ReadIndex(reply))?;
+        let remaining = deadline.saturating_duration_since(std::time::Instant::now());
+        match answer.recv_timeout(remaining) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => {
+                self.check_writable().and(Err(CommandError::new(ErrorCode::PrimarySteppedDown, "stepped down")))
+            }
+            Err(_) => {
+                Err(CommandError::new(ErrorCode::ExceededTimeLimit, "could not confirm a linearizable read in time"))
+            }
+        }
     }
 
     /// Stops the consensus thread (at shutdown: it holds the store).

@@ -25,6 +25,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 /// Senders to every other member.
 pub struct Transport {
     runtime: tokio::runtime::Handle,
+    /// The address this member listens on: its connections to peers start from it (so a peer,
+    /// or a proxy in front of it, can tell members apart); `None` when it listens on all.
+    source: Option<std::net::IpAddr>,
     peers: HashMap<u64, Peer>,
     /// Told the ids of peers a batch could not reach.
     unreachable: UnboundedSender<u64>,
@@ -36,8 +39,12 @@ struct Peer {
 }
 
 impl Transport {
-    pub fn new(runtime: tokio::runtime::Handle, unreachable: UnboundedSender<u64>) -> Transport {
-        Transport { runtime, peers: HashMap::new(), unreachable }
+    pub fn new(
+        runtime: tokio::runtime::Handle,
+        unreachable: UnboundedSender<u64>,
+        source: Option<std::net::IpAddr>,
+    ) -> Transport {
+        Transport { runtime, source, peers: HashMap::new(), unreachable }
     }
 
     /// Makes the peers `members` (consensus id, host), starting and stopping their tasks.
@@ -49,7 +56,7 @@ impl Transport {
             }
             let (outbox, inbox) = unbounded_channel();
             let unreachable = self.unreachable.clone();
-            self.runtime.spawn(run_peer(*id, host.clone(), inbox, unreachable));
+            self.runtime.spawn(run_peer(*id, (host.clone(), self.source), inbox, unreachable));
             self.peers.insert(*id, Peer { host: host.clone(), outbox });
         }
     }
@@ -65,7 +72,12 @@ impl Transport {
 
 /// One peer's sender: batches what is queued and writes it; a failed connection is dropped
 /// (with the batch) and made again for the next one.
-async fn run_peer(id: u64, host: String, mut inbox: UnboundedReceiver<Message>, unreachable: UnboundedSender<u64>) {
+async fn run_peer(
+    id: u64,
+    (host, source): (String, Option<std::net::IpAddr>),
+    mut inbox: UnboundedReceiver<Message>,
+    unreachable: UnboundedSender<u64>,
+) {
     let mut stream: Option<tokio::net::TcpStream> = None;
     let mut request_id = 0i32;
     while let Some(first) = inbox.recv().await {
@@ -79,7 +91,7 @@ async fn run_peer(id: u64, host: String, mut inbox: UnboundedReceiver<Message>, 
         request_id = request_id.wrapping_add(1);
         let Some(frame) = encode(&batch, request_id) else { continue };
         if stream.is_none() {
-            match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(host.as_str())).await {
+            match tokio::time::timeout(CONNECT_TIMEOUT, connect(&host, source)).await {
                 Ok(Ok(connected)) => {
                     let _ = connected.set_nodelay(true);
                     stream = Some(connected);
@@ -99,6 +111,22 @@ async fn run_peer(id: u64, host: String, mut inbox: UnboundedReceiver<Message>, 
             let _ = unreachable.send(id);
         }
     }
+}
+
+/// Connects to `host` from `source` (when given).
+async fn connect(host: &str, source: Option<std::net::IpAddr>) -> std::io::Result<tokio::net::TcpStream> {
+    let address = tokio::net::lookup_host(host)
+        .await?
+        .next()
+        .ok_or_else(|| std::io::Error::other(format!("{host}: no address")))?;
+    let socket = match address {
+        std::net::SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        std::net::SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    if let Some(ip) = source.filter(|ip| ip.is_ipv4() == address.is_ipv4()) {
+        socket.bind(std::net::SocketAddr::new(ip, 0))?;
+    }
+    socket.connect(address).await
 }
 
 fn encode(batch: &[Message], request_id: i32) -> Option<Vec<u8>> {
