@@ -54,22 +54,6 @@ impl Retry {
         self.stmt_ids.get(index).copied().unwrap_or(index as i32)
     }
 
-    /// Puts one record for the consecutive statements `first..=last`, which share `result`.
-    pub fn record_run(
-        &self,
-        txn: &mut Transaction<'_>,
-        tree: TreeId,
-        first: i32,
-        last: i32,
-        result: &Document,
-    ) -> Result<()> {
-        let mut value = result.clone();
-        if last > first {
-            value.insert(LAST_STMT_FIELD, last);
-        }
-        self.record(txn, tree, first, &value)
-    }
-
     /// Puts the record of statement `stmt_id` into `txn` (and, the first time, the deletion of
     /// the session's older records).
     pub fn record(&self, txn: &mut Transaction<'_>, tree: TreeId, stmt_id: i32, result: &Document) -> Result<()> {
@@ -82,8 +66,49 @@ impl Retry {
     }
 }
 
+/// A record as a replica set's secondaries get it: an oplog no-op (`op: "n"`) in the commit of
+/// the write it records, `o: {msg: "retryable write", retry: {lsid, txnNumber, stmtId, value}}`
+/// (`lsid` the 16 bytes of the session's id, `value` the row's BSON), so a retry that reaches a
+/// new primary after a failover finds the record there too.
+pub(crate) fn record_entry(
+    lsid: &[u8; 16],
+    txn_number: i64,
+    stmt_id: i32,
+    value: &Document,
+) -> Result<crate::oplog::Entry> {
+    let lsid = bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: lsid.to_vec() };
+    let retry = bson::doc! {"lsid": lsid, "txnNumber": txn_number, "stmtId": stmt_id, "value": value.clone()};
+    crate::oplog::Entry::noop_with("retryable write", bson::doc! {"retry": retry})
+}
+
+/// Writes a record a primary replicated ([`record_entry`]'s `retry`), forgetting the session's
+/// older `txnNumber`s as the primary did.
+pub(crate) fn put_replicated(txn: &mut Transaction<'_>, tree: TreeId, retry: &Document) -> Result<()> {
+    let lsid: [u8; 16] = retry
+        .get_binary_generic("lsid")
+        .ok()
+        .and_then(|bytes| bytes.as_slice().try_into().ok())
+        .ok_or_else(|| Error::bad_value("a replicated retry record without its lsid"))?;
+    let txn_number = retry.get_i64("txnNumber").map_err(|e| Error::bad_value(e.to_string()))?;
+    let stmt_id = retry.get_i32("stmtId").map_err(|e| Error::bad_value(e.to_string()))?;
+    let value = retry.get_document("value").map_err(|e| Error::bad_value(e.to_string()))?;
+    txn.delete_range(tree, key(&lsid, 0, 0).to_vec(), Some(key(&lsid, txn_number, 0).to_vec()));
+    let value = RawDocumentBuf::try_from(value).map_err(|e| Error::bad_value(e.to_string()))?;
+    txn.put(tree, key(&lsid, txn_number, stmt_id).to_vec(), value.into_bytes());
+    Ok(())
+}
+
 /// In a row recording a run of statements, the last one's id.
 const LAST_STMT_FIELD: &str = "lastStmtId";
+
+/// The row of a run of statements `first..=last` sharing `result`.
+pub(crate) fn run_value(first: i32, last: i32, result: &Document) -> Document {
+    let mut value = result.clone();
+    if last > first {
+        value.insert(LAST_STMT_FIELD, last);
+    }
+    value
+}
 
 /// A statement's row key.
 pub(crate) fn key(lsid: &[u8; 16], txn_number: i64, stmt_id: i32) -> [u8; 28] {

@@ -97,6 +97,17 @@ impl Store {
                 oplog.last()
             )));
         }
+        if entry.get_str("op").ok() == Some("n") {
+            // A no-op, perhaps with a retryable write's record: one transaction with the entry.
+            let mut txn = self.cx.engine.begin();
+            let o = entry.get_document("o").ok().map(Document::try_from).transpose();
+            let o = o.map_err(|e| Error::bad_value(format!("no-op o: {e}")))?.unwrap_or_default();
+            if let Ok(retry) = o.get_document("retry") {
+                crate::retry::put_replicated(&mut txn, self.cx.sessions_tree, retry)?;
+            }
+            oplog.commit_raw(txn, entry.as_bytes().to_vec(), Durability::Periodic)?;
+            return Ok(());
+        }
         let (outcome, left) = applying(entry, || self.apply_change(entry));
         outcome?;
         if let Some(bytes) = left {

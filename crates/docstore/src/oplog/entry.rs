@@ -10,7 +10,8 @@
 //! `op` is `i` (insert: `o` the document, `o2` its `_id`), `u` (update: `o` a `$v: 2` diff or
 //! the whole replacement, `o2` the `_id`), `d` (delete: `o` the `_id`), `c` (a command on
 //! `db.$cmd`: create, drop, renameCollection, createIndexes, dropIndexes, dropDatabase,
-//! applyOps) or `n` (a no-op, which carries a retryable write's record when nothing changed).
+//! applyOps) or `n` (a no-op; one in the commit of each retryable write carries its record, see
+//! `retry::record_entry`).
 
 use bson::raw::cstr;
 use bson::{Binary, Bson, DateTime, Document, RawDocument, RawDocumentBuf, Timestamp, Uuid, doc};
@@ -99,8 +100,15 @@ impl Entry {
 
     /// A no-op entry (`msg` says why).
     pub fn noop(msg: &str) -> Result<Entry> {
+        Entry::noop_with(msg, Document::new())
+    }
+
+    /// A no-op entry carrying `fields` beside its `msg` (a retryable write's record).
+    pub fn noop_with(msg: &str, fields: Document) -> Result<Entry> {
+        let mut o = doc! {"msg": msg};
+        o.extend(fields);
         let mut bytes = Entry::start("n", "");
-        bytes.append(cstr!("o"), raw(&doc! {"msg": msg})?);
+        bytes.append(cstr!("o"), raw(&o)?);
         Ok(Entry::finish(bytes))
     }
 

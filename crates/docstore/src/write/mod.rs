@@ -181,17 +181,20 @@ impl<'s> DocumentWrite<'s> {
     /// transaction's statements are retried by retrying its commit instead.
     pub(crate) fn record(&mut self, retry: &Retry, stmt_id: i32, result: Document) -> Result<()> {
         match &mut self.sink {
-            Sink::Engine(txn) => retry.record(txn, self.cx.sessions_tree, stmt_id, &result),
+            Sink::Engine(txn) => {
+                retry.record(txn, self.cx.sessions_tree, stmt_id, &result)?;
+                if let Some(entries) = &mut self.entries {
+                    entries.push(crate::retry::record_entry(&retry.lsid, retry.txn_number, stmt_id, &result)?);
+                }
+                Ok(())
+            }
             Sink::Transaction { .. } => Ok(()),
         }
     }
 
     /// Records a run of consecutive statements sharing one result (an insert group's documents).
     pub(crate) fn record_run(&mut self, retry: &Retry, first: i32, last: i32, result: Document) -> Result<()> {
-        match &mut self.sink {
-            Sink::Engine(txn) => retry.record_run(txn, self.cx.sessions_tree, first, last, &result),
-            Sink::Transaction { .. } => Ok(()),
-        }
+        self.record(retry, first, crate::retry::run_value(first, last, &result))
     }
 
     /// MongoDB refuses writes to capped collections inside multi-document transactions.

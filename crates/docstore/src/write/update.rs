@@ -359,7 +359,11 @@ impl Context {
     ) -> Result<()> {
         let mut txn = self.engine.begin();
         retry.record(&mut txn, self.sessions_tree, stmt_id, result)?;
-        txn.commit(durability)?;
+        let entries = match self.logs("admin") {
+            true => vec![crate::retry::record_entry(&retry.lsid, retry.txn_number, stmt_id, result)?],
+            false => Vec::new(),
+        };
+        self.commit_logged(txn, "admin", entries, durability)?;
         Ok(())
     }
 

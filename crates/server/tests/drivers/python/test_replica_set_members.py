@@ -13,6 +13,7 @@ import socket
 import time
 
 import bson
+from bson import Int64
 import pymongo
 import pytest
 from pymongo import ReadPreference
@@ -150,8 +151,9 @@ def test_three_members_replicate_in_order(three):
         c.with_options(write_concern=WriteConcern(w=5)).insert_one({"_id": "five"})
     assert unsatisfiable.value.code == 100
     # A read preference sends reads to a secondary.
+    # (The w: 5 insert stayed, as in MongoDB, and reaches the secondaries as every write does.)
     secondaries = client.t.get_collection("c", read_preference=ReadPreference.SECONDARY)
-    assert secondaries.count_documents({}) == 192
+    wait_for("the secondaries to serve every document", lambda: secondaries.count_documents({}) == 192)
 
     status = client.admin.command("replSetGetStatus")
     states = sorted(m["stateStr"] for m in status["members"])
@@ -166,6 +168,12 @@ def test_failover_after_kill_keeps_every_majority_write(three):
     for i in range(300):
         client.t.c.insert_one({"_id": i})
         acknowledged.append(i)
+    # A retryable write (lsid + txnNumber) on the old primary: its record replicates with it.
+    retrier = set_client(three)
+    session = retrier.start_session()
+    increment = {"update": "counter", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}, "upsert": True}],
+                 "txnNumber": Int64(7)}
+    assert retrier.t.command(increment, session=session)["n"] == 1
     old.kill()
     killed_at = time.monotonic()
     survivors = [m for m in three if m is not old]
@@ -179,6 +187,11 @@ def test_failover_after_kill_keeps_every_majority_write(three):
         acknowledged.append(i)
     have = {d["_id"] for d in documents(new)}
     assert set(acknowledged) <= have
+    # The driver's retry of that write, after the failover, is answered from the record.
+    again = retrier.t.command(increment, session=session)
+    assert again["n"] == 1 and "writeErrors" not in again, again
+    assert client.t.counter.find_one({"_id": 1})["n"] == 1, "the retried write was applied twice"
+    retrier.close()
     # The old primary comes back as a secondary and catches up.
     old.start()
     wait_for("the old primary to rejoin", lambda: old.hello().get("secondary"))
