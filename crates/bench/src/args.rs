@@ -106,6 +106,11 @@ pub struct CommonArgs {
     /// The strata binary to start. Default: this executable.
     #[arg(long)]
     pub strata: Option<PathBuf>,
+    /// Start a replica set of this many members (on this machine, loopback ports) instead of
+    /// one standalone server, and connect to it with `replicaSet`; member 0 is initiated first
+    /// and is the primary measured. Writes may then use `majority`.
+    #[arg(long)]
+    pub replica_set: Option<usize>,
 }
 
 impl CommonArgs {
@@ -130,6 +135,8 @@ pub enum WriteMode {
     W1,
     /// Journaled: {w: 1, j: true}.
     J,
+    /// On a majority of a replica set's voting members: {w: "majority"}.
+    Majority,
 }
 
 impl WriteMode {
@@ -138,6 +145,7 @@ impl WriteMode {
         match self {
             WriteMode::W1 => builder.build(),
             WriteMode::J => builder.journal(true).build(),
+            WriteMode::Majority => WriteConcern::builder().w(Acknowledgment::Majority).build(),
         }
     }
 
@@ -145,6 +153,7 @@ impl WriteMode {
         match self {
             WriteMode::W1 => "w:1",
             WriteMode::J => "j:true",
+            WriteMode::Majority => "w:majority",
         }
     }
 }

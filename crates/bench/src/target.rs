@@ -18,10 +18,14 @@ use crate::size::parse_size;
 
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const STOP_TIMEOUT: Duration = Duration::from_secs(120);
+/// The name of a replica set the bench starts.
+const SET: &str = "bench";
 
 pub struct Target {
     uri: String,
     spawned: Option<Spawned>,
+    /// With `--replica-set N`: the other members.
+    members: Vec<Spawned>,
 }
 
 struct Spawned {
@@ -46,14 +50,56 @@ impl Target {
             if common.memory_limit.is_some() || common.cache_size.is_some() {
                 bail!("--memory-limit and --cache-size apply to the server the bench starts, not to --uri");
             }
-            return Ok(Target { uri: uri.clone(), spawned: None });
+            return Ok(Target { uri: uri.clone(), spawned: None, members: Vec::new() });
         }
-        let spawned = Spawned::start(common)?;
+        if let Some(size) = common.replica_set {
+            return Target::start_set(common, size).await;
+        }
+        let spawned = Spawned::start(common, None)?;
         let port = spawned.port;
         let mut target = Target {
             uri: format!("mongodb://127.0.0.1:{port}/?directConnection=true"),
             spawned: Some(spawned.spawned),
+            members: Vec::new(),
         };
+        target.wait_ready().await?;
+        Ok(target)
+    }
+
+    /// `--replica-set N`: N members on free loopback ports, initiated from member 0 (which
+    /// campaigns first, and is the process measured); ready once the set has a primary.
+    async fn start_set(common: &CommonArgs, size: usize) -> anyhow::Result<Target> {
+        if size == 0 || common.memory_limit.is_some() {
+            bail!("--replica-set needs at least one member, and does not take --memory-limit");
+        }
+        let mut started = (0..size).map(|_| Spawned::start(common, Some(SET))).collect::<anyhow::Result<Vec<_>>>()?;
+        let hosts: Vec<String> = started.iter().map(|s| format!("127.0.0.1:{}", s.port)).collect();
+        let first = started.remove(0);
+        let mut target = Target {
+            uri: format!("mongodb://{}/?directConnection=true", hosts[0]),
+            spawned: Some(first.spawned),
+            members: started.into_iter().map(|s| s.spawned).collect(),
+        };
+        target.wait_ready().await?;
+        for host in &hosts[1..] {
+            let member = Client::with_uri_str(format!("mongodb://{host}/?directConnection=true")).await?;
+            let deadline = Instant::now() + READY_TIMEOUT;
+            while member.database("admin").run_command(doc! {"ping": 1}).await.is_err() {
+                if Instant::now() > deadline {
+                    bail!("member {host} did not answer ping within {READY_TIMEOUT:?}");
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        let members: Vec<bson::Document> =
+            hosts.iter().enumerate().map(|(id, host)| doc! {"_id": id as i32, "host": host}).collect();
+        let client = Client::with_uri_str(&target.uri).await?;
+        client
+            .database("admin")
+            .run_command(doc! {"replSetInitiate": {"_id": SET, "members": members}})
+            .await
+            .context("replSetInitiate")?;
+        target.uri = format!("mongodb://{}/?replicaSet={SET}", hosts.join(","));
         target.wait_ready().await?;
         Ok(target)
     }
@@ -82,6 +128,7 @@ impl Target {
     async fn wait_ready(&mut self) -> anyhow::Result<()> {
         let started = Instant::now();
         let client = Client::with_uri_str(format!("{}&serverSelectionTimeoutMS=1000", self.uri)).await?;
+        // (Through a replica-set URI, `ping` waits for a primary.)
         loop {
             if let Some(explanation) = self.exit_explanation() {
                 bail!("{explanation}");
@@ -96,8 +143,15 @@ impl Target {
         }
     }
 
-    /// SIGTERM, then wait for the exit; for `--uri`, nothing to do.
+    /// SIGTERM, then wait for the exit (the other members' first); for `--uri`, nothing to do.
     pub async fn stop(mut self) -> anyhow::Result<Option<StopReport>> {
+        for member in std::mem::take(&mut self.members) {
+            Target { uri: String::new(), spawned: Some(member), members: Vec::new() }.stop_one().await?;
+        }
+        self.stop_one().await
+    }
+
+    async fn stop_one(mut self) -> anyhow::Result<Option<StopReport>> {
         let Some(spawned) = self.spawned.as_mut() else { return Ok(None) };
         let pid = rustix::process::Pid::from_raw(i32::try_from(spawned.child.id())?)
             .ok_or_else(|| anyhow!("the server has no valid pid"))?;
@@ -130,7 +184,7 @@ struct Started {
 }
 
 impl Spawned {
-    fn start(common: &CommonArgs) -> anyhow::Result<Started> {
+    fn start(common: &CommonArgs, replica_set: Option<&str>) -> anyhow::Result<Started> {
         let strata = match &common.strata {
             Some(path) => path.clone(),
             None => std::env::current_exe().context("finding the strata executable")?,
@@ -145,6 +199,9 @@ impl Spawned {
             "--port".to_owned(),
             port.to_string(),
         ];
+        if let Some(set) = replica_set {
+            args.extend(["--replSet".to_owned(), set.to_owned()]);
+        }
         if let Some(max_connections) = common.max_connections {
             args.extend(["--max-connections".to_owned(), max_connections.to_string()]);
         }

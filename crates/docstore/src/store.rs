@@ -163,10 +163,19 @@ impl Store {
 
     /// Oplog entries after `after`, oldest first, at most `limit`, read at one snapshot.
     pub fn oplog_after(&self, after: bson::Timestamp, limit: usize) -> Result<Vec<(bson::Timestamp, RawDocumentBuf)>> {
+        self.oplog_after_bounded(after, (limit, usize::MAX))
+    }
+
+    /// [`Store::oplog_after`], stopping once the entries pass `max_bytes` (one at least).
+    pub fn oplog_after_bounded(
+        &self,
+        after: bson::Timestamp,
+        (limit, max_bytes): (usize, usize),
+    ) -> Result<Vec<(bson::Timestamp, RawDocumentBuf)>> {
         let Some(oplog) = self.oplog() else { return Ok(Vec::new()) };
         let snapshot = self.cx.engine.snapshot();
         oplog
-            .read_after(&snapshot, after, limit)?
+            .read_after_bounded(&snapshot, after, (limit, max_bytes))?
             .into_iter()
             .map(|(ts, bytes)| Ok((ts, read::scan::raw(bytes)?)))
             .collect()

@@ -130,6 +130,52 @@ impl Metrics {
     }
 }
 
+/// A replica set member's state: its role and term, elections it won, and (on the primary) how
+/// far each member and the majority commit point trail the newest write, in seconds of `ts`.
+fn replication(registry: &Registry, set: &crate::replication::Replication) {
+    let published = set.progress.get();
+    let gauge = |name: &str, help: &str, value: f64| {
+        if let Ok(gauge) = prometheus::Gauge::new(name, help) {
+            gauge.set(value);
+            register(registry, gauge);
+        }
+    };
+    gauge(
+        "strata_repl_state",
+        "This member's state (1 primary, 2 secondary, 3 recovering, 0 startup).",
+        f64::from(published.state.number()),
+    );
+    gauge("strata_repl_term", "The consensus term (electionId).", published.term as f64);
+    gauge(
+        "strata_repl_elections_won_total",
+        "Elections this member won since it started.",
+        published.elections_won as f64,
+    );
+    let seconds = |ts: u64| (ts >> 32) as f64 + (ts & 0xffff_ffff) as f64 * 1e-9;
+    let newest = published.applied_ts;
+    gauge(
+        "strata_repl_commit_point_lag_seconds",
+        "How far the majority commit point trails this member's newest entry.",
+        (seconds(newest) - seconds(published.majority_ts)).max(0.0),
+    );
+    if published.writable {
+        let Ok(lag) = prometheus::GaugeVec::new(
+            prometheus::Opts::new(
+                "strata_repl_member_lag_seconds",
+                "How far each member trails the primary's newest entry.",
+            ),
+            &["member"],
+        ) else {
+            return;
+        };
+        for member in &published.members {
+            lag.with_label_values(&[&(member.raft_id - 1).to_string()])
+                .set((seconds(newest) - seconds(member.matched_ts)).max(0.0));
+        }
+        register(registry, lag);
+    }
+}
+
 /// A registry of gauges holding what the server and the store say now.
 fn moment(shared: &Shared) -> Registry {
     let registry = Registry::new();
@@ -148,6 +194,9 @@ fn moment(shared: &Shared) -> Registry {
     );
     gauge("strata_cursors_open", "Server-side cursors parked between getMores.", shared.cursors.len() as f64);
     gauge("strata_uptime_seconds", "Seconds since the server started.", shared.started.elapsed().as_secs_f64());
+    if let Some(set) = &shared.replication {
+        replication(&registry, set);
+    }
     let stats = shared.store.engine_stats();
     let engine: [(&str, &str, f64); 20] = [
         ("strata_cache_budget_bytes", "The engine's memory budget.", stats.cache_budget_bytes as f64),

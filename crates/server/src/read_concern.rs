@@ -1,13 +1,14 @@
 //! `readConcern` for reads outside transactions (find, aggregate, distinct, count).
 //!
-//! `local`, `majority` and `available` read the latest committed state: a replica set of one
-//! member has nothing newer than what it committed, and its majority is itself. `snapshot`
+//! `local` and `available` read the latest committed state. `majority` on the primary of a set
+//! of several members reads a snapshot once a majority holds it (see `majority_view`);
+//! elsewhere the latest state (a secondary applies only what the set committed). `snapshot`
 //! (replica-set mode) reads one consistent snapshot: at `atClusterTime` when given, else now,
 //! and the reply reports which (`atClusterTime`), so a snapshot session's next reads ask for
 //! the same. A snapshot read's view is held for a minute so those later reads find it; a
 //! cluster time the server holds no snapshot of (older than what it holds, or between two held
-//! ones) is SnapshotTooOld. `afterClusterTime` (causal consistency) waits for nothing: every
-//! committed write is visible at once.
+//! ones) is SnapshotTooOld. `afterClusterTime` (causal consistency) waits until this member
+//! applied that cluster time (a secondary behind the primary), at most 30 s.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -92,13 +93,40 @@ pub fn read_view(context: &Context, command: &Command) -> Result<(Option<ReadAt>
         return Ok((Some(view), None));
     }
     let Some(concern) = command.optional_document("readConcern")? else { return Ok((None, None)) };
+    if let (Some(set), Some(Bson::Timestamp(after))) = (&context.shared.replication, concern.get("afterClusterTime")) {
+        // Causal consistency: this member must have applied what the client saw.
+        if !set.wait_applied(*after, Instant::now() + AFTER_CLUSTER_TIME_WAIT) {
+            return Err(CommandError::new(
+                ErrorCode::ExceededTimeLimit,
+                format!("this member has not applied cluster time {after} yet"),
+            ));
+        }
+    }
     match level(concern)? {
         "snapshot" => {
             let (view, ts) = snapshot(context, concern)?;
             Ok((Some(view), Some(ts)))
         }
+        "majority" => Ok((majority_view(context)?, None)),
         _ => Ok((None, None)),
     }
+}
+
+/// How long a read waits for this member to apply its `afterClusterTime`.
+const AFTER_CLUSTER_TIME_WAIT: Duration = Duration::from_secs(30);
+
+/// readConcern `majority` on the primary of a set of several members: a snapshot of now, read
+/// once a majority holds everything in it (so nothing read can be rolled back). A secondary
+/// applies only what the set committed, and a set of one is its own majority: they read their
+/// latest state.
+fn majority_view(context: &Context) -> Result<Option<ReadAt>, CommandError> {
+    let Some(set) = &context.shared.replication else { return Ok(None) };
+    if !set.is_writable() || set.set_config().is_none_or(|config| config.members.len() < 2) {
+        return Ok(None);
+    }
+    let Some((view, ts)) = context.shared.store.snapshot_now() else { return Ok(None) };
+    set.wait_majority(ts, Instant::now() + AFTER_CLUSTER_TIME_WAIT)?;
+    Ok(Some(view))
 }
 
 fn level(concern: &Document) -> Result<&str, CommandError> {

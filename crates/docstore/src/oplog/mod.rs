@@ -58,6 +58,9 @@ pub struct Oplog {
     trimming: Mutex<()>,
     /// The term stamped into new entries (`t`): the consensus term this member leads in.
     term: AtomicI64,
+    /// Trimming keeps every entry after this `ts` (u64 form): a primary's entries not yet in
+    /// the consensus log ([`Oplog::keep_after`]).
+    keep_after: AtomicU64,
     listeners: RwLock<Vec<Listener>>,
     counts_tree: storage::TreeId,
     /// Pre-images of changed documents (`changeStreamPreAndPostImages`), trimmed with the
@@ -91,6 +94,7 @@ impl Oplog {
             cap_bytes: AtomicU64::new(cap_bytes),
             trimming: Mutex::new(()),
             term: AtomicI64::new(entry::TERM),
+            keep_after: AtomicU64::new(u64::MAX),
             listeners: RwLock::new(Vec::new()),
             counts_tree,
             images_tree,
@@ -126,6 +130,12 @@ impl Oplog {
 
     pub fn term(&self) -> i64 {
         self.term.load(Ordering::Acquire)
+    }
+
+    /// From now on trimming keeps every entry after `ts` (a replica set's primary: the entries
+    /// it has not proposed yet), whatever the cap.
+    pub fn keep_after(&self, ts: Timestamp) {
+        self.keep_after.store(as_u64(ts), Ordering::Release);
     }
 
     /// Calls `listener` after each commit that appended entries.
@@ -254,9 +264,13 @@ impl Oplog {
             let excess = self.bytes.load(Ordering::Relaxed) - self.cap_bytes() as i64;
             let remaining = self.count.load(Ordering::Relaxed);
             let mut last = None;
+            let keep_after = self.keep_after.load(Ordering::Acquire);
             for item in snapshot.iter(self.collection.tree).take(TRIM_BATCH) {
                 let (key, value) = item?;
                 if bytes >= excess || count + 1 >= remaining {
+                    break;
+                }
+                if entry::key_timestamp(&key).is_some_and(|ts| as_u64(ts) > keep_after) {
                     break;
                 }
                 bytes += value.len() as i64;
@@ -296,19 +310,29 @@ impl Oplog {
 
     /// Entries after `after` (exclusive), oldest first, at `snapshot`, at most `limit`.
     pub fn read_after(&self, snapshot: &Snapshot, after: Timestamp, limit: usize) -> Result<Vec<(Timestamp, Vec<u8>)>> {
-        self.read(snapshot, std::ops::Bound::Excluded(after), limit)
+        self.read(snapshot, std::ops::Bound::Excluded(after), (limit, usize::MAX))
+    }
+
+    /// [`Oplog::read_after`], stopping once the entries pass `max_bytes` (always one at least).
+    pub fn read_after_bounded(
+        &self,
+        snapshot: &Snapshot,
+        after: Timestamp,
+        (limit, max_bytes): (usize, usize),
+    ) -> Result<Vec<(Timestamp, Vec<u8>)>> {
+        self.read(snapshot, std::ops::Bound::Excluded(after), (limit, max_bytes))
     }
 
     /// Entries from `from` (inclusive), oldest first, at `snapshot`, at most `limit`.
     pub fn read_from(&self, snapshot: &Snapshot, from: Timestamp, limit: usize) -> Result<Vec<(Timestamp, Vec<u8>)>> {
-        self.read(snapshot, std::ops::Bound::Included(from), limit)
+        self.read(snapshot, std::ops::Bound::Included(from), (limit, usize::MAX))
     }
 
     fn read(
         &self,
         snapshot: &Snapshot,
         lower: std::ops::Bound<Timestamp>,
-        limit: usize,
+        (limit, max_bytes): (usize, usize),
     ) -> Result<Vec<(Timestamp, Vec<u8>)>> {
         use std::ops::Bound;
         let start = match lower {
@@ -320,8 +344,13 @@ impl Oplog {
             _ => Bound::Included(start.as_slice()),
         };
         let mut entries = Vec::new();
+        let mut bytes = 0;
         for item in snapshot.range::<(Bound<&[u8]>, Bound<&[u8]>)>(self.collection.tree, (lower, Bound::Unbounded)) {
             let (key, value) = item?;
+            bytes += value.len();
+            if !entries.is_empty() && bytes > max_bytes {
+                break;
+            }
             if let Some(ts) = entry::key_timestamp(&key) {
                 entries.push((ts, value));
             }

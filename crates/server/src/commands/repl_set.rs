@@ -86,5 +86,8 @@ pub fn raft_message(context: &Context, command: &Command) -> Result<RawDocumentB
     let set = replication(context)?;
     let messages = replication::transport::decode(&command.body).map_err(CommandError::bad_value)?;
     set.deliver(messages)?;
+    if let Some((member, applied)) = replication::transport::decode_position(&command.body) {
+        set.note_position(member, applied)?;
+    }
     reply(doc! {})
 }

@@ -47,6 +47,9 @@ pub fn run(context: &Context, _command: &Command) -> Result<RawDocumentBuf, Comm
     if let Some(stats) = engine_stats(context) {
         fields.insert("strata", stats);
     }
+    if let Some(set) = &shared.replication {
+        fields.insert("repl", set.server_status_fields());
+    }
     reply(fields)
 }
 

@@ -46,8 +46,12 @@ pub const TICK: Duration = Duration::from_millis(50);
 const ELECTION_TICKS: usize = 10;
 const HEARTBEAT_TICKS: usize = 2;
 pub const ELECTION_TIMEOUT_MS: u64 = TICK.as_millis() as u64 * ELECTION_TICKS as u64;
-/// Oplog entries proposed in one consensus entry at most.
+/// Oplog entries proposed in one consensus entry at most, and their bytes (an entry's one
+/// operation may be larger). One entry is proposed per turn of the loop, so that persisting
+/// and sending a turn's work never holds back heartbeats for long (a member that hears none
+/// for an election timeout campaigns).
 const OPS_PER_ENTRY: usize = 1000;
+const ENTRY_BYTES: usize = 4 << 20;
 
 /// What the rest of the server asks of the consensus thread.
 pub enum Input {
@@ -65,6 +69,8 @@ pub enum Input {
     Reconfigure { config: SetConfig, reply: Sender<Result<(), String>> },
     /// A peer could not be reached.
     Unreachable(u64),
+    /// A secondary's report: member `member` has applied the entry at `applied` (a ts).
+    Position { member: u64, applied: u64 },
     /// Confirm this member is still the primary (a heartbeat round a majority answers) and
     /// has applied everything committed until now (raft's read index), for a linearizable read.
     ReadIndex(Sender<Result<(), String>>),
@@ -161,6 +167,9 @@ fn raft_config(id: u64, priority: f64) -> raft::Config {
         election_tick: ELECTION_TICKS,
         heartbeat_tick: HEARTBEAT_TICKS,
         max_size_per_msg: 4 << 20,
+        // A turn applies about this much (one entry at least), so that a member applying large
+        // documents still answers heartbeats in time.
+        max_committed_size_per_ready: 4 << 20,
         max_inflight_msgs: 256,
         check_quorum: true,
         pre_vote: true,
@@ -195,6 +204,12 @@ struct Node {
     read_requests: std::collections::HashMap<u64, Sender<Result<(), String>>>,
     read_waits: Vec<(u64, Sender<Result<(), String>>)>,
     next_read: u64,
+    /// How far each secondary reported it has applied (as primary; `w: N` counts these).
+    applied_by: std::collections::HashMap<u64, u64>,
+    /// Set when a proposal left operations for the next turn.
+    more_to_propose: bool,
+    /// The newest position this member reported, and to which primary.
+    reported: (u64, u64),
 }
 
 impl Node {
@@ -229,40 +244,88 @@ impl Node {
             read_requests: std::collections::HashMap::new(),
             read_waits: Vec::new(),
             next_read: 0,
+            applied_by: std::collections::HashMap::new(),
+            reported: (0, 0),
+            more_to_propose: false,
         })
     }
 
     fn run(mut self, inbox: Receiver<Input>) {
         let mut next_tick = Instant::now() + TICK;
+        let mut failures = 0;
         loop {
-            let wait = next_tick.saturating_duration_since(Instant::now());
-            match inbox.recv_timeout(wait) {
-                Ok(Input::Stop) => return,
-                Ok(input) => {
-                    self.handle(input);
-                    while let Ok(input) = inbox.try_recv() {
-                        if matches!(input, Input::Stop) {
-                            return;
-                        }
-                        self.handle(input);
-                    }
+            let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.step(&inbox, &mut next_tick)));
+            let failure = match step {
+                Ok(Ok(true)) => {
+                    failures = 0;
+                    continue;
                 }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return,
-            }
-            let now = Instant::now();
-            if now >= next_tick {
-                self.tick(now);
-                next_tick = (next_tick + TICK).max(now);
-            }
-            self.propose_new_ops();
-            if let Err(failure) = self.on_ready() {
-                error!(%failure, "consensus: persisting or applying failed; this member stops replicating");
-                self.diverge(format!("consensus storage failed: {failure}"));
+                Ok(Ok(false)) => return,
+                Ok(Err(failure)) => failure,
+                Err(panic) => panic_message(&panic),
+            };
+            // Start the library's node again from the durable log, as a restart would; a
+            // member that keeps failing stops replicating and says so (never a silent thread
+            // whose last word was "writable").
+            failures += 1;
+            error!(%failure, failures, "consensus: a step failed; restarting the consensus node from its log");
+            std::thread::sleep(TICK * 2);
+            let restarted = if failures < 5 { self.restart() } else { Err(failure) };
+            if let Err(reason) = restarted {
+                self.diverge(format!("the consensus node keeps failing: {reason}"));
+                self.publish();
+                while !matches!(inbox.recv(), Ok(Input::Stop) | Err(_)) {}
                 return;
             }
-            self.publish();
         }
+    }
+
+    /// One turn of the loop: inputs, a tick when due, proposals, the library's ready state,
+    /// publishing. `Ok(false)`: stop.
+    fn step(&mut self, inbox: &Receiver<Input>, next_tick: &mut Instant) -> Result<bool, String> {
+        let wait = match std::mem::take(&mut self.more_to_propose) {
+            true => Duration::ZERO,
+            false => next_tick.saturating_duration_since(Instant::now()),
+        };
+        match inbox.recv_timeout(wait) {
+            Ok(Input::Stop) => return Ok(false),
+            Ok(input) => {
+                self.handle(input);
+                while let Ok(input) = inbox.try_recv() {
+                    if matches!(input, Input::Stop) {
+                        return Ok(false);
+                    }
+                    self.handle(input);
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return Ok(false),
+        }
+        let now = Instant::now();
+        if now >= *next_tick {
+            self.tick(now);
+            *next_tick = (*next_tick + TICK).max(now);
+        }
+        self.propose_new_ops();
+        self.on_ready()?;
+        self.publish();
+        Ok(true)
+    }
+
+    /// A new library node over the durable log (what was not persisted is forgotten, as in a
+    /// crash); committed entries come again and are skipped where this member holds them.
+    fn restart(&mut self) -> Result<(), String> {
+        let id = self.raw.raft.id;
+        let priority = self.config.member(id).map_or(0.0, |m| m.priority);
+        let logger = slog::Logger::root(slog::Drain::fuse(super::raft_log::ToTracing), slog::o!("member" => id));
+        self.raw = RawNode::new(&raft_config(id, priority), self.log.clone(), &logger).map_err(|e| e.to_string())?;
+        self.last_raft_ts = base_ts(&self.log.base().1);
+        self.proposed_ts = self.last_raft_ts;
+        self.in_flight.clear();
+        for (_, reply) in self.read_waits.drain(..).chain(self.read_requests.drain()) {
+            let _ = reply.send(Err("the consensus node restarted".into()));
+        }
+        Ok(())
     }
 
     fn handle(&mut self, input: Input) {
@@ -292,6 +355,10 @@ impl Node {
                 self.next_read += 1;
                 self.read_requests.insert(self.next_read, reply);
                 self.raw.read_index(self.next_read.to_le_bytes().to_vec());
+            }
+            Input::Position { member, applied } => {
+                let known = self.applied_by.entry(member).or_insert(0);
+                *known = (*known).max(applied);
             }
             Input::Stop => {}
         }
@@ -360,30 +427,39 @@ impl Node {
         self.raw.propose_conf_change(context, cc).map_err(|e| e.to_string())
     }
 
-    /// As primary, once drained: proposes the oplog entries committed locally since the last
-    /// proposal, in `ts` order.
+    /// As primary, once drained: proposes (one consensus entry's worth of) the oplog entries
+    /// committed locally since the last proposal, in `ts` order.
     fn propose_new_ops(&mut self) {
         if !self.is_writable() {
             return;
         }
-        loop {
-            let Ok(ops) = self.store.oplog_after(from_u64(self.proposed_ts), OPS_PER_ENTRY) else { return };
-            let Some((last, _)) = ops.last() else { return };
-            let last = as_u64(*last);
-            let mut array = bson::RawArrayBuf::new();
-            for (_, op) in &ops {
-                array.push(op.clone());
-            }
-            let data = rawdoc! {"ops": array}.into_bytes();
-            if self.raw.propose(Vec::new(), data).is_err() {
-                return;
-            }
-            let index = self.raw.raft.raft_log.last_index();
-            self.proposed_ts = last;
-            self.in_flight.push_back((index, last));
-            if ops.len() < OPS_PER_ENTRY {
-                return;
-            }
+        // At most ENTRY_BYTES of operations (one at least: an operation is at most 16 MiB and a
+        // bit, and the engine keeps values up to 64 MiB).
+        let bounds = (OPS_PER_ENTRY, ENTRY_BYTES);
+        let Ok(ops) = self.store.oplog_after_bounded(from_u64(self.proposed_ts), bounds) else { return };
+        let Some((last, _)) = ops.last() else { return };
+        let last = as_u64(*last);
+        let mut array = bson::RawArrayBuf::new();
+        for (_, op) in &ops {
+            array.push(op.clone());
+        }
+        let data = rawdoc! {"ops": array}.into_bytes();
+        if self.raw.propose(Vec::new(), data).is_err() {
+            return;
+        }
+        let index = self.raw.raft.raft_log.last_index();
+        self.proposed_ts = last;
+        self.keep_unproposed();
+        self.in_flight.push_back((index, last));
+        // Perhaps more is waiting: the next turn comes at once (and finds out).
+        self.more_to_propose = true;
+    }
+
+    /// The oplog's cap never trims what this member has not put in the consensus log yet
+    /// (its own writes as primary, which the set would otherwise never get).
+    fn keep_unproposed(&self) {
+        if let Some(oplog) = self.store.oplog() {
+            oplog.keep_after(from_u64(self.proposed_ts.max(self.last_raft_ts)));
         }
     }
 
@@ -432,7 +508,18 @@ impl Node {
         self.apply(light.take_committed_entries())?;
         self.raw.advance_apply();
         self.answer_reads();
+        self.report_position();
         Ok(())
+    }
+
+    /// As a secondary: tells the primary how far this member has applied, when that moved.
+    fn report_position(&mut self) {
+        let (me, leader) = (self.raw.raft.id, self.raw.raft.leader_id);
+        if self.raw.raft.state == StateRole::Leader || leader == 0 || self.reported == (leader, self.last_raft_ts) {
+            return;
+        }
+        self.transport.report_position(leader, me, self.last_raft_ts);
+        self.reported = (leader, self.last_raft_ts);
     }
 
     /// Answers the linearizable reads whose read index is applied; fails them all if this
@@ -506,6 +593,7 @@ impl Node {
             }
             self.store.apply_replicated(op).map_err(|e| format!("applying the oplog entry at {ts:?}: {e}"))?;
             self.last_raft_ts = as_u64(ts);
+            self.proposed_ts = self.proposed_ts.max(self.last_raft_ts);
         }
         Ok(Applied::All)
     }
@@ -588,6 +676,7 @@ impl Node {
 
     /// Publishes the state for the server, and logs and announces role changes.
     fn publish(&mut self) {
+        self.keep_unproposed();
         let raft = &self.raw.raft;
         let writable = self.is_writable();
         let now = (raft.state, raft.term, raft.leader_id, writable);
@@ -611,7 +700,13 @@ impl Node {
                 .iter()
                 .map(|(id, progress)| MemberProgress {
                     raft_id: *id,
-                    matched_ts: if *id == raft.id { local_last } else { ts_at(progress.matched, &self.in_flight, 0) },
+                    // A member counts for `w: N` once it applied the write (its report), not
+                    // merely logged it.
+                    matched_ts: match *id == raft.id {
+                        true => local_last,
+                        false => ts_at(progress.matched, &self.in_flight, 0)
+                            .min(self.applied_by.get(id).copied().unwrap_or(0)),
+                    },
                     active: *id == raft.id || progress.recent_active,
                 })
                 .collect();
@@ -660,6 +755,7 @@ impl Node {
                 oplog.set_term(term as i64);
             }
             self.proposed_ts = self.last_raft_ts;
+            self.keep_unproposed();
             self.in_flight.clear();
             self.store.set_originates(true);
             let elected = bson::DateTime::now().timestamp_millis();
@@ -674,6 +770,15 @@ impl Node {
         } else {
             info!(term, ?role, leader, "replica set state changed");
         }
+    }
+}
+
+/// A panic's message, for the log.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+        (Some(message), _) => format!("panic: {message}"),
+        (_, Some(message)) => format!("panic: {message}"),
+        _ => "panic".to_owned(),
     }
 }
 

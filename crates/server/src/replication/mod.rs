@@ -114,7 +114,17 @@ impl Replication {
             store.collection((CONFIG_DB, CONFIG_COLLECTION)).find(&FindRequest::default())?.next().transpose()?;
         if let Some(raw) = stored {
             let document = Document::try_from(raw.as_ref()).map_err(|e| CommandError::internal(e.to_string()))?;
-            let config = SetConfig::parse(&document, name)?;
+            let mut config = SetConfig::parse(&document, name)?;
+            if let [only] = config.members.as_mut_slice()
+                && only.host != replication.me
+                && !replication.is_me(&only.host)
+            {
+                // A set of one restarted on another address: it is that member, now here (what
+                // hello reports, and drivers connect to).
+                tracing::warn!(configured = %only.host, me = %replication.me, "this set's only member now listens elsewhere");
+                only.host = replication.me.clone();
+                store_config(store, &config.document())?;
+            }
             store.enable_oplog(replication.oplog_bytes)?;
             let log = log_store::LogStore::open(store)?;
             if !log.is_initialized() {
@@ -179,22 +189,9 @@ impl Replication {
         if let Some(member) = config.member_at(&self.me) {
             return Ok(member.raft_id());
         }
-        // As mongod's "is self": a host naming this machine (a name for loopback, or a
-        // loopback address) on this member's port.
-        let port = self.me.rsplit(':').next().unwrap_or_default();
-        let local = |host: &str| {
-            let (name, member_port) = host.rsplit_once(':').unwrap_or((host, ""));
-            let loopback = name.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
-            member_port == port && (loopback || name == "localhost")
-        };
-        let mine: Vec<_> = config.members.iter().filter(|m| local(&m.host)).collect();
-        match (mine.as_slice(), config.members.as_slice()) {
-            ([member], _) => Ok(member.raft_id()),
-            // A set of one restarted on another address is still that one member.
-            (_, [only]) => {
-                tracing::warn!(configured = %only.host, me = %self.me, "this set's only member now listens elsewhere");
-                Ok(only.raft_id())
-            }
+        let mine: Vec<_> = config.members.iter().filter(|m| self.is_me(&m.host)).collect();
+        match mine.as_slice() {
+            [member] => Ok(member.raft_id()),
             _ => Err(CommandError::new(
                 ErrorCode::InvalidReplicaSetConfig,
                 format!(
@@ -203,6 +200,15 @@ impl Replication {
                 ),
             )),
         }
+    }
+
+    /// As mongod's "is self": whether `host` names this member — a name for loopback, or a
+    /// loopback address, on this member's port.
+    fn is_me(&self, host: &str) -> bool {
+        let port = self.me.rsplit(':').next().unwrap_or_default();
+        let (name, member_port) = host.rsplit_once(':').unwrap_or((host, ""));
+        let loopback = name.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+        member_port == port && (loopback || name == "localhost")
     }
 
     pub fn config(&self) -> Option<Document> {
@@ -248,10 +254,8 @@ impl Replication {
     pub fn confirm_linearizable(&self) -> Result<(), CommandError> {
         self.check_writable()?;
         let deadline = std::time::Instant::now() + LINEARIZABLE_WAIT;
-        let ts = consensus::as_u64(last_write(&self.store));
-        let members = self.set_config().map_or(1, |c| c.members.len());
-        if members > 1 && self.progress.wait(ts, progress::Want::Majority, Some(deadline)) != progress::Waited::Done {
-            return Err(CommandError::new(ErrorCode::PrimarySteppedDown, "could not confirm a linearizable read"));
+        if self.set_config().is_some_and(|c| c.members.len() > 1) {
+            self.wait_majority(last_write(&self.store), deadline)?;
         }
         let (reply, answer) = std::sync::mpsc::channel();
         self.send(Input::ReadIndex(reply))?;
@@ -267,6 +271,25 @@ impl Replication {
         }
     }
 
+    /// Waits (until `deadline`) for this member to have applied the entry at `ts`.
+    pub fn wait_applied(&self, ts: Timestamp, deadline: std::time::Instant) -> bool {
+        if last_write(&self.store) >= ts {
+            return true;
+        }
+        self.progress.wait_applied(consensus::as_u64(ts), deadline)
+    }
+
+    /// Waits (until `deadline`) for a majority to hold the entry at `ts`.
+    pub fn wait_majority(&self, ts: Timestamp, deadline: std::time::Instant) -> Result<(), CommandError> {
+        match self.progress.wait(consensus::as_u64(ts), progress::Want::Majority, Some(deadline)) {
+            progress::Waited::Done => Ok(()),
+            progress::Waited::TimedOut => {
+                Err(CommandError::new(ErrorCode::ExceededTimeLimit, "a majority did not confirm the read in time"))
+            }
+            progress::Waited::SteppedDown => Err(CommandError::new(ErrorCode::PrimarySteppedDown, "stepped down")),
+        }
+    }
+
     /// Stops the consensus thread (at shutdown: it holds the store).
     pub fn stop(&self) {
         if let Some(mut consensus) = self.consensus.lock().take() {
@@ -277,6 +300,11 @@ impl Replication {
     /// Messages from another member's consensus thread.
     pub fn deliver(&self, messages: Vec<raft::prelude::Message>) -> Result<(), CommandError> {
         self.send(Input::Messages(messages))
+    }
+
+    /// A secondary's report of how far it has applied.
+    pub fn note_position(&self, member: u64, applied: u64) -> Result<(), CommandError> {
+        self.send(Input::Position { member, applied })
     }
 
     /// The oplog grew (the primary proposes the new entries).

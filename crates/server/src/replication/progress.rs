@@ -126,6 +126,18 @@ impl Progress {
             }
         }
     }
+
+    /// Waits until this member has applied the entry at `ts`, or `deadline`; says whether it
+    /// has.
+    pub fn wait_applied(&self, ts: u64, deadline: Instant) -> bool {
+        let mut published = self.published.lock();
+        while published.applied_ts < ts {
+            if self.changed.wait_until(&mut published, deadline).timed_out() {
+                return published.applied_ts >= ts;
+            }
+        }
+        true
+    }
 }
 
 fn reached(published: &Published, ts: u64, want: Want) -> bool {

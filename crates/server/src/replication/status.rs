@@ -74,6 +74,16 @@ impl Replication {
         fields
     }
 
+    /// `serverStatus.repl`: `hello`'s replica-set fields, with the term and elections won.
+    pub fn server_status_fields(&self) -> Document {
+        let mut fields = self.hello_fields();
+        let published = self.progress.get();
+        fields.insert("isWritablePrimary", published.writable);
+        fields.insert("term", published.term as i64);
+        fields.insert("electionsWon", published.elections_won as i64);
+        fields
+    }
+
     /// `replSetGetStatus` (`rs.status()`).
     pub fn status(&self, uptime_seconds: i64) -> Result<Document, CommandError> {
         let Some(config) = self.set_config() else { return Err(super::not_yet_initialized()) };

@@ -18,8 +18,9 @@ use raft::prelude::Message;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
-/// Messages sent in one command at most.
+/// Messages sent in one command at most, and their bytes (unless one alone is larger).
 const BATCH: usize = 256;
+const BATCH_BYTES: usize = 8 << 20;
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Senders to every other member.
@@ -35,7 +36,14 @@ pub struct Transport {
 
 struct Peer {
     host: String,
-    outbox: UnboundedSender<Message>,
+    outbox: UnboundedSender<Outgoing>,
+}
+
+/// What goes to a peer: the library's messages, and a secondary's report of how far it has
+/// applied (to the primary, for `w: N`; MongoDB's `replSetUpdatePosition`).
+enum Outgoing {
+    Raft(Message),
+    Position { from: u64, applied: u64 },
 }
 
 impl Transport {
@@ -64,8 +72,15 @@ impl Transport {
     pub fn send(&self, messages: Vec<Message>) {
         for message in messages {
             if let Some(peer) = self.peers.get(&message.to) {
-                let _ = peer.outbox.send(message);
+                let _ = peer.outbox.send(Outgoing::Raft(message));
             }
+        }
+    }
+
+    /// Tells member `to` (the primary) that `from` has applied the entry at `applied`.
+    pub fn report_position(&self, to: u64, from: u64, applied: u64) {
+        if let Some(peer) = self.peers.get(&to) {
+            let _ = peer.outbox.send(Outgoing::Position { from, applied });
         }
     }
 }
@@ -75,21 +90,38 @@ impl Transport {
 async fn run_peer(
     id: u64,
     (host, source): (String, Option<std::net::IpAddr>),
-    mut inbox: UnboundedReceiver<Message>,
+    mut inbox: UnboundedReceiver<Outgoing>,
     unreachable: UnboundedSender<u64>,
 ) {
     let mut stream: Option<tokio::net::TcpStream> = None;
     let mut request_id = 0i32;
-    while let Some(first) = inbox.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < BATCH {
-            match inbox.try_recv() {
-                Ok(message) => batch.push(message),
-                Err(_) => break,
+    let mut held: Option<Outgoing> = None;
+    loop {
+        // One message, then what else is queued, up to BATCH messages or BATCH_BYTES (a
+        // member's message limit is 48 MB; one message may carry a 16 MiB entry).
+        let first = match held.take() {
+            Some(outgoing) => outgoing,
+            None => match inbox.recv().await {
+                Some(outgoing) => outgoing,
+                None => return,
+            },
+        };
+        let mut batch = Batch::default();
+        batch.add(first);
+        while batch.messages.len() < BATCH {
+            let Ok(outgoing) = inbox.try_recv() else { break };
+            let size = match &outgoing {
+                Outgoing::Raft(message) => message.compute_size() as usize,
+                Outgoing::Position { .. } => 0,
+            };
+            if batch.bytes + size > BATCH_BYTES {
+                held = Some(outgoing);
+                break;
             }
+            batch.add(outgoing);
         }
         request_id = request_id.wrapping_add(1);
-        let Some(frame) = encode(&batch, request_id) else { continue };
+        let Some(frame) = batch.encode(request_id) else { continue };
         if stream.is_none() {
             match tokio::time::timeout(CONNECT_TIMEOUT, connect(&host, source)).await {
                 Ok(Ok(connected)) => {
@@ -113,6 +145,43 @@ async fn run_peer(
     }
 }
 
+/// One `replSetRaftMessage` command being gathered.
+#[derive(Default)]
+struct Batch {
+    messages: Vec<Vec<u8>>,
+    bytes: usize,
+    /// The newest position report (only the latest matters).
+    position: Option<(u64, u64)>,
+}
+
+impl Batch {
+    fn add(&mut self, outgoing: Outgoing) {
+        match outgoing {
+            Outgoing::Raft(message) => {
+                let bytes = message.write_to_bytes().unwrap_or_default();
+                self.bytes += bytes.len();
+                self.messages.push(bytes);
+            }
+            Outgoing::Position { from, applied } => self.position = Some((from, applied)),
+        }
+    }
+
+    fn encode(self, request_id: i32) -> Option<Vec<u8>> {
+        let mut messages = bson::RawArrayBuf::new();
+        for bytes in self.messages {
+            messages.push(bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes });
+        }
+        let mut body = rawdoc! {"replSetRaftMessage": 1, "messages": messages};
+        if let Some((from, applied)) = self.position {
+            body.append(bson::raw::cstr!("position"), rawdoc! {"from": from as i64, "applied": applied as i64});
+        }
+        body.append(bson::raw::cstr!("$db"), "admin");
+        let mut msg = wire::OpMsg::new(body);
+        msg.flags = wire::MsgFlags(wire::MsgFlags::MORE_TO_COME);
+        msg.encode(request_id, 0).ok()
+    }
+}
+
 /// Connects to `host` from `source` (when given).
 async fn connect(host: &str, source: Option<std::net::IpAddr>) -> std::io::Result<tokio::net::TcpStream> {
     let address = tokio::net::lookup_host(host)
@@ -129,16 +198,10 @@ async fn connect(host: &str, source: Option<std::net::IpAddr>) -> std::io::Resul
     socket.connect(address).await
 }
 
-fn encode(batch: &[Message], request_id: i32) -> Option<Vec<u8>> {
-    let mut messages = bson::RawArrayBuf::new();
-    for message in batch {
-        let bytes = message.write_to_bytes().ok()?;
-        messages.push(bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes });
-    }
-    let body = rawdoc! {"replSetRaftMessage": 1, "messages": messages, "$db": "admin"};
-    let mut msg = wire::OpMsg::new(body);
-    msg.flags = wire::MsgFlags(wire::MsgFlags::MORE_TO_COME);
-    msg.encode(request_id, 0).ok()
+/// A secondary's position report in a `replSetRaftMessage` command: (member, applied ts).
+pub fn decode_position(command: &Document) -> Option<(u64, u64)> {
+    let position = command.get_document("position").ok()?;
+    Some((position.get_i64("from").ok()? as u64, position.get_i64("applied").ok()? as u64))
 }
 
 /// The consensus messages of a `replSetRaftMessage` command.

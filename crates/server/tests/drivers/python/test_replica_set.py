@@ -157,7 +157,11 @@ def test_a_standalone_data_directory_restarts_as_a_replica_set(workdir):
     second = StrataProcess(path, extra_args=["--replSet", "rs2"])
     try:
         client = second.client(directConnection=True)
-        client.admin.command("replSetInitiate", {"_id": "rs2", "members": [{"_id": 0, "host": "x:1"}]})
+        with pytest.raises(pymongo.errors.OperationFailure) as elsewhere:
+            client.admin.command("replSetInitiate", {"_id": "rs2", "members": [{"_id": 0, "host": "x:1"}]})
+        assert elsewhere.value.code == 93  # InvalidReplicaSetConfig: no member is this server
+        me = f"{second.host}:{second.port}"
+        client.admin.command("replSetInitiate", {"_id": "rs2", "members": [{"_id": 0, "host": me}]})
         assert client.t.c.count_documents({}) == 5
         client.t.c.insert_one({"_id": 5})
         assert client.t.c.count_documents({}) == 6

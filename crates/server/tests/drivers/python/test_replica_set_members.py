@@ -135,6 +135,17 @@ def test_three_members_replicate_in_order(three):
             oplogs.append([(e["ts"], e["t"], e["op"], e.get("o2", e.get("o"))) for e in entries])
     assert oplogs[0] == oplogs[1] == oplogs[2] and len(oplogs[0]) > 200
 
+    # Large documents replicate too (consensus entries and members' messages are cut to fit the
+    # engine's and the wire's limits). (Tens of MiB of them back to back can make the primary
+    # step down: docs/replication.md, "Known limits".)
+    big = [{"_id": f"big-{i}", "x": "a" * (15 << 20) if i == 0 else "b" * (1 << 20)} for i in range(5)]
+    client.t.big.insert_many(big)
+    wait_for("the large documents on every member", lambda: all(
+        m.direct(readPreference="secondaryPreferred").t.big.count_documents({}) == 5 for m in three), seconds=60)
+    for member in three:
+        with member.direct(readPreference="secondaryPreferred") as direct:
+            assert direct.t.big.count_documents({}) == 5, member.host
+
     hello = primary.hello()
     assert hello["setName"] == SET and hello["isWritablePrimary"] is True
     assert sorted(hello["hosts"]) == sorted(m.host for m in three)
@@ -210,7 +221,8 @@ def test_a_primary_cut_off_rolls_back_what_the_set_never_committed(three):
     others = [m for m in three if m is not old]
     for member in others:
         member.kill()
-    lone = old.direct(w=1)
+    # (j: the writes are durable on the lone primary, so its rollback must keep every one.)
+    lone = old.direct(w=1, journal=True)
     lost = 0
     for i in range(20):
         try:
