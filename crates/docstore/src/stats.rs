@@ -70,6 +70,11 @@ pub(crate) fn coll_stats(cx: &Context, db: &str, name: &str, scale: u64) -> Resu
             stats.insert("max", max as i64);
         }
     }
+    if let Some(oplog) = cx.oplog().filter(|oplog| oplog.collection().tree == collection.tree) {
+        // The oplog is capped by size (its own trimming, not a capped collection's).
+        stats.insert("capped", true);
+        stats.insert("maxSize", (oplog.cap_bytes() / scale as u64) as i64);
+    }
     Ok(stats)
 }
 
