@@ -55,6 +55,12 @@ impl RaftLog {
     /// first one's index (a new leader overwrites what this member had past the point where
     /// their logs agree), and sets the named `states`: one durable transaction.
     pub fn append(&self, entries: &[RaftEntry], states: &[(&str, Vec<u8>)]) -> Result<()> {
+        self.append_with(entries, states, Durability::Immediate)
+    }
+
+    /// [`RaftLog::append`] as durable as `durability` asks (a new commit index alone may be
+    /// written lazily: a member that loses it learns it again from the leader).
+    pub fn append_with(&self, entries: &[RaftEntry], states: &[(&str, Vec<u8>)], durability: Durability) -> Result<()> {
         let mut txn = self.cx.engine.begin();
         if let Some(first) = entries.first() {
             assert!(
@@ -72,7 +78,7 @@ impl RaftLog {
         for (name, bytes) in states {
             txn.put(self.state, name.as_bytes().to_vec(), bytes.clone());
         }
-        txn.commit(Durability::Immediate)?;
+        txn.commit(durability)?;
         Ok(())
     }
 

@@ -112,7 +112,16 @@ impl LogStore {
         if converted.is_empty() && states.is_empty() {
             return Ok(());
         }
-        self.log.append(&converted, &states).map_err(storage_error)?;
+        // Entries, a term or a vote must be on disk before the library acts on them; a commit
+        // index alone need not (raft's commit index is volatile state, learned again from the
+        // leader), which saves a log sync per write on every member.
+        let only_commit = converted.is_empty()
+            && hard.is_some_and(|hard| {
+                let cached = &self.cache.read().hard;
+                hard.term == cached.term && hard.vote == cached.vote
+            });
+        let durability = if only_commit { docstore::Durability::Periodic } else { docstore::Durability::Immediate };
+        self.log.append_with(&converted, &states, durability).map_err(storage_error)?;
         let mut cache = self.cache.write();
         if let Some(last) = entries.last() {
             cache.last = last.index;
