@@ -9,7 +9,6 @@ every wait is bounded by a deadline.
 
 import glob
 import os
-import socket
 import time
 
 import bson
@@ -19,14 +18,9 @@ import pytest
 from pymongo import ReadPreference
 from pymongo.write_concern import WriteConcern
 from conftest import StrataProcess
+from faults import free_port, wait_for
 
 SET = "rs3"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Member:
@@ -54,19 +48,6 @@ class Member:
     def hello(self):
         with self.direct() as client:
             return client.admin.command("hello")
-
-
-def wait_for(what, check, seconds=15.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            value = check()
-            if value:
-                return value
-        except pymongo.errors.PyMongoError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {seconds}s waiting for {what}")
 
 
 def primary_of(members):
