@@ -60,6 +60,10 @@ pub struct ServeArgs {
     /// (create the first user from localhost, or before turning this on).
     #[arg(long)]
     pub auth: bool,
+    /// The replica set's shared key (6 to 1024 base64 characters; readable by its owner only):
+    /// members prove themselves to each other with it, as mongod's `--keyFile`. Implies `--auth`.
+    #[arg(long = "keyFile")]
+    pub key_file: Option<PathBuf>,
     /// TLS: disabled, allowTLS, preferTLS or requireTLS.
     #[arg(long = "tlsMode")]
     pub tls_mode: Option<String>,
@@ -100,6 +104,8 @@ pub struct Resolved {
     pub compression: Option<storage::Compression>,
     pub max_connections: usize,
     pub auth: bool,
+    /// `--keyFile`'s key (its contents, whitespace removed).
+    pub key: Option<String>,
     pub tls: Option<server::tls::TlsOptions>,
     pub http_port: Option<u16>,
     pub log_format: server::logging::LogFormat,
@@ -155,6 +161,7 @@ struct OperationProfilingSection {
 struct SecuritySection {
     /// "enabled" or "disabled", as in mongod.conf.
     authorization: Option<String>,
+    key_file: Option<PathBuf>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -240,6 +247,10 @@ impl ServeArgs {
             .as_deref()
             .and_then(|list| list.split(',').map(str::trim).find(|ip| !ip.is_empty()))
             .map(str::to_owned);
+        let key = match self.key_file.clone().or(file.security.key_file.clone()) {
+            Some(path) => Some(read_key_file(&path)?),
+            None => None,
+        };
         let auth_from_file = match file.security.authorization.as_deref() {
             None | Some("disabled") => false,
             Some("enabled") => true,
@@ -286,7 +297,8 @@ impl ServeArgs {
                 .max_connections
                 .or(file.net.max_incoming_connections)
                 .unwrap_or(server::config::DEFAULT_MAX_CONNECTIONS),
-            auth: self.auth || auth_from_file,
+            auth: self.auth || auth_from_file || key.is_some(),
+            key,
             tls,
             http_port: self.http_port.or(file.net.http.and_then(|http| http.port)),
             log_format,
@@ -363,6 +375,25 @@ fn load(path: &PathBuf) -> anyhow::Result<ConfigFile> {
         return Ok(ConfigFile::default());
     }
     serde_yaml::from_str(&text).with_context(|| format!("parsing config file {}", path.display()))
+}
+
+/// A `--keyFile`'s key, as mongod reads it: the file's base64 characters (whitespace is
+/// ignored), 6 to 1024 of them, in a file no one but its owner may read.
+fn read_key_file(path: &std::path::Path) -> anyhow::Result<String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let metadata = std::fs::metadata(path).with_context(|| format!("reading the key file {}", path.display()))?;
+    if metadata.permissions().mode() & 0o077 != 0 {
+        bail!("permissions on {} are too open (chmod 600 it)", path.display());
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading the key file {}", path.display()))?;
+    let key: String = text.split_whitespace().collect();
+    if !(6..=1024).contains(&key.len()) {
+        bail!("the key file {} must hold 6 to 1024 characters, not {}", path.display(), key.len());
+    }
+    if let Some(bad) = key.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))) {
+        bail!("the key file {} may hold only base64 characters, not {bad:?}", path.display());
+    }
+    Ok(key)
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
         port: options.port,
         max_connections: options.max_connections,
         auth: options.auth,
+        key: options.key.clone(),
         tls: options.tls.clone(),
         http_port: options.http_port,
         slow_ms: options.slow_ms,

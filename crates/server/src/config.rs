@@ -23,6 +23,9 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// `--auth`: clients must authenticate, and may run only what their roles grant.
     pub auth: bool,
+    /// `--keyFile`'s key: the replica set's members authenticate to each other as
+    /// `__system@local` with it (SCRAM-SHA-256), as mongod's members do.
+    pub key: Option<String>,
     /// Commands slower than this many milliseconds are logged ("Slow query"), as `--slowms`.
     pub slow_ms: u64,
     /// The HTTP port for metrics, health and the dashboard (`--http-port`); `None`: off.
@@ -53,6 +56,7 @@ impl Default for ServerConfig {
             port: 27017,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             auth: false,
+            key: None,
             tls: None,
             http_port: None,
             slow_ms: DEFAULT_SLOW_MS,

@@ -83,7 +83,10 @@ impl Shared {
         tls: Option<Tls>,
         metrics: Metrics,
     ) -> Result<Arc<Shared>, CommandError> {
-        let security = Security::new(config.auth);
+        let security = Security::new(config.auth || config.key.is_some());
+        if let Some(key) = &config.key {
+            auth::set_internal_key(key).map_err(CommandError::bad_value)?;
+        }
         let topology_wakeups = Arc::new(tokio::sync::watch::Sender::new(0));
         let replication = match &config.repl_set {
             Some(name) => {
@@ -95,7 +98,8 @@ impl Shared {
                     .ok()
                     .and_then(|storage| storage.get_str("dbPath").ok())
                     .map(std::path::PathBuf::from);
-                let replication = Replication::open(name, config.oplog_size_mb, me, &store, wake, data_dir)?;
+                let key = config.key.as_deref().map(Arc::from);
+                let replication = Replication::open(name, config.oplog_size_mb, me, &store, wake, (data_dir, key))?;
                 Some(replication)
             }
             None => None,

@@ -217,6 +217,33 @@ pub(crate) fn collection_or_create(cx: &Context, db: &str, name: &str) -> Result
     }
 }
 
+/// A collection another member's primary created (and checked): a user collection, or one of
+/// the server's own `system.*` collections (users, roles), with the UUID it has there; one that
+/// exists already is left as it is (applying is idempotent).
+pub(crate) fn create_replicated(cx: &Context, db: &str, name: &str, options: Document, uuid: Uuid) -> Result<()> {
+    if validate_server_collection(db, name).is_ok() {
+        let _ddl = cx.catalog.ddl.lock();
+        if cx.catalog.collection(db, name).is_none() {
+            create_collection_locked(cx, db, name, options, uuid)?;
+        }
+        return Ok(());
+    }
+    match create_collection_as(cx, db, name, options, uuid) {
+        Err(Error::NamespaceExists(_)) => Ok(()),
+        other => other.map(drop),
+    }
+}
+
+/// [`lock_or_create`] for a write another member's primary made (its `system.*` collections
+/// too).
+pub(crate) fn lock_or_create_replicated(cx: &Context, db: &str, name: &str) -> Result<Locked> {
+    if validate_server_collection(db, name).is_ok() {
+        ensure_system_collection(cx, db, name, Document::new())?;
+        return cx.catalog.lock(db, name).ok_or_else(|| Error::NamespaceNotFound(format!("{db}.{name} was dropped")));
+    }
+    lock_or_create(cx, db, name)
+}
+
 /// Creates `db.name` if absent, where it is one of [`SERVER_COLLECTIONS`] (the server's
 /// own `system.*` collections, which user writes may not create).
 pub(crate) fn ensure_system_collection(cx: &Context, db: &str, name: &str, options: Document) -> Result<()> {

@@ -157,7 +157,7 @@ impl Store {
         let mut locked = match cx.catalog.lock(db, name) {
             Some(locked) => locked,
             None if update_of.is_some() => return Ok(()),
-            None => quietly(|| ddl::lock_or_create(cx, db, name))?,
+            None => quietly(|| ddl::lock_or_create_replicated(cx, db, name))?,
         };
         let id = match &update_of {
             Some(id) => id.clone(),
@@ -202,10 +202,11 @@ impl Store {
             other => other,
         };
         match verb.as_str() {
-            "create" => {
+            "create" if command.contains_key("viewOn") => {
                 let created = collection.create_with_uuid(command, uuid);
                 tolerate(created, |e| matches!(e, Error::NamespaceExists(_)))
             }
+            "create" => ddl::create_replicated(&self.cx, db, &name, command, uuid.unwrap_or_default()),
             "drop" => collection.drop().map(drop),
             "dropDatabase" => self.drop_database(db),
             "renameCollection" => {

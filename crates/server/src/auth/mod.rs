@@ -21,6 +21,28 @@ pub mod required;
 pub mod scram;
 pub mod users;
 
+/// The replica set's own user, `__system@local`, whose password is the `--keyFile` key (see
+/// `replication::member_auth`); set once at startup.
+static INTERNAL_USER: std::sync::OnceLock<users::User> = std::sync::OnceLock::new();
+
+/// Makes `__system@local` known with `key` as its password (SCRAM-SHA-256), with the
+/// `__system` role: every action, the members' own `internal` one included.
+pub fn set_internal_key(key: &str) -> Result<(), String> {
+    let name = users::UserName::new(crate::replication::member_auth::USER, crate::replication::member_auth::DB);
+    let mechanism = scram::Mechanism::Sha256;
+    let normalized = mechanism.normalized_password(&name.user, key).map_err(|e| e.0)?;
+    let mut user = users::User::new(name);
+    user.credentials.insert(mechanism.name(), scram::Credential::generate(mechanism, &normalized));
+    user.roles = vec![users::RoleName::new("__system", "admin")];
+    let _ = INTERNAL_USER.set(user);
+    Ok(())
+}
+
+/// The internal user, if `name` is it and a key was given.
+pub fn internal_user(name: &users::UserName) -> Option<users::User> {
+    INTERNAL_USER.get().filter(|user| user.name == *name).cloned()
+}
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};

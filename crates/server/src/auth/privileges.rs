@@ -85,9 +85,8 @@ actions! {
     ReplSetGetConfig = "replSetGetConfig",
     ReplSetGetStatus = "replSetGetStatus",
     ReplSetStateChange = "replSetStateChange",
-    // Members' own traffic (consensus messages, joining): no built-in role but root has it, so
-    // with `--auth` a set of several members cannot run until members prove themselves
-    // (keyFile, not built yet).
+    // Members' own traffic (consensus messages, joining): only the `__system` role has it, the
+    // role of `__system@local`, which members authenticate as with the `--keyFile` key.
     Internal = "internal",
     Remove = "remove",
     RenameCollectionSameDB = "renameCollectionSameDB",
@@ -295,6 +294,8 @@ pub const ADMIN_ROLES: &[&str] = &[
     "userAdminAnyDatabase",
     "dbAdminAnyDatabase",
     "root",
+    // The members' own role (`__system@local`, `--keyFile`): root's privileges and `internal`.
+    "__system",
 ];
 
 /// True if `role` is a built-in role of database `db`.
@@ -385,6 +386,11 @@ pub fn builtin_privileges(role: &str, db: &str) -> Option<Vec<Privilege>> {
                 .iter()
                 .flat_map(|role| builtin_privileges(role, ADMIN_DB).unwrap_or_default())
                 .collect()
+        }
+        "__system" => {
+            let mut privileges = builtin_privileges("root", ADMIN_DB).unwrap_or_default();
+            privileges.push(Privilege::new(Resource::Cluster, &[Internal]));
+            privileges
         }
         _ => return None,
     };

@@ -71,14 +71,14 @@ impl Mechanism {
         }
     }
 
-    fn hash(self, data: &[u8]) -> Vec<u8> {
+    pub fn hash(self, data: &[u8]) -> Vec<u8> {
         match self {
             Mechanism::Sha1 => Sha1::digest(data).to_vec(),
             Mechanism::Sha256 => Sha256::digest(data).to_vec(),
         }
     }
 
-    fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
+    pub fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
         fn run<M: Mac + KeyInit>(key: &[u8], data: &[u8]) -> Vec<u8> {
             // HMAC takes a key of any length; `new_from_slice` cannot fail for it.
             match <M as KeyInit>::new_from_slice(key) {
@@ -96,7 +96,7 @@ impl Mechanism {
     }
 
     /// `Hi(password, salt, i)`: PBKDF2 with this mechanism's HMAC.
-    fn salted_password(self, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
+    pub fn salted_password(self, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
         let mut out = vec![0; self.hash_len()];
         match self {
             Mechanism::Sha1 => pbkdf2::pbkdf2_hmac::<Sha1>(password, salt, iterations, &mut out),

@@ -266,6 +266,9 @@ impl<'s> Directory<'s> {
     }
 
     pub fn user(&self, name: &UserName) -> Result<Option<User>, CommandError> {
+        if let Some(internal) = crate::auth::internal_user(name) {
+            return Ok(Some(internal));
+        }
         Ok(self.users(doc! { "_id": name.id() })?.into_iter().next())
     }
 

@@ -122,6 +122,8 @@ pub struct Surroundings {
     pub rollback_dir: Option<std::path::PathBuf>,
     /// The address this member listens on (its connections to peers start from it).
     pub source: Option<std::net::IpAddr>,
+    /// The set's key, when members authenticate (`--keyFile`).
+    pub key: Option<Arc<str>>,
 }
 
 impl Consensus {
@@ -138,7 +140,7 @@ impl Consensus {
                 }
             }
         });
-        let mut transport = Transport::new(runtime, unreachable_tx, around.source);
+        let mut transport = Transport::new(runtime, unreachable_tx, (around.source, around.key.clone()));
         transport.set_peers(&peers(&config, id));
         let node = Node::new(id, config, log, transport, around)?;
         let thread = std::thread::Builder::new()

@@ -48,7 +48,7 @@ impl Replication {
         for member in config.members.iter().filter(|m| m.raft_id() != me) {
             let join = consensus::join_command(&self.name, &member.host, &base, &config.document())
                 .map_err(CommandError::internal)?;
-            transport::call(&member.host, join, JOIN_TIMEOUT).map_err(|error| {
+            transport::call(&member.host, join, JOIN_TIMEOUT, self.key.as_deref()).map_err(|error| {
                 CommandError::new(
                     ErrorCode::NodeNotFound,
                     format!("replSetInitiate quorum check failed because not all proposed set members responded affirmatively: {error}"),
@@ -139,7 +139,7 @@ impl Replication {
         for member in &added {
             let join = consensus::join_command(&self.name, &member.host, &base, &config.document())
                 .map_err(CommandError::internal)?;
-            transport::call(&member.host, join, JOIN_TIMEOUT).map_err(|error| {
+            transport::call(&member.host, join, JOIN_TIMEOUT, self.key.as_deref()).map_err(|error| {
                 CommandError::new(ErrorCode::NodeNotFound, format!("{} could not join: {error}", member.host))
             })?;
         }

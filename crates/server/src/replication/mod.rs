@@ -24,6 +24,7 @@
 pub mod config;
 pub mod consensus;
 pub mod log_store;
+pub mod member_auth;
 mod membership;
 pub mod progress;
 mod raft_log;
@@ -71,6 +72,8 @@ pub struct Replication {
     consensus: Mutex<Option<Consensus>>,
     /// The data directory (rolled-back oplog entries go to `rollback/` in it).
     data_dir: Option<std::path::PathBuf>,
+    /// The set's key (`--keyFile`), which members authenticate to each other with.
+    key: Option<Arc<str>>,
 }
 
 /// The configuration and the topology counter, shared with the consensus thread (which
@@ -97,7 +100,7 @@ impl Replication {
         me: String,
         store: &Arc<Store>,
         wake: Arc<tokio::sync::watch::Sender<u64>>,
-        data_dir: Option<std::path::PathBuf>,
+        (data_dir, key): (Option<std::path::PathBuf>, Option<Arc<str>>),
     ) -> Result<Replication, CommandError> {
         let replication = Replication {
             name: name.to_owned(),
@@ -109,6 +112,7 @@ impl Replication {
             progress: Arc::new(Progress::default()),
             consensus: Mutex::new(None),
             data_dir,
+            key,
         };
         let stored =
             store.collection((CONFIG_DB, CONFIG_COLLECTION)).find(&FindRequest::default())?.next().transpose()?;
@@ -159,6 +163,7 @@ impl Replication {
             progress: Arc::clone(&self.progress),
             on_change,
             rollback_dir: self.data_dir.clone(),
+            key: self.key.clone(),
             source: self
                 .me
                 .rsplit_once(':')

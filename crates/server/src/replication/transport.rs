@@ -8,7 +8,6 @@
 //!   with a reply ([`call`]), made from the handler's thread.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
@@ -29,6 +28,8 @@ pub struct Transport {
     /// The address this member listens on: its connections to peers start from it (so a peer,
     /// or a proxy in front of it, can tell members apart); `None` when it listens on all.
     source: Option<std::net::IpAddr>,
+    /// The set's key (`--keyFile`): every connection authenticates with it first.
+    key: Option<std::sync::Arc<str>>,
     peers: HashMap<u64, Peer>,
     /// Told the ids of peers a batch could not reach.
     unreachable: UnboundedSender<u64>,
@@ -50,9 +51,9 @@ impl Transport {
     pub fn new(
         runtime: tokio::runtime::Handle,
         unreachable: UnboundedSender<u64>,
-        source: Option<std::net::IpAddr>,
+        (source, key): (Option<std::net::IpAddr>, Option<std::sync::Arc<str>>),
     ) -> Transport {
-        Transport { runtime, source, peers: HashMap::new(), unreachable }
+        Transport { runtime, source, key, peers: HashMap::new(), unreachable }
     }
 
     /// Makes the peers `members` (consensus id, host), starting and stopping their tasks.
@@ -64,7 +65,8 @@ impl Transport {
             }
             let (outbox, inbox) = unbounded_channel();
             let unreachable = self.unreachable.clone();
-            self.runtime.spawn(run_peer(*id, (host.clone(), self.source), inbox, unreachable));
+            let address = Address { host: host.clone(), source: self.source, key: self.key.clone() };
+            self.runtime.spawn(run_peer(*id, address, inbox, unreachable));
             self.peers.insert(*id, Peer { host: host.clone(), outbox });
         }
     }
@@ -87,9 +89,16 @@ impl Transport {
 
 /// One peer's sender: batches what is queued and writes it; a failed connection is dropped
 /// (with the batch) and made again for the next one.
+/// Where a peer is, where to connect from, and the key to prove ourselves with.
+struct Address {
+    host: String,
+    source: Option<std::net::IpAddr>,
+    key: Option<std::sync::Arc<str>>,
+}
+
 async fn run_peer(
     id: u64,
-    (host, source): (String, Option<std::net::IpAddr>),
+    address: Address,
     mut inbox: UnboundedReceiver<Outgoing>,
     unreachable: UnboundedSender<u64>,
 ) {
@@ -123,7 +132,7 @@ async fn run_peer(
         request_id = request_id.wrapping_add(1);
         let Some(frame) = batch.encode(request_id) else { continue };
         if stream.is_none() {
-            match tokio::time::timeout(CONNECT_TIMEOUT, connect(&host, source)).await {
+            match tokio::time::timeout(CONNECT_TIMEOUT, connect(&address)).await {
                 Ok(Ok(connected)) => {
                     let _ = connected.set_nodelay(true);
                     stream = Some(connected);
@@ -182,20 +191,36 @@ impl Batch {
     }
 }
 
-/// Connects to `host` from `source` (when given).
-async fn connect(host: &str, source: Option<std::net::IpAddr>) -> std::io::Result<tokio::net::TcpStream> {
-    let address = tokio::net::lookup_host(host)
+/// Connects to the peer from our own address (when given), and authenticates with the set's
+/// key (when there is one).
+async fn connect(address: &Address) -> std::io::Result<tokio::net::TcpStream> {
+    let host = &address.host;
+    let peer = tokio::net::lookup_host(host)
         .await?
         .next()
         .ok_or_else(|| std::io::Error::other(format!("{host}: no address")))?;
-    let socket = match address {
+    let socket = match peer {
         std::net::SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
         std::net::SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
     };
-    if let Some(ip) = source.filter(|ip| ip.is_ipv4() == address.is_ipv4()) {
+    if let Some(ip) = address.source.filter(|ip| ip.is_ipv4() == peer.is_ipv4()) {
         socket.bind(std::net::SocketAddr::new(ip, 0))?;
     }
-    socket.connect(address).await
+    let stream = socket.connect(peer).await?;
+    let Some(key) = address.key.clone() else { return Ok(stream) };
+    // The conversation is a few round trips: run it blocking, off the runtime's threads.
+    let mut blocking = stream.into_std()?;
+    let blocking = tokio::task::spawn_blocking(move || {
+        blocking.set_nonblocking(false)?;
+        blocking.set_read_timeout(Some(CONNECT_TIMEOUT * 4))?;
+        super::member_auth::authenticate(&mut blocking, &key).map_err(std::io::Error::other)?;
+        blocking.set_read_timeout(None)?;
+        blocking.set_nonblocking(true)?;
+        Ok::<_, std::io::Error>(blocking)
+    })
+    .await
+    .map_err(std::io::Error::other)??;
+    tokio::net::TcpStream::from_std(blocking)
 }
 
 /// A secondary's position report in a `replSetRaftMessage` command: (member, applied ts).
@@ -217,8 +242,8 @@ pub fn decode(command: &Document) -> Result<Vec<Message>, String> {
 }
 
 /// Runs `command` on the member at `host` and returns its reply (an `ok: 0` reply is an error
-/// with its message).
-pub fn call(host: &str, command: RawDocumentBuf, timeout: Duration) -> Result<Document, String> {
+/// with its message), authenticating first with the set's key when there is one.
+pub fn call(host: &str, command: RawDocumentBuf, timeout: Duration, key: Option<&str>) -> Result<Document, String> {
     let address = host
         .to_socket_addrs()
         .map_err(|e| format!("{host}: {e}"))?
@@ -227,24 +252,8 @@ pub fn call(host: &str, command: RawDocumentBuf, timeout: Duration) -> Result<Do
     let mut stream = TcpStream::connect_timeout(&address, timeout).map_err(|e| format!("{host}: {e}"))?;
     stream.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
     stream.set_write_timeout(Some(timeout)).map_err(|e| e.to_string())?;
-    let request = wire::OpMsg::new(command).encode(1, 0).map_err(|e| e.to_string())?;
-    stream.write_all(&request).map_err(|e| format!("{host}: {e}"))?;
-    let mut header = [0u8; 4];
-    stream.read_exact(&mut header).map_err(|e| format!("{host}: {e}"))?;
-    let length = i32::from_le_bytes(header) as usize;
-    if !(21..=48 * 1024 * 1024).contains(&length) {
-        return Err(format!("{host}: a reply of {length} bytes"));
+    if let Some(key) = key {
+        super::member_auth::authenticate(&mut stream, key).map_err(|e| format!("{host}: {e}"))?;
     }
-    let mut rest = vec![0u8; length - 4];
-    stream.read_exact(&mut rest).map_err(|e| format!("{host}: {e}"))?;
-    let mut message = header.to_vec();
-    message.extend_from_slice(&rest);
-    let frame = wire::Frame::from_message(message, &wire::Limits::default()).map_err(|e| e.to_string())?;
-    let reply = wire::OpMsg::parse(&frame, &wire::Limits::default()).map_err(|e| e.to_string())?;
-    let reply = Document::try_from(reply.body.as_ref()).map_err(|e| e.to_string())?;
-    let ok = reply.get("ok").and_then(|ok| ok.as_f64().or_else(|| crate::command::as_i64(ok).map(|n| n as f64)));
-    if ok != Some(1.0) {
-        return Err(format!("{host}: {}", reply.get_str("errmsg").unwrap_or("refused")));
-    }
-    Ok(reply)
+    super::member_auth::round_trip(&mut stream, command).map_err(|e| format!("{host}: {e}"))
 }

@@ -263,3 +263,50 @@ def test_step_down_freeze_add_and_remove(three, workdir, request):
     finally:
         fourth.process.stop()
     client.close()
+
+
+def test_members_prove_themselves_with_the_key_file(workdir, request):
+    """--keyFile: members authenticate to each other as __system with the shared key (and
+    access control is on); a stranger cannot send consensus messages, and a member with another
+    key cannot join."""
+    path = os.path.join(workdir, request.node.name)
+    os.makedirs(path, exist_ok=True)
+    keys = {}
+    for name, text in (("good", "c2VjcmV0a2V5Zm9yc3RyYXRh\n"), ("other", "b3RoZXJrZXlvdGhlcmtleQ==\n")):
+        keys[name] = os.path.join(path, f"{name}.key")
+        with open(keys[name], "w") as f:
+            f.write(text)
+        os.chmod(keys[name], 0o600)
+
+    def member(index, key):
+        m = Member(path, index)
+        m.process = StrataProcess(m.dbpath, port=m.port, extra_args=["--replSet", SET, "--keyFile", keys[key]])
+        return m
+
+    members = [member(i, "good") for i in range(3)]
+    stranger = None
+    try:
+        primary = initiate(members)  # from localhost, before any user: the localhost exception
+        with primary.direct() as direct:
+            direct.admin.command("createUser", "root", pwd="a long secret", roles=["root"])
+        seeds = ",".join(m.host for m in members)
+        client = pymongo.MongoClient(
+            f"mongodb://root:a%20long%20secret@{seeds}/?replicaSet={SET}&authSource=admin",
+            serverSelectionTimeoutMS=15000,
+        )
+        client.t.c.with_options(write_concern=WriteConcern(w=3, wtimeout=10000)).insert_one({"_id": 1})
+        with members[1].direct() as anonymous, pytest.raises(pymongo.errors.OperationFailure) as refused:
+            anonymous.admin.command("replSetRaftMessage", 1, messages=[])
+        assert refused.value.code == 13  # Unauthorized
+        stranger = member(3, "other")
+        config = client.admin.command("replSetGetConfig")["config"]
+        config["version"] += 1
+        config["members"].append({"_id": 3, "host": stranger.host, "priority": 0, "votes": 0})
+        with pytest.raises(pymongo.errors.OperationFailure) as rejected:
+            client.admin.command("replSetReconfig", config)
+        assert "Authentication failed" in str(rejected.value), rejected.value
+        client.close()
+    finally:
+        for m in members + ([stranger] if stranger else []):
+            if m.alive():
+                m.process.stop()
