@@ -5,7 +5,7 @@
 //! cacheSizeGB` (a number of GB, as mongod takes it), `storage.cacheSize` (Strata's own, e.g.
 //! "128MiB"), `storage.compression` (Strata's own: none, lz4, zstd, zstd:LEVEL),
 //! `storage.wiredTiger.collectionConfig.blockCompressor` (snappy read as lz4, zlib as zstd), `net.port`, `net.bindIp` (the first address of a comma-separated list),
-//! `net.maxIncomingConnections`, `security.authorization` ("enabled"/"disabled"), `systemLog.destination`/`systemLog.path`,
+//! `net.maxIncomingConnections`, `security.authorization` ("enabled"/"disabled"), `security.keyFile`, `systemLog.destination`/`systemLog.path`,
 //! `operationProfiling.slowOpThresholdMs`, `net.http.port`, `net.tls.mode`, `net.tls.certificateKeyFile`,
 //! `net.tls.CAFile`, `net.tls.allowConnectionsWithoutCertificates`, `replication.replSetName`,
 //! `replication.oplogSizeMB`. Unknown keys are ignored, so a real mongod.conf loads.
@@ -399,6 +399,26 @@ fn read_key_file(path: &std::path::Path) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Goal: a key file is read as mongod reads one. Method: a good key (whitespace ignored),
+    /// then one breach at a time: open permissions, too short, not base64.
+    #[test]
+    fn key_files_are_checked_as_mongod_checks_them() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = std::env::temp_dir().join(format!("strata-key-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, text: &str, mode: u32| {
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            path
+        };
+        assert_eq!(read_key_file(&write("good", "c2VjcmV0\n a2V5\n", 0o600)).unwrap(), "c2VjcmV0a2V5");
+        assert!(read_key_file(&write("open", "c2VjcmV0a2V5", 0o644)).unwrap_err().to_string().contains("too open"));
+        assert!(read_key_file(&write("short", "abc", 0o600)).is_err());
+        assert!(read_key_file(&write("bad", "secret-key!", 0o600)).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// Goal: a mongod.conf loads; flags win over it. Method: write a YAML file, resolve twice.
     #[test]

@@ -51,6 +51,8 @@ use progress::Progress;
 pub const CONFIG_DB: &str = "local";
 pub const CONFIG_COLLECTION: &str = "system.replset";
 
+/// How long a set of one waits for its own election when it starts.
+const SOLE_VOTER_WAIT: Duration = Duration::from_secs(5);
 /// How long `replSetInitiate` waits for the first primary.
 const INITIATE_WAIT: Duration = Duration::from_secs(10);
 /// How long a linearizable read waits to confirm this member is primary.
@@ -171,6 +173,9 @@ impl Replication {
                 .filter(|ip: &std::net::IpAddr| !ip.is_unspecified()),
         };
         let consensus = Consensus::start(id, config, log, around).map_err(CommandError::internal)?;
+        // A member of an initiated set serves reads as a secondary from the start (it holds
+        // only what it applied); the consensus thread publishes its real state next.
+        self.progress.publish(|published| published.state = progress::State::Secondary);
         if sole_voter {
             // Alone, it is primary at once rather than after an election timeout.
             let _ = consensus.inbox.send(Input::Campaign);
@@ -185,6 +190,14 @@ impl Replication {
             }));
         }
         *self.consensus.lock() = Some(consensus);
+        if sole_voter {
+            // Serve as the primary it will be in a moment, not as a secondary that refuses
+            // writes to the first clients after a restart.
+            let deadline = std::time::Instant::now() + SOLE_VOTER_WAIT;
+            while !self.is_writable() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
         Ok(())
     }
 
