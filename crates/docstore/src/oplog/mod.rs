@@ -176,32 +176,48 @@ impl Oplog {
             // Applying another member's entry: it replaces the entries this commit built.
             return self.commit_replicated(writes, replicated, commit);
         }
-        let count = entries.len() as i64;
-        let mut clock = self.order.lock();
+        let clock = self.order.lock();
         let mut ts = *clock;
-        let mut bytes = 0i64;
         let term = self.term();
+        let mut stamped = Vec::with_capacity(entries.len());
         for mut entry in entries {
             ts = next(ts);
             for (index, image) in entry.take_images() {
                 writes.put(self.images_tree, entry::image_key(ts, index).to_vec(), image);
             }
-            let stamped = entry.stamp(ts, term);
-            bytes += stamped.len() as i64;
-            writes.put(self.collection.tree, entry::key(ts).to_vec(), stamped);
+            stamped.push((ts, entry.stamp(ts, term)));
+        }
+        self.commit_stamped(writes, clock, stamped, commit)
+    }
+
+    /// Puts entries already stamped (in `ts` order, after the clock), commits, and moves the
+    /// clock, the counters and the listeners on; the clock is held until the commit is done.
+    fn commit_stamped<W: Writes>(
+        &self,
+        mut writes: W,
+        mut clock: parking_lot::MutexGuard<'_, Timestamp>,
+        stamped: Vec<(Timestamp, Vec<u8>)>,
+        commit: impl FnOnce(W) -> storage::Result<Seq>,
+    ) -> storage::Result<(Seq, Timestamp)> {
+        let count = stamped.len() as i64;
+        let last = stamped.last().map_or(*clock, |(ts, _)| *ts);
+        let mut bytes = 0i64;
+        for (ts, entry) in stamped {
+            bytes += entry.len() as i64;
+            writes.put(self.collection.tree, entry::key(ts).to_vec(), entry);
         }
         writes.update(self.counts_tree, self.collection.count_key.clone(), count.to_le_bytes().to_vec());
         writes.update(self.counts_tree, self.collection.size_key.clone(), bytes.to_le_bytes().to_vec());
         let seq = commit(writes)?;
-        *clock = ts;
-        self.last.store(as_u64(ts), Ordering::Release);
+        *clock = last;
+        self.last.store(as_u64(last), Ordering::Release);
         drop(clock);
         self.count.fetch_add(count, Ordering::Relaxed);
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
         for listener in self.listeners.read().iter() {
             listener();
         }
-        Ok((seq, ts))
+        Ok((seq, last))
     }
 
     /// Commits `txn` with an entry another member wrote (its bytes, `ts` and all).
@@ -214,7 +230,7 @@ impl Oplog {
     /// no entry. The entry's `ts` must be after the last one's (the applier checks first).
     fn commit_replicated<W: Writes>(
         &self,
-        mut writes: W,
+        writes: W,
         replicated: Option<Vec<u8>>,
         commit: impl FnOnce(W) -> storage::Result<Seq>,
     ) -> storage::Result<(Seq, Timestamp)> {
@@ -226,7 +242,7 @@ impl Oplog {
             .ok()
             .and_then(|entry| entry.get_timestamp("ts").ok())
             .ok_or_else(|| storage::Error::InvalidArgument("a replicated oplog entry without a ts".into()))?;
-        let mut clock = self.order.lock();
+        let clock = self.order.lock();
         if ts <= *clock {
             // Another commit logged meanwhile (a member applying must write nothing else).
             return Err(storage::Error::InvalidArgument(format!(
@@ -234,20 +250,7 @@ impl Oplog {
                 *clock
             )));
         }
-        let size = bytes.len() as i64;
-        writes.put(self.collection.tree, entry::key(ts).to_vec(), bytes);
-        writes.update(self.counts_tree, self.collection.count_key.clone(), 1i64.to_le_bytes().to_vec());
-        writes.update(self.counts_tree, self.collection.size_key.clone(), size.to_le_bytes().to_vec());
-        let seq = commit(writes)?;
-        *clock = ts;
-        self.last.store(as_u64(ts), Ordering::Release);
-        drop(clock);
-        self.count.fetch_add(1, Ordering::Relaxed);
-        self.bytes.fetch_add(size, Ordering::Relaxed);
-        for listener in self.listeners.read().iter() {
-            listener();
-        }
-        Ok((seq, ts))
+        self.commit_stamped(writes, clock, vec![(ts, bytes)], commit)
     }
 
     /// Deletes the oldest entries until the oplog is within its cap (always keeping the newest);

@@ -163,6 +163,18 @@ fn peers(config: &SetConfig, me: u64) -> Vec<(u64, String)> {
     config.members.iter().filter(|m| m.raft_id() != me).map(|m| (m.raft_id(), m.host.clone())).collect()
 }
 
+/// The library's node for member `id` over `log`, logging into the server's log.
+fn raw_node(id: u64, config: &SetConfig, log: &LogStore) -> Result<RawNode<LogStore>, String> {
+    let priority = config.member(id).map_or(0.0, |m| m.priority);
+    let logger = slog::Logger::root(slog::Drain::fuse(super::raft_log::ToTracing), slog::o!("member" => id));
+    RawNode::new(&raft_config(id, priority), log.clone(), &logger).map_err(|e| e.to_string())
+}
+
+/// MongoDB's priorities are 0-1000 with fractions; the library's are integers.
+fn raft_priority(priority: f64) -> i64 {
+    (priority * 1000.0) as i64
+}
+
 fn raft_config(id: u64, priority: f64) -> raft::Config {
     raft::Config {
         id,
@@ -175,8 +187,7 @@ fn raft_config(id: u64, priority: f64) -> raft::Config {
         max_inflight_msgs: 256,
         check_quorum: true,
         pre_vote: true,
-        // MongoDB's priorities are 0-1000 with fractions; the library's are integers.
-        priority: (priority * 1000.0) as i64,
+        priority: raft_priority(priority),
         ..raft::Config::default()
     }
 }
@@ -223,9 +234,7 @@ impl Node {
         around: Surroundings,
     ) -> Result<Node, String> {
         let Surroundings { store, progress, on_change, rollback_dir, .. } = around;
-        let priority = config.member(id).map_or(0.0, |m| m.priority);
-        let logger = slog::Logger::root(slog::Drain::fuse(super::raft_log::ToTracing), slog::o!("member" => id));
-        let raw = RawNode::new(&raft_config(id, priority), log.clone(), &logger).map_err(|e| e.to_string())?;
+        let raw = raw_node(id, &config, &log)?;
         let base = base_ts(&log.base().1);
         store.set_originates(false);
         Ok(Node {
@@ -317,10 +326,7 @@ impl Node {
     /// A new library node over the durable log (what was not persisted is forgotten, as in a
     /// crash); committed entries come again and are skipped where this member holds them.
     fn restart(&mut self) -> Result<(), String> {
-        let id = self.raw.raft.id;
-        let priority = self.config.member(id).map_or(0.0, |m| m.priority);
-        let logger = slog::Logger::root(slog::Drain::fuse(super::raft_log::ToTracing), slog::o!("member" => id));
-        self.raw = RawNode::new(&raft_config(id, priority), self.log.clone(), &logger).map_err(|e| e.to_string())?;
+        self.raw = raw_node(self.raw.raft.id, &self.config, &self.log)?;
         self.last_raft_ts = base_ts(&self.log.base().1);
         self.proposed_ts = self.last_raft_ts;
         self.in_flight.clear();
@@ -578,13 +584,15 @@ impl Node {
             if as_u64(ts) <= local_last {
                 // Already here (this member wrote it as primary, or applied it before a
                 // restart) — or this member holds something else at that point.
-                let trimmed = self.store.oplog_first().map_err(|e| e.to_string())?.is_none_or(|first| ts < first);
-                match self.store.oplog_entry(ts).map_err(|e| e.to_string())? {
-                    Some(local) if local.get_i64("t").ok() == Some(term) => self.last_raft_ts = as_u64(ts),
+                let held = match self.store.oplog_entry(ts).map_err(|e| e.to_string())? {
+                    Some(local) => local.get_i64("t").ok() == Some(term),
                     // Older than the capped oplog keeps: applied long ago.
-                    None if trimmed => self.last_raft_ts = as_u64(ts),
-                    _ => return Ok(Applied::Diverged(format!("its oplog differs from the set's at {ts:?}"))),
+                    None => self.store.oplog_first().map_err(|e| e.to_string())?.is_none_or(|first| ts < first),
+                };
+                if !held {
+                    return Ok(Applied::Diverged(format!("its oplog differs from the set's at {ts:?}")));
                 }
+                self.last_raft_ts = as_u64(ts);
                 continue;
             }
             if local_last > self.last_raft_ts {
@@ -661,7 +669,7 @@ impl Node {
             info!(version = config.version, members = config.members.len(), "new replica set configuration");
             self.transport.set_peers(&peers(&config, self.raw.raft.id));
             if let Some(me) = config.member(self.raw.raft.id) {
-                self.raw.set_priority((me.priority * 1000.0) as i64);
+                self.raw.set_priority(raft_priority(me.priority));
             }
             self.config = config;
             (self.on_change)(&self.config);
@@ -807,10 +815,10 @@ pub fn from_u64(value: u64) -> Timestamp {
 
 /// The consensus log's base configuration document: the set's configuration and the oplog
 /// position the log starts after.
-pub fn base_document(config: &SetConfig, base_ts: Timestamp) -> Vec<u8> {
+pub fn base_document(config: &SetConfig, base_ts: Timestamp) -> Result<Vec<u8>, String> {
     let mut document = config.document();
     document.insert("baseTs", base_ts);
-    RawDocumentBuf::try_from(&document).map(RawDocumentBuf::into_bytes).unwrap_or_default()
+    RawDocumentBuf::try_from(&document).map(RawDocumentBuf::into_bytes).map_err(|e| e.to_string())
 }
 
 /// The base configuration a member joins with, and its consensus membership.

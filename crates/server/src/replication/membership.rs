@@ -44,7 +44,8 @@ impl Replication {
             self.refuse_data("initiate a set of several members")?;
         }
         let oplog = self.store.enable_oplog(self.oplog_bytes)?;
-        let base = (consensus::conf_state(&config), consensus::base_document(&config, oplog.last()));
+        let base_document = consensus::base_document(&config, oplog.last()).map_err(CommandError::internal)?;
+        let base = (consensus::conf_state(&config), base_document);
         for member in config.members.iter().filter(|m| m.raft_id() != me) {
             let join = consensus::join_command(&self.name, &member.host, &base, &config.document())
                 .map_err(CommandError::internal)?;

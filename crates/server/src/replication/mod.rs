@@ -136,8 +136,11 @@ impl Replication {
             if !log.is_initialized() {
                 // A set of one initiated before members had a consensus log.
                 let base = store.oplog().map(|oplog| oplog.last()).unwrap_or(Timestamp { time: 0, increment: 0 });
-                log.bootstrap(consensus::conf_state(&config), consensus::base_document(&config, base))
-                    .map_err(|e| CommandError::internal(e.to_string()))?;
+                log.bootstrap(
+                    consensus::conf_state(&config),
+                    consensus::base_document(&config, base).map_err(CommandError::internal)?,
+                )
+                .map_err(|e| CommandError::internal(e.to_string()))?;
             }
             replication.start(config, log)?;
         }
@@ -182,11 +185,9 @@ impl Replication {
         }
         if let Some(oplog) = self.store.oplog() {
             // The primary proposes new entries as soon as they are committed here.
-            let inbox = std::sync::Mutex::new(consensus.inbox.clone());
+            let inbox = consensus.inbox.clone();
             oplog.on_append(Box::new(move || {
-                if let Ok(inbox) = inbox.lock() {
-                    let _ = inbox.send(Input::Appended);
-                }
+                let _ = inbox.send(Input::Appended);
             }));
         }
         *self.consensus.lock() = Some(consensus);

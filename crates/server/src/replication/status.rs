@@ -45,7 +45,7 @@ impl Replication {
         if let Some(primary) = published.leader.and_then(|id| config.member(id)) {
             fields.insert("primary", primary.host.clone());
         }
-        let me = config.members.iter().find(|m| self.my_id(&config).is_ok_and(|id| id == m.raft_id()));
+        let me = self.my_id(&config).ok().and_then(|id| config.member(id));
         fields.insert("me", me.map_or(self.me.clone(), |m| m.host.clone()));
         if let Some(me) = me {
             if me.priority == 0.0 {
@@ -95,7 +95,9 @@ impl Replication {
         let members: Vec<Bson> = config
             .members
             .iter()
-            .map(|member| Bson::Document(self.member_status(member, me, &published, last, uptime_seconds)))
+            .map(|member| {
+                Bson::Document(self.member_status(member, (me, config.version), &published, last, uptime_seconds))
+            })
             .collect();
         let voting = config.voters().len() as i32;
         let mut status = doc! {
@@ -125,7 +127,7 @@ impl Replication {
     fn member_status(
         &self,
         member: &super::config::Member,
-        me: Option<u64>,
+        (me, config_version): (Option<u64>, i64),
         published: &Published,
         last: u64,
         uptime_seconds: i64,
@@ -151,7 +153,7 @@ impl Replication {
             "lastAppliedWallTime": date, "lastDurableWallTime": date,
             "syncSourceHost": "", "syncSourceId": -1,
             "infoMessage": if is_me { published.diverged.clone().unwrap_or_default() } else { String::new() },
-            "configVersion": self.set_config().map_or(1, |c| c.version), "configTerm": published.term as i64,
+            "configVersion": config_version, "configTerm": published.term as i64,
         };
         if is_me {
             status.insert("self", true);

@@ -166,10 +166,12 @@ struct Batch {
 impl Batch {
     fn add(&mut self, outgoing: Outgoing) {
         match outgoing {
+            // (A message that cannot be encoded is dropped: the library resends what is lost.)
             Outgoing::Raft(message) => {
-                let bytes = message.write_to_bytes().unwrap_or_default();
-                self.bytes += bytes.len();
-                self.messages.push(bytes);
+                if let Ok(bytes) = message.write_to_bytes() {
+                    self.bytes += bytes.len();
+                    self.messages.push(bytes);
+                }
             }
             Outgoing::Position { from, applied } => self.position = Some((from, applied)),
         }
