@@ -13,6 +13,11 @@ use crate::error::CommandError;
 /// MongoDB's limits.
 pub const MAX_MEMBERS: usize = 50;
 pub const MAX_VOTING_MEMBERS: usize = 7;
+/// mongod's default `settings.electionTimeoutMillis`.
+const DEFAULT_ELECTION_TIMEOUT_MS: u64 = 10_000;
+/// Shorter than this and a primary's heartbeats (every 100 ms) could not keep secondaries from
+/// campaigning.
+const MIN_ELECTION_TIMEOUT_MS: i64 = 300;
 
 /// One member, as the configuration describes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,7 +117,26 @@ impl SetConfig {
         if self.version < 1 {
             return Err(invalid("version must be at least 1"));
         }
+        match self.settings.get("electionTimeoutMillis").map(crate::command::as_i64) {
+            None => {}
+            Some(Some(ms)) if ms >= MIN_ELECTION_TIMEOUT_MS => {}
+            Some(_) => {
+                return Err(invalid(format!(
+                    "settings.electionTimeoutMillis must be a number of milliseconds, at least {MIN_ELECTION_TIMEOUT_MS}"
+                )));
+            }
+        }
         Ok(())
+    }
+
+    /// How long a secondary waits without hearing from a primary before it calls an election,
+    /// and a primary that has not heard from a majority steps down: MongoDB's
+    /// `settings.electionTimeoutMillis`, 10 s unless the configuration says otherwise.
+    pub fn election_timeout(&self) -> std::time::Duration {
+        let ms = self.settings.get("electionTimeoutMillis").and_then(crate::command::as_i64);
+        std::time::Duration::from_millis(
+            ms.map_or(DEFAULT_ELECTION_TIMEOUT_MS, |ms| ms.max(MIN_ELECTION_TIMEOUT_MS) as u64),
+        )
     }
 
     pub fn member(&self, raft_id: u64) -> Option<&Member> {
@@ -140,7 +164,7 @@ impl SetConfig {
     pub fn document(&self) -> Document {
         let mut settings = doc! {
             "chainingAllowed": true, "heartbeatIntervalMillis": 2000,
-            "heartbeatTimeoutSecs": 10, "electionTimeoutMillis": super::consensus::ELECTION_TIMEOUT_MS as i64,
+            "heartbeatTimeoutSecs": 10, "electionTimeoutMillis": DEFAULT_ELECTION_TIMEOUT_MS as i64,
             "catchUpTimeoutMillis": -1, "getLastErrorModes": {}, "getLastErrorDefaults": {"w": 1, "wtimeout": 0},
         };
         settings.extend(self.settings.clone());
@@ -247,5 +271,30 @@ mod tests {
             (0..8).map(|i| Bson::Document(doc! {"_id": i, "host": format!("h:{i}")})).collect::<Vec<_>>(),
         );
         assert_eq!(SetConfig::parse(&eight, "rs").unwrap_err().code, bad);
+    }
+
+    /// Goal: the election timeout is mongod's `settings.electionTimeoutMillis`, 10 s by default,
+    /// and a value too short for the heartbeats is refused. Method: parse three settings.
+    #[test]
+    fn election_timeout_setting() {
+        let with = |settings: Option<Document>| {
+            let mut config = three();
+            if let Some(settings) = settings {
+                config.insert("settings", settings);
+            }
+            SetConfig::parse(&config, "rs")
+        };
+        let default = with(None).unwrap();
+        assert_eq!(default.election_timeout(), std::time::Duration::from_secs(10));
+        assert_eq!(
+            default.document().get_document("settings").unwrap().get_i64("electionTimeoutMillis").ok(),
+            Some(10_000)
+        );
+        let quick = with(Some(doc! {"electionTimeoutMillis": 1000})).unwrap();
+        assert_eq!(quick.election_timeout(), std::time::Duration::from_millis(1000));
+        let code = with(Some(doc! {"electionTimeoutMillis": 10})).unwrap_err().code;
+        assert_eq!(code, ErrorCode::InvalidReplicaSetConfig);
+        let code = with(Some(doc! {"electionTimeoutMillis": "soon"})).unwrap_err().code;
+        assert_eq!(code, ErrorCode::InvalidReplicaSetConfig);
     }
 }

@@ -3,8 +3,9 @@
 //! onto MongoDB's replication.
 //!
 //! - **Terms and elections** are the library's: pre-vote, check-quorum (a leader that has not
-//!   heard from a majority for an election timeout steps down), randomized election timeouts
-//!   of 0.5-1 s on 50 ms ticks, priorities (`priority` 0 never campaigns), non-voting members as
+//!   heard from a majority for an election timeout steps down), election timeouts of
+//!   `settings.electionTimeoutMillis` (10 s unless configured) plus up to half again at random,
+//!   on 50 ms ticks, heartbeats every 100 ms, priorities (`priority` 0 never campaigns), non-voting members as
 //!   learners, leadership transfer for `replSetStepDown`. The leader of a term is the primary
 //!   once it has applied every entry committed before its term (MongoDB's drain), and its
 //!   oplog entries carry the term as `t`; `electionId` encodes it.
@@ -42,10 +43,8 @@ use super::transport::Transport;
 
 /// One tick of the library's clock.
 pub const TICK: Duration = Duration::from_millis(50);
-/// Ticks without a leader before a follower campaigns (randomized up to twice this).
-const ELECTION_TICKS: usize = 10;
+/// A leader's heartbeats, in ticks.
 const HEARTBEAT_TICKS: usize = 2;
-pub const ELECTION_TIMEOUT_MS: u64 = TICK.as_millis() as u64 * ELECTION_TICKS as u64;
 /// Oplog entries proposed in one consensus entry at most, and their bytes (an entry's one
 /// operation may be larger). One entry is proposed per turn of the loop, so that persisting
 /// and sending a turn's work never holds back heartbeats for long (a member that hears none
@@ -164,10 +163,12 @@ fn peers(config: &SetConfig, me: u64) -> Vec<(u64, String)> {
 }
 
 /// The library's node for member `id` over `log`, logging into the server's log.
+/// (A changed `electionTimeoutMillis` applies from the node's next start.)
 fn raw_node(id: u64, config: &SetConfig, log: &LogStore) -> Result<RawNode<LogStore>, String> {
     let priority = config.member(id).map_or(0.0, |m| m.priority);
     let logger = slog::Logger::root(slog::Drain::fuse(super::raft_log::ToTracing), slog::o!("member" => id));
-    RawNode::new(&raft_config(id, priority), log.clone(), &logger).map_err(|e| e.to_string())
+    let election_ticks = (config.election_timeout().as_millis() / TICK.as_millis()) as usize;
+    RawNode::new(&raft_config(id, priority, election_ticks), log.clone(), &logger).map_err(|e| e.to_string())
 }
 
 /// MongoDB's priorities are 0-1000 with fractions; the library's are integers.
@@ -175,10 +176,15 @@ fn raft_priority(priority: f64) -> i64 {
     (priority * 1000.0) as i64
 }
 
-fn raft_config(id: u64, priority: f64) -> raft::Config {
+/// `election_ticks`: ticks without a leader before a follower campaigns (randomized up to half
+/// again: enough spread that two members rarely campaign in the same tick).
+fn raft_config(id: u64, priority: f64, election_ticks: usize) -> raft::Config {
+    let election_tick = election_ticks.max(3 * HEARTBEAT_TICKS);
     raft::Config {
         id,
-        election_tick: ELECTION_TICKS,
+        election_tick,
+        min_election_tick: election_tick,
+        max_election_tick: election_tick + (election_tick / 2).max(2),
         heartbeat_tick: HEARTBEAT_TICKS,
         max_size_per_msg: 4 << 20,
         // A turn applies about this much (one entry at least), so that a member applying large

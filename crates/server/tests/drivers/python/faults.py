@@ -226,7 +226,12 @@ class Cluster:
         self.proxies = Proxies(self.members)
         for member in self.members:
             member.start()
-        config = {"_id": SET, "members": [{"_id": m.index, "host": m.host} for m in self.members]}
+        config = {
+            "_id": SET,
+            "members": [{"_id": m.index, "host": m.host} for m in self.members],
+            # Failovers within about a second, not mongod's default 10 s (faults come every few).
+            "settings": {"electionTimeoutMillis": 1000},
+        }
         with self.members[0].direct() as client:
             client.admin.command("replSetInitiate", config)
         self.primary()

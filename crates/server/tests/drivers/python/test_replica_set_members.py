@@ -66,8 +66,14 @@ def documents(member, collection="c"):
         return sorted(client.t[collection].find(), key=lambda d: repr(d["_id"]))
 
 
-def initiate(members):
+# Failover tests are quicker with a shorter election timeout than mongod's default of 10 s.
+QUICK_ELECTIONS = {"electionTimeoutMillis": 1000}
+
+
+def initiate(members, settings=QUICK_ELECTIONS):
     config = {"_id": SET, "members": [{"_id": i, "host": m.host} for i, m in enumerate(members)]}
+    if settings is not None:
+        config["settings"] = settings
     with members[0].direct() as client:
         client.admin.command("replSetInitiate", config)
     return wait_for("a primary", lambda: primary_of(members))
@@ -89,7 +95,9 @@ def three(workdir, request):
 
 
 def test_three_members_replicate_in_order(three):
-    primary = initiate(three)
+    # mongod's default election timeout: a member busy storing the large documents below must
+    # not be taken for dead.
+    primary = initiate(three, settings=None)
     client = set_client(three)
     c = client.t.c
     c.insert_many([{"_id": i, "n": i} for i in range(200)])
@@ -247,6 +255,7 @@ def test_step_down_freeze_add_and_remove(three, workdir, request):
     try:
         with new.direct() as direct:
             config = direct.admin.command("replSetGetConfig")["config"]
+            assert config["settings"]["electionTimeoutMillis"] == 1000
             config["version"] += 1
             config["members"].append({"_id": 3, "host": fourth.host, "priority": 0, "votes": 0})
             direct.admin.command("replSetReconfig", config)
