@@ -70,7 +70,7 @@ fn applying<T>(entry: &RawDocument, apply: impl FnOnce() -> Result<T>) -> (Resul
 
 /// Runs `step` writing no entries (a step of applying that the primary did not log on its own,
 /// e.g. creating a collection an insert names), keeping a pending entry pending.
-fn quietly<T>(step: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(super) fn quietly<T>(step: impl FnOnce() -> Result<T>) -> Result<T> {
     let saved = REPLICATING.with(|state| std::mem::replace(&mut *state.borrow_mut(), Replicating::Quiet));
     let outcome = step();
     REPLICATING.with(|state| *state.borrow_mut() = saved);
@@ -190,7 +190,7 @@ impl Store {
         Ok(())
     }
 
-    fn apply_command(&self, db: &str, mut command: Document, uuid: Option<bson::Uuid>) -> Result<()> {
+    pub(super) fn apply_command(&self, db: &str, mut command: Document, uuid: Option<bson::Uuid>) -> Result<()> {
         let Some((verb, target)) = command.iter().next().map(|(k, v)| (k.clone(), v.clone())) else {
             return Err(Error::bad_value("empty oplog command"));
         };

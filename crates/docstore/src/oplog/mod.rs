@@ -19,6 +19,7 @@
 pub(crate) mod apply;
 pub(crate) mod diff;
 pub(crate) mod entry;
+pub(crate) mod initial_sync;
 pub(crate) mod tail;
 
 use std::sync::Arc;

@@ -32,8 +32,10 @@ use std::time::{Duration, Instant};
 
 use bson::{Bson, Document, RawDocumentBuf, Timestamp, rawdoc};
 use protobuf::Message as _;
-use raft::prelude::{ConfChangeSingle, ConfChangeType, ConfChangeV2, ConfState, Entry, EntryType, Message, Snapshot};
-use raft::{RawNode, StateRole};
+use raft::prelude::{
+    ConfChangeSingle, ConfChangeType, ConfChangeV2, ConfState, Entry, EntryType, Message, MessageType, Snapshot,
+};
+use raft::{RawNode, SnapshotStatus, StateRole};
 use tracing::{error, info, warn};
 
 use super::config::SetConfig;
@@ -51,6 +53,10 @@ const HEARTBEAT_TICKS: usize = 2;
 /// for an election timeout campaigns).
 const OPS_PER_ENTRY: usize = 1000;
 const ENTRY_BYTES: usize = 4 << 20;
+/// Applied entries between two points the log may later be compacted to.
+const COMPACTION_POINT_EVERY: u64 = 64;
+/// Initial sync's rounds over the members before the turn fails (and the node restarts).
+const SYNC_ROUNDS: usize = 5;
 
 /// What the rest of the server asks of the consensus thread.
 pub enum Input {
@@ -229,6 +235,23 @@ struct Node {
     more_to_propose: bool,
     /// The newest position this member reported, and to which primary.
     reported: (u64, u64),
+    /// The set's key (initial sync's connections authenticate with it).
+    key: Option<Arc<str>>,
+    /// A snapshot whose data this member must copy (`initial_sync`) before going on.
+    syncing: Option<Snapshot>,
+    /// Points the log may be compacted to, oldest first: (index, its term, the oplog position
+    /// there, the base document there, the membership there).
+    compaction_points: VecDeque<CompactionPoint>,
+    /// The membership changed since the newest compaction point.
+    membership_changed: bool,
+}
+
+struct CompactionPoint {
+    index: u64,
+    term: u64,
+    ts: u64,
+    base: Vec<u8>,
+    conf: ConfState,
 }
 
 impl Node {
@@ -239,8 +262,9 @@ impl Node {
         transport: Transport,
         around: Surroundings,
     ) -> Result<Node, String> {
-        let Surroundings { store, progress, on_change, rollback_dir, .. } = around;
+        let Surroundings { store, progress, on_change, rollback_dir, key, .. } = around;
         let raw = raw_node(id, &config, &log)?;
+        let syncing = pending_sync(&log, &store)?;
         let base = base_ts(&log.base().1);
         store.set_originates(false);
         Ok(Node {
@@ -264,6 +288,10 @@ impl Node {
             applied_by: std::collections::HashMap::new(),
             reported: (0, 0),
             more_to_propose: false,
+            key,
+            syncing,
+            compaction_points: VecDeque::new(),
+            membership_changed: false,
         })
     }
 
@@ -325,6 +353,9 @@ impl Node {
         }
         self.propose_new_ops();
         self.on_ready()?;
+        if let Some(snapshot) = self.syncing.take() {
+            self.initial_sync(snapshot)?;
+        }
         self.publish();
         Ok(true)
     }
@@ -336,6 +367,8 @@ impl Node {
         self.last_raft_ts = base_ts(&self.log.base().1);
         self.proposed_ts = self.last_raft_ts;
         self.in_flight.clear();
+        self.compaction_points.clear();
+        self.syncing = pending_sync(&self.log, &self.store)?;
         for (_, reply) in self.read_waits.drain(..).chain(self.read_requests.drain()) {
             let _ = reply.send(Err("the consensus node restarted".into()));
         }
@@ -501,9 +534,19 @@ impl Node {
         }
         let mut ready = self.raw.ready();
         if !ready.messages().is_empty() {
-            self.transport.send(ready.take_messages());
+            self.send(ready.take_messages());
         }
         if *ready.snapshot() != Snapshot::default() {
+            let snapshot_ts = base_ts(&ready.snapshot().data);
+            if ready.snapshot().get_metadata().index > 1 && snapshot_ts > self.last_raft_ts {
+                // A snapshot past the log's base: the data must be copied first. The rest of
+                // this ready is dropped; the node starts again from the log once the copy is in.
+                self.log.begin_initial_sync(ready.snapshot()).map_err(|e| e.to_string())?;
+                self.syncing = Some(ready.snapshot().clone());
+                return Ok(());
+            }
+            // The log's base, or a point this member has applied the set's history through
+            // (it copied the data a moment ago): only the log starts there.
             self.log.apply_snapshot(ready.snapshot()).map_err(|e| e.to_string())?;
         }
         for state in ready.take_read_states() {
@@ -515,14 +558,109 @@ impl Node {
         self.apply(ready.take_committed_entries())?;
         self.log.append(ready.entries(), ready.hs()).map_err(|e| e.to_string())?;
         if !ready.persisted_messages().is_empty() {
-            self.transport.send(ready.take_persisted_messages());
+            self.send(ready.take_persisted_messages());
         }
         let mut light = self.raw.advance(ready);
-        self.transport.send(light.take_messages());
+        self.send(light.take_messages());
         self.apply(light.take_committed_entries())?;
         self.raw.advance_apply();
+        self.compact_log()?;
         self.answer_reads();
         self.report_position();
+        Ok(())
+    }
+
+    /// Sends the library's messages; a snapshot sent is reported done at once (it carries only
+    /// the log's base: the member that gets it copies the data itself, then answers), so the
+    /// library probes that member again instead of waiting.
+    fn send(&mut self, messages: Vec<Message>) {
+        let snapshots: Vec<u64> =
+            messages.iter().filter(|m| m.get_msg_type() == MessageType::MsgSnapshot).map(|m| m.to).collect();
+        self.transport.send(messages);
+        for to in snapshots {
+            info!(to, "sent the log's base: that member copies the data (initial sync)");
+            self.raw.report_snapshot(to, SnapshotStatus::Finish);
+        }
+    }
+
+    /// Copies the set's data for `snapshot` (see `initial_sync`) from the primary, or another
+    /// member, then installs the snapshot as the log's base and starts the node again from it.
+    fn initial_sync(&mut self, snapshot: Snapshot) -> Result<(), String> {
+        self.progress.publish(|published| published.state = State::Startup2);
+        warn!(index = snapshot.get_metadata().index, "initial sync: copying the set's data from another member");
+        let through = self.copy_from_members()?;
+        self.log.apply_snapshot(&snapshot).map_err(|e| e.to_string())?;
+        let base = Document::from_reader(&snapshot.data[..]).map_err(|e| e.to_string())?;
+        if let Ok(config) = SetConfig::parse(&base, &self.config.name)
+            && config.version > self.config.version
+        {
+            self.transport.set_peers(&peers(&config, self.raw.raft.id));
+            self.config = config;
+            (self.on_change)(&self.config);
+        }
+        self.restart()?;
+        self.last_raft_ts = self.last_raft_ts.max(as_u64(through));
+        self.proposed_ts = self.last_raft_ts;
+        info!(through = ?through, "initial sync done: applying the set's log from the copy on");
+        Ok(())
+    }
+
+    /// Copies the set's data from a member (the primary first); returns the oplog position
+    /// the copy reached. Every member is tried, a few rounds.
+    fn copy_from_members(&mut self) -> Result<Timestamp, String> {
+        let me = self.raw.raft.id;
+        let mut failures = Vec::new();
+        for round in 0..SYNC_ROUNDS {
+            let leader = self.raw.raft.leader_id;
+            let mut sources: Vec<&super::config::Member> =
+                self.config.members.iter().filter(|m| m.raft_id() != me).collect();
+            sources.sort_by_key(|m| m.raft_id() != leader);
+            let hosts: Vec<String> = sources.iter().map(|m| m.host.clone()).collect();
+            for host in hosts {
+                match super::initial_sync::copy(&self.store, &host, self.key.as_deref()) {
+                    Ok(through) => return Ok(through),
+                    Err(error) => {
+                        warn!(%host, %error, round, "initial sync from this member failed");
+                        failures.push(format!("{host}: {error}"));
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        Err(format!("initial sync failed: {}", failures.join("; ")))
+    }
+
+    /// Compacts the log: entries whose operations the oplog's cap has trimmed go (a member
+    /// that still needs them is further behind than the oplog reaches, and copies the data
+    /// instead, as mongod's members that fell off the oplog do). A point is noted every
+    /// [`COMPACTION_POINT_EVERY`] applied entries; the newest the oplog no longer holds is
+    /// where the log is cut.
+    fn compact_log(&mut self) -> Result<(), String> {
+        let applied = self.raw.raft.raft_log.applied;
+        let newest = self.compaction_points.back().map_or(self.log.compacted(), |p| p.index);
+        let due = applied >= newest + COMPACTION_POINT_EVERY || (self.membership_changed && applied > newest);
+        if self.diverged.is_none() && self.last_raft_ts > 0 && due {
+            let term = self.raw.raft.raft_log.term(applied).map_err(|e| e.to_string())?;
+            let point = CompactionPoint {
+                index: applied,
+                term,
+                ts: self.last_raft_ts,
+                base: base_document(&self.config, from_u64(self.last_raft_ts))?,
+                conf: self.raw.raft.prs().conf().to_conf_state(),
+            };
+            self.log.set_snapshot_point(point.index, point.term, &point.conf, point.base.clone());
+            self.compaction_points.push_back(point);
+            self.membership_changed = false;
+        }
+        let Some(first) = self.store.oplog_first().map_err(|e| e.to_string())? else { return Ok(()) };
+        let mut cut = None;
+        while self.compaction_points.front().is_some_and(|p| p.ts < as_u64(first)) {
+            cut = self.compaction_points.pop_front();
+        }
+        if let Some(point) = cut {
+            self.log.compact(point.index, point.term, &point.conf, point.base).map_err(|e| e.to_string())?;
+            info!(index = point.index, "compacted the consensus log (the oplog no longer holds what it cut)");
+        }
         Ok(())
     }
 
@@ -617,21 +755,25 @@ impl Node {
     /// Rollback: this member (a primary that lost its majority) holds oplog entries the set
     /// never committed. They are written to `rollback/` in the data directory (the entries,
     /// BSON one after the other, as mongod keeps what it rolls back), then the member forgets
-    /// its data and applies the set's history again from the log, through entry `through`.
-    /// A set whose log does not start empty (initiated over existing data) cannot do this: the
-    /// member then stops applying (RECOVERING) and says so.
+    /// its data and applies the set's history again from the log, through entry `through`, or,
+    /// where the log no longer holds the whole history (compacted, or a set initiated over
+    /// existing data), copies the set's data from another member (`initial_sync`).
     fn roll_back(&mut self, through: u64, why: String) -> Result<(), String> {
-        let base = base_ts(&self.log.base().1);
-        if base != 0 {
-            self.diverge(format!("{why}; rolling back needs a log that holds the whole history"));
-            return Ok(());
-        }
         let lost = self.store.oplog_after(from_u64(self.last_raft_ts), usize::MAX).map_err(|e| e.to_string())?;
         warn!(%why, entries = lost.len(), "rolling back: this member holds oplog entries the set did not commit");
         if let Some(dir) = &self.rollback_dir {
             let saved = save_rolled_back(dir, &self.config.name, &lost)
                 .map_err(|e| format!("saving rolled-back entries: {e}"))?;
             warn!(file = %saved.display(), "the rolled-back oplog entries are kept");
+        }
+        if base_ts(&self.log.base().1) != 0 || self.log.compacted() > 1 {
+            // The log no longer holds the whole history: copy the set's data instead.
+            self.progress.publish(|published| published.state = State::Startup2);
+            let through = self.copy_from_members()?;
+            self.last_raft_ts = self.last_raft_ts.max(as_u64(through));
+            self.proposed_ts = self.last_raft_ts;
+            info!(?through, "rollback done: this member copied the set's data");
+            return Ok(());
         }
         self.store.reset_for_resync().map_err(|e| e.to_string())?;
         self.last_raft_ts = 0;
@@ -669,6 +811,7 @@ impl Node {
             }
         };
         self.log.set_conf(conf).map_err(|e| e.to_string())?;
+        self.membership_changed = true;
         if !context.is_empty() {
             let document = Document::from_reader(&context[..]).map_err(|e| e.to_string())?;
             let config = SetConfig::parse(&document, &self.config.name).map_err(|e| e.message)?;
@@ -787,6 +930,21 @@ impl Node {
             info!(term, ?role, leader, "replica set state changed");
         }
     }
+}
+
+/// The snapshot this member must copy the data for before it applies the log: an unfinished
+/// initial sync's, or the log's base when this member does not hold the history the log starts
+/// after (a member that joined a set whose log was compacted, or that was initiated over
+/// existing data).
+fn pending_sync(log: &LogStore, store: &docstore::Store) -> Result<Option<Snapshot>, String> {
+    if let Some(snapshot) = log.initial_sync().map_err(|e| e.to_string())? {
+        return Ok(Some(snapshot));
+    }
+    let local_last = store.oplog().map_or(0, |oplog| as_u64(oplog.last()));
+    if base_ts(&log.base().1) <= local_last {
+        return Ok(None);
+    }
+    raft::Storage::snapshot(log, 0, 0).map(Some).map_err(|e| e.to_string())
 }
 
 /// A panic's message, for the log.

@@ -20,6 +20,9 @@ const COMPACTED_TERM: &str = "compacted_term";
 /// a snapshot carries and a joining member starts from).
 const BASE_CONF: &str = "base_conf";
 const BASE_DATA: &str = "base_data";
+/// The snapshot an initial sync is copying the data for (empty: none). Kept until the copy is
+/// installed, so that a member that stops halfway copies again when it starts.
+const INITIAL_SYNC: &str = "initial_sync";
 
 /// `raft::Storage` over the docstore's consensus log. Cheap to clone (the node and the
 /// thread that persists share it).
@@ -38,6 +41,9 @@ struct Cache {
     last: u64,
     base_conf: ConfState,
     base_data: Vec<u8>,
+    /// The newest applied point a snapshot may stand for (see [`LogStore::set_snapshot_point`]).
+    snapshot_point: Option<SnapshotMetadata>,
+    snapshot_data: Vec<u8>,
 }
 
 fn storage_error(error: impl std::fmt::Display) -> raft::Error {
@@ -140,13 +146,82 @@ impl LogStore {
         Ok(())
     }
 
-    /// Installs a snapshot from the leader (the log's base: see [`LogStore::snapshot`]).
+    /// Installs a snapshot from the leader: the log then starts after it (a snapshot past the
+    /// log's base stands for data an initial sync copied; see `initial_sync`).
     pub fn apply_snapshot(&self, snapshot: &Snapshot) -> raft::Result<()> {
         let meta = snapshot.get_metadata();
-        if meta.index != 1 {
-            return Err(storage_error("only the log's base can be installed (initial sync is not built yet)"));
+        let conf_bytes = meta.get_conf_state().write_to_bytes().map_err(storage_error)?;
+        // Everything up to the snapshot is committed: the hard state's commit moves there too
+        // (the library refuses a commit index behind the log's start).
+        let mut hard = self.cache.read().hard.clone();
+        hard.commit = hard.commit.max(meta.index);
+        hard.term = hard.term.max(meta.term);
+        let states = [
+            (HARD_STATE, hard.write_to_bytes().map_err(storage_error)?),
+            (CONF_STATE, conf_bytes.clone()),
+            (BASE_CONF, conf_bytes),
+            (COMPACTED_TERM, meta.term.to_le_bytes().to_vec()),
+            (BASE_DATA, snapshot.data.to_vec()),
+            (INITIAL_SYNC, Vec::new()),
+        ];
+        self.log.reset_to(meta.index, &states).map_err(storage_error)?;
+        let mut cache = self.cache.write();
+        cache.hard = hard;
+        cache.conf = meta.get_conf_state().clone();
+        cache.base_conf = meta.get_conf_state().clone();
+        cache.compacted = (meta.index, meta.term);
+        cache.last = meta.index;
+        cache.base_data = snapshot.data.to_vec();
+        Ok(())
+    }
+
+    /// Records that an initial sync copies the data for `snapshot` (see [`INITIAL_SYNC`]).
+    pub fn begin_initial_sync(&self, snapshot: &Snapshot) -> raft::Result<()> {
+        let states = [(INITIAL_SYNC, snapshot.write_to_bytes().map_err(storage_error)?)];
+        self.log.append(&[], &states).map_err(storage_error)
+    }
+
+    /// The snapshot an unfinished initial sync was copying the data for.
+    pub fn initial_sync(&self) -> raft::Result<Option<Snapshot>> {
+        match self.log.state(INITIAL_SYNC).map_err(storage_error)? {
+            Some(bytes) if !bytes.is_empty() => Snapshot::parse_from_bytes(&bytes).map(Some).map_err(storage_error),
+            _ => Ok(None),
         }
-        self.bootstrap(meta.get_conf_state().clone(), snapshot.data.to_vec())
+    }
+
+    /// Forgets the entries up to `index` (applied here, and with operations the oplog's cap
+    /// has trimmed): the log's base moves there, with the membership `conf` and the base
+    /// document `base` (the set's configuration and the oplog position at `index`), which is
+    /// the snapshot a member that needs older entries is sent.
+    pub fn compact(&self, index: u64, term: u64, conf: &ConfState, base: Vec<u8>) -> raft::Result<()> {
+        let states = [
+            (BASE_CONF, conf.write_to_bytes().map_err(storage_error)?),
+            (COMPACTED_TERM, term.to_le_bytes().to_vec()),
+            (BASE_DATA, base.clone()),
+        ];
+        self.log.compact(index, &states).map_err(storage_error)?;
+        let mut cache = self.cache.write();
+        cache.compacted = (index, term);
+        cache.base_conf = conf.clone();
+        cache.base_data = base;
+        Ok(())
+    }
+
+    /// Notes an applied point (`index`, its `term`, the membership `conf` and the base document
+    /// `base` there) as the snapshot to send a member that needs entries the log no longer
+    /// has: newer than the log's base, and after any membership change (a member added later
+    /// than the base would refuse a snapshot whose membership lacks it).
+    pub fn set_snapshot_point(&self, index: u64, term: u64, conf: &ConfState, base: Vec<u8>) {
+        let mut meta = SnapshotMetadata { index, term, ..Default::default() };
+        meta.set_conf_state(conf.clone());
+        let mut cache = self.cache.write();
+        cache.snapshot_point = Some(meta);
+        cache.snapshot_data = base;
+    }
+
+    /// The index before the oldest entry kept.
+    pub fn compacted(&self) -> u64 {
+        self.cache.read().compacted.0
     }
 }
 
@@ -206,13 +281,22 @@ impl raft::Storage for LogStore {
 
     fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
         let cache = self.cache.read();
-        let mut meta = SnapshotMetadata { index: cache.compacted.0, term: cache.compacted.1, ..Default::default() };
-        meta.set_conf_state(cache.base_conf.clone());
-        let mut snapshot = Snapshot { data: cache.base_data.clone().into(), ..Default::default() };
+        let (meta, data) = match &cache.snapshot_point {
+            Some(point) if point.index >= cache.compacted.0 && point.index <= cache.last => {
+                (point.clone(), cache.snapshot_data.clone())
+            }
+            _ => {
+                let mut meta =
+                    SnapshotMetadata { index: cache.compacted.0, term: cache.compacted.1, ..Default::default() };
+                meta.set_conf_state(cache.base_conf.clone());
+                (meta, cache.base_data.clone())
+            }
+        };
+        let mut snapshot = Snapshot { data: data.into(), ..Default::default() };
         snapshot.set_metadata(meta);
         if snapshot.get_metadata().index < request_index {
-            // Only the log's base exists as a snapshot (an initial sync that copies the data at
-            // a later point is not built yet).
+            // The library asks for a snapshot at least this recent; the log's base is the only
+            // one (it moves as the log is compacted).
             return Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable));
         }
         Ok(snapshot)

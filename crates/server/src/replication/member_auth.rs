@@ -21,6 +21,12 @@ pub const DB: &str = "local";
 /// Runs `command` on `stream` and returns the reply (an `ok: 0` reply is an error with its
 /// message).
 pub fn round_trip(stream: &mut TcpStream, command: RawDocumentBuf) -> Result<Document, String> {
+    let reply = round_trip_raw(stream, command)?;
+    Document::try_from(reply.as_ref()).map_err(|e| e.to_string())
+}
+
+/// [`round_trip`], the reply left as its bytes (a batch of documents copied from a member).
+pub fn round_trip_raw(stream: &mut TcpStream, command: RawDocumentBuf) -> Result<RawDocumentBuf, String> {
     let request = wire::OpMsg::new(command).encode(1, 0).map_err(|e| e.to_string())?;
     stream.write_all(&request).map_err(|e| e.to_string())?;
     let mut header = [0u8; 4];
@@ -35,12 +41,17 @@ pub fn round_trip(stream: &mut TcpStream, command: RawDocumentBuf) -> Result<Doc
     message.extend_from_slice(&rest);
     let frame = wire::Frame::from_message(message, &wire::Limits::default()).map_err(|e| e.to_string())?;
     let reply = wire::OpMsg::parse(&frame, &wire::Limits::default()).map_err(|e| e.to_string())?;
-    let reply = Document::try_from(reply.body.as_ref()).map_err(|e| e.to_string())?;
-    let ok = reply.get("ok").and_then(|ok| ok.as_f64().or_else(|| crate::command::as_i64(ok).map(|n| n as f64)));
-    if ok != Some(1.0) {
-        return Err(reply.get_str("errmsg").unwrap_or("refused").to_owned());
+    let body = reply.body.as_ref();
+    let ok = match body.get("ok").map_err(|e| e.to_string())? {
+        Some(bson::RawBsonRef::Double(ok)) => ok == 1.0,
+        Some(bson::RawBsonRef::Int32(ok)) => ok == 1,
+        Some(bson::RawBsonRef::Int64(ok)) => ok == 1,
+        _ => false,
+    };
+    if !ok {
+        return Err(body.get_str("errmsg").unwrap_or("refused").to_owned());
     }
-    Ok(reply)
+    Ok(body.to_owned())
 }
 
 fn binary(bytes: Vec<u8>) -> Binary {

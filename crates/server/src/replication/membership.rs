@@ -2,12 +2,12 @@
 //! `rs.remove()` and `rs.reconfig()` (`replSetReconfig`), `replSetStepDown` and
 //! `replSetFreeze`.
 //!
-//! A member starts its consensus log from the set's base (the membership and configuration the
-//! set was founded with, and the oplog position the log starts after); the log's entries then
-//! bring it every change since, membership changes included. So a member must hold no data of
-//! its own when it joins: copying a running member's data (initial sync) is not built yet, and
-//! a set whose history does not start empty (a set of one initiated over existing data) cannot
-//! grow. Both are refused with an error that says so.
+//! A member starts its consensus log from the set's base (the membership and configuration at
+//! the log's first entry, and the oplog position the log starts after); the log's entries then
+//! bring it every change since, membership changes included. Where the log does not reach back
+//! to an empty set (it was compacted, or the set was initiated over existing data), the member
+//! first copies the data from another member (`initial_sync`). A member must hold no data of
+//! its own when it joins (refused with an error that says so).
 
 use std::time::{Duration, Instant};
 
@@ -108,7 +108,7 @@ impl Replication {
         Err(CommandError::new(
             ErrorCode::InvalidReplicaSetConfig,
             format!(
-                "cannot {what}: {} holds data ({}); a member must start empty, since copying a running member's data (initial sync) is not built yet",
+                "cannot {what}: {} holds data ({}); a member must start empty (it copies the set's data when it joins)",
                 self.me,
                 with_data.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
             ),
@@ -130,12 +130,6 @@ impl Replication {
             ));
         }
         let added: Vec<_> = config.members.iter().filter(|m| current.member(m.raft_id()).is_none()).collect();
-        if !added.is_empty() && consensus::base_ts(&LogStore::open(&self.store)?.base().1) != 0 {
-            return Err(CommandError::new(
-                ErrorCode::InvalidReplicaSetConfig,
-                "this set was initiated over existing data, which its log does not hold; adding a member needs initial sync, which is not built yet",
-            ));
-        }
         let base = LogStore::open(&self.store)?.base();
         for member in &added {
             let join = consensus::join_command(&self.name, &member.host, &base, &config.document())

@@ -23,6 +23,7 @@
 
 pub mod config;
 pub mod consensus;
+mod initial_sync;
 pub mod log_store;
 pub mod member_auth;
 mod membership;

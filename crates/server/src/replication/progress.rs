@@ -18,6 +18,8 @@ pub enum State {
     Secondary,
     /// Its data diverged from the set's history (see `consensus`); it serves no reads.
     Recovering,
+    /// Copying the set's data from another member (`initial_sync`); it serves no reads.
+    Startup2,
 }
 
 impl State {
@@ -27,6 +29,7 @@ impl State {
             State::Primary => 1,
             State::Secondary => 2,
             State::Recovering => 3,
+            State::Startup2 => 5,
         }
     }
 
@@ -36,6 +39,7 @@ impl State {
             State::Primary => "PRIMARY",
             State::Secondary => "SECONDARY",
             State::Recovering => "RECOVERING",
+            State::Startup2 => "STARTUP2",
         }
     }
 }

@@ -246,16 +246,36 @@ pub fn decode(command: &Document) -> Result<Vec<Message>, String> {
 /// Runs `command` on the member at `host` and returns its reply (an `ok: 0` reply is an error
 /// with its message), authenticating first with the set's key when there is one.
 pub fn call(host: &str, command: RawDocumentBuf, timeout: Duration, key: Option<&str>) -> Result<Document, String> {
-    let address = host
-        .to_socket_addrs()
-        .map_err(|e| format!("{host}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{host}: no address"))?;
-    let mut stream = TcpStream::connect_timeout(&address, timeout).map_err(|e| format!("{host}: {e}"))?;
-    stream.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
-    stream.set_write_timeout(Some(timeout)).map_err(|e| e.to_string())?;
-    if let Some(key) = key {
-        super::member_auth::authenticate(&mut stream, key).map_err(|e| format!("{host}: {e}"))?;
+    let mut connection = MemberConnection::open(host, timeout, key)?;
+    let reply = connection.command(command)?;
+    Document::try_from(reply.as_ref()).map_err(|e| format!("{host}: {e}"))
+}
+
+/// A blocking connection to another member, authenticated with the set's key when there is
+/// one, for request/reply commands (joining, initial sync's copy).
+pub struct MemberConnection {
+    host: String,
+    stream: TcpStream,
+}
+
+impl MemberConnection {
+    pub fn open(host: &str, timeout: Duration, key: Option<&str>) -> Result<MemberConnection, String> {
+        let address = host
+            .to_socket_addrs()
+            .map_err(|e| format!("{host}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("{host}: no address"))?;
+        let mut stream = TcpStream::connect_timeout(&address, timeout).map_err(|e| format!("{host}: {e}"))?;
+        stream.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+        stream.set_write_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+        if let Some(key) = key {
+            super::member_auth::authenticate(&mut stream, key).map_err(|e| format!("{host}: {e}"))?;
+        }
+        Ok(MemberConnection { host: host.to_owned(), stream })
     }
-    super::member_auth::round_trip(&mut stream, command).map_err(|e| format!("{host}: {e}"))
+
+    /// Runs `command`; an `ok: 0` reply is an error with its message.
+    pub fn command(&mut self, command: RawDocumentBuf) -> Result<RawDocumentBuf, String> {
+        super::member_auth::round_trip_raw(&mut self.stream, command).map_err(|e| format!("{}: {e}", self.host))
+    }
 }

@@ -74,7 +74,10 @@ class StrataProcess:
 def workdir():
     path = tempfile.mkdtemp(prefix="strata-pytest-")
     yield path
-    shutil.rmtree(path, ignore_errors=True)
+    if os.environ.get("STRATA_KEEP_WORKDIR"):
+        print(f"servers' data and logs kept in {path}")
+    else:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
