@@ -5,9 +5,9 @@
 //! elsewhere the latest state (a secondary applies only what the set committed). `snapshot`
 //! (replica-set mode) reads one consistent snapshot: at `atClusterTime` when given, else now,
 //! and the reply reports which (`atClusterTime`), so a snapshot session's next reads ask for
-//! the same. A snapshot read's view is held for a minute so those later reads find it; a
-//! cluster time the server holds no snapshot of (older than what it holds, or between two held
-//! ones) is SnapshotTooOld. `afterClusterTime` (causal consistency) waits until this member
+//! the same. A snapshot read's view is held for a minute after its last use so those later
+//! reads find it; a cluster time the server holds no snapshot of (older than what it holds, or
+//! between two held ones) is SnapshotTooOld. `afterClusterTime` (causal consistency) waits until this member
 //! applied that cluster time (a secondary behind the primary), at most 30 s.
 
 use std::collections::VecDeque;
@@ -46,8 +46,13 @@ impl HeldSnapshots {
         held.push_back((ts, view.clone(), Instant::now()));
     }
 
+    /// The view held at `ts`, held a minute longer from now (a snapshot session, or a member's
+    /// initial sync, keeps reading at it).
     fn find(&self, ts: Timestamp) -> Option<ReadAt> {
-        self.held.lock().iter().find(|(existing, _, _)| *existing == ts).map(|(_, view, _)| view.clone())
+        let mut held = self.held.lock();
+        let (_, view, at) = held.iter_mut().find(|(existing, _, at)| *existing == ts && at.elapsed() < HOLD_FOR)?;
+        *at = Instant::now();
+        Some(view.clone())
     }
 }
 

@@ -265,6 +265,10 @@ impl Node {
         let Surroundings { store, progress, on_change, rollback_dir, key, .. } = around;
         let raw = raw_node(id, &config, &log)?;
         let syncing = pending_sync(&log, &store)?;
+        if syncing.is_some() {
+            // Not a secondary until the copy is in (hello, rs.status and reads say so).
+            progress.publish(|published| published.state = State::Startup2);
+        }
         let base = base_ts(&log.base().1);
         store.set_originates(false);
         Ok(Node {
@@ -352,6 +356,7 @@ impl Node {
             *next_tick = (*next_tick + TICK).max(now);
         }
         self.propose_new_ops();
+        self.promote_caught_up();
         self.on_ready()?;
         if let Some(snapshot) = self.syncing.take() {
             self.initial_sync(snapshot)?;
@@ -454,8 +459,13 @@ impl Node {
             changes.push(single);
         };
         for id in config.voters() {
-            if !old.0.contains(&id) {
-                change(ConfChangeType::AddNode, id);
+            match (old.0.contains(&id), old.1.contains(&id)) {
+                (true, _) => {}
+                // A member that had no vote gets it.
+                (false, true) => change(ConfChangeType::AddNode, id),
+                // A new member joins without a vote until it has caught up (MongoDB's "newly
+                // added"): copying the data, it must not count toward the majority.
+                (false, false) => change(ConfChangeType::AddLearnerNode, id),
             }
         }
         for id in config.learners() {
@@ -502,6 +512,29 @@ impl Node {
         self.more_to_propose = true;
     }
 
+    /// As primary: gives its vote to a newly added member (see `reconfigure`) that has caught
+    /// up with the committed log, one membership change at a time.
+    fn promote_caught_up(&mut self) {
+        let raft = &self.raw.raft;
+        if !self.is_writable() || raft.has_pending_conf() {
+            return;
+        }
+        let committed = raft.raft_log.committed;
+        let learners = raft.prs().conf().to_conf_state().learners;
+        let caught_up = self.config.voters().into_iter().find(|id| {
+            learners.contains(id) && raft.prs().get(*id).is_some_and(|progress| progress.matched >= committed)
+        });
+        let Some(id) = caught_up else { return };
+        let mut single = ConfChangeSingle::default();
+        single.set_change_type(ConfChangeType::AddNode);
+        single.node_id = id;
+        let mut change = ConfChangeV2::default();
+        change.set_changes(vec![single].into());
+        if self.raw.propose_conf_change(Vec::new(), change).is_ok() {
+            info!(member = id, "a newly added member has caught up: it votes from now on");
+        }
+    }
+
     /// The oplog's cap never trims what this member has not put in the consensus log yet
     /// (its own writes as primary, which the set would otherwise never get).
     fn keep_unproposed(&self) {
@@ -541,7 +574,6 @@ impl Node {
             if ready.snapshot().get_metadata().index > 1 && snapshot_ts > self.last_raft_ts {
                 // A snapshot past the log's base: the data must be copied first. The rest of
                 // this ready is dropped; the node starts again from the log once the copy is in.
-                self.log.begin_initial_sync(ready.snapshot()).map_err(|e| e.to_string())?;
                 self.syncing = Some(ready.snapshot().clone());
                 return Ok(());
             }
@@ -585,10 +617,20 @@ impl Node {
 
     /// Copies the set's data for `snapshot` (see `initial_sync`) from the primary, or another
     /// member, then installs the snapshot as the log's base and starts the node again from it.
+    /// The snapshot is recorded first, so that a member stopped halfway copies again when it
+    /// starts. (A snapshot at index 0 is a rollback's copy: the log stays as it is.)
     fn initial_sync(&mut self, snapshot: Snapshot) -> Result<(), String> {
+        self.log.begin_initial_sync(&snapshot).map_err(|e| e.to_string())?;
         self.progress.publish(|published| published.state = State::Startup2);
         warn!(index = snapshot.get_metadata().index, "initial sync: copying the set's data from another member");
         let through = self.copy_from_members()?;
+        if snapshot.get_metadata().index == 0 {
+            self.log.end_initial_sync().map_err(|e| e.to_string())?;
+            self.last_raft_ts = self.last_raft_ts.max(as_u64(through));
+            self.proposed_ts = self.last_raft_ts;
+            info!(?through, "rollback done: this member copied the set's data");
+            return Ok(());
+        }
         self.log.apply_snapshot(&snapshot).map_err(|e| e.to_string())?;
         let base = Document::from_reader(&snapshot.data[..]).map_err(|e| e.to_string())?;
         if let Ok(config) = SetConfig::parse(&base, &self.config.name)
@@ -767,13 +809,10 @@ impl Node {
             warn!(file = %saved.display(), "the rolled-back oplog entries are kept");
         }
         if base_ts(&self.log.base().1) != 0 || self.log.compacted() > 1 {
-            // The log no longer holds the whole history: copy the set's data instead.
-            self.progress.publish(|published| published.state = State::Startup2);
-            let through = self.copy_from_members()?;
-            self.last_raft_ts = self.last_raft_ts.max(as_u64(through));
-            self.proposed_ts = self.last_raft_ts;
-            info!(?through, "rollback done: this member copied the set's data");
-            return Ok(());
+            // The log no longer holds the whole history: copy the set's data instead (recorded
+            // as a snapshot at index 0, which leaves the log as it is).
+            let copy = Snapshot { data: self.log.base().1.into(), ..Default::default() };
+            return self.initial_sync(copy);
         }
         self.store.reset_for_resync().map_err(|e| e.to_string())?;
         self.last_raft_ts = 0;

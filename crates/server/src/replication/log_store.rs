@@ -181,6 +181,11 @@ impl LogStore {
         self.log.append(&[], &states).map_err(storage_error)
     }
 
+    /// Forgets the record of an initial sync whose copy is in (one that installed no snapshot).
+    pub fn end_initial_sync(&self) -> raft::Result<()> {
+        self.log.append(&[], &[(INITIAL_SYNC, Vec::new())]).map_err(storage_error)
+    }
+
     /// The snapshot an unfinished initial sync was copying the data for.
     pub fn initial_sync(&self) -> raft::Result<Option<Snapshot>> {
         match self.log.state(INITIAL_SYNC).map_err(storage_error)? {

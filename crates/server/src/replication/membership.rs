@@ -44,6 +44,11 @@ impl Replication {
             self.refuse_data("initiate a set of several members")?;
         }
         let oplog = self.store.enable_oplog(self.oplog_bytes)?;
+        if !self.databases_with_data().is_empty() && oplog.last() == (bson::Timestamp { time: 0, increment: 0 }) {
+            // The log starts after data it does not hold: its base names an oplog position
+            // (mongod's first entry, "initiating set"), and members added later copy the data.
+            self.store.append_noop("initiating set", docstore::Durability::Immediate)?;
+        }
         let base_document = consensus::base_document(&config, oplog.last()).map_err(CommandError::internal)?;
         let base = (consensus::conf_state(&config), base_document);
         for member in config.members.iter().filter(|m| m.raft_id() != me) {
@@ -99,9 +104,7 @@ impl Replication {
 
     /// A member must hold no data of its own to start from the set's base.
     fn refuse_data(&self, what: &str) -> Result<(), CommandError> {
-        let databases = self.store.database_names();
-        let with_data: Vec<&String> =
-            databases.iter().filter(|db| !matches!(db.as_str(), "local" | "config")).collect();
+        let with_data = self.databases_with_data();
         if with_data.is_empty() {
             return Ok(());
         }
@@ -110,9 +113,16 @@ impl Replication {
             format!(
                 "cannot {what}: {} holds data ({}); a member must start empty (it copies the set's data when it joins)",
                 self.me,
-                with_data.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                with_data.join(", ")
             ),
         ))
+    }
+
+    /// The databases holding data of their own (not `local` nor `config`).
+    fn databases_with_data(&self) -> Vec<String> {
+        let mut databases = self.store.database_names();
+        databases.retain(|db| !matches!(db.as_str(), "local" | "config"));
+        databases
     }
 
     /// `replSetReconfig` (and mongosh's `rs.add`, `rs.remove`, `rs.reconfig`): on the primary,

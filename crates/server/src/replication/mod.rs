@@ -178,8 +178,13 @@ impl Replication {
         };
         let consensus = Consensus::start(id, config, log, around).map_err(CommandError::internal)?;
         // A member of an initiated set serves reads as a secondary from the start (it holds
-        // only what it applied); the consensus thread publishes its real state next.
-        self.progress.publish(|published| published.state = progress::State::Secondary);
+        // only what it applied), unless it must copy the data first (STARTUP2); the consensus
+        // thread publishes its real state next.
+        self.progress.publish(|published| {
+            if published.state == progress::State::Startup {
+                published.state = progress::State::Secondary;
+            }
+        });
         if sole_voter {
             // Alone, it is primary at once rather than after an election timeout.
             let _ = consensus.inbox.send(Input::Campaign);

@@ -207,7 +207,7 @@ class Member:
                 self.process.kill()
 
 
-def wait_for(what, check, seconds=20.0):
+def wait_for(what, check, seconds=20.0, interval=0.05):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
@@ -216,7 +216,7 @@ def wait_for(what, check, seconds=20.0):
                 return value
         except pymongo.errors.PyMongoError:
             pass
-        time.sleep(0.05)
+        time.sleep(interval)
     raise AssertionError(f"timed out after {seconds}s waiting for {what}")
 
 

@@ -396,3 +396,53 @@ def test_a_member_copies_the_data_when_the_log_no_longer_reaches_back(workdir, r
         for member in members:
             if member.alive():
                 member.process.stop()
+
+
+def test_a_set_of_one_over_existing_data_grows_and_a_copy_survives_kill_9(workdir, request):
+    """A standalone's data, then `--replSet` and a set of one, then rs.add(): the new member
+    joins without a vote, copies the data (killed with -9 halfway, it copies again when it
+    starts), catches up, and gets its vote."""
+    path = os.path.join(workdir, request.node.name)
+    first, second = Member(path, 0), Member(path, 1)
+    standalone = StrataProcess(first.dbpath, port=first.port)
+    with standalone.client() as client:
+        c = client.t.c
+        c.create_index("n")
+        c.create_index([("s", 1), ("n", -1)])
+        for start in range(0, 60_000, 2000):
+            c.insert_many([{"_id": i, "n": i % 997, "s": f"s{i % 13}", "pad": "x" * 200} for i in range(start, start + 2000)])
+    standalone.stop()
+    first.start()
+    try:
+        with first.direct() as direct:
+            direct.admin.command("replSetInitiate", {
+                "_id": SET, "members": [{"_id": 0, "host": first.host}], "settings": QUICK_ELECTIONS})
+        wait_for("the set of one to be primary", lambda: first.hello().get("isWritablePrimary"))
+        second.start()
+        with first.direct() as direct:
+            config = direct.admin.command("replSetGetConfig")["config"]
+            config["version"] += 1
+            config["members"].append({"_id": 1, "host": second.host})
+            direct.admin.command("replSetReconfig", config)
+        wait_for("the copy to start", lambda: "initial sync: copying" in second.log_text(), seconds=30, interval=0.01)
+        second.kill()
+        assert "initial sync: copied" not in second.log_text(), "the copy ended before the kill: make it larger"
+        # Writes go on meanwhile: the new member has no vote yet, the set of one commits alone.
+        with first.direct() as direct:
+            direct.t.c.insert_one({"_id": "during"})
+        second.start()
+        wait_for("the new member to report SECONDARY", lambda: second.hello().get("secondary"), seconds=90)
+        assert second.log_text().count("initial sync: copying") >= 2
+        wait_for("the new member's vote", lambda: "votes from now on" in first.log_text(), seconds=30)
+        client = set_client([first, second])
+        client.t.c.with_options(write_concern=WriteConcern(w=2, wtimeout=30000)).insert_one({"_id": "after"})
+        assert documents(second) == documents(first)
+        with second.direct(readPreference="secondaryPreferred") as direct:
+            assert sorted(i["name"] for i in direct.t.c.list_indexes()) == ["_id_", "n_1", "s_1_n_-1"]
+            assert direct.t.c.count_documents({"s": "s3", "n": {"$lt": 100}}) == \
+                client.t.c.count_documents({"s": "s3", "n": {"$lt": 100}})
+        client.close()
+    finally:
+        for member in (first, second):
+            if member.alive():
+                member.process.stop()
