@@ -1033,17 +1033,21 @@ pub fn conf_state(config: &SetConfig) -> ConfState {
 }
 
 /// A `replSetRaftJoin` command: the log's base, and the set's configuration now.
+///
+/// `copy`: a member added to a running set copies the data (initial sync) rather than replay
+/// the set's whole log; the founding members of a new set start empty together.
 pub fn join_command(
     set: &str,
     member_host: &str,
     base: &(ConfState, Vec<u8>),
     config: &Document,
+    copy: bool,
 ) -> Result<RawDocumentBuf, String> {
     let conf = base.0.write_to_bytes().map_err(|e| e.to_string())?;
     let binary = |bytes: Vec<u8>| bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes };
     let config = RawDocumentBuf::try_from(config).map_err(|e| e.to_string())?;
     Ok(rawdoc! {
         "replSetRaftJoin": set, "host": member_host, "conf": binary(conf), "base": binary(base.1.clone()),
-        "config": config, "$db": "admin",
+        "config": config, "initialSync": copy, "$db": "admin",
     })
 }

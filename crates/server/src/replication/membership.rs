@@ -52,7 +52,7 @@ impl Replication {
         let base_document = consensus::base_document(&config, oplog.last()).map_err(CommandError::internal)?;
         let base = (consensus::conf_state(&config), base_document);
         for member in config.members.iter().filter(|m| m.raft_id() != me) {
-            let join = consensus::join_command(&self.name, &member.host, &base, &config.document())
+            let join = consensus::join_command(&self.name, &member.host, &base, &config.document(), false)
                 .map_err(CommandError::internal)?;
             transport::call(&member.host, join, JOIN_TIMEOUT, self.key.as_deref()).map_err(|error| {
                 CommandError::new(
@@ -97,6 +97,11 @@ impl Replication {
         self.store.enable_oplog(self.oplog_bytes)?;
         let log = LogStore::open(&self.store)?;
         log.bootstrap(conf, base).map_err(|e| CommandError::internal(e.to_string()))?;
+        if command.get_bool("initialSync").unwrap_or(false) {
+            // Added to a running set: copy its data, not replay its whole log.
+            let snapshot = raft::Storage::snapshot(&log, 0, 0).map_err(|e| CommandError::internal(e.to_string()))?;
+            log.begin_initial_sync(&snapshot).map_err(|e| CommandError::internal(e.to_string()))?;
+        }
         store_config(&self.store, &config.document())?;
         tracing::info!(set = %self.name, version = config.version, "joined the replica set");
         self.start(config, log)
@@ -142,7 +147,7 @@ impl Replication {
         let added: Vec<_> = config.members.iter().filter(|m| current.member(m.raft_id()).is_none()).collect();
         let base = LogStore::open(&self.store)?.base();
         for member in &added {
-            let join = consensus::join_command(&self.name, &member.host, &base, &config.document())
+            let join = consensus::join_command(&self.name, &member.host, &base, &config.document(), true)
                 .map_err(CommandError::internal)?;
             transport::call(&member.host, join, JOIN_TIMEOUT, self.key.as_deref()).map_err(|error| {
                 CommandError::new(ErrorCode::NodeNotFound, format!("{} could not join: {error}", member.host))
