@@ -113,6 +113,8 @@ fn save_rolled_back(
 pub struct Consensus {
     pub inbox: Sender<Input>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// Set when the server shuts down: an initial sync in progress gives up at its next batch.
+    stopping: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Called when the member's role, term or primary changes (to wake awaitable `hello`s).
@@ -148,15 +150,17 @@ impl Consensus {
         let mut transport = Transport::new(runtime, unreachable_tx, (around.source, around.key.clone()));
         transport.set_peers(&peers(&config, id));
         let node = Node::new(id, config, log, transport, around)?;
+        let stopping = Arc::clone(&node.stopping);
         let thread = std::thread::Builder::new()
             .name("consensus".into())
             .spawn(move || node.run(receiver))
             .map_err(|e| e.to_string())?;
-        Ok(Consensus { inbox, thread: Some(thread) })
+        Ok(Consensus { inbox, thread: Some(thread), stopping })
     }
 
     /// Ends the thread and waits for it.
     pub fn stop(&mut self) {
+        self.stopping.store(true, std::sync::atomic::Ordering::Release);
         let _ = self.inbox.send(Input::Stop);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -239,6 +243,8 @@ struct Node {
     key: Option<Arc<str>>,
     /// A snapshot whose data this member must copy (`initial_sync`) before going on.
     syncing: Option<Snapshot>,
+    /// Set when the server shuts down (an initial sync gives up).
+    stopping: Arc<std::sync::atomic::AtomicBool>,
     /// Points the log may be compacted to, oldest first: (index, its term, the oplog position
     /// there, the base document there, the membership there).
     compaction_points: VecDeque<CompactionPoint>,
@@ -296,6 +302,7 @@ impl Node {
             syncing,
             compaction_points: VecDeque::new(),
             membership_changed: false,
+            stopping: Arc::default(),
         })
     }
 
@@ -659,13 +666,19 @@ impl Node {
             sources.sort_by_key(|m| m.raft_id() != leader);
             let hosts: Vec<String> = sources.iter().map(|m| m.host.clone()).collect();
             for host in hosts {
-                match super::initial_sync::copy(&self.store, &host, self.key.as_deref()) {
+                if self.stopping.load(std::sync::atomic::Ordering::Acquire) {
+                    return Err("the server is shutting down".into());
+                }
+                match super::initial_sync::copy(&self.store, &host, self.key.as_deref(), &self.stopping) {
                     Ok(through) => return Ok(through),
                     Err(error) => {
                         warn!(%host, %error, round, "initial sync from this member failed");
                         failures.push(format!("{host}: {error}"));
                     }
                 }
+            }
+            if self.stopping.load(std::sync::atomic::Ordering::Acquire) {
+                return Err("the server is shutting down".into());
             }
             std::thread::sleep(Duration::from_secs(1));
         }

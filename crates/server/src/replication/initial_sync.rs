@@ -13,11 +13,27 @@
 //! The consensus thread then goes on from the log position the copy stands for: later
 //! entries whose operations the copy holds are recognized and skipped, as after a restart.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bson::{Document, RawBsonRef, RawDocument, RawDocumentBuf, Timestamp, rawdoc};
 
 use super::transport::MemberConnection;
+
+/// The member copied from, and the flag that ends the copy early (the server shuts down).
+struct Source<'a> {
+    connection: MemberConnection,
+    stopping: &'a AtomicBool,
+}
+
+impl Source<'_> {
+    fn command(&mut self, command: RawDocumentBuf) -> Result<RawDocumentBuf, String> {
+        if self.stopping.load(Ordering::Acquire) {
+            return Err("the server is shutting down".into());
+        }
+        self.connection.command(command)
+    }
+}
 
 /// How long the source has to answer one command.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -27,10 +43,15 @@ const BATCH: i32 = 1000;
 const COMMIT_WAIT: Duration = Duration::from_secs(30);
 
 /// Copies the data of the member at `source` into `store` (see the module header); returns the
-/// oplog position the copy reached.
-pub fn copy(store: &docstore::Store, source: &str, key: Option<&str>) -> Result<Timestamp, String> {
+/// oplog position the copy reached. Gives up between batches once `stopping` is set.
+pub fn copy(
+    store: &docstore::Store,
+    source: &str,
+    key: Option<&str>,
+    stopping: &AtomicBool,
+) -> Result<Timestamp, String> {
     let started = Instant::now();
-    let mut member = MemberConnection::open(source, TIMEOUT, key)?;
+    let mut member = Source { connection: MemberConnection::open(source, TIMEOUT, key)?, stopping };
     store.reset_for_resync().map_err(|e| format!("emptying this member: {e}"))?;
     let probe = member.command(rawdoc! {
         "find": "system.replset", "limit": 1, "readConcern": {"level": "snapshot"}, "$db": "local",
@@ -50,7 +71,7 @@ pub fn copy(store: &docstore::Store, source: &str, key: Option<&str>) -> Result<
     Ok(through)
 }
 
-fn database_names(member: &mut MemberConnection) -> Result<Vec<String>, String> {
+fn database_names(member: &mut Source<'_>) -> Result<Vec<String>, String> {
     let reply = member.command(rawdoc! {"listDatabases": 1, "nameOnly": true, "$db": "admin"})?;
     let listed = reply.get_array("databases").map_err(|e| format!("listDatabases: {e}"))?;
     let mut names = Vec::new();
@@ -65,12 +86,7 @@ fn database_names(member: &mut MemberConnection) -> Result<Vec<String>, String> 
 }
 
 /// Copies database `db` at the snapshot `at`; returns how many documents.
-fn copy_database(
-    store: &docstore::Store,
-    member: &mut MemberConnection,
-    db: &str,
-    at: Timestamp,
-) -> Result<u64, String> {
+fn copy_database(store: &docstore::Store, member: &mut Source<'_>, db: &str, at: Timestamp) -> Result<u64, String> {
     let mut listed = all(member, db, rawdoc! {"listCollections": 1, "$db": db})?;
     // Views name collections: collections first.
     listed.sort_by_key(|info| info.get_str("type").ok() == Some("view"));
@@ -92,7 +108,7 @@ fn copy_database(
 
 fn copy_documents(
     store: &docstore::Store,
-    member: &mut MemberConnection,
+    member: &mut Source<'_>,
     db: &str,
     name: &str,
     at: Timestamp,
@@ -117,7 +133,7 @@ fn copy_documents(
 
 /// Applies the source's oplog after the snapshot `at` (whose own entry starts this member's
 /// oplog) up to the set's majority commit point, once that has reached `at`.
-fn catch_up(store: &docstore::Store, member: &mut MemberConnection, at: Timestamp) -> Result<Timestamp, String> {
+fn catch_up(store: &docstore::Store, member: &mut Source<'_>, at: Timestamp) -> Result<Timestamp, String> {
     let deadline = Instant::now() + COMMIT_WAIT;
     let committed = loop {
         let committed = committed_ts(member)?;
@@ -167,7 +183,7 @@ fn catch_up(store: &docstore::Store, member: &mut MemberConnection, at: Timestam
 }
 
 /// The source's view of the set's majority commit point.
-fn committed_ts(member: &mut MemberConnection) -> Result<Timestamp, String> {
+fn committed_ts(member: &mut Source<'_>) -> Result<Timestamp, String> {
     let status = member.command(rawdoc! {"replSetGetStatus": 1, "$db": "admin"})?;
     let optimes = status.get_document("optimes").map_err(|e| format!("replSetGetStatus: {e}"))?;
     let committed = optimes.get_document("lastCommittedOpTime").map_err(|e| format!("replSetGetStatus: {e}"))?;
@@ -197,7 +213,7 @@ fn batch_of(reply: &RawDocument) -> Result<(Vec<RawDocumentBuf>, i64), String> {
 }
 
 /// Every document of a command's cursor (listCollections, listIndexes), as documents.
-fn all(member: &mut MemberConnection, db: &str, command: RawDocumentBuf) -> Result<Vec<Document>, String> {
+fn all(member: &mut Source<'_>, db: &str, command: RawDocumentBuf) -> Result<Vec<Document>, String> {
     let mut reply = member.command(command)?;
     let mut documents = Vec::new();
     loop {
