@@ -48,6 +48,9 @@ pub(crate) struct Context {
     /// Whether this store makes changes of its own accord (TTL deletes): not on a replica
     /// set's secondary, which only applies the primary's ([`crate::Store::set_originates`]).
     pub originates: AtomicBool,
+    /// Whether applying another member's entries builds secondary indexes: not on a replica
+    /// set's `buildIndexes: false` member ([`crate::Store::set_builds_indexes`]).
+    pub builds_indexes: AtomicBool,
 }
 
 impl Context {
@@ -65,6 +68,7 @@ impl Context {
             capped_listeners: RwLock::new(Vec::new()),
             temp_counter: AtomicU64::new(0),
             originates: AtomicBool::new(true),
+            builds_indexes: AtomicBool::new(true),
         };
         Ok(cx)
     }

@@ -133,6 +133,17 @@ impl Store {
         self.cx.originates.store(originates, std::sync::atomic::Ordering::Release);
     }
 
+    /// Whether another member's index builds are applied here (and copied by an initial sync):
+    /// false on a replica set's `buildIndexes: false` member, which keeps only `_id` indexes
+    /// (the entries are still written to its oplog).
+    pub fn set_builds_indexes(&self, builds: bool) {
+        self.cx.builds_indexes.store(builds, std::sync::atomic::Ordering::Release);
+    }
+
+    pub(crate) fn builds_indexes(&self) -> bool {
+        self.cx.builds_indexes.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// The member's consensus log (see [`crate::RaftLog`]).
     pub fn raft_log(&self) -> Result<crate::RaftLog> {
         crate::raft_log::RaftLog::open(&self.cx)

@@ -15,6 +15,9 @@
 //! Applying is idempotent where MongoDB's is: an insert of a present `_id` replaces it, an
 //! update or delete of a missing document changes nothing (the entry is still written), and
 //! creating an existing collection or dropping a missing one is not an error.
+//!
+//! A store told not to build indexes ([`Store::set_builds_indexes`], a `buildIndexes: false`
+//! member) writes the entries of index builds and index changes without applying them.
 
 use std::cell::RefCell;
 
@@ -216,12 +219,14 @@ impl Store {
                 let drop_target = command.get_bool("dropTarget").unwrap_or(false);
                 self.collection((from_db, from_name)).rename((to_db, to_name), drop_target)
             }
+            "createIndexes" if !self.builds_indexes() => Ok(()),
             "createIndexes" => collection.create_indexes(&[command]).map(drop),
             "dropIndexes" => {
                 let index = command.get_str("index").unwrap_or_default().to_owned();
                 let dropped = collection.drop_indexes(&IndexSelector::Name(index));
                 tolerate(dropped.map(drop), |e| matches!(e, Error::IndexNotFound(_)))
             }
+            "collMod" if command.contains_key("index") && !self.builds_indexes() => Ok(()),
             "collMod" => match command.remove("index") {
                 Some(Bson::Document(mut index)) => {
                     let selector = match index.remove("name") {

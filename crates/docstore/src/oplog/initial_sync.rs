@@ -31,7 +31,8 @@ impl Store {
         let mut create = bson::doc! {"create": name};
         create.extend(info.get_document("options").cloned().unwrap_or_default());
         quietly(|| self.apply_command(db, create, uuid))?;
-        for index in indexes.iter().filter(|index| index.get_str("name").ok() != Some("_id_")) {
+        let secondary = indexes.iter().filter(|index| index.get_str("name").ok() != Some("_id_"));
+        for index in secondary.filter(|_| self.builds_indexes()) {
             let mut command = bson::doc! {"createIndexes": name};
             command.extend(index.clone());
             quietly(|| self.apply_command(db, command, None))?;

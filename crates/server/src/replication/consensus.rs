@@ -277,6 +277,7 @@ impl Node {
         }
         let base = base_ts(&log.base().1);
         store.set_originates(false);
+        store.set_builds_indexes(config.member(id).is_none_or(|me| me.build_indexes));
         Ok(Node {
             raw,
             log,
@@ -644,6 +645,9 @@ impl Node {
             && config.version > self.config.version
         {
             self.transport.set_peers(&peers(&config, self.raw.raft.id));
+            if let Some(me) = config.member(self.raw.raft.id) {
+                self.store.set_builds_indexes(me.build_indexes);
+            }
             self.config = config;
             (self.on_change)(&self.config);
         }
@@ -871,6 +875,7 @@ impl Node {
             self.transport.set_peers(&peers(&config, self.raw.raft.id));
             if let Some(me) = config.member(self.raw.raft.id) {
                 self.raw.set_priority(raft_priority(me.priority));
+                self.store.set_builds_indexes(me.build_indexes);
             }
             self.config = config;
             (self.on_change)(&self.config);

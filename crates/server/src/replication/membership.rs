@@ -144,6 +144,17 @@ impl Replication {
                 format!("version {} must be greater than the current version {}", config.version, current.version),
             ));
         }
+        for member in &config.members {
+            if current.member(member.raft_id()).is_some_and(|old| old.build_indexes != member.build_indexes) {
+                return Err(CommandError::new(
+                    ErrorCode::NewReplicaSetConfigurationIncompatible,
+                    format!(
+                        "New and old configurations differ in the setting of the buildIndexes field for member {}; to make this change, remove then re-add the member",
+                        member.host
+                    ),
+                ));
+            }
+        }
         let added: Vec<_> = config.members.iter().filter(|m| current.member(m.raft_id()).is_none()).collect();
         let base = LogStore::open(&self.store)?.base();
         for member in &added {

@@ -257,19 +257,34 @@ def test_step_down_freeze_add_and_remove(three, workdir, request):
     with old.direct() as direct:
         direct.admin.command("replSetFreeze", 30)
         direct.admin.command("replSetFreeze", 0)
-    # Add a fourth member that never votes nor becomes primary, then remove it.
+    # Add a fourth member that never votes nor becomes primary and builds no indexes (it copies
+    # the data without them and skips later index builds), then remove it.
+    client.t.c.create_index("before")
     fourth = Member(os.path.join(workdir, request.node.name), 3).start()
     try:
         with new.direct() as direct:
             config = direct.admin.command("replSetGetConfig")["config"]
             assert config["settings"]["electionTimeoutMillis"] == 1000
             config["version"] += 1
-            config["members"].append({"_id": 3, "host": fourth.host, "priority": 0, "votes": 0})
+            config["members"].append(
+                {"_id": 3, "host": fourth.host, "priority": 0, "votes": 0, "buildIndexes": False})
             direct.admin.command("replSetReconfig", config)
         client.t.c.insert_one({"_id": "after-add"})
+        client.t.c.create_index("after")
         wait_for("the new member to catch up", lambda: len(documents(fourth)) == 21)
         hello = fourth.hello()
         assert hello["secondary"] is True and fourth.host in hello["passives"]
+        client.t.c.with_options(write_concern=WriteConcern(w=4, wtimeout=10000)).insert_one({"_id": "four"})
+        with fourth.direct(readPreference="secondaryPreferred") as direct:
+            assert [i["name"] for i in direct.t.c.list_indexes()] == ["_id_"]
+        assert [i["name"] for i in client.t.c.list_indexes()] == ["_id_", "before_1", "after_1"]
+        with new.direct() as direct:
+            config = direct.admin.command("replSetGetConfig")["config"]
+            config["version"] += 1
+            config["members"][-1]["buildIndexes"] = True
+            with pytest.raises(pymongo.errors.OperationFailure) as refused:
+                direct.admin.command("replSetReconfig", config)
+            assert refused.value.code == 103
         with new.direct() as direct:
             config = direct.admin.command("replSetGetConfig")["config"]
             config["version"] += 1
