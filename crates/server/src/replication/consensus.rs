@@ -250,6 +250,9 @@ struct Node {
     compaction_points: VecDeque<CompactionPoint>,
     /// The membership changed since the newest compaction point.
     membership_changed: bool,
+    /// On a delayed member (`secondaryDelaySecs`): committed entries not applied yet, oldest
+    /// first (read again from the log when due, so they take no memory).
+    delayed: VecDeque<u64>,
 }
 
 struct CompactionPoint {
@@ -303,6 +306,7 @@ impl Node {
             syncing,
             compaction_points: VecDeque::new(),
             membership_changed: false,
+            delayed: VecDeque::new(),
             stopping: Arc::default(),
         })
     }
@@ -369,6 +373,7 @@ impl Node {
         if let Some(snapshot) = self.syncing.take() {
             self.initial_sync(snapshot)?;
         }
+        self.apply_delayed()?;
         self.publish();
         Ok(true)
     }
@@ -381,6 +386,7 @@ impl Node {
         self.proposed_ts = self.last_raft_ts;
         self.in_flight.clear();
         self.compaction_points.clear();
+        self.delayed.clear();
         self.syncing = pending_sync(&self.log, &self.store)?;
         for (_, reply) in self.read_waits.drain(..).chain(self.read_requests.drain()) {
             let _ = reply.send(Err("the consensus node restarted".into()));
@@ -695,7 +701,11 @@ impl Node {
     /// [`COMPACTION_POINT_EVERY`] applied entries; the newest the oplog no longer holds is
     /// where the log is cut.
     fn compact_log(&mut self) -> Result<(), String> {
-        let applied = self.raw.raft.raft_log.applied;
+        // (What the data holds: a delayed member's data trails the library's applied index.)
+        let applied = match self.delayed.front() {
+            Some(first) => first - 1,
+            None => self.raw.raft.raft_log.applied,
+        };
         let newest = self.compaction_points.back().map_or(self.log.compacted(), |p| p.index);
         let due = applied >= newest + COMPACTION_POINT_EVERY || (self.membership_changed && applied > newest);
         if self.diverged.is_none() && self.last_raft_ts > 0 && due {
@@ -751,12 +761,41 @@ impl Node {
     }
 
     fn apply(&mut self, entries: Vec<Entry>) -> Result<(), String> {
+        let delayed = self.delay().is_some();
         for entry in entries {
             match entry.get_entry_type() {
                 EntryType::EntryNormal if entry.data.is_empty() => {}
+                // A delayed member applies it later (`apply_delayed`), reading it again from
+                // the log; entries wait in order behind one that waits.
+                EntryType::EntryNormal if delayed || !self.delayed.is_empty() => self.delayed.push_back(entry.index),
                 EntryType::EntryNormal => self.apply_entry(entry.index, &entry.data)?,
                 EntryType::EntryConfChange | EntryType::EntryConfChangeV2 => self.apply_conf_change(&entry)?,
             }
+        }
+        Ok(())
+    }
+
+    /// `secondaryDelaySecs` of this member, if it is delayed.
+    fn delay(&self) -> Option<Duration> {
+        let me = self.config.member(self.raw.raft.id)?;
+        (me.secondary_delay_secs > 0).then(|| Duration::from_secs(me.secondary_delay_secs as u64))
+    }
+
+    /// On a delayed member: applies the waiting entries whose operations are at least
+    /// `secondaryDelaySecs` old (by their `wall` time), in order.
+    fn apply_delayed(&mut self) -> Result<(), String> {
+        let delay_ms = self.delay().map_or(0, |delay| delay.as_millis() as i64);
+        let now_ms = bson::DateTime::now().timestamp_millis();
+        while let Some(&index) = self.delayed.front() {
+            let context = raft::GetEntriesContext::empty(false);
+            let entries = raft::Storage::entries(&self.log, index, index + 1, u64::MAX, context)
+                .map_err(|e| format!("reading delayed entry {index}: {e}"))?;
+            let Some(entry) = entries.first() else { return Err(format!("delayed entry {index} is missing")) };
+            if newest_wall_ms(&entry.data)? + delay_ms > now_ms {
+                return Ok(());
+            }
+            self.delayed.pop_front();
+            self.apply_entry(index, &entry.data)?;
         }
         Ok(())
     }
@@ -987,6 +1026,18 @@ impl Node {
             info!(term, ?role, leader, "replica set state changed");
         }
     }
+}
+
+/// The newest `wall` time (milliseconds) among a consensus entry's operations.
+fn newest_wall_ms(data: &[u8]) -> Result<i64, String> {
+    let entry = bson::RawDocument::from_bytes(data).map_err(|e| e.to_string())?;
+    let mut newest = i64::MIN;
+    for op in entry.get_array("ops").map_err(|e| e.to_string())? {
+        if let Some(wall) = op.map_err(|e| e.to_string())?.as_document().and_then(|op| op.get_datetime("wall").ok()) {
+            newest = newest.max(wall.timestamp_millis());
+        }
+    }
+    Ok(newest)
 }
 
 /// The snapshot this member must copy the data for before it applies the log: an unfinished

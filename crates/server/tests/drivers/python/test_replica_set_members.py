@@ -257,8 +257,8 @@ def test_step_down_freeze_add_and_remove(three, workdir, request):
     with old.direct() as direct:
         direct.admin.command("replSetFreeze", 30)
         direct.admin.command("replSetFreeze", 0)
-    # Add a fourth member that never votes nor becomes primary and builds no indexes (it copies
-    # the data without them and skips later index builds), then remove it.
+    # Add a fourth member that never votes nor becomes primary, builds no indexes (it copies
+    # the data without them and skips later index builds) and applies 2 s late, then remove it.
     client.t.c.create_index("before")
     fourth = Member(os.path.join(workdir, request.node.name), 3).start()
     try:
@@ -267,7 +267,8 @@ def test_step_down_freeze_add_and_remove(three, workdir, request):
             assert config["settings"]["electionTimeoutMillis"] == 1000
             config["version"] += 1
             config["members"].append(
-                {"_id": 3, "host": fourth.host, "priority": 0, "votes": 0, "buildIndexes": False})
+                {"_id": 3, "host": fourth.host, "priority": 0, "votes": 0, "buildIndexes": False,
+                 "secondaryDelaySecs": 2})
             direct.admin.command("replSetReconfig", config)
         client.t.c.insert_one({"_id": "after-add"})
         client.t.c.create_index("after")
@@ -277,6 +278,12 @@ def test_step_down_freeze_add_and_remove(three, workdir, request):
         client.t.c.with_options(write_concern=WriteConcern(w=4, wtimeout=10000)).insert_one({"_id": "four"})
         with fourth.direct(readPreference="secondaryPreferred") as direct:
             assert [i["name"] for i in direct.t.c.list_indexes()] == ["_id_"]
+            client.t.c.insert_one({"_id": "late"})
+            written = time.monotonic()
+            time.sleep(0.5)
+            assert direct.t.c.find_one({"_id": "late"}) is None, "the delayed member applied at once"
+            wait_for("the delayed write", lambda: direct.t.c.find_one({"_id": "late"}), seconds=20)
+            assert time.monotonic() - written >= 1.9
         assert [i["name"] for i in client.t.c.list_indexes()] == ["_id_", "before_1", "after_1"]
         with new.direct() as direct:
             config = direct.admin.command("replSetGetConfig")["config"]
