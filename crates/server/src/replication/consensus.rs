@@ -382,6 +382,10 @@ impl Node {
     /// crash); committed entries come again and are skipped where this member holds them.
     fn restart(&mut self) -> Result<(), String> {
         self.raw = raw_node(self.raw.raft.id, &self.config, &self.log)?;
+        if self.config.voters() == vec![self.raw.raft.id] {
+            // Alone, it is primary again at once rather than after an election timeout.
+            let _ = self.raw.campaign();
+        }
         self.last_raft_ts = base_ts(&self.log.base().1);
         self.proposed_ts = self.last_raft_ts;
         self.in_flight.clear();
@@ -507,7 +511,11 @@ impl Node {
         // At most ENTRY_BYTES of operations (one at least: an operation is at most 16 MiB and a
         // bit, and the engine keeps values up to 64 MiB).
         let bounds = (OPS_PER_ENTRY, ENTRY_BYTES);
-        let Ok(ops) = self.store.oplog_after_bounded(from_u64(self.proposed_ts), bounds) else { return };
+        let Ok(mut ops) = self.store.oplog_after_bounded(from_u64(self.proposed_ts), bounds) else { return };
+        // Only entries whose commit has finished: the engine shows an entry a moment before the
+        // oplog counts it as its last, and applying this member's own entry checks that count.
+        let done = self.store.oplog().map_or(0, |oplog| as_u64(oplog.last()));
+        ops.retain(|(ts, _)| as_u64(*ts) <= done);
         let Some((last, _)) = ops.last() else { return };
         let last = as_u64(*last);
         let mut array = bson::RawArrayBuf::new();
