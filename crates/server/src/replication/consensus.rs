@@ -706,8 +706,8 @@ impl Node {
     /// Compacts the log: entries whose operations the oplog's cap has trimmed go (a member
     /// that still needs them is further behind than the oplog reaches, and copies the data
     /// instead, as mongod's members that fell off the oplog do). A point is noted every
-    /// [`COMPACTION_POINT_EVERY`] applied entries; the newest the oplog no longer holds is
-    /// where the log is cut.
+    /// [`COMPACTION_POINT_EVERY`] applied entries, and then the newest point the oplog no longer
+    /// holds is where the log is cut.
     fn compact_log(&mut self) -> Result<(), String> {
         // (What the data holds: a delayed member's data trails the library's applied index.)
         let applied = match self.delayed.front() {
@@ -716,7 +716,12 @@ impl Node {
         };
         let newest = self.compaction_points.back().map_or(self.log.compacted(), |p| p.index);
         let due = applied >= newest + COMPACTION_POINT_EVERY || (self.membership_changed && applied > newest);
-        if self.diverged.is_none() && self.last_raft_ts > 0 && due {
+        if !due {
+            // The oplog's first entry is read (a snapshot and a seek) only when a point is
+            // noted, not on every turn: the log is cut at most 64 entries later.
+            return Ok(());
+        }
+        if self.diverged.is_none() && self.last_raft_ts > 0 {
             let term = self.raw.raft.raft_log.term(applied).map_err(|e| e.to_string())?;
             let point = CompactionPoint {
                 index: applied,
