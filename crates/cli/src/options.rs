@@ -5,9 +5,9 @@
 //! cacheSizeGB` (a number of GB, as mongod takes it), `storage.cacheSize` (Strata's own, e.g.
 //! "128MiB"), `storage.compression` (Strata's own: none, lz4, zstd, zstd:LEVEL),
 //! `storage.wiredTiger.collectionConfig.blockCompressor` (snappy read as lz4, zlib as zstd), `net.port`, `net.bindIp` (the first address of a comma-separated list),
-//! `net.maxIncomingConnections`, `security.authorization` ("enabled"/"disabled"), `security.keyFile`, `systemLog.destination`/`systemLog.path`,
+//! `net.maxIncomingConnections`, `security.authorization` ("enabled"/"disabled"), `security.keyFile`, `security.clusterAuthMode`, `systemLog.destination`/`systemLog.path`,
 //! `operationProfiling.slowOpThresholdMs`, `net.http.port`, `net.tls.mode`, `net.tls.certificateKeyFile`,
-//! `net.tls.CAFile`, `net.tls.allowConnectionsWithoutCertificates`, `replication.replSetName`,
+//! `net.tls.CAFile`, `net.tls.allowConnectionsWithoutCertificates`, `net.tls.clusterFile`, `net.tls.clusterCAFile`, `replication.replSetName`,
 //! `replication.oplogSizeMB`. Unknown keys are ignored, so a real mongod.conf loads.
 
 use std::path::PathBuf;
@@ -64,6 +64,12 @@ pub struct ServeArgs {
     /// members prove themselves to each other with it, as mongod's `--keyFile`. Implies `--auth`.
     #[arg(long = "keyFile")]
     pub key_file: Option<PathBuf>,
+    /// How members prove themselves to each other: keyFile (the default), x509 (their TLS
+    /// certificates, whose O, OU and DC must equal this member's; needs --tlsMode preferTLS or
+    /// requireTLS), or sendKeyFile / sendX509 (send one, accept both, for switching a running
+    /// set over). Anything but keyFile implies `--auth`.
+    #[arg(long = "clusterAuthMode")]
+    pub cluster_auth_mode: Option<String>,
     /// TLS: disabled, allowTLS, preferTLS or requireTLS.
     #[arg(long = "tlsMode")]
     pub tls_mode: Option<String>,
@@ -76,6 +82,13 @@ pub struct ServeArgs {
     /// With --tlsCAFile: accept TLS clients that present no certificate.
     #[arg(long = "tlsAllowConnectionsWithoutCertificates")]
     pub tls_allow_connections_without_certificates: bool,
+    /// PEM file with the certificate and key this member presents to the other members
+    /// (default: --tlsCertificateKeyFile).
+    #[arg(long = "tlsClusterFile")]
+    pub tls_cluster_file: Option<PathBuf>,
+    /// PEM file with the CAs that sign the other members' certificates (default: --tlsCAFile).
+    #[arg(long = "tlsClusterCAFile")]
+    pub tls_cluster_ca_file: Option<PathBuf>,
     /// Run as a replica set of this name (one member; initiate it with rs.initiate()):
     /// an oplog, cluster times, and what drivers offer only to replica sets.
     #[arg(long = "replSet")]
@@ -106,6 +119,7 @@ pub struct Resolved {
     pub auth: bool,
     /// `--keyFile`'s key (its contents, whitespace removed).
     pub key: Option<String>,
+    pub cluster_auth_mode: server::ClusterAuthMode,
     pub tls: Option<server::tls::TlsOptions>,
     pub http_port: Option<u16>,
     pub log_format: server::logging::LogFormat,
@@ -162,6 +176,7 @@ struct SecuritySection {
     /// "enabled" or "disabled", as in mongod.conf.
     authorization: Option<String>,
     key_file: Option<PathBuf>,
+    cluster_auth_mode: Option<String>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -218,6 +233,9 @@ struct TlsSection {
     ca_file: Option<PathBuf>,
     #[serde(default)]
     allow_connections_without_certificates: bool,
+    cluster_file: Option<PathBuf>,
+    #[serde(rename = "clusterCAFile")]
+    cluster_ca_file: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -257,6 +275,11 @@ impl ServeArgs {
             Some(other) => bail!("security.authorization must be \"enabled\" or \"disabled\", not {other:?}"),
         };
         let tls = self.tls(file.net.tls.unwrap_or_default())?;
+        let cluster_auth_mode = cluster_auth_mode(
+            self.cluster_auth_mode.as_deref().or(file.security.cluster_auth_mode.as_deref()),
+            key.is_some(),
+            tls.as_ref(),
+        )?;
         let log_format = match self.log_format.as_deref() {
             None => server::logging::LogFormat::Json,
             Some(text) => match server::logging::LogFormat::parse(text) {
@@ -297,8 +320,9 @@ impl ServeArgs {
                 .max_connections
                 .or(file.net.max_incoming_connections)
                 .unwrap_or(server::config::DEFAULT_MAX_CONNECTIONS),
-            auth: self.auth || auth_from_file || key.is_some(),
+            auth: self.auth || auth_from_file || key.is_some() || cluster_auth_mode.accepts_x509(),
             key,
+            cluster_auth_mode,
             tls,
             http_port: self.http_port.or(file.net.http.and_then(|http| http.port)),
             log_format,
@@ -338,9 +362,37 @@ impl ServeArgs {
             ca_file: self.tls_ca_file.clone().or(file.ca_file),
             allow_connections_without_certificates: self.tls_allow_connections_without_certificates
                 || file.allow_connections_without_certificates,
+            cluster_file: self.tls_cluster_file.clone().or(file.cluster_file),
+            cluster_ca_file: self.tls_cluster_ca_file.clone().or(file.cluster_ca_file),
         };
         Ok(Some(TlsOptions { mode, files }))
     }
+}
+
+/// `--clusterAuthMode` (or `security.clusterAuthMode`), checked against what it needs: the
+/// key modes a key file, the certificate modes TLS between members and a CA to check them.
+fn cluster_auth_mode(
+    text: Option<&str>,
+    has_key: bool,
+    tls: Option<&server::tls::TlsOptions>,
+) -> anyhow::Result<server::ClusterAuthMode> {
+    use server::ClusterAuthMode;
+    let Some(text) = text else { return Ok(ClusterAuthMode::KeyFile) };
+    let Some(mode) = ClusterAuthMode::parse(text) else {
+        bail!("--clusterAuthMode must be keyFile, sendKeyFile, sendX509 or x509, not {text:?}");
+    };
+    if mode.accepts_key() && mode != ClusterAuthMode::SendX509 && !has_key {
+        bail!("--clusterAuthMode {text} needs --keyFile");
+    }
+    if mode.accepts_x509() {
+        let Some(tls) = tls.filter(|tls| tls.between_members()) else {
+            bail!("--clusterAuthMode {text} needs TLS between members: --tlsMode preferTLS or requireTLS");
+        };
+        if tls.files.ca_file.is_none() {
+            bail!("--clusterAuthMode {text} needs --tlsCAFile (the CAs that sign the members' certificates)");
+        }
+    }
+    Ok(mode)
 }
 
 /// `storage.compression` (Strata's names), or mongod.conf's `storage.wiredTiger.
@@ -418,6 +470,46 @@ mod tests {
         assert!(read_key_file(&write("short", "abc", 0o600)).is_err());
         assert!(read_key_file(&write("bad", "secret-key!", 0o600)).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Goal: `--clusterAuthMode` is refused without what it needs, and x509 implies `--auth`.
+    /// Method: resolve each mode with and without a key, TLS between members and a CA.
+    #[test]
+    fn cluster_auth_modes_need_their_key_or_tls() {
+        use server::ClusterAuthMode;
+        use server::tls::{TlsFiles, TlsMode, TlsOptions};
+        let tls = |mode, ca_file: Option<&str>| TlsOptions {
+            mode,
+            files: TlsFiles {
+                certificate_key_file: "member.pem".into(),
+                ca_file: ca_file.map(PathBuf::from),
+                allow_connections_without_certificates: false,
+                cluster_file: None,
+                cluster_ca_file: None,
+            },
+        };
+        let require = tls(TlsMode::RequireTls, Some("ca.pem"));
+        assert_eq!(cluster_auth_mode(None, false, None).unwrap(), ClusterAuthMode::KeyFile);
+        assert_eq!(cluster_auth_mode(Some("x509"), false, Some(&require)).unwrap(), ClusterAuthMode::X509);
+        assert_eq!(cluster_auth_mode(Some("sendX509"), true, Some(&require)).unwrap(), ClusterAuthMode::SendX509);
+        let refused =
+            |text, key, tls: Option<&TlsOptions>| cluster_auth_mode(Some(text), key, tls).unwrap_err().to_string();
+        assert!(refused("sendKeyFile", false, Some(&require)).contains("needs --keyFile"));
+        assert!(refused("x509", false, None).contains("needs TLS between members"));
+        assert!(refused("x509", false, Some(&tls(TlsMode::AllowTls, Some("ca.pem")))).contains("needs TLS"));
+        assert!(refused("x509", false, Some(&tls(TlsMode::PreferTls, None))).contains("needs --tlsCAFile"));
+        assert!(refused("X509", false, Some(&require)).contains("must be keyFile"));
+        let args = ServeArgs {
+            dbpath: Some("d".into()),
+            cluster_auth_mode: Some("x509".into()),
+            tls_mode: Some("requireTLS".into()),
+            tls_certificate_key_file: Some("member.pem".into()),
+            tls_ca_file: Some("ca.pem".into()),
+            ..ServeArgs::default()
+        };
+        let resolved = args.resolve().unwrap();
+        assert!(resolved.auth, "members that authenticate turn access control on, as mongod");
+        assert_eq!(resolved.cluster_auth_mode, ClusterAuthMode::X509);
     }
 
     /// Goal: a mongod.conf loads; flags win over it. Method: write a YAML file, resolve twice.

@@ -39,6 +39,7 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
         max_connections: options.max_connections,
         auth: options.auth,
         key: options.key.clone(),
+        cluster_auth_mode: options.cluster_auth_mode,
         tls: options.tls.clone(),
         http_port: options.http_port,
         slow_ms: options.slow_ms,
@@ -55,7 +56,10 @@ async fn serve(options: Resolved) -> anyhow::Result<()> {
                 "port": i32::from(options.port),
                 "tls": { "mode": options.tls.as_ref().map_or("disabled", |tls| tls.mode.name()) },
             },
-            "security": { "authorization": if options.auth { "enabled" } else { "disabled" } },
+            "security": {
+                "authorization": if options.auth { "enabled" } else { "disabled" },
+                "clusterAuthMode": options.cluster_auth_mode.name(),
+            },
         },
     };
     let mut config = config;

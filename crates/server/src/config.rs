@@ -26,6 +26,9 @@ pub struct ServerConfig {
     /// `--keyFile`'s key: the replica set's members authenticate to each other as
     /// `__system@local` with it (SCRAM-SHA-256), as mongod's members do.
     pub key: Option<String>,
+    /// `--clusterAuthMode`: whether members prove themselves with the key or their
+    /// certificates (which need TLS between members).
+    pub cluster_auth_mode: crate::replication::member_auth::ClusterAuthMode,
     /// Commands slower than this many milliseconds are logged ("Slow query"), as `--slowms`.
     pub slow_ms: u64,
     /// The HTTP port for metrics, health and the dashboard (`--http-port`); `None`: off.
@@ -57,6 +60,7 @@ impl Default for ServerConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             auth: false,
             key: None,
+            cluster_auth_mode: Default::default(),
             tls: None,
             http_port: None,
             slow_ms: DEFAULT_SLOW_MS,

@@ -507,9 +507,10 @@ impl Session {
         }
         self.handshake_noted = true;
         let certificate = tls.conn.peer_certificates().and_then(|chain| chain.first());
-        if let Some(subject) = certificate.and_then(|der| crate::tls::subject_name(der)) {
+        let Some(der) = certificate else { return };
+        if let (Some(subject), Some(attributes)) = (crate::tls::subject_name(der), crate::tls::member_attributes(der)) {
             debug!(connection = self.context.connection.id, %subject, "client certificate");
-            crate::auth::set_certificate_subject(&self.context, subject);
+            crate::auth::set_certificate(&self.context, subject, attributes);
         }
     }
 }

@@ -56,3 +56,4 @@ pub use config::ServerConfig;
 pub use error::CommandError;
 pub use in_process::InProcess;
 pub use listener::Server;
+pub use replication::member_auth::ClusterAuthMode;

@@ -15,6 +15,7 @@ use crate::cursors::Cursors;
 use crate::error::CommandError;
 use crate::metrics::Metrics;
 use crate::replication::Replication;
+use crate::replication::member_auth::MemberCredentials;
 use crate::tls::Tls;
 
 pub struct Shared {
@@ -83,9 +84,15 @@ impl Shared {
         tls: Option<Tls>,
         metrics: Metrics,
     ) -> Result<Arc<Shared>, CommandError> {
-        let security = Security::new(config.auth || config.key.is_some());
-        if let Some(key) = &config.key {
-            auth::set_internal_key(key).map_err(CommandError::bad_value)?;
+        let mode = config.cluster_auth_mode;
+        let member_attributes = match &config.tls {
+            Some(tls) if mode.accepts_x509() => Some(member_attributes(tls)?),
+            _ => None,
+        };
+        let security = Security::new(config.auth || config.key.is_some() || mode.accepts_x509(), member_attributes);
+        if config.key.is_some() || mode.accepts_x509() {
+            let key = config.key.as_deref().filter(|_| mode.accepts_key());
+            auth::set_internal_user(key).map_err(CommandError::bad_value)?;
         }
         let topology_wakeups = Arc::new(tokio::sync::watch::Sender::new(0));
         let replication = match &config.repl_set {
@@ -98,8 +105,9 @@ impl Shared {
                     .ok()
                     .and_then(|storage| storage.get_str("dbPath").ok())
                     .map(std::path::PathBuf::from);
-                let key = config.key.as_deref().map(Arc::from);
-                let replication = Replication::open(name, config.oplog_size_mb, me, &store, wake, (data_dir, key))?;
+                let credentials = member_credentials(&config)?;
+                let replication =
+                    Replication::open(name, config.oplog_size_mb, me, &store, wake, (data_dir, credentials))?;
                 Some(replication)
             }
             None => None,
@@ -280,4 +288,34 @@ impl Context {
         }
         park
     }
+}
+
+/// The attributes of this member's own certificate that a member's certificate must share
+/// (X.509 membership); a certificate without any cannot tell members from clients.
+fn member_attributes(tls: &crate::tls::TlsOptions) -> Result<Vec<(String, String)>, CommandError> {
+    let attributes = tls.own_member_attributes().map_err(CommandError::bad_value)?;
+    if attributes.is_empty() {
+        return Err(CommandError::bad_value(format!(
+            "X.509 membership needs an organization (O), unit (OU) or domain component (DC) in the subject of {}",
+            tls.member_certificate_file().display()
+        )));
+    }
+    Ok(attributes)
+}
+
+/// What this member connects to the others with: TLS when the members speak it (`preferTLS`,
+/// `requireTLS`), and the key or its certificate as `--clusterAuthMode` says.
+fn member_credentials(config: &ServerConfig) -> Result<MemberCredentials, CommandError> {
+    let tls = match config.tls.as_ref().filter(|tls| tls.between_members()) {
+        Some(tls) => Some(Arc::new(tls.member_client_config().map_err(CommandError::bad_value)?)),
+        None => None,
+    };
+    let x509 = config.cluster_auth_mode.sends_x509();
+    if x509 && tls.is_none() {
+        return Err(CommandError::bad_value(format!(
+            "--clusterAuthMode {} needs TLS between members: --tlsMode preferTLS or requireTLS",
+            config.cluster_auth_mode.name()
+        )));
+    }
+    Ok(MemberCredentials { key: config.key.as_deref().map(Arc::from), x509, tls })
 }

@@ -5,10 +5,16 @@
 //! clients, `preferTLS`/`allowTLS` accept both (a client speaking TLS is recognized by its first
 //! bytes, a TLS handshake record), `disabled` never speaks TLS.
 //!
+//! A replica set's members speak TLS to each other with `preferTLS` and `requireTLS` (as
+//! mongod): the connecting member checks the other's certificate and host name against
+//! `--tlsClusterCAFile` (else `--tlsCAFile`) and presents `--tlsClusterFile` (else its server
+//! certificate), which with `--clusterAuthMode x509` is also how it proves it is a member
+//! ([`member_attributes`]).
+//!
 //! The configuration is rebuilt from the same files by `rotateCertificates`; connections opened
 //! after it use the new one, open ones keep theirs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use rustls::ServerConfig;
@@ -54,6 +60,12 @@ pub struct TlsFiles {
     /// PEM: the CAs that sign client certificates.
     pub ca_file: Option<PathBuf>,
     pub allow_connections_without_certificates: bool,
+    /// PEM: the certificate and key this member presents to the others (`--tlsClusterFile`);
+    /// `None`: the server's own.
+    pub cluster_file: Option<PathBuf>,
+    /// PEM: the CAs that sign the other members' certificates (`--tlsClusterCAFile`); `None`:
+    /// `ca_file`.
+    pub cluster_ca_file: Option<PathBuf>,
 }
 
 /// What the binary passes in: the mode and the files.
@@ -103,40 +115,110 @@ impl Tls {
 }
 
 fn server_config(files: &TlsFiles) -> Result<ServerConfig, String> {
-    let key_file = &files.certificate_key_file;
-    let read_error = |what: &str, error: &dyn std::fmt::Display| format!("{what} {}: {error}", key_file.display());
-    let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(key_file)
-        .map_err(|error| read_error("cannot read the certificates of", &error))?
-        .collect::<Result<_, _>>()
-        .map_err(|error| read_error("cannot parse the certificates of", &error))?;
-    if certificates.is_empty() {
-        return Err(format!("{} holds no certificate", key_file.display()));
-    }
-    let key =
-        PrivateKeyDer::from_pem_file(key_file).map_err(|error| read_error("cannot read the private key of", &error))?;
+    let (certificates, key) = read_certificate_and_key(&files.certificate_key_file)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .with_protocol_versions(PROTOCOL_VERSIONS)
         .map_err(|error| error.to_string())?;
     let builder = match &files.ca_file {
         None => builder.with_no_client_auth(),
         Some(ca_file) => {
-            let mut roots = rustls::RootCertStore::empty();
-            let cas = CertificateDer::pem_file_iter(ca_file)
-                .map_err(|error| format!("cannot read the CA file {}: {error}", ca_file.display()))?;
-            for ca in cas {
-                let ca = ca.map_err(|error| format!("cannot parse the CA file {}: {error}", ca_file.display()))?;
-                roots
-                    .add(ca)
-                    .map_err(|error| format!("a certificate of {} is not a CA: {error}", ca_file.display()))?;
-            }
-            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(read_roots(ca_file)?), provider);
             let verifier =
                 if files.allow_connections_without_certificates { verifier.allow_unauthenticated() } else { verifier };
             builder.with_client_cert_verifier(verifier.build().map_err(|error| error.to_string())?)
         }
     };
-    builder.with_single_cert(certificates, key).map_err(|error| format!("{}: {error}", key_file.display()))
+    builder
+        .with_single_cert(certificates, key)
+        .map_err(|error| format!("{}: {error}", files.certificate_key_file.display()))
+}
+
+const PROTOCOL_VERSIONS: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13, &rustls::version::TLS12];
+
+/// The certificate chain and private key of a PEM file; an error says which file and why.
+fn read_certificate_and_key(path: &Path) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+    let read_error = |what: &str, error: &dyn std::fmt::Display| format!("{what} {}: {error}", path.display());
+    let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+        .map_err(|error| read_error("cannot read the certificates of", &error))?
+        .collect::<Result<_, _>>()
+        .map_err(|error| read_error("cannot parse the certificates of", &error))?;
+    if certificates.is_empty() {
+        return Err(format!("{} holds no certificate", path.display()));
+    }
+    let key =
+        PrivateKeyDer::from_pem_file(path).map_err(|error| read_error("cannot read the private key of", &error))?;
+    Ok((certificates, key))
+}
+
+/// The CAs of a PEM file.
+fn read_roots(ca_file: &Path) -> Result<rustls::RootCertStore, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    let cas = CertificateDer::pem_file_iter(ca_file)
+        .map_err(|error| format!("cannot read the CA file {}: {error}", ca_file.display()))?;
+    for ca in cas {
+        let ca = ca.map_err(|error| format!("cannot parse the CA file {}: {error}", ca_file.display()))?;
+        roots.add(ca).map_err(|error| format!("a certificate of {} is not a CA: {error}", ca_file.display()))?;
+    }
+    Ok(roots)
+}
+
+impl TlsOptions {
+    /// True if this member's connections to the other members speak TLS: as mongod, with
+    /// `preferTLS` or `requireTLS` (with `allowTLS` they do not).
+    pub fn between_members(&self) -> bool {
+        matches!(self.mode, TlsMode::PreferTls | TlsMode::RequireTls)
+    }
+
+    /// The PEM file this member presents to the others: `--tlsClusterFile`, else its own
+    /// server certificate.
+    pub fn member_certificate_file(&self) -> &Path {
+        self.files.cluster_file.as_deref().unwrap_or(&self.files.certificate_key_file)
+    }
+
+    /// rustls's client side for connections to the other members: their certificates are
+    /// checked against `--tlsClusterCAFile` (else `--tlsCAFile`) and their host names, and this
+    /// member presents its cluster certificate.
+    pub fn member_client_config(&self) -> Result<rustls::ClientConfig, String> {
+        let Some(ca_file) = self.files.cluster_ca_file.as_ref().or(self.files.ca_file.as_ref()) else {
+            return Err("members check each other's certificates: TLS between members needs --tlsCAFile".into());
+        };
+        let (certificates, key) = read_certificate_and_key(self.member_certificate_file())?;
+        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_protocol_versions(PROTOCOL_VERSIONS)
+            .map_err(|error| error.to_string())?
+            .with_root_certificates(read_roots(ca_file)?)
+            .with_client_auth_cert(certificates, key)
+            .map_err(|error| format!("{}: {error}", self.member_certificate_file().display()))
+    }
+
+    /// The attributes that make a certificate a member's ([`member_attributes`] of this
+    /// member's own certificate).
+    pub fn own_member_attributes(&self) -> Result<Vec<(String, String)>, String> {
+        let (certificates, _) = read_certificate_and_key(self.member_certificate_file())?;
+        let der = certificates.first().ok_or("no certificate")?;
+        member_attributes(der)
+            .ok_or_else(|| format!("{}: the certificate does not parse", self.member_certificate_file().display()))
+    }
+}
+
+/// The attributes of a certificate's subject that say which cluster it belongs to, as mongod
+/// compares them for X.509 membership: its organizations (O), organizational units (OU) and
+/// domain components (DC), sorted. Two certificates with the same non-empty list belong to
+/// members of one cluster. `None` if the certificate does not parse.
+pub fn member_attributes(der: &[u8]) -> Option<Vec<(String, String)>> {
+    let (_, certificate) = x509_parser::parse_x509_certificate(der).ok()?;
+    let mut attributes: Vec<(String, String)> = certificate
+        .subject()
+        .iter_attributes()
+        .filter_map(|attribute| {
+            let name = attribute_name(attribute.attr_type());
+            let value = attribute.as_str().ok()?.to_owned();
+            matches!(name.as_str(), "O" | "OU" | "DC").then_some((name, value))
+        })
+        .collect();
+    attributes.sort();
+    Some(attributes)
 }
 
 /// The subject of a certificate (DER) as MongoDB names an X.509 user: RFC 4514, the relative
@@ -219,6 +301,8 @@ mod tests {
             certificate_key_file: "/nonexistent.pem".into(),
             ca_file: None,
             allow_connections_without_certificates: false,
+            cluster_file: None,
+            cluster_ca_file: None,
         };
         let error = Tls::load(TlsOptions { mode: TlsMode::RequireTls, files }).err().unwrap();
         assert!(error.contains("/nonexistent.pem"), "{error}");

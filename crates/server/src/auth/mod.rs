@@ -21,24 +21,27 @@ pub mod required;
 pub mod scram;
 pub mod users;
 
-/// The replica set's own user, `__system@local`, whose password is the `--keyFile` key (see
+/// The replica set's own user, `__system@local`, which members log in as (see
 /// `replication::member_auth`); set once at startup.
 static INTERNAL_USER: std::sync::OnceLock<users::User> = std::sync::OnceLock::new();
 
-/// Makes `__system@local` known with `key` as its password (SCRAM-SHA-256), with the
-/// `__system` role: every action, the members' own `internal` one included.
-pub fn set_internal_key(key: &str) -> Result<(), String> {
+/// Makes `__system@local` known, with the `__system` role: every action, the members' own
+/// `internal` one included. With `key`, the key is its password (SCRAM-SHA-256); without,
+/// only a member's certificate logs in as it (MONGODB-X509, [`authenticate_x509`]).
+pub fn set_internal_user(key: Option<&str>) -> Result<(), String> {
     let name = users::UserName::new(crate::replication::member_auth::USER, crate::replication::member_auth::DB);
-    let mechanism = scram::Mechanism::Sha256;
-    let normalized = mechanism.normalized_password(&name.user, key).map_err(|e| e.0)?;
     let mut user = users::User::new(name);
-    user.credentials.insert(mechanism.name(), scram::Credential::generate(mechanism, &normalized));
+    if let Some(key) = key {
+        let mechanism = scram::Mechanism::Sha256;
+        let normalized = mechanism.normalized_password(&user.name.user, key).map_err(|e| e.0)?;
+        user.credentials.insert(mechanism.name(), scram::Credential::generate(mechanism, &normalized));
+    }
     user.roles = vec![users::RoleName::new("__system", "admin")];
     let _ = INTERNAL_USER.set(user);
     Ok(())
 }
 
-/// The internal user, if `name` is it and a key was given.
+/// The internal user, if `name` is it and members authenticate.
 pub fn internal_user(name: &users::UserName) -> Option<users::User> {
     INTERNAL_USER.get().filter(|user| user.name == *name).cloned()
 }
@@ -67,6 +70,10 @@ pub struct Security {
     /// Keys the decoy credentials of unknown users (see `scram::decoy_credential`).
     decoy_secret: Vec<u8>,
     pub counters: AuthCounters,
+    /// With X.509 membership (`--clusterAuthMode` other than keyFile): the subject attributes
+    /// of this member's own certificate (`tls::member_attributes`, never empty); a client whose
+    /// certificate has the same ones is a member, and logs in as `__system@local`.
+    pub member_attributes: Option<Vec<(String, String)>>,
 }
 
 /// serverStatus's `security.authentication` counts.
@@ -118,9 +125,10 @@ pub const X509_MECHANISM: &str = "MONGODB-X509";
 pub const EXTERNAL_DB: &str = "$external";
 
 impl Security {
-    pub fn new(enabled: bool) -> Security {
+    pub fn new(enabled: bool, member_attributes: Option<Vec<(String, String)>>) -> Security {
         Security {
             enabled,
+            member_attributes,
             generation: AtomicU64::new(0),
             decoy_secret: scram::random_bytes(32),
             counters: AuthCounters::default(),
@@ -145,8 +153,9 @@ pub struct Authentication {
     generation: u64,
     pending: Option<Pending>,
     next_conversation_id: i32,
-    /// The subject of the client's verified TLS certificate, in RFC 4514 form.
-    certificate_subject: Option<String>,
+    /// The client's verified TLS certificate: its subject in RFC 4514 form, and the
+    /// attributes that would make it a member's (`tls::member_attributes`).
+    certificate: Option<(String, Vec<(String, String)>)>,
 }
 
 /// The connection's user, with what its roles grant.
@@ -330,9 +339,10 @@ fn login(context: &Context, name: &UserName, method: Method) -> Result<(), Comma
     Ok(())
 }
 
-/// The connection's client presented a verified certificate with this subject.
-pub fn set_certificate_subject(context: &Context, subject: String) {
-    state(context).certificate_subject = Some(subject);
+/// The connection's client presented a verified certificate with this subject and these
+/// member attributes.
+pub fn set_certificate(context: &Context, subject: String, member_attributes: Vec<(String, String)>) {
+    state(context).certificate = Some((subject, member_attributes));
 }
 
 /// `authenticate` with MONGODB-X509 (or `hello`'s speculative form): the user of `$external`
@@ -349,7 +359,7 @@ pub fn authenticate_x509(context: &Context, db: &str, body: &Document) -> Result
     if db != EXTERNAL_DB {
         return Err(CommandError::bad_value("X.509 authentication must always use the $external database."));
     }
-    let Some(subject) = state(context).certificate_subject.clone() else {
+    let Some((subject, attributes)) = state(context).certificate.clone() else {
         failed(context, Method::X509, &UserName::new("", db), "no verified client certificate");
         return Err(CommandError::new(
             ErrorCode::AuthenticationFailed,
@@ -362,7 +372,14 @@ pub fn authenticate_x509(context: &Context, db: &str, body: &Document) -> Result
         failed(context, Method::X509, &UserName::new(claimed, db), "the user is not the certificate's subject");
         return Err(authentication_failed());
     }
-    let name = UserName::new(&subject, EXTERNAL_DB);
+    // A member's certificate (the same organization, units and domain as ours) logs in as the
+    // members' own user, as with mongod's `--clusterAuthMode x509`.
+    let member = context.shared.security.member_attributes.as_ref().is_some_and(|own| *own == attributes);
+    let name = if member {
+        UserName::new(crate::replication::member_auth::USER, crate::replication::member_auth::DB)
+    } else {
+        UserName::new(&subject, EXTERNAL_DB)
+    };
     login(context, &name, Method::X509)?;
     Ok(doc! { "dbname": EXTERNAL_DB, "user": subject })
 }

@@ -40,6 +40,7 @@ use tracing::{error, info, warn};
 
 use super::config::SetConfig;
 use super::log_store::LogStore;
+use super::member_auth::MemberCredentials;
 use super::progress::{MemberProgress, Progress, State};
 use super::transport::Transport;
 
@@ -129,8 +130,8 @@ pub struct Surroundings {
     pub rollback_dir: Option<std::path::PathBuf>,
     /// The address this member listens on (its connections to peers start from it).
     pub source: Option<std::net::IpAddr>,
-    /// The set's key, when members authenticate (`--keyFile`).
-    pub key: Option<Arc<str>>,
+    /// What this member proves itself to the others with.
+    pub credentials: MemberCredentials,
 }
 
 impl Consensus {
@@ -147,7 +148,7 @@ impl Consensus {
                 }
             }
         });
-        let mut transport = Transport::new(runtime, unreachable_tx, (around.source, around.key.clone()));
+        let mut transport = Transport::new(unreachable_tx, (around.source, around.credentials.clone()));
         transport.set_peers(&peers(&config, id));
         let node = Node::new(id, config, log, transport, around)?;
         let stopping = Arc::clone(&node.stopping);
@@ -239,8 +240,8 @@ struct Node {
     more_to_propose: bool,
     /// The newest position this member reported, and to which primary.
     reported: (u64, u64),
-    /// The set's key (initial sync's connections authenticate with it).
-    key: Option<Arc<str>>,
+    /// What initial sync's connections prove this member with.
+    credentials: MemberCredentials,
     /// A snapshot whose data this member must copy (`initial_sync`) before going on.
     syncing: Option<Snapshot>,
     /// Set when the server shuts down (an initial sync gives up).
@@ -271,7 +272,7 @@ impl Node {
         transport: Transport,
         around: Surroundings,
     ) -> Result<Node, String> {
-        let Surroundings { store, progress, on_change, rollback_dir, key, .. } = around;
+        let Surroundings { store, progress, on_change, rollback_dir, credentials, .. } = around;
         let raw = raw_node(id, &config, &log)?;
         let syncing = pending_sync(&log, &store)?;
         if syncing.is_some() {
@@ -302,7 +303,7 @@ impl Node {
             applied_by: std::collections::HashMap::new(),
             reported: (0, 0),
             more_to_propose: false,
-            key,
+            credentials,
             syncing,
             compaction_points: VecDeque::new(),
             membership_changed: false,
@@ -687,7 +688,7 @@ impl Node {
                 if self.stopping.load(std::sync::atomic::Ordering::Acquire) {
                     return Err("the server is shutting down".into());
                 }
-                match super::initial_sync::copy(&self.store, &host, self.key.as_deref(), &self.stopping) {
+                match super::initial_sync::copy(&self.store, &host, &self.credentials, &self.stopping) {
                     Ok(through) => return Ok(through),
                     Err(error) => {
                         warn!(%host, %error, round, "initial sync from this member failed");

@@ -47,11 +47,11 @@ const COMMIT_WAIT: Duration = Duration::from_secs(30);
 pub fn copy(
     store: &docstore::Store,
     source: &str,
-    key: Option<&str>,
+    credentials: &super::member_auth::MemberCredentials,
     stopping: &AtomicBool,
 ) -> Result<Timestamp, String> {
     let started = Instant::now();
-    let mut member = Source { connection: MemberConnection::open(source, TIMEOUT, key)?, stopping };
+    let mut member = Source { connection: MemberConnection::open(source, TIMEOUT, credentials)?, stopping };
     store.reset_for_resync().map_err(|e| format!("emptying this member: {e}"))?;
     let probe = member.command(rawdoc! {
         "find": "system.replset", "limit": 1, "readConcern": {"level": "snapshot"}, "$db": "local",

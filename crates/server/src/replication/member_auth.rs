@@ -1,12 +1,20 @@
-//! Members proving themselves to each other, as mongod's members do with `--keyFile`: each
-//! connection a member opens to another first authenticates as `__system@local` with
-//! SCRAM-SHA-256, the key being the password. The receiving member knows that user from the
-//! same key (`auth::set_internal_key`), whose `__system` role is the only one with the
-//! `internal` action the members' own commands need. A member without the key, or with another,
-//! cannot join, send consensus messages or be added.
+//! Members proving themselves to each other, as mongod's members do (`--clusterAuthMode`):
+//!
+//! - with `--keyFile` (mode `keyFile`, the default), each connection a member opens to another
+//!   first authenticates as `__system@local` with SCRAM-SHA-256, the key being the password.
+//!   The receiving member knows that user from the same key (`auth::set_internal_user`);
+//! - with X.509 (mode `x509`), the connection speaks TLS and the member presents its cluster
+//!   certificate, then authenticates with MONGODB-X509. The receiving member takes a certificate
+//!   whose organization, organizational units and domain components equal its own as a member's
+//!   (`tls::member_attributes`) and logs the connection in as `__system@local`;
+//! - `sendKeyFile` and `sendX509` send one and accept both, for moving a running set from keys
+//!   to certificates one member at a time, as with mongod.
+//!
+//! `__system`'s role is the only one with the `internal` action the members' own commands
+//! need. A member that cannot prove itself cannot join, send consensus messages or be added.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -18,17 +26,91 @@ use crate::auth::scram::{Mechanism, random_bytes};
 pub const USER: &str = "__system";
 pub const DB: &str = "local";
 
+/// `--clusterAuthMode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClusterAuthMode {
+    /// The key only (the default).
+    #[default]
+    KeyFile,
+    /// Sends the key; accepts the key or a member's certificate.
+    SendKeyFile,
+    /// Sends its certificate; accepts the key or a member's certificate.
+    SendX509,
+    /// Certificates only.
+    X509,
+}
+
+impl ClusterAuthMode {
+    pub fn parse(text: &str) -> Option<ClusterAuthMode> {
+        match text {
+            "keyFile" => Some(ClusterAuthMode::KeyFile),
+            "sendKeyFile" => Some(ClusterAuthMode::SendKeyFile),
+            "sendX509" => Some(ClusterAuthMode::SendX509),
+            "x509" => Some(ClusterAuthMode::X509),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ClusterAuthMode::KeyFile => "keyFile",
+            ClusterAuthMode::SendKeyFile => "sendKeyFile",
+            ClusterAuthMode::SendX509 => "sendX509",
+            ClusterAuthMode::X509 => "x509",
+        }
+    }
+
+    /// True if this member proves itself with its certificate rather than the key.
+    pub fn sends_x509(self) -> bool {
+        matches!(self, ClusterAuthMode::SendX509 | ClusterAuthMode::X509)
+    }
+
+    /// True if another member may prove itself with the key.
+    pub fn accepts_key(self) -> bool {
+        self != ClusterAuthMode::X509
+    }
+
+    /// True if another member may prove itself with its certificate.
+    pub fn accepts_x509(self) -> bool {
+        self != ClusterAuthMode::KeyFile
+    }
+}
+
+/// What this member opens connections to the others with.
+#[derive(Clone, Default)]
+pub struct MemberCredentials {
+    /// The set's key, sent unless the mode sends the certificate.
+    pub key: Option<Arc<str>>,
+    /// Authenticate with MONGODB-X509 (the certificate TLS presented).
+    pub x509: bool,
+    /// TLS to the other members (`preferTLS`, `requireTLS`), presenting the cluster certificate.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+/// Proves this member on a fresh connection, as `credentials` say (nothing without a key or a
+/// certificate: the set runs without access control).
+pub fn prove<S: Read + Write>(stream: &mut S, credentials: &MemberCredentials) -> Result<(), String> {
+    if credentials.x509 {
+        let command = rawdoc! {"authenticate": 1, "mechanism": crate::auth::X509_MECHANISM, "$db": "$external"};
+        return round_trip(stream, command).map(drop).map_err(|e| format!("member authentication: {e}"));
+    }
+    match &credentials.key {
+        Some(key) => authenticate(stream, key),
+        None => Ok(()),
+    }
+}
+
 /// Runs `command` on `stream` and returns the reply (an `ok: 0` reply is an error with its
 /// message).
-pub fn round_trip(stream: &mut TcpStream, command: RawDocumentBuf) -> Result<Document, String> {
+pub fn round_trip<S: Read + Write>(stream: &mut S, command: RawDocumentBuf) -> Result<Document, String> {
     let reply = round_trip_raw(stream, command)?;
     Document::try_from(reply.as_ref()).map_err(|e| e.to_string())
 }
 
 /// [`round_trip`], the reply left as its bytes (a batch of documents copied from a member).
-pub fn round_trip_raw(stream: &mut TcpStream, command: RawDocumentBuf) -> Result<RawDocumentBuf, String> {
+pub fn round_trip_raw<S: Read + Write>(stream: &mut S, command: RawDocumentBuf) -> Result<RawDocumentBuf, String> {
     let request = wire::OpMsg::new(command).encode(1, 0).map_err(|e| e.to_string())?;
-    stream.write_all(&request).map_err(|e| e.to_string())?;
+    stream.write_all(&request).and_then(|()| stream.flush()).map_err(|e| e.to_string())?;
     let mut header = [0u8; 4];
     stream.read_exact(&mut header).map_err(|e| e.to_string())?;
     let length = i32::from_le_bytes(header) as usize;
@@ -65,7 +147,7 @@ fn payload(reply: &Document) -> Result<String, String> {
 
 /// Authenticates `stream` as the internal user with `key` (SCRAM-SHA-256, RFC 5802/7677, with
 /// MongoDB's `saslStart`/`saslContinue`), checking the server's signature too.
-pub fn authenticate(stream: &mut TcpStream, key: &str) -> Result<(), String> {
+fn authenticate<S: Read + Write>(stream: &mut S, key: &str) -> Result<(), String> {
     let mechanism = Mechanism::Sha256;
     let nonce = BASE64.encode(random_bytes(24));
     let first_bare = format!("n={USER},r={nonce}");

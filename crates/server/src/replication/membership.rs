@@ -54,7 +54,7 @@ impl Replication {
         for member in config.members.iter().filter(|m| m.raft_id() != me) {
             let join = consensus::join_command(&self.name, &member.host, &base, &config.document(), false)
                 .map_err(CommandError::internal)?;
-            transport::call(&member.host, join, JOIN_TIMEOUT, self.key.as_deref()).map_err(|error| {
+            transport::call(&member.host, join, JOIN_TIMEOUT, &self.credentials).map_err(|error| {
                 CommandError::new(
                     ErrorCode::NodeNotFound,
                     format!("replSetInitiate quorum check failed because not all proposed set members responded affirmatively: {error}"),
@@ -160,7 +160,7 @@ impl Replication {
         for member in &added {
             let join = consensus::join_command(&self.name, &member.host, &base, &config.document(), true)
                 .map_err(CommandError::internal)?;
-            transport::call(&member.host, join, JOIN_TIMEOUT, self.key.as_deref()).map_err(|error| {
+            transport::call(&member.host, join, JOIN_TIMEOUT, &self.credentials).map_err(|error| {
                 CommandError::new(ErrorCode::NodeNotFound, format!("{} could not join: {error}", member.host))
             })?;
         }

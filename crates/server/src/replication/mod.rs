@@ -75,8 +75,8 @@ pub struct Replication {
     consensus: Mutex<Option<Consensus>>,
     /// The data directory (rolled-back oplog entries go to `rollback/` in it).
     data_dir: Option<std::path::PathBuf>,
-    /// The set's key (`--keyFile`), which members authenticate to each other with.
-    key: Option<Arc<str>>,
+    /// What this member proves itself to the others with (`--keyFile`, its certificate).
+    credentials: member_auth::MemberCredentials,
 }
 
 /// The configuration and the topology counter, shared with the consensus thread (which
@@ -103,7 +103,7 @@ impl Replication {
         me: String,
         store: &Arc<Store>,
         wake: Arc<tokio::sync::watch::Sender<u64>>,
-        (data_dir, key): (Option<std::path::PathBuf>, Option<Arc<str>>),
+        (data_dir, credentials): (Option<std::path::PathBuf>, member_auth::MemberCredentials),
     ) -> Result<Replication, CommandError> {
         let replication = Replication {
             name: name.to_owned(),
@@ -115,7 +115,7 @@ impl Replication {
             progress: Arc::new(Progress::default()),
             consensus: Mutex::new(None),
             data_dir,
-            key,
+            credentials,
         };
         let stored =
             store.collection((CONFIG_DB, CONFIG_COLLECTION)).find(&FindRequest::default())?.next().transpose()?;
@@ -169,7 +169,7 @@ impl Replication {
             progress: Arc::clone(&self.progress),
             on_change,
             rollback_dir: self.data_dir.clone(),
-            key: self.key.clone(),
+            credentials: self.credentials.clone(),
             source: self
                 .me
                 .rsplit_once(':')

@@ -1,35 +1,42 @@
 //! How members talk: over the MongoDB wire protocol, on the port clients use.
 //!
-//! - The consensus library's messages go one way: each peer has a task that keeps one
+//! - The consensus library's messages go one way: each peer has a thread that keeps one
 //!   connection open and writes batches of messages as one `replSetRaftMessage` command sent
 //!   with `moreToCome` (no reply; the library retries what is lost, and a peer that cannot be
 //!   reached is reported so the library slows its probes).
 //! - Setting up (`replSetInitiate`, `rs.add()` telling a member to join) is a plain command
-//!   with a reply ([`call`]), made from the handler's thread.
+//!   with a reply ([`call`]), made from the handler's thread; initial sync's copy is a series
+//!   of them on one [`MemberConnection`].
+//!
+//! Every connection is a [`MemberStream`]: TCP, with TLS over it when the members speak TLS,
+//! proven with the set's key or this member's certificate (`member_auth`) before anything else.
 
 use std::collections::HashMap;
-use std::net::{TcpStream, ToSocketAddrs};
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use bson::{Document, RawDocumentBuf, rawdoc};
 use protobuf::Message as _;
 use raft::prelude::Message;
-use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use super::member_auth::MemberCredentials;
 
 /// Messages sent in one command at most, and their bytes (unless one alone is larger).
 const BATCH: usize = 256;
 const BATCH_BYTES: usize = 8 << 20;
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// How long a peer has to answer the TLS handshake and authentication, and to take a batch.
+const PEER_IO_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Senders to every other member.
 pub struct Transport {
-    runtime: tokio::runtime::Handle,
     /// The address this member listens on: its connections to peers start from it (so a peer,
     /// or a proxy in front of it, can tell members apart); `None` when it listens on all.
-    source: Option<std::net::IpAddr>,
-    /// The set's key (`--keyFile`): every connection authenticates with it first.
-    key: Option<std::sync::Arc<str>>,
+    source: Option<IpAddr>,
+    /// What every connection proves this member with first.
+    credentials: MemberCredentials,
     peers: HashMap<u64, Peer>,
     /// Told the ids of peers a batch could not reach.
     unreachable: UnboundedSender<u64>,
@@ -49,11 +56,10 @@ enum Outgoing {
 
 impl Transport {
     pub fn new(
-        runtime: tokio::runtime::Handle,
         unreachable: UnboundedSender<u64>,
-        (source, key): (Option<std::net::IpAddr>, Option<std::sync::Arc<str>>),
+        (source, credentials): (Option<IpAddr>, MemberCredentials),
     ) -> Transport {
-        Transport { runtime, source, key, peers: HashMap::new(), unreachable }
+        Transport { source, credentials, peers: HashMap::new(), unreachable }
     }
 
     /// Makes the peers `members` (consensus id, host), starting and stopping their tasks.
@@ -65,9 +71,13 @@ impl Transport {
             }
             let (outbox, inbox) = unbounded_channel();
             let unreachable = self.unreachable.clone();
-            let address = Address { host: host.clone(), source: self.source, key: self.key.clone() };
-            self.runtime.spawn(run_peer(*id, address, inbox, unreachable));
-            self.peers.insert(*id, Peer { host: host.clone(), outbox });
+            let address = Address { host: host.clone(), source: self.source, credentials: self.credentials.clone() };
+            let (id, spawned) = (*id, std::thread::Builder::new().name(format!("to-member-{id}")));
+            if let Err(error) = spawned.spawn(move || run_peer(id, &address, inbox, &unreachable)) {
+                tracing::error!(%error, "cannot start the sender to a member");
+                continue;
+            }
+            self.peers.insert(id, Peer { host: host.clone(), outbox });
         }
     }
 
@@ -87,22 +97,17 @@ impl Transport {
     }
 }
 
-/// One peer's sender: batches what is queued and writes it; a failed connection is dropped
-/// (with the batch) and made again for the next one.
-/// Where a peer is, where to connect from, and the key to prove ourselves with.
+/// Where a peer is, where to connect from, and what to prove ourselves with.
 struct Address {
     host: String,
-    source: Option<std::net::IpAddr>,
-    key: Option<std::sync::Arc<str>>,
+    source: Option<IpAddr>,
+    credentials: MemberCredentials,
 }
 
-async fn run_peer(
-    id: u64,
-    address: Address,
-    mut inbox: UnboundedReceiver<Outgoing>,
-    unreachable: UnboundedSender<u64>,
-) {
-    let mut stream: Option<tokio::net::TcpStream> = None;
+/// One peer's sender: batches what is queued and writes it; a failed connection is dropped
+/// (with the batch) and made again for the next one. Returns when the peer is no longer one.
+fn run_peer(id: u64, address: &Address, mut inbox: UnboundedReceiver<Outgoing>, unreachable: &UnboundedSender<u64>) {
+    let mut stream: Option<MemberStream> = None;
     let mut request_id = 0i32;
     let mut held: Option<Outgoing> = None;
     loop {
@@ -110,7 +115,7 @@ async fn run_peer(
         // member's message limit is 48 MB; one message may carry a 16 MiB entry).
         let first = match held.take() {
             Some(outgoing) => outgoing,
-            None => match inbox.recv().await {
+            None => match inbox.blocking_recv() {
                 Some(outgoing) => outgoing,
                 None => return,
             },
@@ -132,19 +137,17 @@ async fn run_peer(
         request_id = request_id.wrapping_add(1);
         let Some(frame) = batch.encode(request_id) else { continue };
         if stream.is_none() {
-            match tokio::time::timeout(CONNECT_TIMEOUT, connect(&address)).await {
-                Ok(Ok(connected)) => {
-                    let _ = connected.set_nodelay(true);
-                    stream = Some(connected);
-                }
-                _ => {
+            match MemberStream::connect(&address.host, address.source, &address.credentials) {
+                Ok(connected) => stream = Some(connected),
+                Err(error) => {
+                    tracing::debug!(peer = %address.host, %error, "cannot reach a member");
                     let _ = unreachable.send(id);
                     continue;
                 }
             }
         }
         let written = match stream.as_mut() {
-            Some(connected) => connected.write_all(&frame).await.is_ok(),
+            Some(connected) => connected.write_all(&frame).and_then(|()| connected.flush()).is_ok(),
             None => false,
         };
         if !written {
@@ -193,36 +196,89 @@ impl Batch {
     }
 }
 
-/// Connects to the peer from our own address (when given), and authenticates with the set's
-/// key (when there is one).
-async fn connect(address: &Address) -> std::io::Result<tokio::net::TcpStream> {
-    let host = &address.host;
-    let peer = tokio::net::lookup_host(host)
-        .await?
-        .next()
-        .ok_or_else(|| std::io::Error::other(format!("{host}: no address")))?;
-    let socket = match peer {
-        std::net::SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
-        std::net::SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
-    };
-    if let Some(ip) = address.source.filter(|ip| ip.is_ipv4() == peer.is_ipv4()) {
-        socket.bind(std::net::SocketAddr::new(ip, 0))?;
+/// A connection to another member: TCP, or TLS over it.
+pub enum MemberStream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl MemberStream {
+    /// Connects to the member at `host` from `source` (when given; so that a peer, or a proxy
+    /// in front of it, can tell members apart), speaks TLS when the members do, and proves this
+    /// member. Reads and writes then time out after [`PEER_IO_TIMEOUT`].
+    pub fn connect(
+        host: &str,
+        source: Option<IpAddr>,
+        credentials: &MemberCredentials,
+    ) -> Result<MemberStream, String> {
+        let address = resolve(host)?;
+        let socket = socket2::Socket::new(socket2::Domain::for_address(address), socket2::Type::STREAM, None)
+            .map_err(|e| e.to_string())?;
+        if let Some(ip) = source.filter(|ip| ip.is_ipv4() == address.is_ipv4()) {
+            socket.bind(&SocketAddr::new(ip, 0).into()).map_err(|e| format!("binding to {ip}: {e}"))?;
+        }
+        socket.connect_timeout(&address.into(), CONNECT_TIMEOUT).map_err(|e| format!("{host}: {e}"))?;
+        let tcp: TcpStream = socket.into();
+        tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+        let mut stream = match &credentials.tls {
+            None => MemberStream::Plain(tcp),
+            Some(config) => {
+                let name =
+                    host.rsplit_once(':').map_or(host, |(name, _)| name).trim_start_matches('[').trim_end_matches(']');
+                let name =
+                    rustls::pki_types::ServerName::try_from(name.to_owned()).map_err(|e| format!("{host}: {e}"))?;
+                let session = rustls::ClientConnection::new(config.clone(), name).map_err(|e| e.to_string())?;
+                MemberStream::Tls(Box::new(rustls::StreamOwned::new(session, tcp)))
+            }
+        };
+        stream.set_timeout(PEER_IO_TIMEOUT)?;
+        super::member_auth::prove(&mut stream, credentials).map_err(|e| format!("{host}: {e}"))?;
+        Ok(stream)
     }
-    let stream = socket.connect(peer).await?;
-    let Some(key) = address.key.clone() else { return Ok(stream) };
-    // The conversation is a few round trips: run it blocking, off the runtime's threads.
-    let mut blocking = stream.into_std()?;
-    let blocking = tokio::task::spawn_blocking(move || {
-        blocking.set_nonblocking(false)?;
-        blocking.set_read_timeout(Some(CONNECT_TIMEOUT * 4))?;
-        super::member_auth::authenticate(&mut blocking, &key).map_err(std::io::Error::other)?;
-        blocking.set_read_timeout(None)?;
-        blocking.set_nonblocking(true)?;
-        Ok::<_, std::io::Error>(blocking)
-    })
-    .await
-    .map_err(std::io::Error::other)??;
-    tokio::net::TcpStream::from_std(blocking)
+
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            MemberStream::Plain(tcp) => tcp,
+            MemberStream::Tls(tls) => tls.get_ref(),
+        }
+    }
+
+    /// Bounds each read and write by `timeout`.
+    pub fn set_timeout(&self, timeout: Duration) -> Result<(), String> {
+        let tcp = self.tcp();
+        tcp.set_read_timeout(Some(timeout))
+            .and_then(|()| tcp.set_write_timeout(Some(timeout)))
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl Read for MemberStream {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            MemberStream::Plain(tcp) => tcp.read(buffer),
+            MemberStream::Tls(tls) => tls.read(buffer),
+        }
+    }
+}
+
+impl Write for MemberStream {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match self {
+            MemberStream::Plain(tcp) => tcp.write(bytes),
+            MemberStream::Tls(tls) => tls.write(bytes),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            MemberStream::Plain(tcp) => tcp.flush(),
+            MemberStream::Tls(tls) => tls.flush(),
+        }
+    }
+}
+
+fn resolve(host: &str) -> Result<SocketAddr, String> {
+    host.to_socket_addrs().map_err(|e| format!("{host}: {e}"))?.next().ok_or_else(|| format!("{host}: no address"))
 }
 
 /// A secondary's position report in a `replSetRaftMessage` command: (member, applied ts).
@@ -244,33 +300,30 @@ pub fn decode(command: &Document) -> Result<Vec<Message>, String> {
 }
 
 /// Runs `command` on the member at `host` and returns its reply (an `ok: 0` reply is an error
-/// with its message), authenticating first with the set's key when there is one.
-pub fn call(host: &str, command: RawDocumentBuf, timeout: Duration, key: Option<&str>) -> Result<Document, String> {
-    let mut connection = MemberConnection::open(host, timeout, key)?;
+/// with its message), this member proven first.
+pub fn call(
+    host: &str,
+    command: RawDocumentBuf,
+    timeout: Duration,
+    credentials: &MemberCredentials,
+) -> Result<Document, String> {
+    let mut connection = MemberConnection::open(host, timeout, credentials)?;
     let reply = connection.command(command)?;
     Document::try_from(reply.as_ref()).map_err(|e| format!("{host}: {e}"))
 }
 
-/// A blocking connection to another member, authenticated with the set's key when there is
-/// one, for request/reply commands (joining, initial sync's copy).
+/// A blocking connection to another member for request/reply commands (joining, initial
+/// sync's copy).
 pub struct MemberConnection {
     host: String,
-    stream: TcpStream,
+    stream: MemberStream,
 }
 
 impl MemberConnection {
-    pub fn open(host: &str, timeout: Duration, key: Option<&str>) -> Result<MemberConnection, String> {
-        let address = host
-            .to_socket_addrs()
-            .map_err(|e| format!("{host}: {e}"))?
-            .next()
-            .ok_or_else(|| format!("{host}: no address"))?;
-        let mut stream = TcpStream::connect_timeout(&address, timeout).map_err(|e| format!("{host}: {e}"))?;
-        stream.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
-        stream.set_write_timeout(Some(timeout)).map_err(|e| e.to_string())?;
-        if let Some(key) = key {
-            super::member_auth::authenticate(&mut stream, key).map_err(|e| format!("{host}: {e}"))?;
-        }
+    /// Connects and proves this member; each reply then has `timeout` to come.
+    pub fn open(host: &str, timeout: Duration, credentials: &MemberCredentials) -> Result<MemberConnection, String> {
+        let stream = MemberStream::connect(host, None, credentials)?;
+        stream.set_timeout(timeout)?;
         Ok(MemberConnection { host: host.to_owned(), stream })
     }
 
