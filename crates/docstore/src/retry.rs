@@ -152,6 +152,33 @@ pub(crate) fn last_txn_number(snapshot: &Snapshot, tree: TreeId, lsid: &[u8; 16]
     Ok(last.and_then(|(key, _)| key.get(16..24).and_then(|b| b.try_into().ok())).map(|b| u64::from_be_bytes(b) as i64))
 }
 
+/// The statement id of a multi-document transaction's commit record: its row says the
+/// transaction with that `txnNumber` committed, so that a `commitTransaction` retried after a
+/// failover or a restart is answered "committed" rather than "no such transaction" (which
+/// would make the driver run the transaction again). Outside the ids drivers give statements.
+const COMMITTED_STMT: i32 = -2;
+
+/// The commit record of transaction `txn_number` of the session whose `lsid` is given, as
+/// (key, value) for the commit's own writes; `None` if the lsid has no 16-byte id.
+pub(crate) fn commit_record(lsid: &Document, txn_number: i64) -> Option<([u8; 28], Vec<u8>)> {
+    let id: [u8; 16] = match lsid.get("id") {
+        Some(bson::Bson::Binary(binary)) => binary.bytes.as_slice().try_into().ok()?,
+        _ => return None,
+    };
+    let value = RawDocumentBuf::try_from(&bson::doc! {"committed": true}).ok()?;
+    Some((key(&id, txn_number, COMMITTED_STMT), value.into_bytes()))
+}
+
+/// Whether the session's transaction `txn_number` committed (its [`commit_record`] is there).
+pub(crate) fn transaction_committed(
+    snapshot: &Snapshot,
+    tree: TreeId,
+    lsid: &[u8; 16],
+    txn_number: i64,
+) -> Result<bool> {
+    Ok(snapshot.get(tree, &key(lsid, txn_number, COMMITTED_STMT))?.is_some())
+}
+
 /// Deletes every record of a session (it ended or expired).
 pub(crate) fn forget(txn: &mut Transaction<'_>, tree: TreeId, lsid: &[u8; 16]) {
     txn.delete_range(tree, key(lsid, 0, 0).to_vec(), Some(key(lsid, -1, -1).to_vec()));

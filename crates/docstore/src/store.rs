@@ -287,7 +287,7 @@ impl Store {
             other => other,
         };
         let oplog = self.cx.oplog();
-        txn.commit(&self.cx.engine, oplog.as_deref(), session, under_lock)?;
+        txn.commit((&self.cx.engine, self.cx.sessions_tree), oplog.as_deref(), session, under_lock)?;
         if let Some(oplog) = oplog
             && let Err(error) = oplog.trim_if_full(&self.cx.engine)
         {
@@ -310,6 +310,13 @@ impl Store {
     pub fn executed(&self, lsid: &[u8; 16], txn_number: i64, stmt_id: i32) -> Result<Option<Document>> {
         let snapshot = self.cx.engine.snapshot();
         retry::executed(&snapshot, self.cx.sessions_tree, lsid, txn_number, stmt_id)
+    }
+
+    /// Whether the session's multi-document transaction `txn_number` committed here (or was
+    /// replicated here committed): a retried `commitTransaction` that finds no transaction in
+    /// progress is answered from this.
+    pub fn transaction_committed(&self, lsid: &[u8; 16], txn_number: i64) -> Result<bool> {
+        retry::transaction_committed(&self.cx.engine.snapshot(), self.cx.sessions_tree, lsid, txn_number)
     }
 
     /// The highest `txnNumber` a session has records of.

@@ -205,7 +205,7 @@ impl DocumentTransaction {
     /// transaction began is a WriteConflict. The caller trims the oplog and syncs the log.
     pub(crate) fn commit(
         mut self,
-        engine: &storage::Engine,
+        (engine, sessions_tree): (&storage::Engine, storage::TreeId),
         oplog: Option<&crate::oplog::Oplog>,
         session: Option<(&Document, i64)>,
         durability: storage::Durability,
@@ -213,6 +213,9 @@ impl DocumentTransaction {
         if self.is_empty() {
             self.end();
             return Ok(());
+        }
+        if let Some((key, value)) = session.and_then(|(lsid, number)| crate::retry::commit_record(lsid, number)) {
+            self.writes().put(sessions_tree, key.to_vec(), value);
         }
         let pending = std::mem::replace(&mut self.pending, Arc::new(engine.pending()));
         let pending = Arc::try_unwrap(pending).unwrap_or_else(|shared| (*shared).clone());

@@ -209,3 +209,70 @@ fn concurrent_random_transactions_lose_no_update() {
     store.collection(("db", "c")).validate().unwrap();
     store.verify_engine().unwrap();
 }
+
+/// Every entry of `primary`'s oplog after `after`, applied to `secondary` as a replica set's
+/// secondary applies them.
+fn replicate(primary: &Store, secondary: &Store, after: bson::Timestamp) {
+    for (_, entry) in primary.oplog_after(after, usize::MAX).unwrap() {
+        secondary.apply_replicated(&entry).unwrap();
+    }
+}
+
+/// Goal: a secondary applies a committed transaction's `applyOps` entry: the same documents
+/// and the same oplog as the primary, including a document the transaction inserted and then
+/// changed (read back through the transaction being applied), and the session's record that
+/// the transaction committed. Method: a transaction of an
+/// insert, an update of it, an update of an older document and a delete, replicated entry by
+/// entry to a second store.
+#[test]
+fn a_secondary_applies_a_transaction() {
+    let (primary, secondary) = (store(), store());
+    let start = bson::Timestamp { time: 0, increment: 0 };
+    primary.collection(("db", "c")).insert(
+        vec![rawdoc! {"_id": 1, "n": 0}, rawdoc! {"_id": 9}],
+        true,
+        Durability::None,
+    );
+    let mut txn = primary.begin_transaction();
+    primary.collection(("db", "c")).insert(vec![rawdoc! {"_id": 2, "v": [1]}], true, in_txn(&mut txn));
+    primary.collection(("db", "c")).update(&set(doc! {"_id": 2}, doc! {"$push": {"v": 2}}), in_txn(&mut txn)).unwrap();
+    primary.collection(("db", "c")).update(&set(doc! {"_id": 1}, doc! {"$inc": {"n": 5}}), in_txn(&mut txn)).unwrap();
+    let delete = DeleteRequest { filter: doc! {"_id": 9}, just_one: true, ..DeleteRequest::default() };
+    primary.collection(("db", "c")).delete(&delete, in_txn(&mut txn)).unwrap();
+    let lsid = doc! {"id": Bson::Binary(bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![7; 16] })};
+    primary.commit_transaction(txn, Durability::None, Some((&lsid, 3))).unwrap();
+    replicate(&primary, &secondary, start);
+    for store in [&primary, &secondary] {
+        assert!(store.transaction_committed(&[7; 16], 3).unwrap(), "a retried commit finds the record");
+        assert!(!store.transaction_committed(&[7; 16], 4).unwrap());
+    }
+    let expected = vec![doc! {"_id": 1, "n": 5}, doc! {"_id": 2, "v": [1, 2]}];
+    assert_eq!(all(&primary, None), expected);
+    assert_eq!(all(&secondary, None), expected);
+    let oplog = |store: &Store| store.oplog_after(start, usize::MAX).unwrap();
+    assert_eq!(oplog(&secondary), oplog(&primary), "the secondary's oplog is the primary's");
+}
+
+/// Goal: a transaction's entry is applied all or nothing, as the primary committed it. Method:
+/// an `applyOps` entry whose second operation cannot be applied: the first one's insert is not
+/// there afterwards, and neither is the entry; the next good entry applies.
+#[test]
+fn a_transaction_is_applied_all_or_nothing() {
+    let secondary = store();
+    secondary.collection(("db", "c")).create(doc! {}).unwrap();
+    let ts = |increment| bson::Timestamp { time: 2_000_000_000, increment };
+    let entry = |increment, second_op: &str| {
+        rawdoc! {
+            "op": "c", "ns": "admin.$cmd", "ts": ts(increment), "t": 1_i64, "v": 2, "wall": bson::DateTime::now(),
+            "o": {"applyOps": [
+                {"op": "i", "ns": "db.c", "o": {"_id": 1}, "o2": {"_id": 1}},
+                {"op": second_op, "ns": "db.c", "o": {"_id": 2}, "o2": {"_id": 2}},
+            ]},
+        }
+    };
+    assert!(secondary.apply_replicated(&entry(1, "bogus")).is_err());
+    assert_eq!(all(&secondary, None), Vec::<Document>::new(), "none of a failed transaction's operations stay");
+    assert!(secondary.oplog_after(ts(0), 10).unwrap().iter().all(|(at, _)| *at != ts(1)));
+    secondary.apply_replicated(&entry(2, "i")).unwrap();
+    assert_eq!(all(&secondary, None), vec![doc! {"_id": 1}, doc! {"_id": 2}]);
+}

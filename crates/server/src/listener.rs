@@ -79,6 +79,7 @@ impl Server {
                 }
             })
         });
+        let aborter = tokio::spawn(crate::transactions::abort_off_primary(shared.clone(), stopping.clone()));
         let mut connections = JoinSet::new();
         let mut next_id: i64 = 1;
         tokio::pin!(shutdown);
@@ -123,6 +124,7 @@ impl Server {
         if let Some(http) = http {
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, http).await;
         }
+        let _ = aborter.await;
         shared.cursors.clear();
         if let Some(set) = &shared.replication {
             set.stop();

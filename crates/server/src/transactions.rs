@@ -10,7 +10,9 @@
 //! After the handler, [`leave`] aborts the transaction if the command failed (as mongod does)
 //! and labels the error: `TransientTransactionError` (WriteConflict, NoSuchTransaction — retry
 //! the whole transaction), `UnknownTransactionCommitResult` (a commit whose outcome is unknown —
-//! retry the commit). A retried `commitTransaction` of a committed transaction succeeds again.
+//! retry the commit). A retried `commitTransaction` of a committed transaction succeeds again,
+//! also on another member or after a restart: the commit leaves a record in the store with the
+//! session's retry records, which secondaries keep too (`docstore::Store::transaction_committed`).
 //! A transaction older than `transactionLifetimeLimitSeconds` (60) is aborted ([`reap`]).
 
 use std::sync::Arc;
@@ -25,7 +27,7 @@ use wire::categories::TransactionCommand;
 use crate::command::Command;
 use crate::error::CommandError;
 use crate::sessions::{Session, State};
-use crate::state::Context;
+use crate::state::{Context, Shared};
 
 /// A session's transaction, as far as the server knows it.
 #[derive(Default)]
@@ -140,8 +142,16 @@ pub fn enter(context: &Context, command: &Command) -> Result<(), CommandError> {
         };
         state.txn_number = Some(number);
         state.transaction = Transaction::Active { number, txn: Box::new(txn) };
-    } else {
-        check_continues(&state.transaction, number, &command.name)?;
+    } else if let Err(error) = check_continues(&state.transaction, number, &command.name) {
+        // A commit retried on a member that did not run the transaction (the new primary after
+        // a failover, or this one restarted) is answered from the record its commit left.
+        let retried_commit =
+            command.name == "commitTransaction" && !matches!(state.transaction, Transaction::Active { .. });
+        if !(retried_commit && context.shared.store.transaction_committed(&session.id, number)?) {
+            return Err(error);
+        }
+        state.txn_number = Some(state.txn_number.map_or(number, |highest| highest.max(number)));
+        state.transaction = Transaction::Committed { number };
     }
     *context.transaction.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
         Some(Active { session: Arc::clone(&session), state, number });
@@ -272,14 +282,41 @@ pub fn label(command: &Command, reply: &mut RawDocumentBuf) {
 
 /// Aborts transactions older than `limit` (their sessions not checked out by a command).
 pub fn reap(context: &Context, limit: Duration) {
-    for session in context.shared.sessions.with_transactions() {
+    abort_where(&context.shared, "past transactionLifetimeLimitSeconds", |txn| txn.started.elapsed() > limit);
+}
+
+/// Aborts the open transactions `doomed` picks, of sessions no command has checked out.
+fn abort_where(shared: &Shared, why: &str, doomed: impl Fn(&DocumentTransaction) -> bool) {
+    for session in shared.sessions.with_transactions() {
         let Some(mut state) = session.try_lock_state() else { continue };
         if let Transaction::Active { number, txn } = &state.transaction
-            && txn.started.elapsed() > limit
+            && doomed(txn)
         {
             let number = *number;
-            tracing::info!(txn_number = number, "aborting a transaction past transactionLifetimeLimitSeconds");
+            tracing::info!(txn_number = number, why, "aborting a transaction");
             state.transaction = Transaction::Aborted { number };
+        }
+    }
+}
+
+/// How often a member that is not primary looks for transactions to abort.
+const OFF_PRIMARY_CHECK: Duration = Duration::from_millis(100);
+
+/// On a replica-set member: aborts every open transaction once the member is not (or no
+/// longer) the writable primary, as mongod does when it steps down. Their commits could only
+/// fail, and a rollback of this member's data waits until they have ended. Returns when
+/// `stopping` turns true.
+pub async fn abort_off_primary(shared: Arc<Shared>, mut stopping: tokio::sync::watch::Receiver<bool>) {
+    let Some(set) = shared.replication.as_ref() else { return };
+    let mut topology = shared.wakeups(crate::state::WakeOn::Topology).subscribe();
+    loop {
+        tokio::select! {
+            _ = topology.changed() => {}
+            () = tokio::time::sleep(OFF_PRIMARY_CHECK) => {}
+            _ = stopping.wait_for(|stop| *stop) => return,
+        }
+        if shared.store.transactions_open() && set.is_initiated() && !set.is_writable() {
+            abort_where(&shared, "this member is not primary", |_| true);
         }
     }
 }

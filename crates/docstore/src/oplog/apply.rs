@@ -16,6 +16,9 @@
 //! update or delete of a missing document changes nothing (the entry is still written), and
 //! creating an existing collection or dropping a missing one is not an error.
 //!
+//! A transaction's `applyOps` entry is applied as one engine transaction, with the session's
+//! record that it committed (see `retry::commit_record`), as the primary committed it.
+//!
 //! A store told not to build indexes ([`Store::set_builds_indexes`], a `buildIndexes: false`
 //! member) writes the entries of index builds and index changes without applying them.
 
@@ -28,7 +31,7 @@ use crate::catalog::ddl;
 use crate::error::{Error, Result};
 use crate::index::id_key;
 use crate::write::{DocumentWrite, document_id};
-use crate::{IndexSelector, Store};
+use crate::{DocumentTransaction, IndexSelector, Store};
 
 /// What the oplog writes for this thread's commits (see the module header).
 enum Replicating {
@@ -120,6 +123,12 @@ impl Store {
     }
 
     fn apply_change(&self, entry: &RawDocument) -> Result<()> {
+        self.apply_operation(entry, None)
+    }
+
+    /// One operation: on its own (`txn: None`, its own engine transaction), or as part of a
+    /// transaction being applied.
+    fn apply_operation(&self, entry: &RawDocument, txn: Option<&mut DocumentTransaction>) -> Result<()> {
         let get_str = |key: &str| entry.get_str(key).map_err(|e| Error::bad_value(format!("oplog entry {key}: {e}")));
         let get_doc = |key: &str| -> Result<Document> {
             let raw = entry.get_document(key).map_err(|e| Error::bad_value(format!("oplog entry {key}: {e}")))?;
@@ -131,22 +140,28 @@ impl Store {
         match op {
             "i" => {
                 let document = entry.get_document("o").map_err(|e| Error::bad_value(format!("insert o: {e}")))?;
-                self.apply_put(db, name, document, None)
+                self.apply_put((db, name), document, None, txn)
             }
             "u" => {
                 let id = get_doc("o2")?.get("_id").cloned().unwrap_or(Bson::Null);
-                self.apply_put(
-                    db,
-                    name,
-                    entry.get_document("o").map_err(|e| Error::bad_value(e.to_string()))?,
-                    Some(id),
-                )
+                let change = entry.get_document("o").map_err(|e| Error::bad_value(e.to_string()))?;
+                self.apply_put((db, name), change, Some(id), txn)
             }
-            "d" => self.apply_delete(db, name, get_doc("o")?.get("_id").cloned().unwrap_or(Bson::Null)),
+            "d" => self.apply_delete((db, name), get_doc("o")?.get("_id").cloned().unwrap_or(Bson::Null), txn),
             "c" => {
                 let uuid =
                     entry.get_binary("ui").ok().and_then(|b| bson::Uuid::from_bytes(b.bytes.try_into().ok()?).into());
-                self.apply_command(db, get_doc("o")?, uuid)
+                let command = get_doc("o")?;
+                match command.get("applyOps") {
+                    // A transaction's commit, which names its session: the session's record that
+                    // it committed is kept here too.
+                    Some(Bson::Array(operations)) if txn.is_none() => {
+                        let lsid = get_doc("lsid").ok();
+                        let number = entry.get_i64("txnNumber").ok();
+                        self.apply_transaction(operations, lsid.as_ref().zip(number))
+                    }
+                    _ => self.apply_command(db, command, uuid),
+                }
             }
             "n" => Ok(()),
             other => Err(Error::bad_value(format!("unknown oplog operation '{other}'"))),
@@ -155,7 +170,13 @@ impl Store {
 
     /// An insert (`update_of: None`: `change` is the document) or an update of the document
     /// `update_of` (`change`: a `$v: 2` diff or the whole new version).
-    fn apply_put(&self, db: &str, name: &str, change: &RawDocument, update_of: Option<Bson>) -> Result<()> {
+    fn apply_put(
+        &self,
+        (db, name): (&str, &str),
+        change: &RawDocument,
+        update_of: Option<Bson>,
+        txn: Option<&mut DocumentTransaction>,
+    ) -> Result<()> {
         let cx = &self.cx;
         let mut locked = match cx.catalog.lock(db, name) {
             Some(locked) => locked,
@@ -167,13 +188,13 @@ impl Store {
             None => document_id(change)?.unwrap_or(Bson::Null),
         };
         let key = id_key(&id);
-        let current = cx.latest_document(&locked.collection, &key)?;
+        let current = latest_document(cx, &locked.collection, &key, txn.as_deref())?;
         let new = match (&update_of, &current) {
             (None, _) => change.to_owned(),
             (Some(_), None) => return Ok(()),
             (Some(_), Some(old)) => updated(old, change)?,
         };
-        let mut write = DocumentWrite::new(cx, &locked.collection);
+        let mut write = DocumentWrite::within(cx, &locked.collection, txn);
         match &current {
             Some(old) => write.replace(&key, old, &new)?,
             None => write.insert(&key, &new)?,
@@ -182,12 +203,12 @@ impl Store {
         Ok(())
     }
 
-    fn apply_delete(&self, db: &str, name: &str, id: Bson) -> Result<()> {
+    fn apply_delete(&self, (db, name): (&str, &str), id: Bson, txn: Option<&mut DocumentTransaction>) -> Result<()> {
         let cx = &self.cx;
         let Some(mut locked) = cx.catalog.lock(db, name) else { return Ok(()) };
         let key = id_key(&id);
-        let Some(current) = cx.latest_document(&locked.collection, &key)? else { return Ok(()) };
-        let mut write = DocumentWrite::new(cx, &locked.collection);
+        let Some(current) = latest_document(cx, &locked.collection, &key, txn.as_deref())? else { return Ok(()) };
+        let mut write = DocumentWrite::within(cx, &locked.collection, txn);
         write.remove(&key, &current)?;
         locked.collection = write.commit(Durability::Periodic, &[&current])?;
         Ok(())
@@ -238,17 +259,43 @@ impl Store {
                 }
                 _ => collection.set_options(command),
             },
-            "applyOps" => {
-                let operations = command.get_array("applyOps").map_err(|e| Error::bad_value(e.to_string()))?;
-                for operation in operations {
-                    let Some(operation) = operation.as_document() else { continue };
-                    let raw = bson::RawDocumentBuf::try_from(operation).map_err(|e| Error::bad_value(e.to_string()))?;
-                    quietly(|| self.apply_change(&raw))?;
-                }
-                Ok(())
-            }
+            "applyOps" => match target {
+                Bson::Array(operations) => self.apply_transaction(&operations, None),
+                _ => Err(Error::bad_value("applyOps needs an array of operations")),
+            },
             other => Err(Error::IllegalOperation(format!("cannot apply the oplog command '{other}'"))),
         }
+    }
+}
+
+impl Store {
+    /// A transaction's operations (an `applyOps` entry) in one engine transaction, as the
+    /// primary committed them: a reader never sees part of it, and a crash keeps all or none.
+    /// The entry itself is written by that commit (or after it, if nothing changed).
+    fn apply_transaction(&self, operations: &[Bson], session: Option<(&Document, i64)>) -> Result<()> {
+        let mut txn = self.begin_transaction();
+        for operation in operations {
+            let Some(operation) = operation.as_document() else { continue };
+            let raw = bson::RawDocumentBuf::try_from(operation).map_err(|e| Error::bad_value(e.to_string()))?;
+            // Each step writes no entry of its own: the transaction's commit writes this one.
+            quietly(|| self.apply_operation(&raw, Some(&mut txn)))?;
+        }
+        self.commit_transaction(txn, Durability::Periodic, session)
+    }
+}
+
+/// The newest version of a document: as committed, or as `txn` (a transaction being applied)
+/// left it.
+fn latest_document(
+    cx: &crate::context::Context,
+    collection: &crate::catalog::Descriptor,
+    key: &[u8],
+    txn: Option<&DocumentTransaction>,
+) -> Result<Option<bson::RawDocumentBuf>> {
+    let Some(txn) = txn else { return cx.latest_document(collection, key) };
+    match txn.read_at().0.get(collection.tree, key)? {
+        Some(bytes) => Ok(Some(crate::read::scan::raw(bytes)?)),
+        None => Ok(None),
     }
 }
 

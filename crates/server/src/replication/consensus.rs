@@ -58,6 +58,8 @@ const ENTRY_BYTES: usize = 4 << 20;
 const COMPACTION_POINT_EVERY: u64 = 64;
 /// Initial sync's rounds over the members before the turn fails (and the node restarts).
 const SYNC_ROUNDS: usize = 5;
+/// How long a rollback waits for the transactions left open from this member's time as primary.
+const ROLLBACK_TRANSACTIONS_WAIT: Duration = Duration::from_secs(5);
 
 /// What the rest of the server asks of the consensus thread.
 pub enum Input {
@@ -871,6 +873,7 @@ impl Node {
     /// where the log no longer holds the whole history (compacted, or a set initiated over
     /// existing data), copies the set's data from another member (`initial_sync`).
     fn roll_back(&mut self, through: u64, why: String) -> Result<(), String> {
+        self.await_no_transactions()?;
         let lost = self.store.oplog_after(from_u64(self.last_raft_ts), usize::MAX).map_err(|e| e.to_string())?;
         warn!(%why, entries = lost.len(), "rolling back: this member holds oplog entries the set did not commit");
         if let Some(dir) = &self.rollback_dir {
@@ -903,6 +906,20 @@ impl Node {
             next = last + 1;
         }
         info!(through, "rollback done: this member holds the set's history again");
+        Ok(())
+    }
+
+    /// A rollback replaces this member's data: it waits (a few seconds at most) until the
+    /// transactions left open from its time as primary are aborted (`transactions::
+    /// abort_off_primary`).
+    fn await_no_transactions(&self) -> Result<(), String> {
+        let deadline = Instant::now() + ROLLBACK_TRANSACTIONS_WAIT;
+        while self.store.transactions_open() {
+            if Instant::now() > deadline {
+                return Err("transactions from this member's time as primary are still open".into());
+            }
+            std::thread::sleep(TICK / 5);
+        }
         Ok(())
     }
 

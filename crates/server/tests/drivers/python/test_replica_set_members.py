@@ -181,6 +181,13 @@ def test_failover_after_kill_keeps_every_majority_write(three):
     increment = {"update": "counter", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}, "upsert": True}],
                  "txnNumber": Int64(7)}
     assert retrier.t.command(increment, session=session)["n"] == 1
+    # A transaction committed on the old primary: its commit, retried on the new one, is
+    # answered "committed" (not NoSuchTransaction, which would make the driver run it again).
+    transaction = retrier.start_session()
+    transaction.start_transaction()
+    retrier.t.tx.insert_one({"_id": "a"}, session=transaction)
+    retrier.t.tx.insert_one({"_id": "b"}, session=transaction)
+    transaction.commit_transaction()
     old.kill()
     killed_at = time.monotonic()
     survivors = [m for m in three if m is not old]
@@ -198,6 +205,9 @@ def test_failover_after_kill_keeps_every_majority_write(three):
     again = retrier.t.command(increment, session=session)
     assert again["n"] == 1 and "writeErrors" not in again, again
     assert client.t.counter.find_one({"_id": 1})["n"] == 1, "the retried write was applied twice"
+    transaction.commit_transaction()  # the driver sends commitTransaction again
+    assert sorted(d["_id"] for d in client.t.tx.find()) == ["a", "b"]
+    transaction.end_session()
     retrier.close()
     # The old primary comes back as a secondary and catches up.
     old.start()
