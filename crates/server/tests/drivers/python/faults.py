@@ -9,7 +9,8 @@ or slowed on its own. Cutting a link closes its open connections and refuses new
 
 Checkers: `lost_writes` (no acknowledged w:"majority" insert missing), `linearizable` (a
 compare-and-set register's history, Wing & Gong's search with Lowe's memoization; operations
-whose outcome is unknown may or may not have taken effect), and `converged` (every member holds
+whose outcome is unknown may or may not have taken effect), `list_append.check` (transactions
+appending to lists, checked for the anomalies Elle finds), and `converged` (every member holds
 the same documents, indexes and oplog).
 """
 
@@ -24,6 +25,8 @@ import time
 
 import pymongo
 from pymongo import ReadPreference
+
+import list_append
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
@@ -304,10 +307,16 @@ class History:
             self.operations.append(operation)
 
 
-def run_workloads(cluster, seconds, rng, history, acknowledged, threads=3):
-    """Insert and register clients for `seconds`, each with its own connection pool."""
+def run_workloads(cluster, seconds, rng, history, acknowledged, threads=3, transactions=None):
+    """Insert and register clients for `seconds`, each with its own connection pool; with a
+    `transactions` list, two list-append transaction clients too (see list_append.py)."""
     stop = time.monotonic() + seconds
     errors = []
+
+    def appender(number, seed):
+        client = cluster.client()
+        list_append.worker(client, number, seed, stop, transactions)
+        client.close()
 
     def inserter(number):
         client = cluster.client()
@@ -360,6 +369,8 @@ def run_workloads(cluster, seconds, rng, history, acknowledged, threads=3):
 
     workers = [threading.Thread(target=inserter, args=(n,)) for n in range(threads)]
     workers += [threading.Thread(target=register, args=(n, rng.random())) for n in range(threads)]
+    if transactions is not None:
+        workers += [threading.Thread(target=appender, args=(n + 1, rng.random())) for n in range(2)]
     for worker in workers:
         worker.start()
     return workers, errors

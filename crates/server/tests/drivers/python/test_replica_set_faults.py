@@ -2,8 +2,9 @@
 the primary is killed, paused, partitioned (both ways, or only its own messages out), links are
 slowed, or every member is killed and restarted. After each scenario the faults end and the
 checkers run: no acknowledged w:"majority" insert is lost, the register's history (w:"majority"
-writes and compare-and-sets, linearizable reads) is linearizable, and every member converges to
-the same documents, indexes and oplog.
+writes and compare-and-sets, linearizable reads) is linearizable, the list-append transactions
+show none of the anomalies Elle looks for (G0, G1a, G1b, G1c, G-single, lost appends, ...), and
+every member converges to the same documents, indexes and oplog.
 
 Each run prints its seed; STRATA_SEED=N replays a run's fault timing. STRATA_FAULT_ROUNDS
 (default 1) repeats each scenario's fault that many times in one run, STRATA_FAULT_SECONDS
@@ -17,6 +18,7 @@ import time
 
 import pytest
 
+import list_append
 from faults import Cluster, History, linearizable, run_workloads
 
 ROUNDS = int(os.environ.get("STRATA_FAULT_ROUNDS", "1"))
@@ -88,16 +90,18 @@ def test_fault_scenario(fault, size, workdir):
     print(f"\nscenario {fault.__name__} with {size} members, seed {seed} (STRATA_SEED={seed} replays)")
     rng = random.Random(seed)
     cluster = Cluster(os.path.join(workdir, f"{fault.__name__}-{size}-{seed}"), size)
-    history, acknowledged = History(), []
+    history, acknowledged, transactions = History(), [], []
     try:
-        workers, _ = run_workloads(cluster, SPACING * (ROUNDS + 1), rng, history, acknowledged)
+        with cluster.client() as client:
+            list_append.setup(client)
+        workers, _ = run_workloads(cluster, SPACING * (ROUNDS + 1), rng, history, acknowledged, transactions=transactions)
         for _ in range(ROUNDS):
             time.sleep(SPACING * rng.uniform(0.3, 0.7))
             fault(cluster, rng)
         for worker in workers:
             worker.join(120)
         cluster.heal()
-        final = cluster.converged(["c", "reg"])
+        final = cluster.converged(["c", "reg", "lists"])
         present = {d["_id"] for d in final["c"]}
         lost = [key for key in acknowledged if key not in present]
         operations = history.operations
@@ -106,6 +110,11 @@ def test_fault_scenario(fault, size, workdir):
         assert not lost, f"acknowledged w:majority inserts lost: {lost[:10]}"
         assert len(acknowledged) > 0 and outcomes["ok"] > 0, "the workload made no progress"
         assert linearizable(operations), "the register's history is not linearizable"
+        committed = {o: sum(1 for outcome, _ in transactions if outcome == o) for o in ("ok", "fail", "unknown")}
+        anomalies = list_append.check(transactions, {d["_id"]: d["v"] for d in final["lists"]})
+        print(f"list-append transactions {committed}; anomalies {sorted(anomalies) or 'none'}")
+        assert not anomalies, f"list-append anomalies: { {k: v[:3] for k, v in anomalies.items()} }"
+        assert committed["ok"] > 0, "no list-append transaction committed"
     finally:
         cluster.close()
 
@@ -123,3 +132,25 @@ def test_the_checker_finds_a_stale_read():
     lost_cas = (1, "cas", (1, 3), 1.5, 1.8, "ok", None)
     assert linearizable([write, lost_cas, overwrite])
     assert not linearizable([write, overwrite, (1, "cas", (1, 3), 3.5, 4.0, "ok", None)])
+
+
+def test_the_list_append_checker_finds_each_anomaly():
+    """The transaction checker must be able to fail: one small history per anomaly, and write
+    skew (two rw edges, which snapshot isolation allows) passes."""
+    check = list_append.check
+    ok = lambda *ops: ("ok", list(ops))  # noqa: E731
+    append = lambda key, value: ("append", key, value)  # noqa: E731
+    read = lambda key, values: ("read", key, values)  # noqa: E731
+    assert check([ok(append(0, 1)), ok(read(0, [1]), append(0, 2))], {0: [1, 2]}) == {}
+    assert "G0" in check([ok(append(0, 1), append(1, 2)), ok(append(0, 3), append(1, 4))], {0: [1, 3], 1: [4, 2]})
+    assert "G1c" in check([ok(append(0, 1), read(1, [2])), ok(append(1, 2), read(0, [1]))], {0: [1], 1: [2]})
+    single = check([ok(read(0, []), read(1, [2])), ok(append(0, 1), append(1, 2))], {0: [1], 1: [2]})
+    assert list(single) == ["G-single"], single
+    skew = check([ok(read(0, []), append(1, 1)), ok(read(1, []), append(0, 2))], {0: [2], 1: [1]})
+    assert skew == {}, skew
+    assert "G1a" in check([("fail", [append(0, 1)]), ok(read(0, [1]))], {0: [1]})
+    assert "G1b" in check([ok(append(0, 1), append(0, 2)), ok(read(0, [1]))], {0: [1, 2]})
+    assert "lost-append" in check([ok(append(0, 1))], {0: []})
+    assert "incompatible-order" in check([ok(append(0, 1)), ok(append(0, 2)), ok(read(0, [2]))], {0: [1, 2]})
+    assert "garbage" in check([], {0: [7]})
+    assert "internal" in check([ok(append(0, 1), read(0, [5]))], {0: [5, 1]})
