@@ -95,14 +95,48 @@ pub enum Waited {
 #[derive(Default)]
 pub struct Progress {
     published: Mutex<Published>,
-    changed: Condvar,
+    /// Woken when what write concerns wait for moves: the majority point, another member's
+    /// progress, the role or the term. (Not at every turn of the consensus thread: with many
+    /// writers waiting, waking them all for nothing costs more than the writes.)
+    replicated: Condvar,
+    /// Woken when this member applies more, or its role changes (`afterClusterTime` reads).
+    applied: Condvar,
+}
+
+/// What the waits of one kind look at, to tell whether a change concerns them.
+#[derive(PartialEq)]
+struct Watched {
+    replicated: (State, u64, u64, Vec<u64>),
+    applied: (State, u64, u64),
+}
+
+impl Watched {
+    fn of(published: &Published, me: Option<u64>) -> Watched {
+        // This member's own progress (its oplog, on the primary) moves with every local write,
+        // which is written before its writer waits: it never ends a wait.
+        let others = published.members.iter().filter(|m| Some(m.raft_id) != me).map(|m| m.matched_ts).collect();
+        Watched {
+            replicated: (published.state, published.term, published.majority_ts, others),
+            applied: (published.state, published.term, published.applied_ts),
+        }
+    }
 }
 
 impl Progress {
-    /// Changes the published state and wakes every waiter.
+    /// Changes the published state and wakes the waiters it concerns.
     pub fn publish(&self, change: impl FnOnce(&mut Published)) {
-        change(&mut self.published.lock());
-        self.changed.notify_all();
+        let mut published = self.published.lock();
+        let me = published.leader.filter(|_| published.state == State::Primary);
+        let before = Watched::of(&published, me);
+        change(&mut published);
+        let after = Watched::of(&published, me);
+        drop(published);
+        if after.replicated != before.replicated {
+            self.replicated.notify_all();
+        }
+        if after.applied != before.applied {
+            self.applied.notify_all();
+        }
     }
 
     pub fn get(&self) -> Published {
@@ -122,11 +156,13 @@ impl Progress {
             }
             match deadline {
                 Some(deadline) => {
-                    if self.changed.wait_until(&mut published, deadline).timed_out() && !reached(&published, ts, want) {
+                    if self.replicated.wait_until(&mut published, deadline).timed_out()
+                        && !reached(&published, ts, want)
+                    {
                         return Waited::TimedOut;
                     }
                 }
-                None => self.changed.wait(&mut published),
+                None => self.replicated.wait(&mut published),
             }
         }
     }
@@ -136,7 +172,7 @@ impl Progress {
     pub fn wait_applied(&self, ts: u64, deadline: Instant) -> bool {
         let mut published = self.published.lock();
         while published.applied_ts < ts {
-            if self.changed.wait_until(&mut published, deadline).timed_out() {
+            if self.applied.wait_until(&mut published, deadline).timed_out() {
                 return published.applied_ts >= ts;
             }
         }
