@@ -8,7 +8,9 @@ Usage (run.sh next to this file sets up the venv and calls this):
     run_unified.py [--areas a,b,...] [-k REGEX] [--json FILE] [--timeout SECONDS]
                    [--baseline FILE] [--write-baseline FILE] [--all]
                    [--no-auth-pass] [--skips] [--keep] [-v]
-e.g. run.sh --baseline known-failures.txt (what CI wants), or run.sh --areas sessions -k Snapshot -v
+e.g. run.sh --baseline known-failures.txt (what CI wants), or run.sh --areas sessions -k Snapshot -v,
+or run.sh --members 3 --no-auth-pass (a set of three: also the tests that need a secondary, and
+the SDAM integration tests: rediscover-quickly-after-step-down, connections-survive-step-down)
 
 What it does:
   1. Gets the pymongo sdist (`pip download --no-binary :all: --no-deps pymongo==X`) into
@@ -84,9 +86,17 @@ AREAS = collections.OrderedDict(
         ("collection-management", ("collection_management", [])),
         ("index-management", ("index_management", [])),
         ("command-monitoring", ("command_monitoring", [])),
+        ("sdam", ("discovery_and_monitoring/unified", [])),
+        # Not a spec directory: pymongo's own test module for the SDAM spec's "connections
+        # survive primary step-down" integration tests.
+        ("connections-survive-step-down", ("module:test.test_connections_survive_primary_stepdown_spec", [])),
     ]
 )
 
+
+# Areas that need a replica set of several members (a step-down hands the role over): run by
+# default only with --members 2 or more.
+SEVERAL_MEMBERS = ["sdam", "connections-survive-step-down"]
 
 # Tests that cannot pass against a replica set of one member, whatever the server does, and
 # that would spend serverSelectionTimeoutMS (30 s) each finding that out: skipped unless --all.
@@ -165,16 +175,21 @@ USER = ("user", "password")  # pymongo's test harness defaults (DB_USER / DB_PAS
 class Strata:
     """`strata serve --replSet rs0` on a free port, initiated. With auth: initiated and given
     the harness's root user without --auth first (replSetInitiate needs an authenticated client
-    under --auth, and createUser a primary), then restarted with --auth on the same dbpath."""
+    under --auth, and createUser a primary), then restarted with --auth on the same dbpath.
+    With `others` (Strata servers started with `initiate=False`), the set is initiated with
+    them as its other members; this one is the primary."""
 
-    def __init__(self, binary, workdir, auth=False):
+    def __init__(self, binary, workdir, auth=False, others=(), initiate=True):
         self.binary = binary
+        os.makedirs(workdir, exist_ok=True)
         self.dbpath = os.path.join(workdir, "data")
         self.log_path = os.path.join(workdir, "strata.log")
         self.log_file = open(self.log_path, "ab")
         self.process = None
         self._start([])
-        self._initiate()
+        if not initiate:
+            return
+        self._initiate(others)
         if auth:
             self._create_user()
             self.stop()
@@ -202,10 +217,24 @@ class Strata:
         return pymongo.MongoClient(self.host, self.port, directConnection=True,
                                    serverSelectionTimeoutMS=10000, **kwargs)
 
-    def _initiate(self):
+    def _initiate(self, others):
+        config = {}
+        if others:
+            hosts = [f"{m.host}:{m.port}" for m in (self, *others)]
+            # The first is preferred (the harness's seed), the others electable (a step-down
+            # test hands the role over).
+            members = [{"_id": i, "host": h, "priority": 2 if i == 0 else 1} for i, h in enumerate(hosts)]
+            config = {"_id": "rs0", "members": members}
         with self._direct() as direct:
-            direct.admin.command({"replSetInitiate": {}})
+            direct.admin.command({"replSetInitiate": config})
         self._wait_primary({})
+        for other in others:
+            with other._direct() as direct:
+                deadline = time.monotonic() + 30
+                while not direct.admin.command("hello").get("secondary"):
+                    if time.monotonic() > deadline:
+                        raise SystemExit(f"{other.host}:{other.port} did not become secondary")
+                    time.sleep(0.05)
 
     def _wait_primary(self, credentials):
         with self._direct(**credentials) as direct:
@@ -406,9 +435,11 @@ def run_pass(args):
     binary = os.environ.get("STRATA_BIN") or os.path.join(ROOT, "target", "release", "strata")
     workdir = tempfile.mkdtemp(prefix=f"strata-unified-{args.run_pass}-")
     auth = args.run_pass == "auth"
-    server = Strata(binary, workdir, auth)
+    others = [Strata(binary, os.path.join(workdir, f"member{i}"), initiate=False) for i in range(1, args.members)]
+    server = Strata(binary, workdir, auth, others)
     log(f"== [{args.run_pass}] strata {binary} on {server.host}:{server.port}"
-        f"{' with --auth' if auth else ''} (dbpath and log in {workdir})")
+        f"{' with --auth' if auth else ''}{f', {args.members} members' if others else ''}"
+        f" (dbpath and log in {workdir})")
     ok = False
     results = []
     try:
@@ -440,12 +471,18 @@ def run_pass(args):
             path, expected_failures = AREAS[area]
             # "Test_{prefix}_{dir}_{file}" in lowerCamelCase: TestTransactionsUnifiedCommit
             prefix = "_" + re.sub(r"[^A-Za-z0-9]+", "_", area).strip("_")
-            classes = generate_test_classes(
-                get_test_path(*path.split("/")),
-                module="strata_unified",
-                class_name_prefix=prefix,
-                expected_failures=expected_failures,
-            )
+            if path.startswith("module:"):
+                module = __import__(path.removeprefix("module:"), fromlist=["*"])
+                classes = {name: klass for name, klass in vars(module).items()
+                           if isinstance(klass, type) and issubclass(klass, unittest.TestCase)
+                           and klass.__module__ == module.__name__}
+            else:
+                classes = generate_test_classes(
+                    get_test_path(*path.split("/")),
+                    module="strata_unified",
+                    class_name_prefix=prefix,
+                    expected_failures=expected_failures,
+                )
             for name in sorted(classes):
                 klass = classes[name]
                 class_area[klass] = area
@@ -455,7 +492,7 @@ def run_pass(args):
                         continue
                     if auth and not requires_auth(test):
                         continue
-                    for skip, reason in [] if args.all else ONE_MEMBER_SKIPS:
+                    for skip, reason in [] if args.all or args.members > 1 else ONE_MEMBER_SKIPS:
                         if re.search(skip, test_id(test)):
                             why = f"strata: a replica set of one member: {reason} (--all runs it)"
                             setattr(test, method, unittest.skip(why)(getattr(test, method)))
@@ -478,6 +515,8 @@ def run_pass(args):
         ok = True
     finally:
         code = server.stop()
+        for other in others:
+            code = code or other.stop()
         if code not in (0, None):
             log(f"== strata exited {code}; log kept in {server.log_path}")
             ok = False
@@ -496,7 +535,7 @@ def run(args):
     version = pinned_pymongo_version()
     pymongo_tests(version)  # download and unpack once, before the passes
     passes = ["plain"] if args.no_auth_pass else ["plain", "auth"]
-    forwarded = ["--areas", ",".join(args.area_list), "--timeout", str(args.timeout)]
+    forwarded = ["--areas", ",".join(args.area_list), "--timeout", str(args.timeout), "--members", str(args.members)]
     forwarded += ["-k", args.k] if args.k else []
     forwarded += [flag for flag, on in (("--all", args.all), ("--keep", args.keep), ("-v", args.verbose)) if on]
     merged = collections.OrderedDict()
@@ -583,6 +622,9 @@ def main():
     parser.add_argument("--write-baseline", help="write the failing test ids to this file")
     parser.add_argument("--all", action="store_true",
                         help="also run the tests that need a second member (ONE_MEMBER_SKIPS)")
+    parser.add_argument("--members", type=int, default=1,
+                        help="members of the replica set the tests run against (default 1; with more, "
+                             "the first is the only electable one and the tests that need a secondary run)")
     parser.add_argument("--no-auth-pass", action="store_true",
                         help="skip the second pass (a server with --auth, for the tests needing auth)")
     parser.add_argument("--skips", action="store_true", help="print the skip reasons")
@@ -590,7 +632,8 @@ def main():
     parser.add_argument("-v", "--verbose", action="store_true", help="print every test's outcome")
     parser.add_argument("--pass", dest="run_pass", choices=["plain", "auth"], help=argparse.SUPPRESS)
     args = parser.parse_args()
-    args.area_list = args.areas.split(",") if args.areas else list(AREAS)
+    default_areas = [a for a in AREAS if args.members > 1 or a not in SEVERAL_MEMBERS]
+    args.area_list = args.areas.split(",") if args.areas else default_areas
     unknown = [a for a in args.area_list if a not in AREAS]
     if unknown:
         parser.error(f"unknown areas {unknown}; known: {', '.join(AREAS)}")
