@@ -1,5 +1,7 @@
 //! A replica set's configuration (`rs.conf()`), checked as mongod checks it: members with
-//! `_id`, `host`, `priority`, `votes`, `hidden`, `secondaryDelaySecs`, `buildIndexes`, `tags`;
+//! `_id`, `host`, `priority`, `votes`, `hidden`, `secondaryDelaySecs`, `buildIndexes`, `tags`
+//! (string values; `settings.getLastErrorModes` may only ask for tags the members have, and a
+//! write concern names such a mode as its `w`);
 //! at most 50 members of which at most 7 vote; a member that may never be primary (priority 0)
 //! is the only kind that may be hidden, delayed or skip index builds.
 //!
@@ -117,6 +119,7 @@ impl SetConfig {
         if self.version < 1 {
             return Err(invalid("version must be at least 1"));
         }
+        self.check_write_modes()?;
         match self.settings.get("electionTimeoutMillis").map(crate::command::as_i64) {
             None => {}
             Some(Some(ms)) if ms >= MIN_ELECTION_TIMEOUT_MS => {}
@@ -127,6 +130,59 @@ impl SetConfig {
             }
         }
         Ok(())
+    }
+
+    /// Members' tags are strings, and each of `settings.getLastErrorModes` (`{mode: {tag: n}}`)
+    /// asks for a positive number of different values of tags the members have.
+    fn check_write_modes(&self) -> Result<(), CommandError> {
+        for member in &self.members {
+            if let Some((tag, _)) = member.tags.iter().find(|(_, value)| !matches!(value, Bson::String(_))) {
+                return Err(invalid(format!("the value of tag {tag} of member {} is not a string", member.id)));
+            }
+        }
+        let Some(modes) = self.settings.get("getLastErrorModes") else { return Ok(()) };
+        let Bson::Document(modes) = modes else {
+            return Err(invalid("settings.getLastErrorModes must be a document of modes"));
+        };
+        for (mode, rules) in modes {
+            let Bson::Document(rules) = rules else {
+                return Err(invalid(format!("write concern mode {mode} must be a document of tag counts")));
+            };
+            for (tag, count) in rules {
+                let count = crate::command::as_i64(count).filter(|n| *n > 0);
+                let Some(count) = count else {
+                    return Err(invalid(format!("mode {mode}: the count for tag {tag} must be a positive number")));
+                };
+                let values: std::collections::HashSet<&str> =
+                    self.members.iter().filter_map(|m| m.tags.get_str(tag).ok()).collect();
+                if (values.len() as i64) < count {
+                    return Err(invalid(format!(
+                        "mode {mode} requires {count} different values for the tag {tag}, but the members have {}",
+                        values.len()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Write concern mode `name` of `settings.getLastErrorModes`: for each of its tags, how
+    /// many different values of it the members holding a write must have between them, and
+    /// each tagged member's (consensus id, value).
+    pub fn write_mode(&self, name: &str) -> Option<Vec<super::progress::TagRule>> {
+        let rules = self.settings.get_document("getLastErrorModes").ok()?.get_document(name).ok()?;
+        let rules = rules
+            .iter()
+            .map(|(tag, count)| super::progress::TagRule {
+                count: crate::command::as_i64(count).unwrap_or(1).max(1) as usize,
+                values: self
+                    .members
+                    .iter()
+                    .filter_map(|m| Some((m.raft_id(), m.tags.get_str(tag).ok()?.to_owned())))
+                    .collect(),
+            })
+            .collect();
+        Some(rules)
     }
 
     /// How long a secondary waits without hearing from a primary before it calls an election,
@@ -271,6 +327,36 @@ mod tests {
             (0..8).map(|i| Bson::Document(doc! {"_id": i, "host": format!("h:{i}")})).collect::<Vec<_>>(),
         );
         assert_eq!(SetConfig::parse(&eight, "rs").unwrap_err().code, bad);
+    }
+
+    /// Goal: `settings.getLastErrorModes` is checked against the members' tags, and a mode
+    /// resolves to each tagged member's value. Method: tag three members, parse good and bad
+    /// modes.
+    #[test]
+    fn write_concern_modes() {
+        let tagged = |modes: Document| {
+            let mut config = three();
+            let members: Vec<Bson> = [("east", 0), ("east", 1), ("west", 2)]
+                .iter()
+                .map(|(dc, i)| Bson::Document(doc! {"_id": *i, "host": format!("h:{i}"), "tags": {"dc": *dc}}))
+                .collect();
+            config.insert("members", members);
+            config.insert("settings", doc! {"getLastErrorModes": modes});
+            SetConfig::parse(&config, "rs")
+        };
+        let set = tagged(doc! {"twoDCs": {"dc": 2}}).unwrap();
+        let rules = set.write_mode("twoDCs").unwrap();
+        assert_eq!(rules.len(), 1);
+        assert_eq!(rules[0].count, 2);
+        assert_eq!(rules[0].values, vec![(1, "east".into()), (2, "east".into()), (3, "west".into())]);
+        assert!(set.write_mode("threeDCs").is_none());
+        let bad = ErrorCode::InvalidReplicaSetConfig;
+        assert_eq!(tagged(doc! {"threeDCs": {"dc": 3}}).unwrap_err().code, bad, "only two values of dc");
+        assert_eq!(tagged(doc! {"none": {"rack": 1}}).unwrap_err().code, bad, "no member has a rack");
+        assert_eq!(tagged(doc! {"zero": {"dc": 0}}).unwrap_err().code, bad);
+        let mut numeric = three();
+        numeric.insert("members", vec![Bson::Document(doc! {"_id": 0, "host": "h:0", "tags": {"dc": 1}})]);
+        assert_eq!(SetConfig::parse(&numeric, "rs").unwrap_err().code, bad, "tag values are strings");
     }
 
     /// Goal: the election timeout is mongod's `settings.electionTimeoutMillis`, 10 s by default,

@@ -306,7 +306,7 @@ impl Replication {
 
     /// Waits (until `deadline`) for a majority to hold the entry at `ts`.
     pub fn wait_majority(&self, ts: Timestamp, deadline: std::time::Instant) -> Result<(), CommandError> {
-        match self.progress.wait(consensus::as_u64(ts), progress::Want::Majority, Some(deadline)) {
+        match self.progress.wait(consensus::as_u64(ts), &progress::Want::Majority, Some(deadline)) {
             progress::Waited::Done => Ok(()),
             progress::Waited::TimedOut => {
                 Err(CommandError::new(ErrorCode::ExceededTimeLimit, "a majority did not confirm the read in time"))

@@ -77,10 +77,20 @@ pub struct Published {
 }
 
 /// What a write concern waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Want {
     Majority,
     Members(usize),
+    /// A mode of `settings.getLastErrorModes`: every rule met.
+    Tags(Vec<TagRule>),
+}
+
+/// One tag of a write concern mode: the members holding the write have at least `count`
+/// different values of it; `values` are the tagged members' (consensus id, value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TagRule {
+    pub count: usize,
+    pub values: Vec<(u64, String)>,
 }
 
 /// How a wait ended.
@@ -144,7 +154,7 @@ impl Progress {
     }
 
     /// Waits until the entry at `ts` is where `want` asks, or `deadline`.
-    pub fn wait(&self, ts: u64, want: Want, deadline: Option<Instant>) -> Waited {
+    pub fn wait(&self, ts: u64, want: &Want, deadline: Option<Instant>) -> Waited {
         let mut published = self.published.lock();
         let term = published.term;
         loop {
@@ -180,9 +190,15 @@ impl Progress {
     }
 }
 
-fn reached(published: &Published, ts: u64, want: Want) -> bool {
+fn reached(published: &Published, ts: u64, want: &Want) -> bool {
+    let holds = |id: u64| published.members.iter().any(|m| m.raft_id == id && m.matched_ts >= ts);
     match want {
         Want::Majority => published.majority_ts >= ts,
-        Want::Members(n) => published.members.iter().filter(|m| m.matched_ts >= ts).count() >= n,
+        Want::Members(n) => published.members.iter().filter(|m| m.matched_ts >= ts).count() >= *n,
+        Want::Tags(rules) => rules.iter().all(|rule| {
+            let values: std::collections::HashSet<&str> =
+                rule.values.iter().filter(|(id, _)| holds(*id)).map(|(_, value)| value.as_str()).collect();
+            values.len() >= rule.count
+        }),
     }
 }

@@ -39,7 +39,10 @@ fn asked(set: &Replication, command: &Command) -> Asked {
     let want = match concern.and_then(|c| c.get("w")) {
         None | Some(Bson::Null) => Want::Majority,
         Some(Bson::String(mode)) if mode == "majority" => Want::Majority,
-        Some(Bson::String(mode)) => return Asked::UnknownMode(mode.clone()),
+        Some(Bson::String(mode)) => match config.write_mode(mode) {
+            Some(rules) => Want::Tags(rules),
+            None => return Asked::UnknownMode(mode.clone()),
+        },
         Some(w) => match crate::command::as_i64(w) {
             Some(n) if n <= 1 => return Asked::Nothing,
             Some(n) if n as usize > members => {
@@ -74,7 +77,7 @@ pub fn await_replication(set: &Replication, command: &Command, reply: &mut RawDo
         ),
         Asked::Wait(want, timeout) => {
             let ts = as_u64(last_write(&set.store));
-            match set.progress.wait(ts, want, timeout.map(|t| Instant::now() + t)) {
+            match set.progress.wait(ts, &want, timeout.map(|t| Instant::now() + t)) {
                 Waited::Done => return,
                 Waited::TimedOut => (
                     ErrorCode::WriteConcernTimeout,

@@ -217,6 +217,33 @@ def test_failover_after_kill_keeps_every_majority_write(three):
     client.close()
 
 
+def test_write_concern_modes_follow_the_members_tags(three):
+    """`w: "<mode>"` names a mode of settings.getLastErrorModes ({dc: 2}: members in two
+    different dc's hold the write); it times out (64) when the only member of one dc is down,
+    an unknown mode is refused (79), and hello's tags serve read preferences by tag."""
+    dcs = ["east", "east", "west"]
+    members = [{"_id": i, "host": m.host, "tags": {"dc": dc}} for i, (m, dc) in enumerate(zip(three, dcs))]
+    members[2]["priority"] = 0  # the west member is never primary: killing it is no failover
+    settings = {**QUICK_ELECTIONS, "getLastErrorModes": {"twoDCs": {"dc": 2}}}
+    with three[0].direct() as first:
+        first.admin.command("replSetInitiate", {"_id": SET, "members": members, "settings": settings})
+    wait_for("a primary", lambda: primary_of(three))
+    client = set_client(three)
+    two_dcs = client.t.tags.with_options(write_concern=WriteConcern(w="twoDCs", wtimeout=10000))
+    two_dcs.insert_one({"_id": 1})
+    west = client.t.tags.with_options(read_preference=pymongo.read_preferences.Secondary(tag_sets=[{"dc": "west"}]))
+    assert west.find_one({"_id": 1}) == {"_id": 1}, "acknowledged by twoDCs: the west member holds it"
+    three[2].kill()
+    with pytest.raises(pymongo.errors.WriteConcernError) as timed_out:
+        two_dcs.with_options(write_concern=WriteConcern(w="twoDCs", wtimeout=1000)).insert_one({"_id": 2})
+    assert timed_out.value.code == 64
+    with pytest.raises(pymongo.errors.WriteConcernError) as unknown:
+        client.t.tags.with_options(write_concern=WriteConcern(w="threeDCs")).insert_one({"_id": 3})
+    assert unknown.value.code == 79
+    assert {d["_id"] for d in client.t.tags.find()} == {1, 2, 3}, "the writes stay"
+    client.close()
+
+
 def test_a_primary_cut_off_rolls_back_what_the_set_never_committed(three):
     old = initiate(three)
     client = set_client(three)
