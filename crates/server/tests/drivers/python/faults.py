@@ -7,6 +7,8 @@ the set's configuration names. A proxy tells who connects by the source address 
 or a client from 127.0.0.1), so every link i -> j can be cut (a partition, one-way or both ways)
 or slowed on its own. Cutting a link closes its open connections and refuses new ones.
 
+A member may run with a fake wall clock (libfaketime), which the test moves (`set_clock`).
+
 Checkers: `lost_writes` (no acknowledged w:"majority" insert missing), `linearizable` (a
 compare-and-set register's history, Wing & Gong's search with Lowe's memoization; operations
 whose outcome is unknown may or may not have taken effect), `list_append.check` (transactions
@@ -151,9 +153,16 @@ class Proxies:
         self.thread.join(5)
 
 
+# libfaketime, for the clock-jump scenario: a member started with a fake clock reads its wall
+# clock's offset from a file the test rewrites (re-read every second); its monotonic clock
+# (elections, timeouts) is left alone, as a wall clock stepped by NTP or an operator would be.
+FAKETIME_LIBRARY = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
 class Member:
-    def __init__(self, workdir, index):
+    def __init__(self, workdir, index, fake_clock=False):
         self.index = index
+        self.clock_file = os.path.join(workdir, f"m{index}.clock") if fake_clock else None
         self.ip = f"127.0.1.{index + 1}"
         self.proxy_ip = f"127.0.0.{index + 11}"
         self.port = free_port()
@@ -165,10 +174,16 @@ class Member:
     def start(self):
         os.makedirs(self.dbpath, exist_ok=True)
         log = open(self.dbpath + ".log", "ab")
+        env = dict(os.environ)
+        if self.clock_file:
+            if not os.path.exists(self.clock_file):
+                self.set_clock(0)
+            env.update(LD_PRELOAD=FAKETIME_LIBRARY, FAKETIME_TIMESTAMP_FILE=self.clock_file,
+                       FAKETIME_CACHE_DURATION="1", DONT_FAKE_MONOTONIC="1")
         self.process = subprocess.Popen(
             [BIN, "serve", "--dbpath", self.dbpath, "--bind", self.ip, "--port", str(self.port),
              "--replSet", SET, "--cache-size", "64MiB", "--oplogSizeMB", "64"],
-            stdout=subprocess.PIPE, stderr=log,
+            stdout=subprocess.PIPE, stderr=log, env=env,
         )
         line = self.process.stdout.readline().decode()
         assert line.startswith("strata listening on "), f"member {self.index} did not start: {line!r}"
@@ -176,6 +191,14 @@ class Member:
 
     def alive(self):
         return self.process is not None and self.process.poll() is None
+
+    def set_clock(self, offset_seconds):
+        """Moves this member's wall clock `offset_seconds` from the real one (within a second;
+        only for a member started with a fake clock)."""
+        written = self.clock_file + ".new"
+        with open(written, "w") as f:
+            f.write(f"{offset_seconds:+d}\n")
+        os.replace(written, self.clock_file)
 
     def kill(self):
         if self.alive():
@@ -224,8 +247,9 @@ def wait_for(what, check, seconds=20.0, interval=0.05):
 
 
 class Cluster:
-    def __init__(self, workdir, size):
-        self.members = [Member(workdir, i) for i in range(size)]
+    def __init__(self, workdir, size, fake_clocks=False):
+        os.makedirs(workdir, exist_ok=True)
+        self.members = [Member(workdir, i, fake_clocks) for i in range(size)]
         self.proxies = Proxies(self.members)
         for member in self.members:
             member.start()

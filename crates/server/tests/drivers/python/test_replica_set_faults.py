@@ -1,6 +1,6 @@
 """Fault scenarios on real replica sets (see faults.py): while insert and register clients run,
 the primary is killed, paused, partitioned (both ways, or only its own messages out), links are
-slowed, or every member is killed and restarted. After each scenario the faults end and the
+slowed, every member is killed and restarted, or wall clocks jump (libfaketime). After each scenario the faults end and the
 checkers run: no acknowledged w:"majority" insert is lost, the register's history (w:"majority"
 writes and compare-and-sets, linearizable reads) is linearizable, the list-append transactions
 show none of the anomalies Elle looks for (G0, G1a, G1b, G1c, G-single, lost appends, ...), and
@@ -19,7 +19,7 @@ import time
 import pytest
 
 import list_append
-from faults import Cluster, History, linearizable, run_workloads
+from faults import FAKETIME_LIBRARY, Cluster, History, linearizable, run_workloads
 
 ROUNDS = int(os.environ.get("STRATA_FAULT_ROUNDS", "1"))
 SPACING = float(os.environ.get("STRATA_FAULT_SECONDS", "2.5"))
@@ -73,6 +73,25 @@ def restart_every_member(cluster, rng):
         member.start()
 
 
+def clock_jumps(cluster, rng):
+    """Wall clocks jump: the primary's an hour back and a secondary's a day ahead; the primary
+    is then killed and restarted (still an hour behind), so a member whose clock is far from
+    the others' may be elected; then every clock is set right."""
+    primary = cluster.primary()
+    ahead = rng.choice([m for m in cluster.members if m is not primary])
+    primary.set_clock(-3600)
+    ahead.set_clock(86400)
+    time.sleep(rng.uniform(1.5, 2.5))
+    primary.kill()
+    time.sleep(rng.uniform(0.5, 1.0))
+    primary.start()
+    time.sleep(rng.uniform(1.0, 2.0))
+    for member in cluster.members:
+        member.set_clock(0)
+
+
+clock_jumps.fake_clocks = True
+
 SCENARIOS = [
     (kill_primary, 3),
     (pause_primary, 3),
@@ -81,6 +100,7 @@ SCENARIOS = [
     (primary_cannot_send, 3),
     (slow_links_and_a_dead_secondary, 3),
     (restart_every_member, 3),
+    (clock_jumps, 3),
 ]
 
 
@@ -89,7 +109,10 @@ def test_fault_scenario(fault, size, workdir):
     seed = int(os.environ.get("STRATA_SEED", random.randrange(1 << 32)))
     print(f"\nscenario {fault.__name__} with {size} members, seed {seed} (STRATA_SEED={seed} replays)")
     rng = random.Random(seed)
-    cluster = Cluster(os.path.join(workdir, f"{fault.__name__}-{size}-{seed}"), size)
+    fake_clocks = getattr(fault, "fake_clocks", False)
+    if fake_clocks and not os.path.exists(FAKETIME_LIBRARY):
+        pytest.skip(f"no libfaketime ({FAKETIME_LIBRARY}): apt-get install libfaketime")
+    cluster = Cluster(os.path.join(workdir, f"{fault.__name__}-{size}-{seed}"), size, fake_clocks)
     history, acknowledged, transactions = History(), [], []
     try:
         with cluster.client() as client:
