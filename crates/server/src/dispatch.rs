@@ -45,7 +45,7 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
         .and_then(|()| crate::sessions::note(context, command).map(drop))
         .and_then(|()| crate::read_concern::check_supported(command));
     let admitted_ok = admitted.is_ok();
-    let (mut reply, ok) = match admitted {
+    let (mut reply, mut ok) = match admitted {
         Ok(()) => {
             // Fail points are evaluated before the session is checked out (as mongod does), so
             // a failed statement leaves its transaction as it was.
@@ -72,6 +72,13 @@ pub fn run(context: &Context, command: &Command) -> RawDocumentBuf {
         }
         if admitted_ok {
             crate::replication::write_concern::await_replication(set, command, &mut reply);
+        }
+        if admitted_ok
+            && ok
+            && crate::read_concern::is_linearizable(command)
+            && let Err(error) = set.confirm_read_committed()
+        {
+            (reply, ok) = (error_document(&error), false);
         }
         crate::replication::gossip(set, &context.shared.store, &mut reply);
     }

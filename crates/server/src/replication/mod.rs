@@ -296,6 +296,24 @@ impl Replication {
         }
     }
 
+    /// After a linearizable read: what it saw may include writes a majority does not hold yet
+    /// (another client's, still waiting for its write concern), which a failover could roll
+    /// back; the read is answered only once a majority holds everything it could have seen,
+    /// as mongod answers it after a no-op write is majority-committed.
+    pub fn confirm_read_committed(&self) -> Result<(), CommandError> {
+        if self.set_config().is_none_or(|c| c.members.len() <= 1) {
+            return Ok(());
+        }
+        // The newest entry in the store now: a commit can be visible a moment before the
+        // oplog's own counter moves past it.
+        let last = last_write(&self.store);
+        let newest = match self.store.oplog_after(last, usize::MAX) {
+            Ok(entries) => entries.last().map_or(last, |(ts, _)| *ts),
+            Err(error) => return Err(CommandError::internal(error.to_string())),
+        };
+        self.wait_majority(newest, std::time::Instant::now() + LINEARIZABLE_WAIT)
+    }
+
     /// Waits (until `deadline`) for this member to have applied the entry at `ts`.
     pub fn wait_applied(&self, ts: Timestamp, deadline: std::time::Instant) -> bool {
         if last_write(&self.store) >= ts {

@@ -72,6 +72,17 @@ class Proxies:
         self.ready.set()
         self.loop.run_forever()
 
+    def add(self, member):
+        """A proxy for a member joining (the members list is the cluster's own)."""
+
+        async def start():
+            server = await asyncio.start_server(
+                lambda r, w, m=member: self._serve(m, r, w), member.proxy_ip, member.port, reuse_address=True
+            )
+            self.servers.append(server)
+
+        asyncio.run_coroutine_threadsafe(start(), self.loop).result(5)
+
     def source(self, ip):
         for member in self.members:
             if member.ip == ip:
@@ -249,6 +260,7 @@ def wait_for(what, check, seconds=20.0, interval=0.05):
 class Cluster:
     def __init__(self, workdir, size, fake_clocks=False):
         os.makedirs(workdir, exist_ok=True)
+        self.workdir, self.fake_clocks = workdir, fake_clocks
         self.members = [Member(workdir, i, fake_clocks) for i in range(size)]
         self.proxies = Proxies(self.members)
         for member in self.members:
@@ -271,6 +283,26 @@ class Cluster:
             return None
 
         return wait_for("a primary", find, seconds)
+
+    def add_member(self):
+        """Starts one more member (empty, with its proxy) and adds it with a reconfig, as
+        rs.add() does; retried while the set has no primary. Returns it."""
+        member = Member(self.workdir, len(self.members), self.fake_clocks)
+        self.members.append(member)
+        self.proxies.add(member)
+        member.start()
+
+        def reconfigure():
+            with self.client() as client:
+                config = client.admin.command("replSetGetConfig")["config"]
+                if all(m["host"] != member.host for m in config["members"]):
+                    config["version"] += 1
+                    config["members"].append({"_id": member.index, "host": member.host})
+                    client.admin.command("replSetReconfig", config)
+                return True
+
+        wait_for("the new member to be added", reconfigure, seconds=30, interval=0.2)
+        return member
 
     def client(self, **options):
         seeds = ",".join(m.host for m in self.members)
@@ -303,7 +335,10 @@ class Cluster:
                     indexes = {name: sorted(i["name"] for i in direct.t[name].list_indexes()) for name in collections}
                     oplog = [(e["ts"], e["t"], e["op"]) for e in direct.local["oplog.rs"].find({"ns": {"$regex": "^t\\."}})]
                     seen.append((docs, indexes, oplog))
-            return seen
+            # A member that copied the data (initial sync) holds the oplog from its copy on:
+            # the oplogs are compared from the newest first entry.
+            start = max((oplog[0][0] for _, _, oplog in seen if oplog), default=None)
+            return [(docs, indexes, [e for e in oplog if e[0] >= start]) for docs, indexes, oplog in seen]
 
         def same():
             seen = views()

@@ -1,6 +1,7 @@
 """Fault scenarios on real replica sets (see faults.py): while insert and register clients run,
 the primary is killed, paused, partitioned (both ways, or only its own messages out), links are
-slowed, every member is killed and restarted, or wall clocks jump (libfaketime). After each scenario the faults end and the
+slowed, every member is killed and restarted, a member is added while the primary is killed, or
+wall clocks jump (libfaketime). After each scenario the faults end and the
 checkers run: no acknowledged w:"majority" insert is lost, the register's history (w:"majority"
 writes and compare-and-sets, linearizable reads) is linearizable, the list-append transactions
 show none of the anomalies Elle looks for (G0, G1a, G1b, G1c, G-single, lost appends, ...), and
@@ -12,6 +13,7 @@ Each run prints its seed; STRATA_SEED=N replays a run's fault timing. STRATA_FAU
 long runs.
 """
 
+import json
 import os
 import random
 import time
@@ -73,6 +75,19 @@ def restart_every_member(cluster, rng):
         member.start()
 
 
+def add_a_member_under_faults(cluster, rng):
+    """A member is added while writes go on (it copies the data, then catches up), and the
+    primary is killed while it copies, then restarted: the copy's source may go away, and the
+    newcomer must end equal to the others."""
+    if len(cluster.members) < 5:
+        cluster.add_member()
+    time.sleep(rng.uniform(0.0, 0.5))
+    victim = cluster.primary()
+    victim.kill()
+    time.sleep(rng.uniform(0.5, 1.5))
+    victim.start()
+
+
 def clock_jumps(cluster, rng):
     """Wall clocks jump: the primary's an hour back and a secondary's a day ahead; the primary
     is then killed and restarted (still an hour behind), so a member whose clock is far from
@@ -100,6 +115,7 @@ SCENARIOS = [
     (primary_cannot_send, 3),
     (slow_links_and_a_dead_secondary, 3),
     (restart_every_member, 3),
+    (add_a_member_under_faults, 3),
     (clock_jumps, 3),
 ]
 
@@ -132,7 +148,11 @@ def test_fault_scenario(fault, size, workdir):
         print(f"inserts acknowledged {len(acknowledged)}, lost {len(lost)}; register operations {outcomes}")
         assert not lost, f"acknowledged w:majority inserts lost: {lost[:10]}"
         assert len(acknowledged) > 0 and outcomes["ok"] > 0, "the workload made no progress"
-        assert linearizable(operations), "the register's history is not linearizable"
+        if not linearizable(operations):
+            saved = os.path.join(cluster.workdir, "register-history.json")
+            with open(saved, "w") as f:
+                json.dump(operations, f, default=repr)
+            raise AssertionError(f"the register's history is not linearizable (saved in {saved})")
         committed = {o: sum(1 for outcome, _ in transactions if outcome == o) for o in ("ok", "fail", "unknown")}
         anomalies = list_append.check(transactions, {d["_id"]: d["v"] for d in final["lists"]})
         print(f"list-append transactions {committed}; anomalies {sorted(anomalies) or 'none'}")
