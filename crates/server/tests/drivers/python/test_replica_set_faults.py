@@ -1,5 +1,6 @@
 """Fault scenarios on real replica sets (see faults.py): while insert and register clients run,
-the primary is killed, paused, partitioned (both ways, or only its own messages out), links are
+the primary is killed, paused, partitioned (both ways, or only its own messages out), a
+secondary's messages out are cut, links are
 slowed, every member is killed and restarted, a member is added while the primary is killed, or
 wall clocks jump (libfaketime). After each scenario the faults end and the
 checkers run: no acknowledged w:"majority" insert is lost, the register's history (w:"majority"
@@ -50,6 +51,18 @@ def partition_primary(cluster, rng):
 
 def primary_cannot_send(cluster, rng):
     victim = cluster.primary()
+    for other in cluster.members:
+        if other is not victim:
+            cluster.proxies.cut(victim.index, other.index)
+    time.sleep(rng.uniform(1.5, 3.0))
+    cluster.proxies.heal()
+
+
+def secondary_cannot_send(cluster, rng):
+    """One-way: a secondary hears the others but nothing it sends arrives (its acknowledgements,
+    its votes): it must not disrupt the primary, and catches up once healed."""
+    primary = cluster.primary()
+    victim = rng.choice([m for m in cluster.members if m is not primary])
     for other in cluster.members:
         if other is not victim:
             cluster.proxies.cut(victim.index, other.index)
@@ -113,6 +126,7 @@ SCENARIOS = [
     (partition_primary, 3),
     (partition_primary, 5),
     (primary_cannot_send, 3),
+    (secondary_cannot_send, 3),
     (slow_links_and_a_dead_secondary, 3),
     (restart_every_member, 3),
     (add_a_member_under_faults, 3),
