@@ -44,6 +44,49 @@ struct Cache {
     /// The newest applied point a snapshot may stand for (see [`LogStore::set_snapshot_point`]).
     snapshot_point: Option<SnapshotMetadata>,
     snapshot_data: Vec<u8>,
+    /// The terms of the entries appended since the log was opened.
+    terms: TermRuns,
+}
+
+/// The terms of a contiguous stretch of the log's newest entries, as runs (first index, term):
+/// the library asks `term()` of recent entries many times a turn (each message to a peer, each
+/// commit check), and terms change only at elections, so a few runs answer without reading
+/// the entry back. They cover from the first run's index to the log's last entry; older
+/// entries are read from the log.
+#[derive(Default)]
+struct TermRuns {
+    runs: Vec<(u64, u64)>,
+}
+
+impl TermRuns {
+    /// Entries were written from `first` on (replacing any from there), ending at `last`
+    /// before this write (the log's last index then).
+    fn appended(&mut self, entries: &[Entry], last: u64) {
+        let Some(first) = entries.first().map(|e| e.index) else { return };
+        if first > last + 1 {
+            // Not contiguous with what the runs cover: start again from here.
+            self.runs.clear();
+        }
+        while self.runs.last().is_some_and(|(start, _)| *start >= first) {
+            self.runs.pop();
+        }
+        for entry in entries {
+            if self.runs.last().map(|(_, term)| *term) != Some(entry.term) {
+                self.runs.push((entry.index, entry.term));
+            }
+        }
+    }
+
+    /// The term of entry `index`, if the runs cover it (the caller checks `index` is at most
+    /// the log's last).
+    fn term(&self, index: u64) -> Option<u64> {
+        let after = self.runs.partition_point(|(start, _)| *start <= index);
+        after.checked_sub(1).and_then(|run| self.runs.get(run)).map(|(_, term)| *term)
+    }
+
+    fn clear(&mut self) {
+        self.runs.clear();
+    }
 }
 
 fn storage_error(error: impl std::fmt::Display) -> raft::Error {
@@ -94,6 +137,7 @@ impl LogStore {
         cache.compacted = (1, 1);
         cache.last = 1;
         cache.base_data = config;
+        cache.terms.clear();
         Ok(())
     }
 
@@ -129,6 +173,8 @@ impl LogStore {
         let durability = if only_commit { docstore::Durability::Periodic } else { docstore::Durability::Immediate };
         self.log.append_with(&converted, &states, durability).map_err(storage_error)?;
         let mut cache = self.cache.write();
+        let before = cache.last;
+        cache.terms.appended(entries, before);
         if let Some(last) = entries.last() {
             cache.last = last.index;
         }
@@ -172,6 +218,7 @@ impl LogStore {
         cache.compacted = (meta.index, meta.term);
         cache.last = meta.index;
         cache.base_data = snapshot.data.to_vec();
+        cache.terms.clear();
         Ok(())
     }
 
@@ -260,9 +307,9 @@ impl raft::Storage for LogStore {
     }
 
     fn term(&self, index: u64) -> raft::Result<u64> {
-        let (compacted, last) = {
+        let (compacted, last, recent) = {
             let cache = self.cache.read();
-            (cache.compacted, cache.last)
+            (cache.compacted, cache.last, cache.terms.term(index))
         };
         if index == compacted.0 {
             return Ok(compacted.1);
@@ -272,6 +319,10 @@ impl raft::Storage for LogStore {
         }
         if index > last {
             return Err(raft::Error::Store(StorageError::Unavailable));
+        }
+        if let Some(term) = recent {
+            debug_assert_eq!(self.log.term(index).ok().flatten(), Some(term), "the term cache of entry {index}");
+            return Ok(term);
         }
         self.log.term(index).map_err(storage_error)?.ok_or(raft::Error::Store(StorageError::Unavailable))
     }
@@ -305,5 +356,55 @@ impl raft::Storage for LogStore {
             return Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable));
         }
         Ok(snapshot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(first: u64, terms: &[u64]) -> Vec<Entry> {
+        terms
+            .iter()
+            .enumerate()
+            .map(|(i, term)| Entry { index: first + i as u64, term: *term, ..Default::default() })
+            .collect()
+    }
+
+    /// Goal: the term runs answer exactly what the log holds, through appends that extend it,
+    /// overwrite its tail (a new leader's entries) or start past it. Method: a model (a map
+    /// of index to term) beside the runs.
+    #[test]
+    fn term_runs_follow_the_log() {
+        let mut runs = TermRuns::default();
+        let mut model = std::collections::BTreeMap::new();
+        let mut last = 0;
+        let mut append = |runs: &mut TermRuns, first: u64, terms: &[u64]| {
+            let written = entries(first, terms);
+            runs.appended(&written, last);
+            if first > last + 1 {
+                model.clear();
+            }
+            model.retain(|index, _| *index < first);
+            model.extend(written.iter().map(|e| (e.index, e.term)));
+            last = written.last().map_or(last, |e| e.index);
+            for index in 0..=last + 1 {
+                let expected = if index <= last { model.get(&index).copied() } else { runs.term(index) };
+                assert_eq!(
+                    runs.term(index).filter(|_| index <= last),
+                    expected.filter(|_| index <= last),
+                    "entry {index}"
+                );
+            }
+        };
+        append(&mut runs, 2, &[1, 1, 1]);
+        append(&mut runs, 5, &[1, 2, 2]);
+        append(&mut runs, 4, &[3, 3]);
+        append(&mut runs, 6, &[3, 4]);
+        append(&mut runs, 20, &[5]);
+        assert_eq!(runs.term(7), None, "before a restart of the runs: read from the log");
+        assert_eq!(runs.term(20), Some(5));
+        runs.clear();
+        assert_eq!(runs.term(20), None);
     }
 }
