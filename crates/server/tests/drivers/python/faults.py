@@ -257,6 +257,21 @@ def wait_for(what, check, seconds=20.0, interval=0.05):
     raise AssertionError(f"timed out after {seconds}s waiting for {what}")
 
 
+def assert_cannot_join(client, host):
+    """rs.add() of the server at `host` (non-voting) is refused with "Authentication failed":
+    it could not prove itself a member, or the set could not prove itself to it."""
+    config = client.admin.command("replSetGetConfig")["config"]
+    config["version"] += 1
+    config["members"].append({"_id": max(m["_id"] for m in config["members"]) + 1, "host": host, "priority": 0,
+                              "votes": 0})
+    try:
+        client.admin.command("replSetReconfig", config)
+    except pymongo.errors.OperationFailure as rejected:
+        assert "Authentication failed" in str(rejected), rejected
+    else:
+        raise AssertionError(f"{host} was added")
+
+
 class Cluster:
     def __init__(self, workdir, size, fake_clocks=False):
         os.makedirs(workdir, exist_ok=True)
