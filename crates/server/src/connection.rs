@@ -507,8 +507,7 @@ impl Session {
         }
         self.handshake_noted = true;
         let certificate = tls.conn.peer_certificates().and_then(|chain| chain.first());
-        let Some(der) = certificate else { return };
-        if let (Some(subject), Some(attributes)) = (crate::tls::subject_name(der), crate::tls::member_attributes(der)) {
+        if let Some((subject, attributes)) = certificate.and_then(|der| crate::tls::identity(der)) {
             debug!(connection = self.context.connection.id, %subject, "client certificate");
             crate::auth::set_certificate(&self.context, subject, attributes);
         }

@@ -197,19 +197,25 @@ impl TlsOptions {
     pub fn own_member_attributes(&self) -> Result<Vec<(String, String)>, String> {
         let (certificates, _) = read_certificate_and_key(self.member_certificate_file())?;
         let der = certificates.first().ok_or("no certificate")?;
-        member_attributes(der)
+        identity(der)
+            .map(|(_, attributes)| attributes)
             .ok_or_else(|| format!("{}: the certificate does not parse", self.member_certificate_file().display()))
     }
+}
+
+/// A certificate (DER) parsed once: its [`subject_name`] and its [`member_attributes`]. `None`
+/// if it does not parse.
+pub fn identity(der: &[u8]) -> Option<(String, Vec<(String, String)>)> {
+    let (_, certificate) = x509_parser::parse_x509_certificate(der).ok()?;
+    Some((subject_name(certificate.subject()), member_attributes(certificate.subject())))
 }
 
 /// The attributes of a certificate's subject that say which cluster it belongs to, as mongod
 /// compares them for X.509 membership: its organizations (O), organizational units (OU) and
 /// domain components (DC), sorted. Two certificates with the same non-empty list belong to
-/// members of one cluster. `None` if the certificate does not parse.
-pub fn member_attributes(der: &[u8]) -> Option<Vec<(String, String)>> {
-    let (_, certificate) = x509_parser::parse_x509_certificate(der).ok()?;
-    let mut attributes: Vec<(String, String)> = certificate
-        .subject()
+/// members of one cluster.
+fn member_attributes(subject: &x509_parser::x509::X509Name<'_>) -> Vec<(String, String)> {
+    let mut attributes: Vec<(String, String)> = subject
         .iter_attributes()
         .filter_map(|attribute| {
             let name = attribute_name(attribute.attr_type());
@@ -218,17 +224,14 @@ pub fn member_attributes(der: &[u8]) -> Option<Vec<(String, String)>> {
         })
         .collect();
     attributes.sort();
-    Some(attributes)
+    attributes
 }
 
-/// The subject of a certificate (DER) as MongoDB names an X.509 user: RFC 4514, the relative
-/// names from last to first joined by ',', attributes of one name by '+', with the special
-/// characters escaped ("CN=client,OU=eng,O=Example,C=US"). `None` if the certificate does not
-/// parse.
-pub fn subject_name(der: &[u8]) -> Option<String> {
-    let (_, certificate) = x509_parser::parse_x509_certificate(der).ok()?;
-    let names: Vec<String> = certificate
-        .subject()
+/// A certificate's subject as MongoDB names an X.509 user: RFC 4514, the relative names from
+/// last to first joined by ',', attributes of one name by '+', with the special characters
+/// escaped ("CN=client,OU=eng,O=Example,C=US").
+fn subject_name(subject: &x509_parser::x509::X509Name<'_>) -> String {
+    let names: Vec<String> = subject
         .iter_rdn()
         .map(|rdn| {
             let attributes: Vec<String> = rdn
@@ -244,7 +247,7 @@ pub fn subject_name(der: &[u8]) -> Option<String> {
             attributes.join("+")
         })
         .collect();
-    Some(names.into_iter().rev().collect::<Vec<_>>().join(","))
+    names.into_iter().rev().collect::<Vec<_>>().join(",")
 }
 
 /// RFC 4514's short names, as OpenSSL and MongoDB print them; other attributes by OID.

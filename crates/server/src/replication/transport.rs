@@ -62,7 +62,8 @@ impl Transport {
         Transport { source, credentials, peers: HashMap::new(), unreachable }
     }
 
-    /// Makes the peers `members` (consensus id, host), starting and stopping their tasks.
+    /// Makes the peers `members` (consensus id, host), starting and stopping their sending
+    /// threads (a thread ends once its peer's outbox is dropped).
     pub fn set_peers(&mut self, members: &[(u64, String)]) {
         self.peers.retain(|id, peer| members.iter().any(|(i, host)| i == id && *host == peer.host));
         for (id, host) in members {
