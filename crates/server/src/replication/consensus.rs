@@ -612,11 +612,13 @@ impl Node {
                 self.read_waits.push((state.index, reply));
             }
         }
-        self.apply(ready.take_committed_entries())?;
+        // New entries are persisted and acknowledged before the committed ones are applied:
+        // the primary's majority waits for the acknowledgement, not for this member's apply.
         self.log.append(ready.entries(), ready.hs()).map_err(|e| e.to_string())?;
         if !ready.persisted_messages().is_empty() {
             self.send(ready.take_persisted_messages());
         }
+        self.apply(ready.take_committed_entries())?;
         let mut light = self.raw.advance(ready);
         self.send(light.take_messages());
         self.apply(light.take_committed_entries())?;
