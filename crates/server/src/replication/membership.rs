@@ -66,7 +66,7 @@ impl Replication {
         store_config(&self.store, &config.document())?;
         self.start(config.clone(), log)?;
         self.send(Input::Campaign)?;
-        self.wait_until(INITIATE_WAIT, |set| set.progress.get().leader.is_some());
+        self.wait_until(INITIATE_WAIT, |set| set.progress.read(|p| p.leader.is_some()));
         Ok(config.document())
     }
 
@@ -136,7 +136,7 @@ impl Replication {
         let current = self.set_config().ok_or_else(super::not_yet_initialized)?;
         self.check_writable()?;
         let mut document = given.clone();
-        document.insert("term", self.progress.get().term as i64);
+        document.insert("term", self.progress.read(|p| p.term) as i64);
         let config = SetConfig::parse(&document, &self.name)?;
         if config.version <= current.version {
             return Err(CommandError::new(

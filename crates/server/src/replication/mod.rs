@@ -250,7 +250,7 @@ impl Replication {
 
     /// Whether this member is the primary and takes writes.
     pub fn is_writable(&self) -> bool {
-        self.progress.get().writable
+        self.progress.writable()
     }
 
     pub fn topology_version(&self) -> Document {
@@ -265,7 +265,7 @@ impl Replication {
 
     /// `electionId`: the term in an ObjectId, as mongod writes it.
     pub fn election_id(&self) -> ObjectId {
-        election_id(self.progress.get().term as i64)
+        election_id(self.progress.read(|p| p.term) as i64)
     }
 
     fn send(&self, input: Input) -> Result<(), CommandError> {

@@ -4,6 +4,8 @@
 //!
 //! Times are oplog timestamps in their u64 form (`ts.time << 32 | ts.increment`).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
@@ -104,86 +106,123 @@ pub enum Waited {
 
 #[derive(Default)]
 pub struct Progress {
-    published: Mutex<Published>,
-    /// Woken when what write concerns wait for moves: the majority point, another member's
-    /// progress, the role or the term. (Not at every turn of the consensus thread: with many
-    /// writers waiting, waking them all for nothing costs more than the writes.)
-    replicated: Condvar,
+    inner: Mutex<Inner>,
+    /// `Published::writable`, readable without the lock (every write command asks).
+    writable: AtomicBool,
     /// Woken when this member applies more, or its role changes (`afterClusterTime` reads).
     applied: Condvar,
 }
 
-/// What the waits of one kind look at, to tell whether a change concerns them.
+#[derive(Default)]
+struct Inner {
+    published: Published,
+    /// The write concerns waiting, each woken on its own when what it waits for is reached
+    /// (or the role or term changes): with many writers waiting, waking them all at each move
+    /// of the majority point cost more than the writes.
+    waiters: Vec<Waiter>,
+    next_waiter: u64,
+}
+
+struct Waiter {
+    id: u64,
+    ts: u64,
+    want: Want,
+    wake: Arc<Condvar>,
+}
+
+/// What a change of the published state means for those waiting.
 #[derive(PartialEq)]
 struct Watched {
-    replicated: (State, u64, u64, Vec<u64>),
-    applied: (State, u64, u64),
+    role: (State, u64),
+    applied: u64,
 }
 
 impl Watched {
-    fn of(published: &Published, me: Option<u64>) -> Watched {
-        // This member's own progress (its oplog, on the primary) moves with every local write,
-        // which is written before its writer waits: it never ends a wait.
-        let others = published.members.iter().filter(|m| Some(m.raft_id) != me).map(|m| m.matched_ts).collect();
-        Watched {
-            replicated: (published.state, published.term, published.majority_ts, others),
-            applied: (published.state, published.term, published.applied_ts),
-        }
+    fn of(published: &Published) -> Watched {
+        Watched { role: (published.state, published.term), applied: published.applied_ts }
     }
 }
 
 impl Progress {
     /// Changes the published state and wakes the waiters it concerns.
     pub fn publish(&self, change: impl FnOnce(&mut Published)) {
-        let mut published = self.published.lock();
-        let me = published.leader.filter(|_| published.state == State::Primary);
-        let before = Watched::of(&published, me);
-        change(&mut published);
-        let after = Watched::of(&published, me);
-        drop(published);
-        if after.replicated != before.replicated {
-            self.replicated.notify_all();
+        let mut inner = self.inner.lock();
+        let before = Watched::of(&inner.published);
+        change(&mut inner.published);
+        let after = Watched::of(&inner.published);
+        self.writable.store(inner.published.writable, Ordering::Release);
+        let role_changed = after.role != before.role;
+        for waiter in &inner.waiters {
+            if role_changed || reached(&inner.published, waiter.ts, &waiter.want) {
+                waiter.wake.notify_one();
+            }
         }
-        if after.applied != before.applied {
+        drop(inner);
+        if after != before {
             self.applied.notify_all();
         }
     }
 
     pub fn get(&self) -> Published {
-        self.published.lock().clone()
+        self.inner.lock().published.clone()
+    }
+
+    /// Reads part of the published state (without copying the rest).
+    pub fn read<T>(&self, part: impl FnOnce(&Published) -> T) -> T {
+        part(&self.inner.lock().published)
+    }
+
+    /// Primary and caught up: writes are accepted.
+    pub fn writable(&self) -> bool {
+        self.writable.load(Ordering::Acquire)
     }
 
     /// Waits until the entry at `ts` is where `want` asks, or `deadline`.
     pub fn wait(&self, ts: u64, want: &Want, deadline: Option<Instant>) -> Waited {
-        let mut published = self.published.lock();
-        let term = published.term;
-        loop {
-            if reached(&published, ts, want) {
-                return Waited::Done;
+        let mut inner = self.inner.lock();
+        let term = inner.published.term;
+        let mut registered: Option<(u64, Arc<Condvar>)> = None;
+        let waited = loop {
+            let published = &inner.published;
+            if reached(published, ts, want) {
+                break Waited::Done;
             }
             if published.state != State::Primary || published.term != term {
-                return Waited::SteppedDown;
+                break Waited::SteppedDown;
             }
+            let wake = match &registered {
+                Some((_, wake)) => Arc::clone(wake),
+                None => {
+                    let wake = Arc::new(Condvar::new());
+                    inner.next_waiter += 1;
+                    let id = inner.next_waiter;
+                    inner.waiters.push(Waiter { id, ts, want: want.clone(), wake: Arc::clone(&wake) });
+                    registered = Some((id, Arc::clone(&wake)));
+                    wake
+                }
+            };
             match deadline {
                 Some(deadline) => {
-                    if self.replicated.wait_until(&mut published, deadline).timed_out()
-                        && !reached(&published, ts, want)
-                    {
-                        return Waited::TimedOut;
+                    if wake.wait_until(&mut inner, deadline).timed_out() && !reached(&inner.published, ts, want) {
+                        break Waited::TimedOut;
                     }
                 }
-                None => self.replicated.wait(&mut published),
+                None => wake.wait(&mut inner),
             }
+        };
+        if let Some((id, _)) = registered {
+            inner.waiters.retain(|waiter| waiter.id != id);
         }
+        waited
     }
 
     /// Waits until this member has applied the entry at `ts`, or `deadline`; says whether it
     /// has.
     pub fn wait_applied(&self, ts: u64, deadline: Instant) -> bool {
-        let mut published = self.published.lock();
-        while published.applied_ts < ts {
-            if self.applied.wait_until(&mut published, deadline).timed_out() {
-                return published.applied_ts >= ts;
+        let mut inner = self.inner.lock();
+        while inner.published.applied_ts < ts {
+            if self.applied.wait_until(&mut inner, deadline).timed_out() {
+                return inner.published.applied_ts >= ts;
             }
         }
         true

@@ -191,7 +191,7 @@ impl Replication {
         if !READS.contains(&command.name.as_str()) || self.is_writable() || !self.is_initiated() {
             return Ok(());
         }
-        let state = self.progress.get().state;
+        let state = self.progress.read(|p| p.state);
         if state != State::Secondary {
             let mut error =
                 CommandError::new(ErrorCode::NotPrimaryOrSecondary, "node is not in primary or recovering state");
