@@ -67,7 +67,12 @@ impl RaftLog {
                 entries.windows(2).all(|pair| pair[1].index == pair[0].index + 1),
                 "consensus entries are appended at consecutive indexes"
             );
-            txn.delete_range(self.log, key(first.index).to_vec(), None);
+            // Only a new leader's entries replace some: the usual append (after the last
+            // entry) deletes nothing, and a range delete would make the engine rewrite the
+            // log's last leaf whole.
+            if self.cx.engine.snapshot().get(self.log, &key(first.index))?.is_some() {
+                txn.delete_range(self.log, key(first.index).to_vec(), None);
+            }
             for entry in entries {
                 let mut value = Vec::with_capacity(8 + entry.bytes.len());
                 value.extend_from_slice(&entry.term.to_le_bytes());

@@ -2,7 +2,8 @@
 //! server answers, for `--seconds` per level, into a collection with one secondary index; w:1
 //! and j:true. Per level: the total rate, p50/p99 latency of a call, and (j:true) the log syncs
 //! and commits per sync the server reports, which show whether concurrent commits share syncs
-//! (group commit). The plot is the total rate against connections, one line per write concern.
+//! (group commit), and the CPU each server process (each member of a replica set) and the
+//! bench itself spent per insert, from /proc. The plot is the total rate against connections, one line per write concern.
 
 use std::time::{Duration, Instant};
 
@@ -38,7 +39,10 @@ pub async fn run(context: &mut Context, args: &ClientsArgs) -> anyhow::Result<()
         let mut levels = Vec::new();
         for &connections in &args.connections {
             let before = log_counts(context).await;
+            let watch = super::process::CpuWatch::find(&context.client).await;
+            let cpu_before = watch.sample();
             let level = run_level(context, args, write, connections).await?;
+            let cpu = watch.per_operation(&cpu_before, &watch.sample(), level.inserts);
             let syncs = match (before, log_counts(context).await) {
                 (Some((syncs_before, commits_before)), Some((syncs, commits))) => {
                     let synced = syncs - syncs_before;
@@ -56,7 +60,16 @@ pub async fn run(context: &mut Context, args: &ClientsArgs) -> anyhow::Result<()
                     ", {syncs} log syncs, {per_sync:.1} commits per sync"
                 )),
             ));
+            let cpu_line: Vec<String> = cpu.iter().map(|(role, micros)| format!("{role} {micros:.0} us")).collect();
+            context.progress.println(&format!(
+                "{:6} {connections:4} connections: CPU per insert: {}",
+                write.label(),
+                cpu_line.join(", ")
+            ));
             let series = write.label();
+            for (role, micros) in &cpu {
+                context.measure(series, &format!("{connections} connections, CPU per insert, {role}"), *micros, "us");
+            }
             context.measure(
                 series,
                 &format!("{connections} connections, inserts/s"),

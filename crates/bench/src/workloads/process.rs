@@ -53,3 +53,50 @@ pub async fn local_server_pid(client: &Client) -> mongodb::error::Result<Option<
     let pid = status.get("pid").and_then(|pid| pid.as_i64().or_else(|| pid.as_i32().map(i64::from)));
     Ok(pid.and_then(|pid| u32::try_from(pid).ok()).filter(|pid| cpu_seconds(*pid).is_some()))
 }
+
+/// The processes a run measures the CPU of: each server on this machine (every member of a
+/// replica set, by its state) and this bench itself.
+pub struct CpuWatch {
+    processes: Vec<(String, u32)>,
+}
+
+impl CpuWatch {
+    /// The server behind `client` (and, for a replica set, each member it lists) and this
+    /// process. Members on other machines, or a server that does not report its pid, are left
+    /// out.
+    pub async fn find(client: &Client) -> CpuWatch {
+        let mut processes = Vec::new();
+        let status = client.database("admin").run_command(doc! { "replSetGetStatus": 1 }).await.ok();
+        let members = status.as_ref().and_then(|s| s.get_array("members").ok()).cloned().unwrap_or_default();
+        for member in members.iter().filter_map(|m| m.as_document()) {
+            let (Ok(host), Ok(state)) = (member.get_str("name"), member.get_str("stateStr")) else { continue };
+            let uri = format!("mongodb://{host}/?directConnection=true");
+            let Ok(direct) = Client::with_uri_str(&uri).await else { continue };
+            if let Ok(Some(pid)) = local_server_pid(&direct).await {
+                processes.push((state.to_lowercase(), pid));
+            }
+        }
+        if processes.is_empty()
+            && let Ok(Some(pid)) = local_server_pid(client).await
+        {
+            processes.push(("server".to_owned(), pid));
+        }
+        processes.push(("this client".to_owned(), std::process::id()));
+        CpuWatch { processes }
+    }
+
+    /// Each process's CPU seconds so far.
+    pub fn sample(&self) -> Vec<f64> {
+        self.processes.iter().map(|(_, pid)| cpu_seconds(*pid).unwrap_or(0.0)).collect()
+    }
+
+    /// Each process's CPU per operation between two samples: (its role, microseconds).
+    pub fn per_operation(&self, before: &[f64], after: &[f64], operations: u64) -> Vec<(String, f64)> {
+        let operations = operations.max(1) as f64;
+        self.processes
+            .iter()
+            .zip(before.iter().zip(after))
+            .map(|((role, _), (before, after))| (role.clone(), (after - before) * 1e6 / operations))
+            .collect()
+    }
+}

@@ -139,7 +139,7 @@ impl Leaf {
             let end = upper.map_or(points.len(), |upper| points.find(&upper).unwrap_or_else(|at| at));
             let mine = next..end.max(next);
             next = mine.end;
-            if mine.is_empty() && ranges.is_empty() {
+            if mine.is_empty() && !ranges.iter().any(|range| overlaps(range, &basement)) {
                 merged.push(basement); // nothing for it: kept as it is, not copied
                 continue;
             }
@@ -306,6 +306,12 @@ fn split_cuts(sizes: &[usize], target_bytes: usize) -> Vec<usize> {
 
 /// A leaf flush's incoming messages: a run of point messages and the range deletes, applied to
 /// one basement at a time.
+/// Whether a range delete covers any key of a (non-empty) basement.
+fn overlaps(range: &RangeDelete, basement: &Basement) -> bool {
+    let (Some(first), Some(last)) = (basement.first_key(), basement.last_key()) else { return false };
+    range.start.as_slice() <= last && range.end.as_deref().is_none_or(|end| end > first)
+}
+
 struct Messages<'a> {
     points: &'a Run,
     ranges: &'a [RangeDelete],
@@ -382,6 +388,43 @@ impl Messages<'_> {
 #[cfg(test)]
 mod tests {
     use super::split_cuts;
+
+    /// A range delete rewrites only the basements holding keys it covers: the consensus log's
+    /// appends once deleted "from here on" and so copied the whole last leaf each time.
+    #[test]
+    fn a_range_delete_leaves_the_basements_it_does_not_cover_as_they_are() {
+        use crate::message::Event;
+        use crate::node::buffer::{RangeDelete, Run};
+        let update: crate::message::UpdateFn = std::sync::Arc::new(|_, _, _| None);
+        let basement_size = 4 << 10;
+        let mut leaf = super::Leaf::default();
+        for id in 0u64..200 {
+            leaf.apply_point(
+                id.to_be_bytes().to_vec(),
+                vec![(id + 1, Event::Put(vec![1; 100]))],
+                0,
+                &update,
+                basement_size,
+            );
+        }
+        let before: Vec<*const u8> = leaf.basements().iter().map(|b| b.encoded().as_ptr()).collect();
+        assert!(before.len() > 4, "{} basements", before.len());
+        let range = RangeDelete { start: 150u64.to_be_bytes().to_vec(), end: None, seq: 1000 };
+        leaf.apply(super::Incoming { points: Run::default(), ranges: vec![range] }, 0, &update, basement_size);
+        let keys: Vec<u64> = leaf
+            .basements()
+            .iter()
+            .flat_map(|b| {
+                b.entries()
+                    .filter(|e| e.latest().is_some())
+                    .map(|e| u64::from_be_bytes(e.key().try_into().unwrap()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(keys, (0..150).collect::<Vec<_>>());
+        let kept = leaf.basements().iter().filter(|b| before.contains(&b.encoded().as_ptr())).count();
+        assert!(kept >= before.len() - 2, "{kept} of {} basements kept", before.len());
+    }
 
     #[test]
     fn greedy_cuts_at_the_target() {
