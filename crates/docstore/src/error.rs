@@ -48,6 +48,9 @@ pub enum Error {
     /// A document past the size limit.
     #[error("{0}")]
     DocumentTooLarge(String),
+    /// A transaction whose changes do not fit in one oplog entry (MongoDB 257).
+    #[error("{0}")]
+    TransactionTooLarge(String),
     /// A document nested deeper than a stored document may be (MongoDB's Overflow, 15).
     #[error("{0}")]
     NestingTooDeep(String),
@@ -201,6 +204,7 @@ impl Error {
             Error::InvalidIdField(_) => ErrorCode::InvalidIdField,
             Error::DollarPrefixedFieldName(_) => ErrorCode::DollarPrefixedFieldName,
             Error::DocumentTooLarge(_) => ErrorCode::BSONObjectTooLarge,
+            Error::TransactionTooLarge(_) => ErrorCode::TransactionTooLarge,
             Error::NestingTooDeep(_) => ErrorCode::Overflow,
             Error::BadValue(_) => ErrorCode::BadValue,
             Error::InvalidOptions(_) => ErrorCode::InvalidOptions,

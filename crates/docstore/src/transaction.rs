@@ -199,6 +199,13 @@ impl DocumentTransaction {
     }
 }
 
+/// The largest `applyOps` entry a transaction may commit (MongoDB 4.0's limit: a document and
+/// the 16 KiB it allows a command around one). The entry is one oplog entry, replicated as one
+/// consensus entry in one message between members (at most 48 MB): a larger one would commit
+/// here and never reach the others. (MongoDB 4.2+ splits a larger transaction over several
+/// entries; Strata does not yet.)
+const MAX_TRANSACTION_ENTRY_BYTES: usize = 16 * 1024 * 1024 + 16 * 1024;
+
 impl DocumentTransaction {
     /// Commits the transaction's writes as one engine transaction, with one `applyOps` entry
     /// (naming `session`) when `oplog` is kept; a unique key taken by a commit since the
@@ -227,6 +234,14 @@ impl DocumentTransaction {
                     crate::oplog::Entry::command("admin", &bson::doc! {"applyOps": operations})?.with_images(images);
                 if let Some((lsid, txn_number)) = session {
                     entry = entry.with_session(lsid, txn_number, None)?;
+                }
+                if entry.len() > MAX_TRANSACTION_ENTRY_BYTES {
+                    self.end();
+                    return Err(Error::TransactionTooLarge(format!(
+                        "Total size of all transaction operations must be less than {MAX_TRANSACTION_ENTRY_BYTES}. \
+                         Actual size is {}",
+                        entry.len()
+                    )));
                 }
                 oplog.commit_pending(engine, pending, vec![entry], durability).map(|_| ())
             }

@@ -276,3 +276,29 @@ fn a_transaction_is_applied_all_or_nothing() {
     secondary.apply_replicated(&entry(2, "i")).unwrap();
     assert_eq!(all(&secondary, None), vec![doc! {"_id": 1}, doc! {"_id": 2}]);
 }
+
+/// Goal: a transaction too large for one oplog entry fails with TransactionTooLarge and leaves
+/// nothing (it would commit here and never replicate: members send an entry in one message);
+/// one just under the limit commits. Method: 17 documents of 1 MiB, then 15.
+#[test]
+fn a_transaction_larger_than_an_oplog_entry_is_refused() {
+    let store = store();
+    let big = "x".repeat(1 << 20);
+    let mut txn = store.begin_transaction();
+    for id in 0..17 {
+        let outcome =
+            store.collection(("db", "c")).insert(vec![rawdoc! {"_id": id, "s": big.as_str()}], true, in_txn(&mut txn));
+        assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    }
+    let refused = store.commit_transaction(txn, Durability::None, None).unwrap_err();
+    assert!(matches!(refused, Error::TransactionTooLarge(_)), "{refused:?}");
+    assert!(all(&store, None).is_empty(), "nothing of the refused transaction is visible");
+    let last = store.oplog().unwrap().last();
+    let mut txn = store.begin_transaction();
+    for id in 0..15 {
+        store.collection(("db", "c")).insert(vec![rawdoc! {"_id": id, "s": big.as_str()}], true, in_txn(&mut txn));
+    }
+    store.commit_transaction(txn, Durability::None, None).unwrap();
+    assert_eq!(all(&store, None).len(), 15);
+    assert!(store.oplog().unwrap().last() > last);
+}

@@ -1,6 +1,6 @@
 //! Test fail points: mongod's `configureFailPoint`, which the drivers' specification tests use
 //! to make a command fail, close its connection, block, or report a write concern error.
-//! Enabled only with `--setParameter enableTestCommands=1`, as in mongod. Three of mongod's:
+//! Enabled only with `--setParameter enableTestCommands=1`, as in mongod. Four of mongod's:
 //!
 //! - `failCommand`: `{mode: "alwaysOn" | "off" | {times: n} | {skip: n}, data: {failCommands:
 //!   [names], closeConnection?, errorCode?, errorLabels?, errmsg?, writeConcernError?,
@@ -9,7 +9,9 @@
 //! - `onPrimaryTransactionalWrite`: a retryable write fails with `failBeforeCommitExceptionCode`
 //!   before it writes, or (`closeConnection`, the default) its connection closes after the
 //!   write, so the driver retries a write that happened;
-//! - `failGetMoreAfterCursorCheckout`: a `getMore` fails with `errorCode` (or closes).
+//! - `failGetMoreAfterCursorCheckout`: a `getMore` fails with `errorCode` (or closes);
+//! - `stopReplProducer` (on a secondary): it takes no new entries from the primary while on
+//!   (drivers' tests use it to make a write concern time out).
 
 use std::time::Duration;
 
@@ -59,6 +61,7 @@ pub enum Point {
     FailCommand,
     OnPrimaryTransactionalWrite,
     FailGetMoreAfterCursorCheckout,
+    StopReplProducer,
 }
 
 impl Point {
@@ -67,6 +70,7 @@ impl Point {
             "failCommand" => Some(Point::FailCommand),
             "onPrimaryTransactionalWrite" => Some(Point::OnPrimaryTransactionalWrite),
             "failGetMoreAfterCursorCheckout" => Some(Point::FailGetMoreAfterCursorCheckout),
+            "stopReplProducer" => Some(Point::StopReplProducer),
             _ => None,
         }
     }
@@ -84,7 +88,7 @@ impl FailPoints {
             Some(Bson::String(name)) => Point::parse(name).ok_or_else(|| {
                 CommandError::bad_value(format!(
                     "Unknown fail point: {name} (Strata has failCommand, onPrimaryTransactionalWrite, \
-                     failGetMoreAfterCursorCheckout)"
+                     failGetMoreAfterCursorCheckout, stopReplProducer)"
                 ))
             })?,
             Some(other) => return Err(mismatch("configureFailPoint", "string", other)),
@@ -153,6 +157,7 @@ fn commands_of(point: Point, data: &Document) -> Result<Vec<String>, CommandErro
             Ok(names(&["insert", "update", "delete", "findAndModify", "findandmodify"]))
         }
         Point::FailGetMoreAfterCursorCheckout => Ok(names(&["getMore"])),
+        Point::StopReplProducer => Ok(names(&["replSetRaftMessage"])),
     }
 }
 

@@ -148,6 +148,7 @@ error_codes! {
     SnapshotUnavailable = 246,
     NoSuchTransaction = 251,
     TransactionCommitted = 256,
+    TransactionTooLarge = 257,
     InvalidResumeToken = 260,
     ExceededTimeLimit = 262,
     OperationNotSupportedInTransaction = 263,

@@ -5,11 +5,13 @@
 //! they fail as mongod's do: NoReplicationEnabled.
 
 use bson::{Bson, RawDocumentBuf, doc};
+use raft::prelude::MessageType;
 use wire::ErrorCode;
 
 use crate::command::Command;
 use crate::commands::reply;
 use crate::error::CommandError;
+use crate::fail_points::Point;
 use crate::replication::{self, Replication};
 use crate::state::{Context, WakeOn};
 
@@ -84,7 +86,14 @@ pub fn raft_join(context: &Context, command: &Command) -> Result<RawDocumentBuf,
 /// Consensus messages from another member (sent with `moreToCome`: no reply is read).
 pub fn raft_message(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let set = replication(context)?;
-    let messages = replication::transport::decode(&command.body).map_err(CommandError::bad_value)?;
+    let mut messages = replication::transport::decode(&command.body).map_err(CommandError::bad_value)?;
+    if context.shared.config.test_commands
+        && context.shared.fail_points.check(Point::StopReplProducer, &command.name, None).is_some()
+    {
+        // The fail point stops replication to this member: new entries are not taken (the
+        // primary sends them again once it is off); heartbeats and votes still count.
+        messages.retain(|message| !matches!(message.get_msg_type(), MessageType::MsgAppend | MessageType::MsgSnapshot));
+    }
     set.deliver(messages)?;
     if let Some((member, applied)) = replication::transport::decode_position(&command.body) {
         set.note_position(member, applied)?;

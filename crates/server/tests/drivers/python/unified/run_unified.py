@@ -53,6 +53,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tarfile
@@ -90,6 +91,17 @@ AREAS = collections.OrderedDict(
         # Not a spec directory: pymongo's own test module for the SDAM spec's "connections
         # survive primary step-down" integration tests.
         ("connections-survive-step-down", ("module:test.test_connections_survive_primary_stepdown_spec", [])),
+        # pymongo's own test modules for what a replica set changes (not spec directories).
+        ("pymongo-session", ("module:test.test_session", [])),
+        ("pymongo-causal-consistency", ("module:test.test_causal_consistency", [])),
+        ("pymongo-transactions", ("module:test.test_transactions", [])),
+        ("pymongo-retryable-writes", ("module:test.test_retryable_writes", [])),
+        ("pymongo-retryable-reads", ("module:test.test_retryable_reads", [])),
+        ("pymongo-change-stream", ("module:test.test_change_stream", [])),
+        ("pymongo-read-preferences", ("module:test.test_read_preferences", [])),
+        ("pymongo-read-concern", ("module:test.test_read_concern", [])),
+        ("pymongo-read-write-concern", ("module:test.test_read_write_concern_spec", [])),
+        ("pymongo-discovery-and-monitoring", ("module:test.test_discovery_and_monitoring", [])),
     ]
 )
 
@@ -170,6 +182,18 @@ def pymongo_tests(version):
 
 
 USER = ("user", "password")  # pymongo's test harness defaults (DB_USER / DB_PASSWORD)
+DEFAULT_PORT = 27017
+
+
+def port_is_free(port):
+    with socket.socket() as probe:
+        # As the server binds (connections of an earlier server in TIME_WAIT do not hold it).
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 class Strata:
@@ -179,8 +203,9 @@ class Strata:
     With `others` (Strata servers started with `initiate=False`), the set is initiated with
     them as its other members; this one is the primary."""
 
-    def __init__(self, binary, workdir, auth=False, others=(), initiate=True):
+    def __init__(self, binary, workdir, auth=False, others=(), initiate=True, port=0):
         self.binary = binary
+        self.port_asked = port
         os.makedirs(workdir, exist_ok=True)
         self.dbpath = os.path.join(workdir, "data")
         self.log_path = os.path.join(workdir, "strata.log")
@@ -199,7 +224,7 @@ class Strata:
 
     def _start(self, extra):
         self.process = subprocess.Popen(
-            [self.binary, "serve", "--dbpath", self.dbpath, "--port", "0", "--cache-size",
+            [self.binary, "serve", "--dbpath", self.dbpath, "--port", str(self.port_asked), "--cache-size",
              "256MiB", "--replSet", "rs0", "--oplogSizeMB", "256",
              "--setParameter", "enableTestCommands=1", *extra],
             stdout=subprocess.PIPE,
@@ -268,10 +293,12 @@ class Strata:
 class CommandLog:
     """A global command listener keeping what the current test sent and what came back."""
 
-    def __init__(self):
+    def __init__(self, register=True):
         import pymongo.monitoring
 
         self.events = []
+        if not register:
+            return
 
         outer = self
 
@@ -436,7 +463,9 @@ def run_pass(args):
     workdir = tempfile.mkdtemp(prefix=f"strata-unified-{args.run_pass}-")
     auth = args.run_pass == "auth"
     others = [Strata(binary, os.path.join(workdir, f"member{i}"), initiate=False) for i in range(1, args.members)]
-    server = Strata(binary, workdir, auth, others)
+    # The seed on 27017 when it is free: a few of pymongo's own tests make a client with no
+    # host (MongoClient(**client_context.default_client_options)), which means localhost:27017.
+    server = Strata(binary, workdir, auth, others, port=DEFAULT_PORT if port_is_free(DEFAULT_PORT) else 0)
     log(f"== [{args.run_pass}] strata {binary} on {server.host}:{server.port}"
         f"{' with --auth' if auth else ''}{f', {args.members} members' if others else ''}"
         f" (dbpath and log in {workdir})")
@@ -453,7 +482,11 @@ def run_pass(args):
         from test import client_context
         from test.unified_format import generate_test_classes, get_test_path
 
-        command_log = CommandLog()
+        # pymongo's own modules read a client's first event listener as their own
+        # (`client.options.event_listeners[0]`): with them, no global listener is registered
+        # and no commands are logged.
+        own_modules = any(area.startswith("pymongo-") for area in args.area_list)
+        command_log = CommandLog(register=not own_modules)
         pymongo_test.setup()
         if not client_context.connected:
             raise SystemExit("pymongo's client_context could not connect:\n"
