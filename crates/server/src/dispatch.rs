@@ -197,7 +197,11 @@ fn label_retryable(reply: &mut RawDocumentBuf) {
 /// In replica-set mode, writes go to the primary only, and reads elsewhere need `secondaryOk`.
 fn check_primary(context: &Context, command: &Command) -> Result<(), CommandError> {
     match &context.shared.replication {
-        Some(set) if crate::replication::is_write(&command.name) => set.check_writable(),
+        Some(set)
+            if crate::replication::is_write(&command.name) || crate::replication::writes_through_pipeline(command) =>
+        {
+            set.check_writable()
+        }
         Some(set) if crate::read_concern::is_linearizable(command) => set.confirm_linearizable(),
         Some(set) if !command.legacy => set.check_readable(command),
         _ => Ok(()),

@@ -377,6 +377,20 @@ pub fn is_write(command: &str) -> bool {
     WRITES.contains(&command) || crate::auth::required::USER_AND_ROLE_COMMANDS.contains(&command)
 }
 
+/// An `aggregate` whose pipeline ends in `$out` or `$merge`: it writes, so it runs on the
+/// primary only. (mongod 5.0+ runs one sent to a secondary there and makes its writes on the
+/// primary; Strata refuses it with NotWritablePrimary. Run locally, its writes would enter the
+/// secondary's oplog as its own and part it from the set's history.)
+pub fn writes_through_pipeline(command: &crate::command::Command) -> bool {
+    command.name == "aggregate"
+        && command.body.get_array("pipeline").ok().and_then(|stages| stages.last()).is_some_and(|stage| {
+            stage
+                .as_document()
+                .and_then(|stage| stage.keys().next())
+                .is_some_and(|name| name == "$out" || name == "$merge")
+        })
+}
+
 /// `$clusterTime` at `time`, as gossiped in replies (unsigned: keyId 0), built as raw bytes:
 /// every reply carries it.
 fn cluster_time(time: Timestamp) -> RawDocumentBuf {

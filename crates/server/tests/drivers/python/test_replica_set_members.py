@@ -217,6 +217,30 @@ def test_failover_after_kill_keeps_every_majority_write(three):
     client.close()
 
 
+def test_a_secondary_refuses_out_and_merge_and_stays_in_step(three):
+    """An aggregate ending in $out or $merge sent to a secondary is refused with
+    NotWritablePrimary (10107): run there, its writes entered the secondary's oplog as its own,
+    and the secondary could apply nothing from the primary after that (pymongo's own
+    test_aggregate_write found it). The set still takes w: 3 writes, and the members agree."""
+    primary = initiate(three)
+    client = set_client(three)
+    source = client.t.c.with_options(write_concern=WriteConcern(w=3, wtimeout=10000))
+    source.insert_many([{"_id": i} for i in range(5)])
+    secondary = next(m for m in three if m is not primary)
+    for stage in [{"$out": "copy"}, {"$merge": {"into": "copy"}}]:
+        with secondary.direct(readPreference="secondaryPreferred") as direct:
+            with pytest.raises(pymongo.errors.PyMongoError) as refused:
+                list(direct.t.c.aggregate([stage]))
+        details = getattr(refused.value, "details", None) or getattr(refused.value, "errors", None) or {}
+        assert details.get("code") == 10107, refused.value
+    list(source.aggregate([{"$out": "copy"}]))
+    source.insert_one({"_id": 5})
+    for member in three:
+        assert documents(member, "copy") == [{"_id": i} for i in range(5)], member.host
+        assert documents(member) == [{"_id": i} for i in range(6)], member.host
+    client.close()
+
+
 def test_write_concern_modes_follow_the_members_tags(three):
     """`w: "<mode>"` names a mode of settings.getLastErrorModes ({dc: 2}: members in two
     different dc's hold the write); it times out (64) when the only member of one dc is down,
