@@ -86,6 +86,17 @@ pub fn raft_join(context: &Context, command: &Command) -> Result<RawDocumentBuf,
 /// Consensus messages from another member (sent with `moreToCome`: no reply is read).
 pub fn raft_message(context: &Context, command: &Command) -> Result<RawDocumentBuf, CommandError> {
     let set = replication(context)?;
+    let ours = set.set_config().and_then(|config| config.replica_set_id());
+    if let (Some(ours), Some(theirs)) = (ours, replication::transport::decode_set_id(&command.body))
+        && ours != theirs
+    {
+        // A member of another set (one of the same name, at addresses this set's members once
+        // had): its messages would corrupt this member's consensus state.
+        return Err(CommandError::new(
+            ErrorCode::InvalidReplicaSetConfig,
+            format!("replica set IDs do not match, ours: {ours}; remote node's: {theirs}"),
+        ));
+    }
     let mut messages = replication::transport::decode(&command.body).map_err(CommandError::bad_value)?;
     if context.shared.config.test_commands
         && context.shared.fail_points.check(Point::StopReplProducer, &command.name, None).is_some()

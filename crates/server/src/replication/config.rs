@@ -187,6 +187,13 @@ impl SetConfig {
 
     /// How long a secondary waits without hearing from a primary before it calls an election,
     /// and a primary that has not heard from a majority steps down: MongoDB's
+    /// `settings.replicaSetId`: made once, when the set is initiated, and kept by every
+    /// reconfiguration. Members' messages carry it, so a member never takes another set's
+    /// (one of the same name whose members once had these addresses).
+    pub fn replica_set_id(&self) -> Option<bson::oid::ObjectId> {
+        self.settings.get_object_id("replicaSetId").ok()
+    }
+
     /// `settings.electionTimeoutMillis`, 10 s unless the configuration says otherwise.
     pub fn election_timeout(&self) -> std::time::Duration {
         let ms = self.settings.get("electionTimeoutMillis").and_then(crate::command::as_i64);

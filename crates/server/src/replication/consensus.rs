@@ -151,6 +151,7 @@ impl Consensus {
             }
         });
         let mut transport = Transport::new(unreachable_tx, (around.source, around.credentials.clone()));
+        transport.set_set_id(config.replica_set_id());
         transport.set_peers(&peers(&config, id));
         let node = Node::new(id, config, log, transport, around)?;
         let stopping = Arc::clone(&node.stopping);

@@ -38,7 +38,10 @@ impl Replication {
             Some(config) => config,
             None => doc! {"_id": self.name.clone(), "members": [{"_id": 0, "host": self.me.clone()}]},
         };
-        let config = SetConfig::parse(&document, &self.name)?;
+        let mut config = SetConfig::parse(&document, &self.name)?;
+        if config.replica_set_id().is_none() {
+            config.settings.insert("replicaSetId", bson::oid::ObjectId::new());
+        }
         let me = self.my_id(&config)?;
         if config.members.len() > 1 {
             self.refuse_data("initiate a set of several members")?;
@@ -137,7 +140,19 @@ impl Replication {
         self.check_writable()?;
         let mut document = given.clone();
         document.insert("term", self.progress.read(|p| p.term) as i64);
-        let config = SetConfig::parse(&document, &self.name)?;
+        let mut config = SetConfig::parse(&document, &self.name)?;
+        match (current.replica_set_id(), config.replica_set_id()) {
+            (Some(id), None) => {
+                config.settings.insert("replicaSetId", id);
+            }
+            (Some(id), Some(given)) if id != given => {
+                return Err(CommandError::new(
+                    ErrorCode::NewReplicaSetConfigurationIncompatible,
+                    format!("New and old configurations differ in replica set ID; old was {id}, and new is {given}"),
+                ));
+            }
+            _ => {}
+        }
         if config.version <= current.version {
             return Err(CommandError::new(
                 ErrorCode::NewReplicaSetConfigurationIncompatible,

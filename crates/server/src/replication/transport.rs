@@ -16,6 +16,7 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use bson::oid::ObjectId;
 use bson::{Document, RawDocumentBuf, rawdoc};
 use protobuf::Message as _;
 use raft::prelude::Message;
@@ -38,6 +39,8 @@ pub struct Transport {
     /// What every connection proves this member with first.
     credentials: MemberCredentials,
     peers: HashMap<u64, Peer>,
+    /// The set's `replicaSetId`, sent with every batch (the receiver drops another set's).
+    set_id: Option<ObjectId>,
     /// Told the ids of peers a batch could not reach.
     unreachable: UnboundedSender<u64>,
 }
@@ -59,7 +62,12 @@ impl Transport {
         unreachable: UnboundedSender<u64>,
         (source, credentials): (Option<IpAddr>, MemberCredentials),
     ) -> Transport {
-        Transport { source, credentials, peers: HashMap::new(), unreachable }
+        Transport { source, credentials, peers: HashMap::new(), set_id: None, unreachable }
+    }
+
+    /// The set's `replicaSetId` (for peers started from now on; the set keeps one id).
+    pub fn set_set_id(&mut self, set_id: Option<ObjectId>) {
+        self.set_id = set_id;
     }
 
     /// Makes the peers `members` (consensus id, host), starting and stopping their sending
@@ -72,7 +80,12 @@ impl Transport {
             }
             let (outbox, inbox) = unbounded_channel();
             let unreachable = self.unreachable.clone();
-            let address = Address { host: host.clone(), source: self.source, credentials: self.credentials.clone() };
+            let address = Address {
+                host: host.clone(),
+                source: self.source,
+                credentials: self.credentials.clone(),
+                set_id: self.set_id,
+            };
             let (id, spawned) = (*id, std::thread::Builder::new().name(format!("to-member-{id}")));
             if let Err(error) = spawned.spawn(move || run_peer(id, &address, inbox, &unreachable)) {
                 tracing::error!(%error, "cannot start the sender to a member");
@@ -101,6 +114,7 @@ impl Transport {
 /// Where a peer is, where to connect from, and what to prove ourselves with.
 struct Address {
     host: String,
+    set_id: Option<ObjectId>,
     source: Option<IpAddr>,
     credentials: MemberCredentials,
 }
@@ -136,7 +150,7 @@ fn run_peer(id: u64, address: &Address, mut inbox: UnboundedReceiver<Outgoing>, 
             batch.add(outgoing);
         }
         request_id = request_id.wrapping_add(1);
-        let Some(frame) = batch.encode(request_id) else { continue };
+        let Some(frame) = batch.encode(request_id, address.set_id) else { continue };
         if stream.is_none() {
             match MemberStream::connect(&address.host, address.source, &address.credentials) {
                 Ok(connected) => stream = Some(connected),
@@ -181,7 +195,7 @@ impl Batch {
         }
     }
 
-    fn encode(self, request_id: i32) -> Option<Vec<u8>> {
+    fn encode(self, request_id: i32, set_id: Option<ObjectId>) -> Option<Vec<u8>> {
         let mut messages = bson::RawArrayBuf::new();
         for bytes in self.messages {
             messages.push(bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes });
@@ -189,6 +203,9 @@ impl Batch {
         let mut body = rawdoc! {"replSetRaftMessage": 1, "messages": messages};
         if let Some((from, applied)) = self.position {
             body.append(bson::raw::cstr!("position"), rawdoc! {"from": from as i64, "applied": applied as i64});
+        }
+        if let Some(set_id) = set_id {
+            body.append(bson::raw::cstr!("setId"), set_id);
         }
         body.append(bson::raw::cstr!("$db"), "admin");
         let mut msg = wire::OpMsg::new(body);
@@ -289,6 +306,12 @@ pub fn decode_position(command: &Document) -> Option<(u64, u64)> {
 }
 
 /// The consensus messages of a `replSetRaftMessage` command.
+/// The sender's `replicaSetId`, if it sent one (members of a set initiated before members
+/// sent it do not).
+pub fn decode_set_id(command: &Document) -> Option<ObjectId> {
+    command.get_object_id("setId").ok()
+}
+
 pub fn decode(command: &Document) -> Result<Vec<Message>, String> {
     let listed = command.get_array("messages").map_err(|e| format!("replSetRaftMessage needs messages: {e}"))?;
     listed

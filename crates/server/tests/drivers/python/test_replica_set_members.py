@@ -13,7 +13,7 @@ import threading
 import time
 
 import bson
-from bson import Int64
+from bson import Int64, ObjectId
 import pymongo
 import pytest
 from pymongo import ReadPreference
@@ -239,6 +239,30 @@ def test_a_secondary_refuses_out_and_merge_and_stays_in_step(three):
         assert documents(member, "copy") == [{"_id": i} for i in range(5)], member.host
         assert documents(member) == [{"_id": i} for i in range(6)], member.host
     client.close()
+
+
+def test_a_member_takes_no_message_from_another_set(three):
+    """The set gets a replicaSetId when initiated (rs.conf() shows it; a reconfig keeps it and may
+    not change it), and members' messages carry it: a member refuses another set's (93), which
+    before crashed its consensus node (a leader of a set of the same name, whose members once
+    had these addresses, sent it a commit index past its log)."""
+    primary = initiate(three)
+    with primary.direct() as client:
+        config = client.admin.command("replSetGetConfig")["config"]
+        set_id = config["settings"]["replicaSetId"]
+        assert isinstance(set_id, ObjectId)
+        for member in three:
+            with member.direct() as direct:
+                assert direct.admin.command("replSetGetConfig")["config"]["settings"]["replicaSetId"] == set_id
+        with pytest.raises(pymongo.errors.OperationFailure) as foreign:
+            client.admin.command("replSetRaftMessage", 1, messages=[], setId=ObjectId())
+        assert foreign.value.code == 93
+        changed = {**config, "version": config["version"] + 1, "settings": {**config["settings"], "replicaSetId": ObjectId()}}
+        with pytest.raises(pymongo.errors.OperationFailure) as refused:
+            client.admin.command("replSetReconfig", changed)
+        assert refused.value.code == 103
+        client.admin.command("replSetRaftMessage", 1, messages=[], setId=set_id)
+    set_client(three).t.c.with_options(write_concern=WriteConcern(w=3, wtimeout=10000)).insert_one({"_id": 1})
 
 
 def test_write_concern_modes_follow_the_members_tags(three):
