@@ -136,12 +136,25 @@ fn fail_point(context: &Context, command: &Command) -> Option<crate::fail_points
             _ if retryable_write && !already_executed(context, command) => Point::OnPrimaryTransactionalWrite,
             _ => return None,
         };
-        shared.fail_points.check(point, &command.name, app.as_deref())
+        shared.fail_points.check_statements(point, &command.name, app.as_deref(), statements(command))
     })?;
     if let Some(block) = triggered.block {
         std::thread::sleep(block);
     }
     Some(triggered)
+}
+
+/// How many statements a write command holds (documents, updates, deletes; one otherwise).
+fn statements(command: &Command) -> i64 {
+    let key = match command.name.as_str() {
+        "insert" => "documents",
+        "update" => "updates",
+        "delete" => "deletes",
+        _ => return 1,
+    };
+    let in_body = command.body.get_array(key).map_or(0, |items| items.len());
+    let in_sequence = command.sequences.iter().find(|(id, _)| id == key).map_or(0, |(_, documents)| documents.len());
+    (in_body + in_sequence).max(1) as i64
 }
 
 /// Whether a retryable write's first statement already ran (this is a retry).

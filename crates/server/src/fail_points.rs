@@ -8,7 +8,9 @@
 //!   checked out, so a failed statement leaves its transaction as it was;
 //! - `onPrimaryTransactionalWrite`: a retryable write fails with `failBeforeCommitExceptionCode`
 //!   before it writes, or (`closeConnection`, the default) its connection closes after the
-//!   write, so the driver retries a write that happened;
+//!   write, so the driver retries a write that happened; `{skip: n}` counts statements (the
+//!   documents a batch writes), as mongod's does, and the command holding statement n + 1
+//!   fails whole (mongod writes the statements before it first);
 //! - `failGetMoreAfterCursorCheckout`: a `getMore` fails with `errorCode` (or closes);
 //! - `stopReplProducer` (on a secondary): it takes no new entries from the primary while on
 //!   (drivers' tests use it to make a write concern time out).
@@ -117,6 +119,19 @@ impl FailPoints {
 
     /// Whether fail point `point` fires for this command (counting it when it does).
     pub fn check(&self, point: Point, command: &str, app_name: Option<&str>) -> Option<Triggered> {
+        self.check_statements(point, command, app_name, 1)
+    }
+
+    /// [`FailPoints::check`] for a command of `statements` statements: a `skip` counts
+    /// statements, as mongod's `onPrimaryTransactionalWrite` counts the documents it writes
+    /// (it fires for a command holding a statement past the skipped ones).
+    pub fn check_statements(
+        &self,
+        point: Point,
+        command: &str,
+        app_name: Option<&str>,
+        statements: i64,
+    ) -> Option<Triggered> {
         let mut points = self.points.lock();
         let position = points.iter().position(|(existing, _)| *existing == point)?;
         let (_, fail) = points.get_mut(position)?;
@@ -127,11 +142,11 @@ impl FailPoints {
         }
         match &mut fail.mode {
             Mode::AlwaysOn => {}
-            Mode::Skip(left) if *left > 0 => {
-                *left -= 1;
+            Mode::Skip(left) if *left >= statements.max(1) => {
+                *left -= statements.max(1);
                 return None;
             }
-            Mode::Skip(_) => {}
+            Mode::Skip(left) => *left = 0,
             Mode::Times(left) => {
                 *left -= 1;
                 if *left <= 0 {
