@@ -85,7 +85,8 @@ pub struct CommonArgs {
     #[arg(long)]
     pub name: Option<String>,
     /// Run the Strata server this bench starts (and only it) in a memory cgroup of this size,
-    /// its page cache included, e.g. 256MiB. Needs root and a writable cgroup memory controller.
+    /// its page cache included, e.g. 256MiB (with --replica-set: each member in a cgroup of its
+    /// own of this size). Needs root and a writable cgroup memory controller.
     #[arg(long, value_parser = crate::size::checked_size)]
     pub memory_limit: Option<String>,
     /// Passed to `strata serve --max-connections`.

@@ -67,10 +67,11 @@ impl Target {
     }
 
     /// `--replica-set N`: N members on free loopback ports, initiated from member 0 (which
-    /// campaigns first, and is the process measured); ready once the set has a primary.
+    /// campaigns first, and is the process measured); ready once the set has a primary. With
+    /// `--memory-limit`, each member runs in a memory cgroup of its own of that size.
     async fn start_set(common: &CommonArgs, size: usize) -> anyhow::Result<Target> {
-        if size == 0 || common.memory_limit.is_some() {
-            bail!("--replica-set needs at least one member, and does not take --memory-limit");
+        if size == 0 {
+            bail!("--replica-set needs at least one member");
         }
         let mut started = (0..size).map(|_| Spawned::start(common, Some(SET))).collect::<anyhow::Result<Vec<_>>>()?;
         let hosts: Vec<String> = started.iter().map(|s| format!("127.0.0.1:{}", s.port)).collect();

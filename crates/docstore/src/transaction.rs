@@ -134,6 +134,15 @@ pub struct DocumentTransaction {
     /// Pre-images of those operations, by index (collections with `changeStreamPreAndPostImages`).
     pub(crate) images: Vec<(u32, Vec<u8>)>,
     held: Vec<DocumentKey>,
+    /// Counter deltas (documents, bytes, per collection and index), summed per key and written
+    /// once at commit: a counter updated by every statement would otherwise carry one version
+    /// per statement into the engine. (Nothing reads them inside a transaction: `count` and
+    /// the statistics commands are not allowed in one.)
+    counters: HashMap<(TreeId, Vec<u8>), i64>,
+    /// Applying another member's operations (`Store::begin_replicated_batch`): the primary
+    /// checked them and nothing else writes here, so documents are not held and unique keys are
+    /// not checked again.
+    pub(crate) replicating: bool,
     pub started: Instant,
     ended: bool,
 }
@@ -149,8 +158,23 @@ impl DocumentTransaction {
             operations: Vec::new(),
             images: Vec::new(),
             held: Vec::new(),
+            counters: HashMap::new(),
+            replicating: false,
             started: Instant::now(),
             ended: false,
+        }
+    }
+
+    /// Adds `delta` to the counter `key` of `tree`, at commit.
+    pub(crate) fn add_to_counter(&mut self, tree: TreeId, key: Vec<u8>, delta: i64) {
+        *self.counters.entry((tree, key)).or_default() += delta;
+    }
+
+    /// Writes the summed counter deltas into the pending writes, before a commit.
+    fn write_counters(&mut self) {
+        let counters = std::mem::take(&mut self.counters);
+        for ((tree, key), delta) in counters.into_iter().filter(|(_, delta)| *delta != 0) {
+            self.writes().update(tree, key, delta.to_le_bytes().to_vec());
         }
     }
 
@@ -171,7 +195,7 @@ impl DocumentTransaction {
     /// the document releases it after its commit is visible, so a snapshot taken before the
     /// take could predate that commit and let its update be lost.
     pub(crate) fn hold(&mut self, key: DocumentKey, engine: &storage::Engine) -> Result<()> {
-        if !self.holds.take(self.id, key.clone())? {
+        if self.replicating || !self.holds.take(self.id, key.clone())? {
             return Ok(());
         }
         let latest = engine.snapshot();
@@ -217,6 +241,7 @@ impl DocumentTransaction {
         session: Option<(&Document, i64)>,
         durability: storage::Durability,
     ) -> Result<()> {
+        self.write_counters();
         if self.is_empty() {
             self.end();
             return Ok(());
@@ -247,6 +272,30 @@ impl DocumentTransaction {
             }
             None => engine.commit_pending(pending, durability).map(|_| ()),
         };
+        self.end();
+        match committed {
+            Ok(()) => Ok(()),
+            Err(storage::Error::KeyExists { .. }) => Err(write_conflict()),
+            Err(other) => Err(other.into()),
+        }
+    }
+}
+
+impl DocumentTransaction {
+    /// Commits a batch of another member's operations applied into this transaction (see
+    /// `oplog::apply`), writing their entries as that member wrote them, in one engine
+    /// transaction. The caller trims the oplog.
+    pub(crate) fn commit_replicated(
+        mut self,
+        engine: &storage::Engine,
+        oplog: &crate::oplog::Oplog,
+        entries: Vec<Vec<u8>>,
+        durability: storage::Durability,
+    ) -> Result<()> {
+        self.write_counters();
+        let pending = std::mem::replace(&mut self.pending, Arc::new(engine.pending()));
+        let pending = Arc::try_unwrap(pending).unwrap_or_else(|shared| (*shared).clone());
+        let committed = oplog.commit_pending_raw(engine, pending, entries, durability);
         self.end();
         match committed {
             Ok(()) => Ok(()),

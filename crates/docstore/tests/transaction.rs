@@ -302,3 +302,65 @@ fn a_transaction_larger_than_an_oplog_entry_is_refused() {
     assert_eq!(all(&store, None).len(), 15);
     assert!(store.oplog().unwrap().last() > last);
 }
+
+/// Every document of `db.name`, by `_id`.
+fn documents(store: &Store, name: &str) -> Vec<Document> {
+    let request = FindRequest { sort: Some(doc! {"_id": 1}), ..FindRequest::default() };
+    store
+        .collection(("db", name))
+        .find(&request)
+        .unwrap()
+        .map(|d| Document::try_from(d.unwrap().as_ref()).unwrap())
+        .collect()
+}
+
+/// Goal: a secondary applying a batch of the primary's entries at once (runs of document
+/// writes as one engine transaction each) ends exactly where applying them one by one ends:
+/// same documents, same oplog, valid indexes and counts. Method: a history with what a run
+/// must get right: a document inserted then updated twice, a unique key freed by a delete and
+/// taken by a later insert, an index build and an implicit collection creation between runs,
+/// and a capped collection (whose writes stay out of runs); then one secondary applies the
+/// entries one by one and another in one batch.
+#[test]
+fn a_batch_of_entries_is_applied_as_one_by_one() {
+    let (primary, one_by_one, batched) = (store(), store(), store());
+    let start = bson::Timestamp { time: 0, increment: 0 };
+    let c = primary.collection(("db", "c"));
+    let docs = (1..=20).map(|i| rawdoc! {"_id": i, "u": i, "n": 0}).collect();
+    c.insert(docs, true, Durability::None);
+    c.update(&set(doc! {"_id": 3}, doc! {"$inc": {"n": 1}}), Durability::None).unwrap();
+    c.update(&set(doc! {"_id": 3}, doc! {"$set": {"s": "x"}}), Durability::None).unwrap();
+    c.create_indexes(&[doc! {"key": {"u": 1}, "name": "u_1", "unique": true}]).unwrap();
+    c.delete(&DeleteRequest { filter: doc! {"_id": 5}, just_one: true, ..DeleteRequest::default() }, Durability::None)
+        .unwrap();
+    c.insert(vec![rawdoc! {"_id": 21, "u": 5}], true, Durability::None);
+    c.update(&set(doc! {"_id": 21}, doc! {"$inc": {"n": 2}}), Durability::None).unwrap();
+    primary.collection(("db", "cap")).create(doc! {"capped": true, "size": 4096}).unwrap();
+    for i in 0..10 {
+        let pad = "p".repeat(1000);
+        primary.collection(("db", "cap")).insert(vec![rawdoc! {"_id": i, "pad": pad}], true, Durability::None);
+        c.update(&set(doc! {"_id": 1}, doc! {"$inc": {"n": 1}}), Durability::None).unwrap();
+    }
+    primary.collection(("db", "other")).insert(vec![rawdoc! {"_id": "a"}], true, Durability::None);
+    c.delete(&DeleteRequest { filter: doc! {"_id": 2}, just_one: true, ..DeleteRequest::default() }, Durability::None)
+        .unwrap();
+
+    replicate(&primary, &one_by_one, start);
+    let entries: Vec<_> = primary.oplog_after(start, usize::MAX).unwrap().into_iter().map(|(_, e)| e).collect();
+    let refs: Vec<&bson::RawDocument> = entries.iter().map(|e| e.as_ref()).collect();
+    batched.apply_replicated_batch(&refs).unwrap();
+
+    let oplog = |store: &Store| store.oplog_after(start, usize::MAX).unwrap();
+    for name in ["c", "cap", "other"] {
+        assert_eq!(documents(&batched, name), documents(&primary, name), "{name}");
+        assert_eq!(documents(&one_by_one, name), documents(&primary, name), "{name}");
+        batched.collection(("db", name)).validate().unwrap();
+    }
+    assert_eq!(oplog(&batched), oplog(&primary), "the batched secondary's oplog is the primary's");
+    assert_eq!(oplog(&one_by_one), oplog(&primary));
+    let count = |store: &Store| store.collection(("db", "c")).estimated_document_count().unwrap();
+    assert_eq!(count(&batched), count(&primary), "the collection's count moved by the runs' sums");
+    let size = |store: &Store| store.collection(("db", "c")).stats(1).unwrap().get("size").cloned();
+    assert_eq!(size(&batched), size(&primary));
+    batched.verify_engine().unwrap();
+}

@@ -9,7 +9,8 @@
 //! price, customerid}, {price, dateandtime, customerid}; `post` is the post's own documents {uri,
 //! name, origin, creation, expiration} with four single-field indexes (uri, name, origin,
 //! creation). With --query-thread, iibench's query thread runs beside the writer on the tokutek
-//! variant (`query_thread.rs`).
+//! variant (`query_thread.rs`). Against a replica set, each series also reports how far the
+//! secondaries fell behind the primary (`lag.rs`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,6 +22,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::index_choices;
+use super::lag::LagWatch;
 use super::query_thread::{self, QueryThread};
 use crate::args::{IibenchArgs, IibenchVariant, WriteMode};
 use crate::context::Context;
@@ -100,6 +102,13 @@ async fn series(
         };
         tokio::spawn(query_thread::run(thread))
     });
+    let lag = LagWatch::start(&context.client).await;
+    // Against a replica set: each member's CPU per document, the secondaries' catch-up included.
+    let cpu = match lag {
+        Some(_) => Some(super::process::CpuWatch::find(&context.client).await),
+        None => None,
+    };
+    let cpu_before = cpu.as_ref().map(|watch| watch.sample()).unwrap_or_default();
     let mut rng = StdRng::seed_from_u64(context.common.seed);
     let mut make = |_: u64| match variant {
         IibenchVariant::Tokutek => purchase(&mut rng),
@@ -114,12 +123,27 @@ async fn series(
     }
     .await;
     done.store(true, Ordering::Relaxed);
+    let lag = match lag {
+        Some(watch) => Some(watch.finish().await),
+        None => None,
+    };
     let stats = match query_task {
         Some(task) => Some(task.await?),
         None => None,
     };
     drop(inserter);
     context.finish_series(&name, indexed, write, recorder, &collection, outcome).await?;
+    if let Some(lag) = lag {
+        lag.record(context, &name);
+    }
+    if let Some(watch) = cpu {
+        let per_doc = watch.per_operation(&cpu_before, &watch.sample(), docs);
+        let line: Vec<String> = per_doc.iter().map(|(role, micros)| format!("{role} {micros:.1} us")).collect();
+        context.progress.println(&format!("{name}: CPU per document: {}", line.join(", ")));
+        for (role, micros) in &per_doc {
+            context.measure(&name, &format!("CPU per document, {role}"), *micros, "us");
+        }
+    }
     if let (Some(stats), Some((_, limit))) = (stats, queries) {
         stats.record(context, &name);
         let thread =

@@ -6,6 +6,7 @@ mod clients;
 mod fudge;
 mod idle;
 mod iibench;
+mod lag;
 mod pets;
 mod process;
 mod query_thread;

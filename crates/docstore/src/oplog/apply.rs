@@ -19,6 +19,10 @@
 //! A transaction's `applyOps` entry is applied as one engine transaction, with the session's
 //! record that it committed (see `retry::commit_record`), as the primary committed it.
 //!
+//! A batch of entries ([`Store::apply_replicated_batch`], a consensus entry's) is applied in
+//! runs: consecutive document writes as one engine transaction each, with all their entries,
+//! so that a secondary commits once per run as the primary committed once per command.
+//!
 //! A store told not to build indexes ([`Store::set_builds_indexes`], a `buildIndexes: false`
 //! member) writes the entries of index builds and index changes without applying them.
 
@@ -32,6 +36,10 @@ use crate::error::{Error, Result};
 use crate::index::id_key;
 use crate::write::{DocumentWrite, document_id};
 use crate::{DocumentTransaction, IndexSelector, Store};
+
+/// The most document writes applied in one engine transaction: a bound on what the transaction
+/// holds in memory.
+const MAX_RUN: usize = 4096;
 
 /// What the oplog writes for this thread's commits (see the module header).
 enum Replicating {
@@ -118,6 +126,69 @@ impl Store {
         outcome?;
         if let Some(bytes) = left {
             oplog.commit_raw(self.cx.engine.begin(), bytes, Durability::Periodic)?;
+        }
+        Ok(())
+    }
+
+    /// Applies consecutive entries of the primary's oplog (one command's, or one consensus
+    /// entry's), as [`Store::apply_replicated`] would one by one. Runs of document writes
+    /// (inserts, updates, deletes outside capped collections) are applied as one engine
+    /// transaction each, with all their entries: a reader sees none or all of a run, and a crash
+    /// keeps a prefix of the history. One commit per run, rather than per document, is what
+    /// lets a secondary keep up with a primary inserting in batches.
+    pub fn apply_replicated_batch(&self, entries: &[&RawDocument]) -> Result<()> {
+        let mut run: Vec<&RawDocument> = Vec::new();
+        for &entry in entries {
+            if run.len() < MAX_RUN && self.joins_run(entry) {
+                run.push(entry);
+                continue;
+            }
+            self.apply_run(&run)?;
+            run.clear();
+            if self.joins_run(entry) {
+                run.push(entry);
+            } else {
+                self.apply_replicated(entry)?;
+            }
+        }
+        self.apply_run(&run)
+    }
+
+    /// Whether an entry may be applied in a run: a document write, not in a capped collection
+    /// (whose writes a transaction may not hold).
+    fn joins_run(&self, entry: &RawDocument) -> bool {
+        let (Ok(op), Ok(ns)) = (entry.get_str("op"), entry.get_str("ns")) else { return false };
+        let (db, name) = ns.split_once('.').unwrap_or((ns, ""));
+        matches!(op, "i" | "u" | "d")
+            && self.cx.catalog.collection(db, name).is_none_or(|collection| collection.capped.is_none())
+    }
+
+    fn apply_run(&self, run: &[&RawDocument]) -> Result<()> {
+        let [first, ..] = run else { return Ok(()) };
+        if run.len() == 1 {
+            return self.apply_replicated(first);
+        }
+        let Some(oplog) = self.oplog() else {
+            return Err(Error::IllegalOperation("applying an oplog entry needs the oplog kept".into()));
+        };
+        let ts = entry_ts(first)?;
+        if ts <= oplog.last() {
+            return Err(Error::IllegalOperation(format!(
+                "oplog entry at {ts:?} is not after this member's last ({:?})",
+                oplog.last()
+            )));
+        }
+        let mut txn = self.begin_transaction();
+        txn.replicating = true;
+        for entry in run {
+            // Each step writes no entry of its own: the run's commit writes them all.
+            quietly(|| self.apply_operation(entry, Some(&mut txn)))?;
+        }
+        let entries = run.iter().map(|entry| entry.as_bytes().to_vec()).collect();
+        txn.commit_replicated(&self.cx.engine, &oplog, entries, Durability::Periodic)?;
+        if let Err(error) = oplog.trim_if_full(&self.cx.engine) {
+            // Nothing changed (the next commit tries again); the engine counts I/O failures.
+            tracing::warn!(%error, "trimming the oplog failed");
         }
         Ok(())
     }

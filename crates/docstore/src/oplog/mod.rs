@@ -227,31 +227,53 @@ impl Oplog {
         Ok(())
     }
 
-    /// Commits `writes` with `replicated` (an entry another member wrote) or, for `None`, with
-    /// no entry. The entry's `ts` must be after the last one's (the applier checks first).
+    /// Commits a batch of another member's operations, applied into `pending`, with their
+    /// entries (their bytes, `ts` and all, in `ts` order).
+    pub(crate) fn commit_pending_raw(
+        &self,
+        engine: &Engine,
+        pending: PendingWrites,
+        entries: Vec<Vec<u8>>,
+        durability: Durability,
+    ) -> storage::Result<()> {
+        self.commit_replicated(pending, entries, |pending| engine.commit_pending(pending, durability))?;
+        Ok(())
+    }
+
+    /// Commits `writes` with `replicated` (entries another member wrote, in `ts` order; none
+    /// for a commit that logs nothing). Each `ts` must be after the one before, the first after
+    /// this oplog's last (the applier checks first).
     fn commit_replicated<W: Writes>(
         &self,
         writes: W,
-        replicated: Option<Vec<u8>>,
+        replicated: impl IntoIterator<Item = Vec<u8>>,
         commit: impl FnOnce(W) -> storage::Result<Seq>,
     ) -> storage::Result<(Seq, Timestamp)> {
-        let Some(bytes) = replicated else {
+        let mut stamped = Vec::new();
+        for bytes in replicated {
+            let ts = bson::RawDocument::from_bytes(&bytes)
+                .ok()
+                .and_then(|entry| entry.get_timestamp("ts").ok())
+                .ok_or_else(|| storage::Error::InvalidArgument("a replicated oplog entry without a ts".into()))?;
+            stamped.push((ts, bytes));
+        }
+        if stamped.is_empty() {
             let seq = commit(writes)?;
             return Ok((seq, self.last()));
-        };
-        let ts = bson::RawDocument::from_bytes(&bytes)
-            .ok()
-            .and_then(|entry| entry.get_timestamp("ts").ok())
-            .ok_or_else(|| storage::Error::InvalidArgument("a replicated oplog entry without a ts".into()))?;
-        let clock = self.order.lock();
-        if ts <= *clock {
-            // Another commit logged meanwhile (a member applying must write nothing else).
-            return Err(storage::Error::InvalidArgument(format!(
-                "replicated oplog entry {ts:?} is not after {:?}",
-                *clock
-            )));
         }
-        self.commit_stamped(writes, clock, vec![(ts, bytes)], commit)
+        let clock = self.order.lock();
+        let mut after = *clock;
+        for (ts, _) in &stamped {
+            if *ts <= after {
+                // Another commit logged meanwhile (a member applying must write nothing else),
+                // or the batch is out of order.
+                return Err(storage::Error::InvalidArgument(format!(
+                    "replicated oplog entry {ts:?} is not after {after:?}"
+                )));
+            }
+            after = *ts;
+        }
+        self.commit_stamped(writes, clock, stamped, commit)
     }
 
     /// Deletes the oldest entries until the oplog is within its cap (always keeping the newest);

@@ -161,6 +161,10 @@ impl<'s> DocumentWrite<'s> {
         txn: &'s mut DocumentTransaction,
     ) -> DocumentWrite<'s> {
         let mut write = DocumentWrite::new(cx, collection);
+        if txn.replicating {
+            // The primary's entries are written as they are: none to build.
+            write.entries = None;
+        }
         write.sink = Sink::Transaction { txn };
         write
     }
@@ -226,6 +230,9 @@ impl<'s> DocumentWrite<'s> {
     /// the engine checks at commit).
     fn check_unique_now(&self, id: &[u8], raw: &RawDocument, all_keys: &[Vec<EncodedKey>]) -> Result<()> {
         let Sink::Transaction { txn, .. } = &self.sink else { return Ok(()) };
+        if txn.replicating {
+            return Ok(());
+        }
         let view = txn.read_at().0;
         let taken = |tree: &str, key: &[u8]| -> Result<bool> {
             let id_tree = if tree == self.collection.meta.tree { self.collection.tree } else { self.index_tree(tree) };
@@ -413,7 +420,12 @@ impl<'s> DocumentWrite<'s> {
             }
         }
         for (key, delta) in updates {
-            self.sink.writes().update(counts, key, delta.to_le_bytes().to_vec());
+            match &mut self.sink {
+                Sink::Transaction { txn, .. } => txn.add_to_counter(counts, key, delta),
+                Sink::Engine(txn) => {
+                    txn.update(counts, key, delta.to_le_bytes().to_vec());
+                }
+            }
         }
         let new_meta = self.multikey_meta();
         let entries = self.entries.take().unwrap_or_default();

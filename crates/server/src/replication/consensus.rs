@@ -836,9 +836,14 @@ impl Node {
     fn apply_ops(&mut self, data: &[u8]) -> Result<Applied, String> {
         let entry = bson::RawDocument::from_bytes(data).map_err(|e| e.to_string())?;
         let ops = entry.get_array("ops").map_err(|e| e.to_string())?;
-        for op in ops {
-            let op = op.map_err(|e| e.to_string())?;
-            let Some(op) = op.as_document() else { continue };
+        let ops: Vec<&bson::RawDocument> = ops
+            .into_iter()
+            .filter_map(|op| op.map(|op| op.as_document()).transpose())
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
+        // The operations this member holds already come first; the rest are applied together.
+        let mut start = 0;
+        while let Some(&op) = ops.get(start) {
             let ts = op.get_timestamp("ts").map_err(|e| e.to_string())?;
             let term = op.get_i64("t").unwrap_or(0);
             let local_last = self.store.oplog().map_or(0, |oplog| as_u64(oplog.last()));
@@ -854,6 +859,7 @@ impl Node {
                     return Ok(Applied::Diverged(format!("its oplog differs from the set's at {ts:?}")));
                 }
                 self.last_raft_ts = as_u64(ts);
+                start += 1;
                 continue;
             }
             if local_last > self.last_raft_ts {
@@ -862,10 +868,16 @@ impl Node {
                     "it holds oplog entries after {after:?} that the set did not commit"
                 )));
             }
-            self.store.apply_replicated(op).map_err(|e| format!("applying the oplog entry at {ts:?}: {e}"))?;
-            self.last_raft_ts = as_u64(ts);
-            self.proposed_ts = self.proposed_ts.max(self.last_raft_ts);
+            break;
         }
+        let ops = ops.get(start..).unwrap_or_default();
+        let Some(last) = ops.last() else { return Ok(Applied::All) };
+        let last = last.get_timestamp("ts").map_err(|e| e.to_string())?;
+        self.store
+            .apply_replicated_batch(ops)
+            .map_err(|e| format!("applying the oplog entries up to {last:?}: {e}"))?;
+        self.last_raft_ts = as_u64(last);
+        self.proposed_ts = self.proposed_ts.max(self.last_raft_ts);
         Ok(Applied::All)
     }
 
