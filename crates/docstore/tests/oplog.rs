@@ -125,6 +125,10 @@ fn the_oplog_is_capped_from_its_oldest_end() {
     let (count, held) = store.oplog().unwrap().size();
     assert_eq!((count as usize, held as usize), (log.len(), bytes));
     assert_eq!(store.collection(("local", "oplog.rs")).estimated_document_count().unwrap() as usize, log.len());
+    // Trimming and `first` start after the newest entry trimming deleted: they agree with a
+    // read of the whole oplog.
+    let first = log.first().unwrap().get_timestamp("ts").unwrap();
+    assert_eq!(store.oplog_first().unwrap(), Some(first));
 }
 
 /// Users read the oplog with find but may not write to it; `local` changes are not logged.

@@ -22,6 +22,7 @@ pub(crate) mod entry;
 pub(crate) mod initial_sync;
 pub(crate) mod tail;
 
+use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -57,6 +58,12 @@ pub struct Oplog {
     cap_bytes: AtomicU64,
     /// Only one trim at a time.
     trimming: Mutex<()>,
+    /// The newest `ts` trimming deleted (u64 form; 0: none since the oplog was opened or
+    /// cleared). Trims and `first` read from just after it: the deleted entries stay in the
+    /// tree as tombstones until the engine flushes them out, and a scan from the start would
+    /// step over all of them each time, which made every write of a full oplog slower than
+    /// the last.
+    trimmed_through: AtomicU64,
     /// The term stamped into new entries (`t`): the consensus term this member leads in.
     term: AtomicI64,
     /// Trimming keeps every entry after this `ts` (u64 form): a primary's entries not yet in
@@ -94,6 +101,7 @@ impl Oplog {
             bytes: AtomicI64::new(counters.1),
             cap_bytes: AtomicU64::new(cap_bytes),
             trimming: Mutex::new(()),
+            trimmed_through: AtomicU64::new(0),
             term: AtomicI64::new(entry::TERM),
             keep_after: AtomicU64::new(u64::MAX),
             listeners: RwLock::new(Vec::new()),
@@ -291,7 +299,7 @@ impl Oplog {
             let remaining = self.count.load(Ordering::Relaxed);
             let mut last = None;
             let keep_after = self.keep_after.load(Ordering::Acquire);
-            for item in snapshot.iter(self.collection.tree).take(TRIM_BATCH) {
+            for item in self.oldest_onward(&snapshot).take(TRIM_BATCH) {
                 let (key, value) = item?;
                 if bytes >= excess || count + 1 >= remaining {
                     break;
@@ -309,10 +317,22 @@ impl Oplog {
             txn.update(self.counts_tree, self.collection.count_key.clone(), (-count).to_le_bytes().to_vec());
             txn.update(self.counts_tree, self.collection.size_key.clone(), (-bytes).to_le_bytes().to_vec());
             txn.commit(Durability::Periodic)?;
+            self.trimmed_through.store(as_u64(last), Ordering::Release);
             self.count.fetch_sub(count, Ordering::Relaxed);
             self.bytes.fetch_sub(bytes, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// The entries from the oldest one held, skipping what trimming already deleted.
+    fn oldest_onward(&self, snapshot: &Snapshot) -> storage::RangeIter {
+        match self.trimmed_through.load(Ordering::Acquire) {
+            0 => snapshot.iter(self.collection.tree),
+            trimmed => {
+                let after = entry::key(from_u64(trimmed));
+                snapshot.range(self.collection.tree, (Bound::Excluded(&after[..]), Bound::Unbounded))
+            }
+        }
     }
 
     /// Deletes every entry (a member that left the set's history starts its oplog again, see
@@ -329,6 +349,7 @@ impl Oplog {
         txn.commit(Durability::Immediate)?;
         *clock = Timestamp { time: 0, increment: 0 };
         self.last.store(0, Ordering::Release);
+        self.trimmed_through.store(0, Ordering::Release);
         self.count.fetch_sub(count, Ordering::Relaxed);
         self.bytes.fetch_sub(bytes, Ordering::Relaxed);
         Ok(())
@@ -401,7 +422,7 @@ impl Oplog {
 
     /// The oldest entry's timestamp still held.
     pub fn first(&self, snapshot: &Snapshot) -> Result<Option<Timestamp>> {
-        Ok(snapshot.iter(self.collection.tree).next().transpose()?.and_then(|(key, _)| entry::key_timestamp(&key)))
+        Ok(self.oldest_onward(snapshot).next().transpose()?.and_then(|(key, _)| entry::key_timestamp(&key)))
     }
 }
 
