@@ -157,17 +157,23 @@ fn catch_up(store: &docstore::Store, member: &mut Source<'_>, at: Timestamp) -> 
     let mut first = at.time != 0;
     loop {
         let (batch, id) = batch_of(&reply)?;
-        for entry in &batch {
+        let mut entries: Vec<&bson::RawDocument> = batch.iter().map(|entry| entry.as_ref()).collect();
+        if first && let Some(entry) = entries.first() {
             let ts = entry.get_timestamp("ts").map_err(|e| format!("an oplog entry's ts: {e}"))?;
-            if first {
-                if ts != at {
-                    return Err(format!("the source's oplog no longer holds the snapshot's entry {at:?}"));
-                }
-                store.sync_oplog_start(entry).map_err(|e| e.to_string())?;
-                first = false;
-                continue;
+            if ts != at {
+                return Err(format!("the source's oplog no longer holds the snapshot's entry {at:?}"));
             }
-            store.apply_replicated(entry).map_err(|e| format!("applying the oplog entry at {ts:?}: {e}"))?;
+            store.sync_oplog_start(entry).map_err(|e| e.to_string())?;
+            first = false;
+            entries.remove(0);
+        }
+        if let Some(last) = entries.last() {
+            // As a secondary applies a consensus entry: runs of document writes, one engine
+            // transaction each.
+            let ts = last.get_timestamp("ts").map_err(|e| format!("an oplog entry's ts: {e}"))?;
+            store
+                .apply_replicated_batch(&entries)
+                .map_err(|e| format!("applying the oplog entries up to {ts:?}: {e}"))?;
             reached = ts;
         }
         if id == 0 {
