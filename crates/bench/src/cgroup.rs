@@ -29,9 +29,12 @@ pub struct Cgroup {
 }
 
 impl Cgroup {
-    /// Creates `strata-bench.<pid>` with a limit of `limit_bytes`, or explains why it cannot.
+    /// Creates `strata-bench.<pid>.<n>` (`n`: the groups this process made before, one per
+    /// server it starts) with a limit of `limit_bytes`, or explains why it cannot.
     pub fn create(limit_bytes: u64) -> anyhow::Result<Cgroup> {
-        let name = format!("strata-bench.{}", std::process::id());
+        static CREATED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("strata-bench.{}.{n}", std::process::id());
         let (version, dir, limit_file) = if is_writable_dir(Path::new(V1_ROOT)) {
             (Version::V1, Path::new(V1_ROOT).join(&name), "memory.limit_in_bytes")
         } else if Path::new(V2_ROOT).join("cgroup.controllers").is_file() {

@@ -51,7 +51,13 @@ pub(crate) struct Context {
     /// Whether applying another member's entries builds secondary indexes: not on a replica
     /// set's `buildIndexes: false` member ([`crate::Store::set_builds_indexes`]).
     pub builds_indexes: AtomicBool,
+    /// How far change streams may read the oplog ([`crate::Store::set_change_stream_limit`]).
+    change_stream_limit: RwLock<Option<ChangeStreamLimit>>,
 }
+
+/// The newest oplog `ts` a change stream may return (`None`: all of it): on a replica set's
+/// primary, the majority commit point, so that no event is ever one a rollback undoes.
+pub type ChangeStreamLimit = Arc<dyn Fn() -> Option<bson::Timestamp> + Send + Sync>;
 
 impl Context {
     pub(crate) fn open(engine: Engine, options: StoreOptions) -> Result<Context> {
@@ -69,6 +75,7 @@ impl Context {
             temp_counter: AtomicU64::new(0),
             originates: AtomicBool::new(true),
             builds_indexes: AtomicBool::new(true),
+            change_stream_limit: RwLock::new(None),
         };
         Ok(cx)
     }
@@ -158,6 +165,15 @@ impl Context {
             )));
         }
         Ok(())
+    }
+
+    pub(crate) fn set_change_stream_limit(&self, limit: Option<ChangeStreamLimit>) {
+        *self.change_stream_limit.write() = limit;
+    }
+
+    /// The newest `ts` change streams may read now, if bounded.
+    pub(crate) fn change_stream_limit(&self) -> Option<bson::Timestamp> {
+        self.change_stream_limit.read().as_ref().and_then(|limit| limit())
     }
 
     /// Registers a callback run after each insert into a capped collection.

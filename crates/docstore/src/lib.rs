@@ -116,6 +116,7 @@ pub use aggregate::AggregateOptions;
 pub use catalog::descriptor::{CollectionInfo, DatabaseInfo};
 pub use change_stream::{ChangeStream, Scope as ChangeStreamScope};
 pub use collection::Collection;
+pub use context::ChangeStreamLimit;
 pub use entry_filter::EntryFilter;
 pub use error::{Error, Result};
 pub use index::build::CreateIndexesOutcome;

@@ -160,6 +160,13 @@ impl Store {
         self.cx.tail_oplog(filter)
     }
 
+    /// Bounds what change streams return to the oplog entries up to `limit()` (see
+    /// [`crate::ChangeStreamLimit`]); `None` lifts the bound. A stream waits at the
+    /// bound and goes on from there when it moves.
+    pub fn set_change_stream_limit(&self, limit: Option<crate::ChangeStreamLimit>) {
+        self.cx.set_change_stream_limit(limit);
+    }
+
     /// Registers a callback run after every insert into a capped collection.
     pub fn on_capped_insert(&self, listener: Box<dyn Fn() + Send + Sync>) {
         self.cx.on_capped_insert(listener);

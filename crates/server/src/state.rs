@@ -142,6 +142,11 @@ impl Shared {
             next_request_id: AtomicI32::new(1),
         });
         shared.wake_on_oplog();
+        if let Some(set) = &shared.replication {
+            // Change streams on a primary wait for the majority commit point, not the append.
+            let wakeups = Arc::clone(&shared.oplog_wakeups);
+            set.progress.on_majority_moved(Box::new(move || wakeups.send_modify(|generation| *generation += 1)));
+        }
         let wakeups = Arc::clone(&shared.oplog_wakeups);
         // Tailable cursors on capped collections wait as the oplog's do.
         shared.store.on_capped_insert(Box::new(move || wakeups.send_modify(|generation| *generation += 1)));

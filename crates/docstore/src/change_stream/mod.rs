@@ -12,6 +12,11 @@
 //! collection dropped or renamed, its database dropped) is followed by an `invalidate` event;
 //! then the stream is exhausted.
 //!
+//! On a replica set's primary a stream reads only up to the majority commit point
+//! ([`crate::Store::set_change_stream_limit`]), as mongod's streams read at majority: an event
+//! once returned is never one a rollback undoes, and its resume token is valid on every member
+//! that becomes primary.
+//!
 //! Resuming (`resumeAfter`, `startAfter` — which may follow an invalidate —,
 //! `startAtOperationTime`) from a point the capped oplog no longer holds fails with
 //! ChangeStreamHistoryLost.
@@ -260,11 +265,13 @@ impl ChangeStream {
     fn read_more(&mut self) -> Result<bool> {
         let inner = self.inner()?;
         let Some(oplog) = inner.oplog() else { return Ok(false) };
+        let limit = inner.change_stream_limit();
         let snapshot = inner.engine.snapshot();
         let from = crate::oplog::from_u64(self.position.ts);
         let entries = oplog.read_from(&snapshot, from, READ_ENTRIES)?;
         let mut progressed = false;
-        for (ts, bytes) in entries {
+        // Past the limit (a primary's majority commit point) an entry may yet be rolled back.
+        for (ts, bytes) in entries.into_iter().take_while(|(ts, _)| limit.is_none_or(|limit| *ts <= limit)) {
             let ts_value = crate::oplog::as_u64(ts);
             let entry = Document::from_reader(bytes.as_slice()).map_err(|e| Error::corrupt(format!("oplog: {e}")))?;
             for change in event::changes(&entry, &self.scope, self.options.show_expanded_events) {

@@ -32,10 +32,7 @@ pub fn run(context: &Context, command: &Command) -> Result<RawDocumentBuf, Comma
     if pipeline.first().is_some_and(|stage| stage.contains_key("$changeStream")) {
         return change_stream(context, command, collection.as_deref(), &pipeline);
     }
-    let (read_at, at_cluster_time) = match pipeline.first().is_some_and(|stage| stage.contains_key("$changeStream")) {
-        true => (None, None),
-        false => crate::read_concern::read_view(context, command)?,
-    };
+    let (read_at, at_cluster_time) = crate::read_concern::read_view(context, command)?;
     let options = AggregateOptions {
         allow_disk_use: command.optional_bool("allowDiskUse")?.unwrap_or(false),
         hint: hint(command.get("hint"))?,
@@ -79,6 +76,15 @@ fn change_stream(
     pipeline: &[Document],
 ) -> Result<RawDocumentBuf, CommandError> {
     use docstore::ChangeStreamScope as Scope;
+    // A change stream reads at majority (on a primary, up to the majority commit point): as
+    // mongod, any other level asked for is refused rather than ignored.
+    let level = command.optional_document("readConcern")?.and_then(|concern| concern.get_str("level").ok());
+    if let Some(level) = level.filter(|level| *level != "majority") {
+        return Err(CommandError::new(
+            wire::ErrorCode::InvalidOptions,
+            format!("Read concern {level} is not supported for $changeStream: change streams read at majority"),
+        ));
+    }
     let spec = pipeline.first().and_then(|stage| stage.get_document("$changeStream").ok());
     let all = spec.and_then(|spec| spec.get_bool("allChangesForCluster").ok()).unwrap_or(false);
     let db = command.database.clone();

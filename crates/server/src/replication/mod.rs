@@ -189,6 +189,12 @@ impl Replication {
             // Alone, it is primary at once rather than after an election timeout.
             let _ = consensus.inbox.send(Input::Campaign);
         }
+        // A primary's change streams return only what a majority holds (a rollback never
+        // undoes an event a client saw); a secondary applies only what the set committed.
+        let progress = Arc::clone(&self.progress);
+        self.store.set_change_stream_limit(Some(Arc::new(move || {
+            progress.read(|p| p.writable.then(|| consensus::from_u64(p.majority_ts)))
+        })));
         if let Some(oplog) = self.store.oplog() {
             // The primary proposes new entries as soon as they are committed here.
             let inbox = consensus.inbox.clone();

@@ -111,6 +111,8 @@ pub struct Progress {
     writable: AtomicBool,
     /// Woken when this member applies more, or its role changes (`afterClusterTime` reads).
     applied: Condvar,
+    /// Called when the majority commit point moves (change streams read up to it).
+    majority_listeners: parking_lot::RwLock<Vec<Box<dyn Fn() + Send + Sync>>>,
 }
 
 #[derive(Default)]
@@ -135,11 +137,16 @@ struct Waiter {
 struct Watched {
     role: (State, u64),
     applied: u64,
+    majority: u64,
 }
 
 impl Watched {
     fn of(published: &Published) -> Watched {
-        Watched { role: (published.state, published.term), applied: published.applied_ts }
+        Watched {
+            role: (published.state, published.term),
+            applied: published.applied_ts,
+            majority: published.majority_ts,
+        }
     }
 }
 
@@ -158,9 +165,20 @@ impl Progress {
             }
         }
         drop(inner);
-        if after != before {
+        if after.role != before.role || after.applied != before.applied {
             self.applied.notify_all();
         }
+        if after.majority != before.majority || role_changed {
+            for listener in self.majority_listeners.read().iter() {
+                listener();
+            }
+        }
+    }
+
+    /// Registers a callback run (on the consensus thread) each time the majority commit point
+    /// moves or the role changes.
+    pub fn on_majority_moved(&self, listener: Box<dyn Fn() + Send + Sync>) {
+        self.majority_listeners.write().push(listener);
     }
 
     pub fn get(&self) -> Published {

@@ -9,6 +9,7 @@ every wait is bounded by a deadline.
 
 import glob
 import os
+import signal
 import threading
 import time
 
@@ -17,6 +18,7 @@ from bson import Int64, ObjectId
 import pymongo
 import pytest
 from pymongo import ReadPreference
+from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 from conftest import StrataProcess
 from faults import assert_cannot_join, free_port, wait_for
@@ -239,6 +241,35 @@ def test_a_secondary_refuses_out_and_merge_and_stays_in_step(three):
         assert documents(member, "copy") == [{"_id": i} for i in range(5)], member.host
         assert documents(member) == [{"_id": i} for i in range(6)], member.host
     client.close()
+
+
+def test_a_change_stream_returns_only_what_a_majority_holds(three):
+    """On the primary, a change stream returns an event only once a majority of the set holds
+    its write, as mongod's streams read at majority: a rollback can then never undo an event a
+    client saw. With both secondaries stopped (SIGSTOP, shorter than the default 10 s election
+    timeout), a w:1 insert is acknowledged but not returned; once they run again it is. A stream
+    asking for readConcern local is refused (InvalidOptions, 72)."""
+    primary = initiate(three, settings=None)
+    secondaries = [m for m in three if m is not primary]
+    with primary.direct() as client:
+        coll = client.t.c.with_options(write_concern=WriteConcern(w=3, wtimeout=10000))
+        coll.insert_one({"_id": "before"})
+        with coll.watch(max_await_time_ms=200) as stream:
+            for member in secondaries:
+                member.process.process.send_signal(signal.SIGSTOP)
+            try:
+                client.t.c.with_options(write_concern=WriteConcern(w=1)).insert_one({"_id": "unconfirmed"})
+                deadline = time.monotonic() + 1.5
+                while time.monotonic() < deadline:
+                    assert stream.try_next() is None, "an event before a majority held its write"
+            finally:
+                for member in secondaries:
+                    member.process.process.send_signal(signal.SIGCONT)
+            event = wait_for("the event once a majority holds it", stream.try_next)
+            assert event["documentKey"] == {"_id": "unconfirmed"}
+        with pytest.raises(pymongo.errors.OperationFailure) as refused:
+            coll.with_options(read_concern=ReadConcern("local")).watch()
+        assert refused.value.code == 72
 
 
 def test_a_member_takes_no_message_from_another_set(three):
