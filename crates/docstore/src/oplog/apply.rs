@@ -101,16 +101,7 @@ impl Store {
     /// the entry itself into this store's oplog, which must be kept and hold only older
     /// entries.
     pub fn apply_replicated(&self, entry: &RawDocument) -> Result<()> {
-        let Some(oplog) = self.oplog() else {
-            return Err(Error::IllegalOperation("applying an oplog entry needs the oplog kept".into()));
-        };
-        let ts = entry_ts(entry)?;
-        if ts <= oplog.last() {
-            return Err(Error::IllegalOperation(format!(
-                "oplog entry at {ts:?} is not after this member's last ({:?})",
-                oplog.last()
-            )));
-        }
+        let oplog = self.oplog_before(entry)?;
         if entry.get_str("op").ok() == Some("n") {
             // A no-op, perhaps with a retryable write's record: one transaction with the entry.
             let mut txn = self.cx.engine.begin();
@@ -168,16 +159,7 @@ impl Store {
         if run.len() == 1 {
             return self.apply_replicated(first);
         }
-        let Some(oplog) = self.oplog() else {
-            return Err(Error::IllegalOperation("applying an oplog entry needs the oplog kept".into()));
-        };
-        let ts = entry_ts(first)?;
-        if ts <= oplog.last() {
-            return Err(Error::IllegalOperation(format!(
-                "oplog entry at {ts:?} is not after this member's last ({:?})",
-                oplog.last()
-            )));
-        }
+        let oplog = self.oplog_before(first)?;
         let mut txn = self.begin_transaction();
         txn.replicating = true;
         for entry in run {
@@ -191,6 +173,21 @@ impl Store {
             tracing::warn!(%error, "trimming the oplog failed");
         }
         Ok(())
+    }
+
+    /// The oplog, which must be kept and hold only entries older than `entry`.
+    fn oplog_before(&self, entry: &RawDocument) -> Result<std::sync::Arc<crate::oplog::Oplog>> {
+        let Some(oplog) = self.oplog() else {
+            return Err(Error::IllegalOperation("applying an oplog entry needs the oplog kept".into()));
+        };
+        let ts = entry_ts(entry)?;
+        if ts <= oplog.last() {
+            return Err(Error::IllegalOperation(format!(
+                "oplog entry at {ts:?} is not after this member's last ({:?})",
+                oplog.last()
+            )));
+        }
+        Ok(oplog)
     }
 
     fn apply_change(&self, entry: &RawDocument) -> Result<()> {
