@@ -175,8 +175,15 @@ impl Tree {
         let result = self.push_at(ctx, &mut root, location);
         *guard = Some(root);
         let pushed = result?;
-        // The child may be gone: a leaf that came out small merges into its sibling.
-        if pushed && ctx.store.resident(location.child).is_some_and(|child| needs_flush(ctx, &child)) {
+        // The child may be gone (a leaf that came out small merges into its sibling), or
+        // evicted since the push: then it is listed anyway, and `plan` finds it again by its key
+        // (or not) and reads it. Left out, an evicted child stayed over the node size, since
+        // nothing else looks below the root's children for nodes not in memory.
+        let child_overfull = match ctx.store.resident(location.child) {
+            Some(child) => needs_flush(ctx, &child),
+            None => true,
+        };
+        if pushed && child_overfull {
             overfull.push((location.child, location.probe.clone()));
         }
         Ok(pushed)
