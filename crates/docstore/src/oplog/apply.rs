@@ -130,13 +130,14 @@ impl Store {
     pub fn apply_replicated_batch(&self, entries: &[&RawDocument]) -> Result<()> {
         let mut run: Vec<&RawDocument> = Vec::new();
         for &entry in entries {
-            if run.len() < MAX_RUN && self.joins_run(entry) {
+            let joins = self.joins_run(entry);
+            if joins && run.len() < MAX_RUN {
                 run.push(entry);
                 continue;
             }
             self.apply_run(&run)?;
             run.clear();
-            if self.joins_run(entry) {
+            if joins {
                 run.push(entry);
             } else {
                 self.apply_replicated(entry)?;

@@ -157,7 +157,7 @@ fn catch_up(store: &docstore::Store, member: &mut Source<'_>, at: Timestamp) -> 
     let mut first = at.time != 0;
     loop {
         let (batch, id) = batch_of(&reply)?;
-        let mut entries: Vec<&bson::RawDocument> = batch.iter().map(|entry| entry.as_ref()).collect();
+        let mut entries: &[RawDocumentBuf] = &batch;
         if first && let Some(entry) = entries.first() {
             let ts = entry.get_timestamp("ts").map_err(|e| format!("an oplog entry's ts: {e}"))?;
             if ts != at {
@@ -165,8 +165,9 @@ fn catch_up(store: &docstore::Store, member: &mut Source<'_>, at: Timestamp) -> 
             }
             store.sync_oplog_start(entry).map_err(|e| e.to_string())?;
             first = false;
-            entries.remove(0);
+            entries = entries.get(1..).unwrap_or_default();
         }
+        let entries: Vec<&RawDocument> = entries.iter().map(|entry| entry.as_ref()).collect();
         if let Some(last) = entries.last() {
             // As a secondary applies a consensus entry: runs of document writes, one engine
             // transaction each.
